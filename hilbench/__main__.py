@@ -1,0 +1,3 @@
+from hilbench.cli import main
+
+main()

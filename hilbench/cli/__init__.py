@@ -1,0 +1,63 @@
+"""The ``hilbench`` command: one entry point, one sub-command module per area, imported lazily.
+
+Exit codes: 0 success; 1 a run failed or was invalid; 2 bad usage or input (click's own);
+3 an agent or instrument could not be reached or was lost.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+
+import click
+
+from hilbench import __version__
+
+EXIT_OK = 0
+EXIT_RUN_FAILED = 1
+EXIT_USAGE = 2
+EXIT_UNREACHABLE = 3
+
+# name -> "module:attribute" of a click command; imported only when that command is used.
+SUBCOMMANDS: dict[str, str] = {
+    "agent": "hilbench.cli.agent:agent",
+    "run": "hilbench.cli.run:run",
+    "demo": "hilbench.cli.run:demo",
+    "results": "hilbench.cli.results:results",
+    "qubo": "hilbench.cli.qubo:qubo",
+    "bench": "hilbench.cli.bench:bench",
+    "drivers": "hilbench.cli.agent:drivers",
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose sub-commands are imported on first use, keeping start-up fast."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(SUBCOMMANDS))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in SUBCOMMANDS:
+            module_name, attr = SUBCOMMANDS[cmd_name].split(":")
+            return getattr(importlib.import_module(module_name), attr)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="hilbench")
+@click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
+def cli(verbose: int) -> None:
+    """Hardware-in-the-loop benchmarking for NeuroBench system-track workloads.
+
+    Start with `hilbench demo` (a QUBO campaign on this machine's CPU), then
+    `hilbench results` to read the stored runs back.
+    """
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(
+        level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
+
+
+def main() -> None:
+    cli()

@@ -1,0 +1,86 @@
+"""The power-source interface shared by external instruments (DMM) and internal ones (RAPL,
+on-board monitors reported by agents, Intel SoC Watch).
+
+A source is configured, armed, started and stopped around a phase; while acquiring, ``read()``
+drains the samples gathered so far, already mapped onto the orchestrator timeline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, runtime_checkable
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """What a source declares about itself, stored with the run."""
+
+    name: str
+    unit: Literal["W", "A", "V"]
+    time_resolution_s: float  # sample interval (or counter granularity)
+    # accuracy as ± (relative * reading + absolute), in the source's unit
+    accuracy_relative: float = 0.0
+    accuracy_absolute: float = 0.0
+    supply_voltage_v: float | None = None  # set when the unit is "A": watts = amps * volts
+    domains: tuple[str, ...] = ()  # e.g. ("package-0", "dram-0") or ("total system",)
+
+
+@dataclass
+class SampleBatch:
+    """Timestamped samples on the orchestrator clock (seconds) with their values."""
+
+    t: np.ndarray
+    values: np.ndarray
+
+    @classmethod
+    def empty(cls) -> SampleBatch:
+        return cls(np.empty(0, dtype=np.float64), np.empty(0, dtype=np.float64))
+
+    def __len__(self) -> int:
+        return int(self.t.shape[0])
+
+
+@dataclass
+class Health:
+    """Problems seen while acquiring; any of them makes the affected run invalid."""
+
+    overloads: int = 0
+    dropped: int = 0
+    overflow: bool = False
+    messages: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.overloads or self.dropped or self.overflow or self.messages)
+
+
+class PowerSourceError(RuntimeError):
+    """An instrument or counter could not deliver trustworthy samples; the message says why."""
+
+
+@runtime_checkable
+class PowerSource(Protocol):
+    info: SourceInfo
+
+    def configure(self) -> None:
+        """Apply the settings given at construction; may talk to the instrument."""
+
+    def arm(self) -> None:
+        """Prepare an acquisition so that ``start`` begins it with minimal latency."""
+
+    def start(self) -> None:
+        """Begin acquiring; the orchestrator-clock time of the first sample is recorded."""
+
+    def read(self) -> SampleBatch:
+        """Samples gathered since the previous ``read`` (may be empty)."""
+
+    def stop(self) -> SampleBatch:
+        """End the acquisition and return the remaining samples."""
+
+    def health(self) -> Health:
+        """Overloads, dropped samples, overflows since ``start``."""
+
+    def close(self) -> None:
+        """Release the instrument."""
