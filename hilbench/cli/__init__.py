@@ -28,6 +28,8 @@ SUBCOMMANDS: dict[str, str] = {
     "qubo": "hilbench.cli.qubo:qubo",
     "bench": "hilbench.cli.bench:bench",
     "drivers": "hilbench.cli.agent:drivers",
+    "power": "hilbench.cli.power:power",
+    "asc": "hilbench.cli.asc:asc",
 }
 
 

@@ -1,0 +1,1 @@
+"""Benchmarks that print figures (speed, accuracy, memory); run with `hilbench bench NAME`."""
