@@ -1,0 +1,127 @@
+"""The `cpu` driver: QUBO with D-Wave SA / Tabu on this machine's CPU, power from Linux RAPL.
+
+Power comes from RAPL counters read around the timed region. Where RAPL cannot be read (no
+powercap, or energy_uj is root-only since Linux 5.10), results carry ``power.measured = false``
+and the reason; no number is made up.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any, ClassVar
+
+import numpy as np
+
+from hilbench.agent.driver import DriverError, DriverResult
+from hilbench.power.rapl import DEFAULT_POWERCAP_ROOT, RaplCounters, probe_rapl
+from hilbench_drivers.cpu import qubo_solvers
+from hilbench_drivers.cpu.qubo_solvers import LoadedQubo
+
+
+class RaplWindow:
+    """Energy used between ``open`` and ``close``, or the reason it was not measured."""
+
+    def __init__(self, counters: RaplCounters | None, reason: str) -> None:
+        self.counters = counters
+        self.reason = reason
+        self._a = counters.snapshot() if counters is not None else None
+
+    def close(self) -> dict[str, Any]:
+        if self.counters is None or self._a is None:
+            return {"measured": False, "source": "rapl", "reason": self.reason}
+        b = self.counters.snapshot()
+        per_domain = self.counters.energy_between(self._a, b)
+        total = sum(per_domain.values())
+        duration = b.t - self._a.t
+        return {
+            "measured": True,
+            "source": "rapl",
+            "domains": per_domain,
+            "energy_j": total,
+            "duration_s": duration,
+            "avg_power_w": total / duration if duration > 0 else None,
+        }
+
+
+class CpuDriver:
+    """QUBO on the local CPU (dwave-samplers), measured with RAPL where it can be read."""
+
+    name: ClassVar[str] = "cpu"
+
+    def __init__(self, rapl_root: str = DEFAULT_POWERCAP_ROOT, num_sweeps: str | int = 1000) -> None:
+        self.rapl_root = rapl_root
+        self.num_sweeps = int(num_sweeps)
+        self._loaded: LoadedQubo | None = None
+        self._workload: dict[str, Any] = {}
+        self._rapl, self._rapl_reason = probe_rapl(rapl_root)
+
+    def capabilities(self) -> dict[str, Any]:
+        return {
+            "workloads": ["qubo"],
+            "qubo": {
+                "solvers": list(qubo_solvers.SOLVERS),
+                "modes": ["fixed_timeout", "time_to_solution"],
+                "timeout_range_s": [qubo_solvers.MIN_TIMEOUT_S, qubo_solvers.MAX_TIMEOUT_S],
+            },
+            "power": {
+                "source": "rapl",
+                "available": self._rapl is not None,
+                "domains": list(self._rapl.domains) if self._rapl else [],
+                "reason": self._rapl_reason,
+            },
+            "cpu_count": os.cpu_count(),
+        }
+
+    def configure(self, params: dict[str, Any]) -> DriverResult:
+        if "num_sweeps" in params:
+            self.num_sweeps = int(params["num_sweeps"])
+        return DriverResult({"num_sweeps": self.num_sweeps})
+
+    def load(self, params: dict[str, Any], arrays: list[np.ndarray]) -> DriverResult:
+        if params.get("workload") != "qubo":
+            raise DriverError(f"cpu driver cannot load workload {params.get('workload')!r}", "bad_arguments")
+        if len(arrays) != 1 or arrays[0].dtype != np.int8:
+            raise DriverError("a qubo load carries exactly one int8 matrix payload", "bad_arguments")
+        self._loaded = qubo_solvers.load_qubo(arrays[0], self.num_sweeps)
+        self._workload = {k: params[k] for k in ("nodes", "density", "seed") if k in params}
+        return DriverResult(
+            {
+                "nodes": self._loaded.nodes,
+                "couplings": self._loaded.sparse.num_couplings,
+                "load_s": self._loaded.load_s,
+                "setup_s": self._loaded.setup_s,
+            }
+        )
+
+    def run(self, params: dict[str, Any], stop: threading.Event) -> DriverResult:
+        if self._loaded is None:
+            raise DriverError("no workload loaded: send load first", "not_loaded")
+        mode = params.get("mode", "fixed_timeout")
+        solver = str(params.get("solver", "sa"))
+        seed = int(params.get("seed", 0))
+        window = RaplWindow(self._rapl, self._rapl_reason)
+        if mode == "fixed_timeout":
+            result = qubo_solvers.solve_fixed_timeout(
+                self._loaded, solver, float(params["timeout_s"]), seed, self.num_sweeps, stop
+            )
+        elif mode == "time_to_solution":
+            result = qubo_solvers.solve_to_target(
+                self._loaded,
+                solver,
+                int(params["target"]),
+                [float(g) for g in params.get("gaps", [0.1, 0.05, 0.01])],
+                float(params.get("max_time_s", 10.0)),
+                seed,
+                self.num_sweeps,
+                stop,
+            )
+        else:
+            raise DriverError(f"unknown qubo mode {mode!r}", "bad_arguments")
+        result["power"] = window.close()
+        result["mode"] = mode
+        result["solver"] = solver
+        return DriverResult(result)
+
+    def close(self) -> None:
+        self._loaded = None

@@ -1,0 +1,120 @@
+"""`hilbench run CAMPAIGN.toml` and `hilbench demo`."""
+
+from __future__ import annotations
+
+import logging
+from importlib.resources import as_file, files
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from hilbench.cli import EXIT_RUN_FAILED, EXIT_UNREACHABLE, EXIT_USAGE
+
+log = logging.getLogger(__name__)
+
+
+def _run_campaign(campaign_path: Path, db: Path, resume: bool, record: Path | None,
+                  quiet: bool) -> None:
+    from hilbench.orchestrator.campaign import CampaignError, load_campaign
+    from hilbench.orchestrator.client import AgentUnreachable
+    from hilbench.orchestrator.recorder import JsonlRecorder
+    from hilbench.orchestrator.runner import CampaignAborted, CampaignRunner
+    from hilbench.orchestrator.spawn import SpawnError
+    from hilbench.report.qubo_table import gap_rows, gap_table
+    from hilbench.store import StoreError
+
+    console = Console(stderr=True, quiet=quiet)
+    try:
+        campaign = load_campaign(campaign_path)
+    except CampaignError as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise SystemExit(EXIT_USAGE) from None
+    recorder = JsonlRecorder(record) if record else None
+    runner = CampaignRunner(campaign, db, consumers=[recorder] if recorder else [], resume=resume)
+    progress = Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[last]}"), TimeRemainingColumn(), console=console,
+        transient=False,
+    )
+    task = progress.add_task(campaign.name, total=len(runner.units), last="")
+
+    def on_unit_done(unit, status: str, run_uid: str | None) -> None:
+        progress.update(task, advance=1, last=f"{status}: {unit.key}")
+        if status == "fail":
+            console.print(f"[red]run {run_uid[:8] if run_uid else ''} failed[/red] ({unit.key})")
+
+    runner.on_unit_done = on_unit_done
+    try:
+        with progress:
+            outcome = runner.run()
+    except CampaignAborted as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise SystemExit(EXIT_UNREACHABLE) from None
+    except (AgentUnreachable, SpawnError) as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise SystemExit(EXIT_UNREACHABLE) from None
+    except StoreError as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise SystemExit(EXIT_USAGE) from None
+    finally:
+        if recorder:
+            recorder.close()
+    rows = gap_rows(db, outcome.campaign_uid)
+    out = Console()
+    out.print(gap_table(rows, f"{campaign.name}: BKS-gap per size × timeout × solver"))
+    notes = sorted({r.power_note for r in rows if r.power_note})
+    for note in notes:
+        out.print(f"power n/m (not measured): {note}", highlight=False)
+    out.print(
+        f"campaign {outcome.campaign_uid[:8]}: {outcome.completed} run(s) completed, "
+        f"{outcome.skipped} resumed from earlier, {outcome.failed} failed; store {db}",
+        highlight=False,
+    )
+    if outcome.failed:
+        raise SystemExit(EXIT_RUN_FAILED)
+
+
+_DB_OPTION = click.option(
+    "--db", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="SQLite results file [default: $HILBENCH_DB or ./hilbench.sqlite].",
+)
+
+
+def _db_path(db: Path | None) -> Path:
+    from hilbench.store import default_db_path
+
+    return db if db is not None else default_db_path()
+
+
+@click.command()
+@click.argument("campaign", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@_DB_OPTION
+@click.option("--resume/--no-resume", default=True, show_default=True,
+              help="Skip units that an earlier, interrupted attempt of this campaign finished.")
+@click.option("--record", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write every run document to this JSON-lines file.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+def run(campaign: Path, db: Path | None, resume: bool, record: Path | None, quiet: bool) -> None:
+    """Run a campaign file (TOML): its agents, workloads and repetitions.
+
+    Results go to the SQLite store; a summary table is printed at the end. Exit status:
+    0 all runs succeeded, 1 some runs failed, 2 bad campaign or store, 3 an agent was
+    unreachable or lost (completed runs stay in the store; run again to resume).
+    """
+    _run_campaign(campaign, _db_path(db), resume, record, quiet)
+
+
+@click.command()
+@_DB_OPTION
+@click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+def demo(db: Path | None, quiet: bool) -> None:
+    """Run the example QUBO campaign (examples/qubo-cpu.toml) on this machine.
+
+    hilbench starts the CPU agent process itself on loopback, runs D-Wave SA and Tabu for
+    fixed timeouts on NeuroBench MIS workloads, stores every run and prints a BKS-gap table.
+    """
+    resource = files("hilbench.campaigns").joinpath("qubo-cpu.toml")
+    with as_file(resource) as path:
+        _run_campaign(path, _db_path(db), resume=True, record=None, quiet=quiet)

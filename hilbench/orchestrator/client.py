@@ -1,0 +1,229 @@
+"""The orchestrator's side of one agent link: handshake, requests, heartbeats, clock offsets.
+
+The link is a DEALER socket connected to an agent's ROUTER. While waiting for a reply it sends
+heartbeats and counts the agent's; when nothing has been heard for ``liveness`` heartbeat
+intervals, the agent is declared lost (Paranoid Pirate), and the error names the agent.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import zmq
+
+from hilbench.clock import now, now_ns
+from hilbench.wire import codec
+from hilbench.wire.codec import Message, ProtocolError
+
+log = logging.getLogger(__name__)
+
+
+class AgentError(RuntimeError):
+    """The agent answered with a typed error."""
+
+    def __init__(self, agent: str, code: str, message: str, detail: dict | None = None) -> None:
+        super().__init__(f"agent {agent}: {code}: {message}")
+        self.agent = agent
+        self.code = code
+        self.detail = detail or {}
+
+
+class AgentUnreachable(ConnectionError):
+    """No handshake: nothing listens there, or it is not a hilbench agent of our version."""
+
+
+class AgentLost(ConnectionError):
+    """The agent stopped answering (process died, host gone, network cut)."""
+
+    def __init__(self, agent: str, silent_s: float, during: str) -> None:
+        super().__init__(
+            f"agent {agent} lost: nothing heard for {silent_s:.1f} s while waiting for {during}"
+        )
+        self.agent = agent
+
+
+@dataclass(frozen=True)
+class ClockOffset:
+    """Agent clock minus orchestrator clock, from the lowest-round-trip probe."""
+
+    offset_s: float
+    uncertainty_s: float  # half the best round trip: the offset lies within ± this
+    rtt_s: float
+    probes: int
+
+    def to_dict(self) -> dict[str, float]:
+        return {
+            "offset_s": self.offset_s,
+            "uncertainty_s": self.uncertainty_s,
+            "rtt_s": self.rtt_s,
+            "probes": self.probes,
+        }
+
+
+@dataclass
+class Reply:
+    body: dict[str, Any]
+    arrays: list[np.ndarray]
+
+
+class AgentClient:
+    """One connected agent. Not thread-safe: use it from one thread."""
+
+    def __init__(
+        self,
+        address: str,
+        name: str | None = None,
+        *,
+        heartbeat_s: float = 0.5,
+        liveness: int = 6,
+        connect_timeout_s: float = 5.0,
+        context: zmq.Context | None = None,
+    ) -> None:
+        self.address = address
+        self.name = name or address
+        self.heartbeat_s = heartbeat_s
+        self.liveness = liveness
+        self.connect_timeout_s = connect_timeout_s
+        self.info: dict[str, Any] = {}
+        self._ctx = context or zmq.Context.instance()
+        self._sock: zmq.Socket | None = None
+        self._last_heard = now()
+        self._next_beat = now()
+        self.heartbeats_received = 0
+
+    # ------------------------------------------------------------ lifecycle
+    def connect(self) -> dict[str, Any]:
+        """Open the link and check the handshake; returns the agent's welcome info."""
+        sock = self._ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.connect(self.address)
+        self._sock = sock
+        self._last_heard = now()
+        hello = Message(
+            type=codec.HELLO,
+            id=codec.new_correlation_id(),
+            body={"versions": list(codec.SUPPORTED_VERSIONS)},
+        )
+        try:
+            welcome = self._exchange(hello, timeout_s=self.connect_timeout_s, expect=codec.WELCOME)
+        except (AgentLost, TimeoutError):
+            self.close()
+            raise AgentUnreachable(
+                f"agent {self.name} at {self.address} did not answer the handshake within "
+                f"{self.connect_timeout_s:.1f} s (is `hilbench agent` running there?)"
+            ) from None
+        if welcome.body.get("protocol_version") not in codec.SUPPORTED_VERSIONS:
+            self.close()
+            raise AgentUnreachable(
+                f"agent {self.name} speaks protocol {welcome.body.get('protocol_version')!r}; "
+                f"this orchestrator supports {list(codec.SUPPORTED_VERSIONS)}"
+            )
+        self.info = dict(welcome.body)
+        if self.name == self.address:
+            self.name = str(self.info.get("agent_id", self.address))
+        return self.info
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close(linger=0)
+            self._sock = None
+
+    def __enter__(self) -> AgentClient:
+        self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -------------------------------------------------------------- requests
+    def request(
+        self,
+        cmd: str,
+        body: dict[str, Any] | None = None,
+        arrays: list[np.ndarray] | None = None,
+        timeout_s: float | None = None,
+    ) -> Reply:
+        """Send a command and wait for its reply; raise AgentError/AgentLost/TimeoutError."""
+        msg = Message(
+            type=codec.REQUEST,
+            id=codec.new_correlation_id(),
+            cmd=cmd,
+            body=body or {},
+            arrays=arrays or [],
+        )
+        reply = self._exchange(msg, timeout_s=timeout_s, expect=codec.REPLY)
+        return Reply(reply.body, reply.arrays)
+
+    def clock_offset(self, probes: int = 8) -> ClockOffset:
+        """NTP-style offset of the agent's clock, keeping the lowest-RTT probe."""
+        best: tuple[float, float] | None = None
+        for _ in range(probes):
+            t1 = now_ns()
+            pong = self._exchange(
+                Message(type=codec.PING, id=codec.new_correlation_id(), body={"t1": t1}),
+                timeout_s=None,
+                expect=codec.PONG,
+            )
+            t4 = now_ns()
+            t2, t3 = int(pong.body["t2"]), int(pong.body["t3"])
+            rtt = (t4 - t1) - (t3 - t2)
+            offset = ((t2 - t1) + (t3 - t4)) / 2
+            if best is None or rtt < best[0]:
+                best = (rtt, offset)
+        assert best is not None
+        rtt_ns, offset_ns = best
+        return ClockOffset(offset_ns / 1e9, max(rtt_ns, 0) / 2e9, rtt_ns / 1e9, probes)
+
+    # --------------------------------------------------------------- engine
+    def _exchange(self, msg: Message, timeout_s: float | None, expect: str) -> Message:
+        if self._sock is None:
+            raise RuntimeError(f"agent {self.name} is not connected")
+        self._sock.send_multipart(codec.encode(msg), copy=False)
+        # The agent gets a full liveness window from now: idle time before this call is no silence.
+        self._last_heard = now()
+        deadline = None if timeout_s is None else now() + timeout_s
+        what = f"{msg.cmd or msg.type} ({msg.id})"
+        while True:
+            t = now()
+            if deadline is not None and t >= deadline:
+                raise TimeoutError(f"agent {self.name} did not answer {what} within {timeout_s} s")
+            if t >= self._next_beat:
+                self._sock.send_multipart(codec.encode(Message(type=codec.HEARTBEAT)))
+                self._next_beat = t + self.heartbeat_s
+            silent = t - self._last_heard
+            if silent > self.heartbeat_s * self.liveness:
+                raise AgentLost(self.name, silent, what)
+            wait = min(self._next_beat - t, self.heartbeat_s)
+            if deadline is not None:
+                wait = min(wait, deadline - t)
+            if not self._sock.poll(max(1, int(wait * 1000)), zmq.POLLIN):
+                continue
+            frames = self._sock.recv_multipart(copy=False)
+            self._last_heard = now()
+            try:
+                reply = codec.decode(frames)
+            except ProtocolError as exc:
+                log.warning("agent %s sent a bad message: %s", self.name, exc)
+                continue
+            if reply.type == codec.HEARTBEAT:
+                self.heartbeats_received += 1
+                continue
+            if reply.id != msg.id:
+                if reply.type == codec.ERROR and reply.id is None:
+                    raise self._error(reply)
+                log.debug("agent %s: ignoring stale %s %s", self.name, reply.type, reply.id)
+                continue
+            if reply.type == codec.ERROR:
+                raise self._error(reply)
+            if reply.type != expect:
+                raise AgentError(self.name, "unexpected_type", f"got {reply.type}, expected {expect}")
+            return reply
+
+    def _error(self, reply: Message) -> AgentError:
+        body = reply.body
+        return AgentError(
+            self.name, str(body.get("code")), str(body.get("message")), body.get("detail")
+        )

@@ -1,0 +1,178 @@
+"""Run a campaign: start or connect agents, run every unit as a run, resume where it stopped.
+
+Each unit becomes one run of documents. A unit already finished with success in an earlier,
+interrupted attempt of the same campaign (same configuration hash, same store) is skipped. A lost
+agent stops the campaign: the run in progress is stopped with status "fail" and a reason that
+names the agent, and the runs committed before it stay in the store.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hilbench import __version__
+from hilbench.clock import now
+from hilbench.documents import DocumentConsumer, DocumentStream, RunStart, RunStop, new_uid
+from hilbench.orchestrator.campaign import Campaign
+from hilbench.orchestrator.client import AgentClient, AgentError, AgentLost
+from hilbench.orchestrator.phases import RunContext
+from hilbench.orchestrator.spawn import SpawnedAgent, spawn_agent
+from hilbench.procedures import qubo
+from hilbench.store import Store, StoreWriter
+
+log = logging.getLogger(__name__)
+
+
+class CampaignAborted(RuntimeError):
+    """The campaign could not go on (an agent was lost); completed runs are in the store."""
+
+    def __init__(self, message: str, outcome: CampaignOutcome) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+
+
+@dataclass
+class CampaignOutcome:
+    campaign_uid: str
+    store_path: Path
+    total: int = 0
+    completed: int = 0
+    skipped: int = 0
+    failed: int = 0
+    run_uids: list[str] = field(default_factory=list)
+
+
+def _find_resumable(store_path: Path, campaign: Campaign) -> str | None:
+    """The newest unfinished attempt of this same campaign in the store, if any."""
+    if not store_path.exists():
+        return None
+    with Store(store_path) as store:
+        for row in sorted(store.campaigns(), key=lambda c: c.get("wall_start") or 0, reverse=True):
+            config = row.get("config") or {}
+            if config.get("config_hash") == campaign.config_hash() and row.get("status") != "success":
+                return row["uid"]
+    return None
+
+
+class CampaignRunner:
+    """Runs one campaign against its agents, feeding documents to the store and any consumers."""
+
+    def __init__(
+        self,
+        campaign: Campaign,
+        store_path: Path,
+        consumers: list[DocumentConsumer] | None = None,
+        resume: bool = True,
+    ) -> None:
+        self.campaign = campaign
+        self.store_path = Path(store_path)
+        self.extra_consumers = list(consumers or [])
+        self.resume = resume
+        self.clients: dict[str, AgentClient] = {}
+        self.spawned: dict[str, SpawnedAgent] = {}
+        self.units = qubo.expand_units(campaign)
+        self.on_unit_done = None  # callable(unit, status, run_uid) for progress display
+
+    # ---------------------------------------------------------------- agents
+    def start_agents(self) -> None:
+        for spec in self.campaign.agents:
+            address = spec.address
+            if spec.spawn:
+                agent = spawn_agent(spec)
+                self.spawned[spec.id] = agent
+                address = agent.address
+            assert address is not None
+            client = AgentClient(address, spec.id)
+            client.connect()
+            self.clients[spec.id] = client
+            log.info("agent %s connected: %s", spec.id, client.info.get("agent_id"))
+
+    def stop_agents(self) -> None:
+        for spec_id, client in self.clients.items():
+            if spec_id in self.spawned:
+                try:
+                    client.request("shutdown", timeout_s=2)
+                except (AgentError, AgentLost, TimeoutError, OSError):
+                    pass
+            client.close()
+        for agent in self.spawned.values():
+            agent.stop()
+
+    # ------------------------------------------------------------------- run
+    def run(self) -> CampaignOutcome:
+        resume_uid = _find_resumable(self.store_path, self.campaign) if self.resume else None
+        campaign_uid = resume_uid or new_uid()
+        done: set[str] = set()
+        writer = StoreWriter(self.store_path)
+        outcome = CampaignOutcome(campaign_uid, self.store_path, total=len(self.units))
+        try:
+            if resume_uid:
+                with Store(self.store_path) as store:
+                    done = store.completed_unit_keys(campaign_uid)
+                log.info("resuming campaign %s: %d units already done", campaign_uid[:8], len(done))
+            config = {**self.campaign.config_dict(), "config_hash": self.campaign.config_hash()}
+            writer.begin_campaign(campaign_uid, self.campaign.name, config)
+            stream = DocumentStream([writer, *self.extra_consumers])
+            self.start_agents()
+            for unit in self.units:
+                if unit.key in done:
+                    outcome.skipped += 1
+                    self._notify(unit, "skipped", None)
+                    continue
+                run_uid = self._run_unit(stream, campaign_uid, unit, outcome)
+                outcome.run_uids.append(run_uid)
+            writer.end_campaign(campaign_uid, "success" if not outcome.failed else "fail")
+            return outcome
+        except CampaignAborted:
+            writer.end_campaign(campaign_uid, "abort")
+            raise
+        finally:
+            self.stop_agents()
+            writer.close()
+
+    def _run_unit(
+        self, stream: DocumentStream, campaign_uid: str, unit: qubo.QuboUnit, outcome: CampaignOutcome
+    ) -> str:
+        client = self.clients[unit.agent]
+        target = qubo.lookup_target(unit)
+        run_uid = new_uid()
+        params = {**unit.params(), "target": target.cost, "target_source": target.source,
+                  "target_detail": target.detail}
+        agents = {unit.agent: {**client.info, "address": client.address}}
+        stream.emit(RunStart(run_uid, campaign_uid, unit.key, unit.procedure, params, agents,
+                             now(), time.time(), __version__))
+        ctx = RunContext(stream, run_uid)
+        try:
+            qubo.run_unit(ctx, unit, client, target)
+        except AgentLost as exc:
+            reason = f"{exc} (host {socket.gethostname()}, run {run_uid}, unit {unit.key})"
+            stream.emit(RunStop(run_uid, now(), "fail", reason))
+            outcome.failed += 1
+            self._notify(unit, "fail", run_uid)
+            raise CampaignAborted(
+                f"campaign {self.campaign.name} stopped: agent {exc.agent} was lost during run "
+                f"{run_uid[:8]} ({unit.key}); {outcome.completed} run(s) completed before it are "
+                f"in {self.store_path}",
+                outcome,
+            ) from exc
+        except (AgentError, TimeoutError) as exc:
+            stream.emit(RunStop(run_uid, now(), "fail", str(exc)))
+            outcome.failed += 1
+            self._notify(unit, "fail", run_uid)
+            log.error("run %s (%s) failed: %s", run_uid[:8], unit.key, exc)
+            return run_uid
+        except BaseException as exc:
+            stream.emit(RunStop(run_uid, now(), "abort", f"{type(exc).__name__}: {exc}"))
+            raise
+        stream.emit(RunStop(run_uid, now(), "success"))
+        outcome.completed += 1
+        self._notify(unit, "success", run_uid)
+        return run_uid
+
+    def _notify(self, unit: qubo.QuboUnit, status: str, run_uid: str | None) -> None:
+        if self.on_unit_done is not None:
+            self.on_unit_done(unit, status, run_uid)
