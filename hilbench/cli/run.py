@@ -25,11 +25,12 @@ def _run_campaign(campaign_path: Path, db: Path, resume: bool, record: Path | No
     from hilbench.report.qubo_table import gap_rows, gap_table
     from hilbench.store import StoreError
 
-    console = Console(stderr=True, quiet=quiet)
+    console = Console(stderr=True, quiet=quiet)  # progress
+    errors = Console(stderr=True)  # errors are printed even with --quiet
     try:
         campaign = load_campaign(campaign_path)
     except CampaignError as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        errors.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         raise SystemExit(EXIT_USAGE) from None
     recorder = JsonlRecorder(record) if record else None
     runner = CampaignRunner(campaign, db, consumers=[recorder] if recorder else [], resume=resume)
@@ -43,20 +44,20 @@ def _run_campaign(campaign_path: Path, db: Path, resume: bool, record: Path | No
     def on_unit_done(unit, status: str, run_uid: str | None) -> None:
         progress.update(task, advance=1, last=f"{status}: {unit.key}")
         if status == "fail":
-            console.print(f"[red]run {run_uid[:8] if run_uid else ''} failed[/red] ({unit.key})")
+            errors.print(f"[red]run {run_uid[:8] if run_uid else ''} failed[/red] ({unit.key})")
 
     runner.on_unit_done = on_unit_done
     try:
         with progress:
             outcome = runner.run()
     except CampaignAborted as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        errors.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         raise SystemExit(EXIT_UNREACHABLE) from None
     except (AgentUnreachable, SpawnError) as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        errors.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         raise SystemExit(EXIT_UNREACHABLE) from None
     except StoreError as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        errors.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         raise SystemExit(EXIT_USAGE) from None
     finally:
         if recorder:

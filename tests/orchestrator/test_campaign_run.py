@@ -1,0 +1,169 @@
+"""Campaigns end to end through real agent processes, a real SQLite store and the CLI."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from hilbench.orchestrator.campaign import CampaignError, load_campaign, parse_campaign
+from hilbench.orchestrator.runner import CampaignRunner
+from hilbench.procedures.qubo import expand_units
+from hilbench.store import Store, StoreError
+
+SMALL = """
+[campaign]
+name = "small"
+
+[[agents]]
+id = "cpu0"
+driver = "cpu"
+spawn = true
+
+[[qubo]]
+agent = "cpu0"
+nodes = [10, 25]
+densities = [0.1]
+seeds = [0]
+solvers = ["sa", "tabu"]
+timeouts_s = [{timeout}]
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "c.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def hilbench(*args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hilbench", *args], capture_output=True,
+                          text=True, timeout=300, **kw)
+
+
+def test_campaign_runs_every_unit_through_a_real_agent(tmp_path):
+    db = tmp_path / "r.sqlite"
+    proc = hilbench("run", str(write(tmp_path, SMALL.format(timeout=0.01))), "--db", str(db))
+    assert proc.returncode == 0, proc.stderr
+    with Store(db) as store:
+        runs = store.runs()
+        assert len(runs) == 4 and all(r["status"] == "success" for r in runs)
+        for run in runs:
+            metrics = {m["name"]: m for m in store.metrics(run["uid"])}
+            # n=10 and 25 at 10 % density are easy: the exact optimum is always found.
+            assert metrics["bks_gap"]["value"] == 0
+            assert metrics["requested_timeout_s"]["value"] == 0.01
+            assert metrics["run_time_s"]["value"] > 0
+            # No RAPL here: power is absent with a reason, never a number.
+            assert metrics["avg_power_w"]["value"] is None
+            assert "powercap" in metrics["avg_power_w"]["meta"]["reason"]
+            phases = store.phases(run["uid"])
+            assert [p["name"] for p in phases] == ["load", "solve"]
+            assert all("cpu0" in p["clock_offsets"] for p in phases)
+    assert "gap mean" in proc.stdout and "4 run(s) completed" in proc.stdout
+
+
+def test_killing_the_agent_names_agent_and_run_and_keeps_completed_runs(tmp_path):
+    text = SMALL.format(timeout=1.0).replace("seeds = [0]", "seeds = [0, 1, 2, 3]")
+    db = tmp_path / "k.sqlite"
+    proc = subprocess.Popen([sys.executable, "-m", "hilbench", "run", str(write(tmp_path, text)),
+                             "--db", str(db), "-q"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert time.monotonic() < deadline, "no run completed in time"
+            try:
+                with Store(db) as store:
+                    if any(r["status"] == "success" for r in store.runs()):
+                        break
+            except StoreError:  # not created yet
+                pass
+            time.sleep(0.2)
+        agents = [p for p in psutil.Process(proc.pid).children(recursive=True)
+                  if "agent" in p.cmdline()]
+        assert len(agents) == 1
+        os.kill(agents[0].pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 3, err
+    assert "agent cpu0 was lost during run" in err
+    with Store(db) as store:
+        runs = store.runs()
+        done = [r for r in runs if r["status"] == "success"]
+        failed = [r for r in runs if r["status"] == "fail"]
+        assert done, "completed runs must remain in the store"
+        assert len(failed) == 1 and "cpu0" in failed[0]["reason"]
+        assert failed[0]["uid"][:8] in err
+        assert store.campaigns()[0]["status"] == "abort"
+
+
+def test_interrupted_campaign_resumes_where_it_stopped(tmp_path):
+    db = tmp_path / "res.sqlite"
+    campaign = load_campaign(write(tmp_path, SMALL.format(timeout=0.001)))
+    runner = CampaignRunner(campaign, db)
+    calls = []
+
+    def interrupt_after_two(unit, status, run_uid):
+        calls.append(unit.key)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+
+    runner.on_unit_done = interrupt_after_two
+    with pytest.raises(KeyboardInterrupt):
+        runner.run()
+    again = CampaignRunner(campaign, db)
+    outcome = again.run()
+    assert outcome.skipped == 2 and outcome.completed == 2
+    with Store(db) as store:
+        keys = [r["unit_key"] for r in store.runs() if r["status"] == "success"]
+    assert sorted(keys) == sorted(u.key for u in expand_units(campaign))
+
+
+@pytest.mark.parametrize(
+    "patch, message",
+    [
+        ({"qubo": [{"nodes": [10], "densities": [0.1], "seeds": [0], "solvers": ["sa"],
+                    "timeouts_s": [0.01], "nodez": 1}]}, "unknown key"),
+        ({"qubo": [{"nodes": [10], "densities": [1.5], "seeds": [0], "solvers": ["sa"],
+                    "timeouts_s": [0.01]}]}, r"not in \(0, 1\]"),
+        ({"qubo": [{"nodes": [10], "densities": [0.1], "seeds": [0], "solvers": ["sa"],
+                    "timeouts_s": [500]}]}, "outside 1e-3"),
+        ({"qubo": [{"nodes": [10], "densities": [0.1], "seeds": [0], "solvers": ["gurobi"],
+                    "timeouts_s": [0.1]}]}, "gurobi"),
+        ({"qubo": [{"agent": "nobody", "nodes": [10], "densities": [0.1], "seeds": [0],
+                    "solvers": ["sa"], "timeouts_s": [0.1]}]}, "nobody"),
+    ],
+)
+def test_bad_campaigns_are_refused_with_the_key_named(patch, message):
+    base = {"agents": [{"id": "a", "driver": "cpu", "spawn": True}]}
+    with pytest.raises(CampaignError, match=message):
+        parse_campaign({**base, **patch}, "bad.toml")
+
+
+def test_bad_campaign_file_exits_2_naming_the_file(tmp_path):
+    path = write(tmp_path, "[campaign\nname=", "broken.toml")
+    proc = hilbench("run", str(path), "--db", str(tmp_path / "x.sqlite"))
+    assert proc.returncode == 2 and "broken.toml" in proc.stderr
+
+
+def test_unreachable_agent_exits_3(tmp_path):
+    text = SMALL.format(timeout=0.01).replace("spawn = true", 'address = "tcp://127.0.0.1:9"')
+    proc = hilbench("run", str(write(tmp_path, text)), "--db", str(tmp_path / "u.sqlite"))
+    assert proc.returncode == 3 and "tcp://127.0.0.1:9" in proc.stderr
+
+
+def test_example_campaign_is_the_demo_campaign():
+    root = Path(__file__).resolve().parents[2]
+    example = root / "examples" / "qubo-cpu.toml"
+    packaged = root / "hilbench" / "campaigns" / "qubo-cpu.toml"
+    assert example.read_text() == packaged.read_text()
+    assert len(expand_units(load_campaign(example))) == 120
