@@ -59,6 +59,10 @@ def _invalid() -> list[tuple[str, list[bytes], str]]:
          [_raw_header(payloads=[{"dtype": "<f4", "shape": [2]}]), b"\x00" * 7], "bad_payload"),
         ("object_dtype", [_raw_header(payloads=[{"dtype": "|O", "shape": [1]}]), b"\x00" * 8],
          "bad_payload"),
+        ("dtype_not_a_string", [_raw_header(payloads=[{"dtype": ["<f4"], "shape": [1]}]),
+                                b"\x00" * 4], "bad_payload"),
+        ("structured_dtype", [_raw_header(payloads=[{"dtype": "V8", "shape": [1]}]), b"\x00" * 8],
+         "bad_payload"),
         ("oversized_header", [b"\x00" * (codec.MAX_HEADER_BYTES + 1)], "too_large"),
     ]
 

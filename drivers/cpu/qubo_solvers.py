@@ -104,6 +104,34 @@ def _best(loaded: LoadedQubo, sampleset: Any) -> tuple[int, np.ndarray]:
     return int(costs[i]), samples[i]
 
 
+def _sa_until(
+    loaded: LoadedQubo, deadline: float, seed: int, num_sweeps: int, stop: threading.Event,
+    timeout_s: float,
+) -> tuple[Any, dict[str, Any]]:
+    """Simulated annealing reads until ``deadline``; restarts when a batch of reads ends early.
+
+    SA has no timeout of its own: ``interrupt_function`` is checked between reads. Each batch is
+    sized from the calibrated time per read and capped so its sample buffer stays bounded.
+    """
+    dimod, samplers = _samplers()
+    sampler = samplers.SimulatedAnnealingSampler()
+    read_s = max(loaded.read_s["sa"], 1e-6)
+    cap = max(1, MAX_SA_BUFFER_BYTES // max(loaded.nodes, 1))
+    batch = int(min(cap, math.ceil(2 * timeout_s / read_s) + 1))
+    results = []
+    batches = 0
+    while True:
+        results.append(sampler.sample(
+            loaded.bqm, num_reads=batch, num_sweeps=num_sweeps, seed=seed + batches,
+            interrupt_function=lambda: stop.is_set() or time.perf_counter() >= deadline,
+        ))
+        batches += 1
+        if stop.is_set() or time.perf_counter() >= deadline:
+            break
+    result = results[0] if len(results) == 1 else dimod.concatenate(results)
+    return result, {"num_sweeps": num_sweeps, "batch_reads": batch, "batches": batches}
+
+
 def solve_fixed_timeout(
     loaded: LoadedQubo,
     solver: str,
@@ -117,18 +145,8 @@ def solve_fixed_timeout(
     timeout_s = validate_timeout(timeout_s)
     t_start = time.perf_counter()
     if solver == "sa":
-        read_s = max(loaded.read_s["sa"], 1e-6)
-        cap = max(1, MAX_SA_BUFFER_BYTES // max(loaded.nodes, 1))
-        num_reads = int(min(cap, math.ceil(2 * timeout_s / read_s) + 1))
-        deadline = t_start + loaded.setup_s["sa"] + timeout_s
-        result = samplers.SimulatedAnnealingSampler().sample(
-            loaded.bqm,
-            num_reads=num_reads,
-            num_sweeps=num_sweeps,
-            seed=seed,
-            interrupt_function=lambda: stop.is_set() or time.perf_counter() >= deadline,
-        )
-        params = {"num_sweeps": num_sweeps, "num_reads_cap": num_reads}
+        result, params = _sa_until(loaded, t_start + loaded.setup_s["sa"] + timeout_s, seed,
+                                   num_sweeps, stop, timeout_s)
     elif solver == "tabu":
         timeout_ms = max(1, round(timeout_s * 1000))
         result = samplers.TabuSampler().sample(loaded.bqm, num_reads=1, timeout=timeout_ms, seed=seed)

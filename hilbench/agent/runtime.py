@@ -152,6 +152,7 @@ class AgentRuntime:
             self.endpoint = self.connect_address
             # A connecting agent speaks first, so the orchestrator's ROUTER learns its identity.
             self._peers[b""] = _Peer(route=[], last_seen=now())
+        sock.copy_threshold = codec.COPY_THRESHOLD_BYTES
         return sock
 
     def _drain_socket(self, sock: zmq.Socket) -> None:

@@ -99,6 +99,7 @@ class AgentClient:
         """Open the link and check the handshake; returns the agent's welcome info."""
         sock = self._ctx.socket(zmq.DEALER)
         sock.setsockopt(zmq.LINGER, 0)
+        sock.copy_threshold = codec.COPY_THRESHOLD_BYTES
         sock.connect(self.address)
         self._sock = sock
         self._last_heard = now()

@@ -1,0 +1,117 @@
+"""The cpu driver: fixed-timeout and time-to-solution QUBO, power from (imitated) RAPL."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from hilbench.agent.driver import DriverError
+from hilbench.workloads.qubo import SparseQubo, find_target, generate_qubo
+from hilbench_drivers.cpu import CpuDriver
+from tests.power.conftest import FakePowercap
+
+
+def loaded_driver(tmp_path, nodes=25, density=0.1, seed=0, **kw) -> CpuDriver:
+    driver = CpuDriver(rapl_root=str(tmp_path / "no-powercap"), **kw)
+    driver.load({"workload": "qubo", "nodes": nodes, "density": density, "seed": seed},
+                [generate_qubo(nodes, density, seed)])
+    return driver
+
+
+@pytest.mark.parametrize("solver", ["sa", "tabu"])
+def test_fixed_timeout_reports_a_cost_it_can_prove_and_the_time_it_took(tmp_path, solver):
+    driver = loaded_driver(tmp_path)
+    result = driver.run({"mode": "fixed_timeout", "solver": solver, "timeout_s": 0.05, "seed": 3},
+                        threading.Event()).body
+    target = find_target(25, 0.1, 0)
+    assert result["cost"] >= target.cost  # never better than the exact optimum
+    assert result["cost"] == -result["solution_size"]  # an independent set: no penalty paid
+    assert result["requested_timeout_s"] == 0.05
+    assert result["run_s"] >= result["solver_s"] >= 0.05 * 0.9
+    assert result["setup_s"] >= 0 and result["cost_check_s"] >= 0
+    assert result["power"] == {"measured": False, "source": "rapl",
+                               "reason": result["power"]["reason"]}
+    assert "does not exist" in result["power"]["reason"]
+
+
+def test_cost_check_agrees_with_the_matrix(tmp_path):
+    q = generate_qubo(50, 0.05, 1)
+    sparse = SparseQubo.from_matrix(q)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        x = rng.integers(0, 2, 50)
+        assert sparse.cost(x) == int(x @ q.astype(np.int64) @ x)
+
+
+def test_time_to_solution_reaches_loose_gaps_on_a_small_graph(tmp_path):
+    driver = loaded_driver(tmp_path)
+    target = find_target(25, 0.1, 0).cost
+    result = driver.run({"mode": "time_to_solution", "solver": "tabu", "target": target,
+                         "gaps": [0.1, 0.05, 0.01], "max_time_s": 20, "seed": 0},
+                        threading.Event()).body
+    reached = result["reached"]
+    assert set(reached) == {"0.1", "0.05", "0.01"}
+    assert all(hit is not None for hit in reached.values())
+    assert reached["0.1"]["latency_s"] <= reached["0.05"]["latency_s"] <= reached["0.01"]["latency_s"]
+    assert reached["0.01"]["gap"] <= 0.01
+
+
+def test_power_from_rapl_counters_matches_what_they_counted(tmp_path):
+    fake = FakePowercap(tmp_path)
+    fake.add_zone("intel-rapl:0", "package-0", 0)
+    fake.add_zone("intel-rapl:0:0", "core", 0)
+    fake.add_zone("intel-rapl:0:2", "dram", 0)
+    driver = CpuDriver(rapl_root=str(fake.root))
+    driver.load({"workload": "qubo"}, [generate_qubo(25, 0.1, 0)])
+    stop_feed = threading.Event()
+    t0 = time.monotonic()
+
+    def count(zone: str, uj: float) -> None:  # atomic, like a sysfs read of a live counter
+        path = fake.energy_path(zone).resolve()
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(f"{int(uj)}\n")
+        os.replace(tmp, path)
+
+    def feed() -> None:  # the "hardware": 20 W package, 2 W DRAM, 15 W core (nested, not summed)
+        while not stop_feed.is_set():
+            dt = time.monotonic() - t0
+            count("intel-rapl:0", 20e6 * dt)
+            count("intel-rapl:0:2", 2e6 * dt)
+            count("intel-rapl:0:0", 15e6 * dt)
+            time.sleep(0.0005)
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    try:
+        time.sleep(0.01)
+        result = driver.run({"mode": "fixed_timeout", "solver": "tabu", "timeout_s": 0.5},
+                            threading.Event()).body
+    finally:
+        stop_feed.set()
+        feeder.join()
+    power = result["power"]
+    assert power["measured"] is True
+    assert set(power["domains"]) == {"package-0", "dram-0"}
+    assert power["avg_power_w"] == pytest.approx(22.0, rel=0.05)
+
+
+@pytest.mark.parametrize("timeout", [0.0001, 1000])
+def test_timeouts_outside_the_benchmark_range_are_refused(tmp_path, timeout):
+    driver = loaded_driver(tmp_path, nodes=10)
+    with pytest.raises(DriverError, match="outside"):
+        driver.run({"mode": "fixed_timeout", "solver": "sa", "timeout_s": timeout},
+                   threading.Event())
+
+
+def test_run_before_load_and_wrong_payload_are_clear_errors(tmp_path):
+    driver = CpuDriver(rapl_root=str(tmp_path))
+    with pytest.raises(DriverError, match="no workload loaded"):
+        driver.run({"timeout_s": 0.01}, threading.Event())
+    with pytest.raises(DriverError, match="int8"):
+        driver.load({"workload": "qubo"}, [np.zeros((3, 3), dtype=np.float32)])
+    with pytest.raises(DriverError, match="square"):
+        driver.load({"workload": "qubo"}, [np.zeros((3, 4), dtype=np.int8)])

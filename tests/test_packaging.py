@@ -1,0 +1,55 @@
+"""The distribution ships every package, and the core stays light."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _listed_packages() -> set[str]:
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    return set(data["tool"]["setuptools"]["packages"])
+
+
+def _packages_on_disk() -> set[str]:
+    found = set()
+    for top, name in (("hilbench", "hilbench"), ("drivers", "hilbench_drivers")):
+        for init in (ROOT / top).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / top)
+            found.add(".".join([name, *rel.parts]))
+    return found
+
+
+def test_every_package_is_listed_in_pyproject():
+    missing = _packages_on_disk() - _listed_packages()
+    assert not missing, f"add these to [tool.setuptools] packages in pyproject.toml: {missing}"
+
+
+def test_core_imports_without_vendor_sdks():
+    blocked = ["rockpool", "lava", "pyvisa", "serial", "samna", "torch", "dwave"]
+    code = (
+        "import sys\n"
+        f"for name in {blocked!r}:\n"
+        "    sys.modules[name] = None\n"
+        "import hilbench.cli, hilbench.orchestrator.runner, hilbench.agent.runtime\n"
+        "import hilbench.store, hilbench.workloads.qubo, hilbench_drivers.cpu\n"
+        "from hilbench.cli import cli\n"
+        "from click.testing import CliRunner\n"
+        "assert CliRunner().invoke(cli, ['--help']).exit_code == 0\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_cpu_driver_is_found_by_entry_point():
+    from hilbench.agent.driver import available_drivers
+
+    assert available_drivers()["cpu"] == "hilbench_drivers.cpu:CpuDriver"
