@@ -1,0 +1,121 @@
+"""Put instrument samples on the orchestrator timeline and pick the ones that belong to a window.
+
+A meter that samples on its own timebase reports readings by *index*; the orchestrator knows
+when the acquisition started (``t0``, on :func:`hilbench.clock.now`) and the nominal interval,
+so reading ``i`` began at ``t0 + i * dt``. When the orchestrator also timed the last reading,
+the interval is re-derived from it and the difference from nominal is reported as drift.
+
+Convention: a sample's time is the *start* of its integration (aperture); the reading is the
+mean power over ``[t, t + aperture]``. A sample whose aperture crosses a window boundary is
+either weighted by the fraction inside the window (``"weight"``) or dropped (``"exclude"``);
+the choice is recorded with every result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+BoundaryPolicy = Literal["weight", "exclude"]
+BOUNDARY_POLICIES: tuple[str, ...] = ("weight", "exclude")
+
+
+@dataclass(frozen=True)
+class SampleTimeline:
+    """Orchestrator times of an instrument's readings and how the interval was established."""
+
+    t: np.ndarray  # start of each reading's aperture, orchestrator seconds
+    t0: float
+    dt_nominal_s: float
+    dt_s: float  # interval actually used: nominal, or measured from the last reading's time
+    drift: float  # dt_s / dt_nominal_s - 1 (0.0 when no end time was measured)
+
+    @property
+    def drift_ppm(self) -> float:
+        return self.drift * 1e6
+
+
+def sample_times(n: int, t0: float, dt: float, *, t_last: float | None = None) -> SampleTimeline:
+    """Times ``t_i = t0 + i * dt`` of ``n`` readings; with ``t_last`` (the orchestrator time of
+    reading ``n - 1``) the interval is measured instead of assumed, so timebase drift does not
+    accumulate into a misalignment at the end of long acquisitions."""
+    if n < 0:
+        raise ValueError(f"sample count must not be negative, got {n}")
+    if not dt > 0:
+        raise ValueError(f"sample interval must be positive, got {dt} s")
+    dt_used = dt
+    if t_last is not None and n >= 2:
+        if t_last <= t0:
+            raise ValueError(f"last sample time {t_last} s is not after the first, {t0} s")
+        dt_used = (t_last - t0) / (n - 1)
+    t = t0 + np.arange(n, dtype=np.float64) * dt_used
+    return SampleTimeline(t=t, t0=t0, dt_nominal_s=dt, dt_s=dt_used, drift=dt_used / dt - 1.0)
+
+
+def typical_interval(t: np.ndarray) -> float:
+    """The median spacing of sample times (robust to an occasional late reading)."""
+    t = np.asarray(t, dtype=np.float64)
+    if t.shape[0] < 2:
+        raise ValueError("need at least two samples to know the sample interval")
+    return float(np.median(np.diff(t)))
+
+
+def overlap_fractions(t: np.ndarray, aperture_s: float, start: float, end: float) -> np.ndarray:
+    """Fraction of each reading's aperture ``[t, t + aperture_s]`` that lies in ``[start, end]``."""
+    if not aperture_s > 0:
+        raise ValueError(f"aperture must be positive, got {aperture_s} s")
+    t = np.asarray(t, dtype=np.float64)
+    lo = np.maximum(t, start)
+    hi = np.minimum(t + aperture_s, end)
+    return np.clip((hi - lo) / aperture_s, 0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class WindowSelection:
+    """Which samples stand for a window, with what weight, and how boundaries were treated."""
+
+    indices: np.ndarray  # into the sample arrays, ascending
+    weights: np.ndarray  # 1.0 inside; the overlap fraction for boundary samples under "weight"
+    fractions: np.ndarray  # overlap fraction of each selected sample (1.0 when fully inside)
+    straddling: int  # samples whose aperture crossed a boundary (weighted in or excluded)
+    policy: str
+
+    @property
+    def n(self) -> int:
+        return int(self.indices.shape[0])
+
+    @property
+    def weight_sum(self) -> float:
+        return float(self.weights.sum())
+
+
+def select_window(
+    t: np.ndarray,
+    start: float,
+    end: float,
+    *,
+    aperture_s: float,
+    boundary: BoundaryPolicy = "exclude",
+) -> WindowSelection:
+    """Samples belonging to ``[start, end]``: fully inside ones with weight 1, and the ones
+    crossing a boundary weighted by their overlap (``"weight"``) or left out (``"exclude"``)."""
+    if boundary not in BOUNDARY_POLICIES:
+        raise ValueError(f"boundary policy must be 'weight' or 'exclude', got {boundary!r}")
+    if not end > start:
+        raise ValueError(f"window end {end} s must be after its start {start} s")
+    frac = overlap_fractions(t, aperture_s, start, end)
+    inside = frac >= 1.0 - 1e-12
+    partial = (frac > 1e-12) & ~inside
+    keep = inside | partial if boundary == "weight" else inside
+    indices = np.flatnonzero(keep)
+    fractions = np.where(inside[indices], 1.0, frac[indices])
+    weights = fractions if boundary == "weight" else np.ones(indices.shape[0])
+    return WindowSelection(
+        indices=indices,
+        weights=weights,
+        fractions=fractions,
+        straddling=int(partial.sum()),
+        policy=boundary,
+    )
