@@ -1,0 +1,81 @@
+"""`hilbench asc`: make-fixture, inspect (JSON last line, exit codes) and fetch-instructions."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+pytest.importorskip("soundfile")
+pytest.importorskip("scipy")
+
+from hilbench.cli import EXIT_USAGE, cli
+
+
+@pytest.fixture(scope="module")
+def fixture_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = tmp_path_factory.mktemp("cli") / "asc"
+    result = CliRunner().invoke(
+        cli, ["asc", "make-fixture", str(target), "--clips", "1", "--test-clips", "1",
+              "--unlisted", "2", "--seed", "3"]
+    )
+    assert result.exit_code == 0, result.output
+    return target
+
+
+def test_inspect_prints_counts_as_json_on_the_last_line(fixture_dir: Path) -> None:
+    result = CliRunner().invoke(cli, ["asc", "inspect", str(fixture_dir)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["train"] == 1 * 10 * 4
+    assert report["test"] == (1 + 2) * 10 * 4
+    assert report["per_class"]["bus"] == {"train": 10, "test": 30}
+    assert list(report["per_class"]) == ["airport", "street_traffic", "bus", "park"]
+    assert report["sample_rate"] == 44100
+
+
+def test_inspect_of_a_broken_directory_exits_2_naming_the_file(
+    fixture_dir: Path, tmp_path: Path
+) -> None:
+    broken = tmp_path / "broken"
+    (broken / "evaluation_setup").mkdir(parents=True)
+    (broken / "audio").mkdir()
+    source = fixture_dir / "evaluation_setup" / "fold1_train.csv"
+    (broken / "evaluation_setup" / "fold1_train.csv").write_text(source.read_text())
+    result = CliRunner().invoke(cli, ["asc", "inspect", str(broken)])
+    assert result.exit_code == EXIT_USAGE
+    assert "fold1_evaluate.csv: missing" in result.stderr
+
+
+def test_inspect_of_a_missing_directory_exits_2(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["asc", "inspect", str(tmp_path / "nowhere")])
+    assert result.exit_code == EXIT_USAGE
+    assert "nowhere" in result.stderr
+
+
+def test_make_fixture_onto_a_file_exits_2(tmp_path: Path) -> None:
+    target = tmp_path / "a-file"
+    target.write_text("x")
+    result = CliRunner().invoke(cli, ["asc", "make-fixture", str(target)])
+    assert result.exit_code == EXIT_USAGE
+    assert "a-file" in result.stderr
+
+
+def test_fetch_instructions_name_the_zenodo_record() -> None:
+    result = CliRunner().invoke(cli, ["asc", "fetch-instructions"])
+    assert result.exit_code == 0
+    assert "10.5281/zenodo.3819968" in result.stdout
+    assert "fold1_evaluate.csv" in result.stdout
+
+
+def test_installed_entry_point_reaches_the_asc_group(fixture_dir: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "hilbench", "asc", "inspect", str(fixture_dir)],
+        capture_output=True, text=True, check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.splitlines()[-1])["test"] == 120
