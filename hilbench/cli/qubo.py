@@ -1,0 +1,173 @@
+"""`hilbench qubo`: write NeuroBench QUBO-MIS workload matrices and look up their target costs."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import click
+import numpy as np
+
+from hilbench.workloads.qubo import (
+    TabuSettings,
+    WorkloadError,
+    edges_in_graph,
+    find_target,
+    generate_qubo,
+    matrix_sha256,
+    validate_workload,
+)
+from hilbench.workloads.qubo.published import published_target
+from hilbench.workloads.qubo.targets import EXACT_BELOW_NODES
+
+_NODES_HELP = "Number of graph nodes (>= 2)."
+_DENSITY_HELP = (
+    "Edge density in (0, 1]; the graph gets int(0.5 * density * nodes**2) edges "
+    "(capped at the complete graph)."
+)
+_SEED_HELP = "Workload seed (>= 0); NeuroBench's tuning seeds are 0-4."
+
+
+def _check_workload(nodes: int, density: float, seed: int) -> None:
+    """Turn a bad workload into a usage error that names the offending option."""
+    try:
+        validate_workload(nodes, density, seed)
+    except WorkloadError as exc:
+        raise click.BadParameter(str(exc), param_hint=f"--{exc.field}") from exc
+
+
+def _write_npy_atomically(path: Path, matrix: np.ndarray) -> None:
+    """Write ``matrix`` with np.save to exactly ``path``; never leave a half-written file."""
+    directory = path.parent
+    if not directory.exists():
+        raise click.BadParameter(f"directory {directory} does not exist", param_hint="--out")
+    if not directory.is_dir():
+        raise click.BadParameter(f"{directory} is not a directory", param_hint="--out")
+    if path.is_dir():
+        raise click.BadParameter(f"{path} is a directory, not a file", param_hint="--out")
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise click.BadParameter(f"cannot write in {directory}: {exc.strerror}", "--out") from exc
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            np.save(handle, matrix, allow_pickle=False)
+        os.replace(tmp_name, path)
+    except OSError as exc:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise click.BadParameter(f"cannot write {path}: {exc.strerror}", "--out") from exc
+
+
+@click.group()
+def qubo() -> None:
+    """QUBO maximum-independent-set workloads, as NeuroBench defines them.
+
+    A workload is (nodes, density, seed): networkx.gnm_random_graph(n, int(0.5*density*n**2),
+    seed), with Q = -1 on the diagonal and +4 at (u,v) and (v,u) for each edge (int8).
+    """
+
+
+@qubo.command()
+@click.option("--nodes", type=int, required=True, help=_NODES_HELP)
+@click.option("--density", type=float, required=True, help=_DENSITY_HELP)
+@click.option("--seed", type=int, default=0, show_default=True, help=_SEED_HELP)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="Where to write the matrix (NumPy .npy, int8, nodes x nodes).",
+)
+def generate(nodes: int, density: float, seed: int, out: Path) -> None:
+    """Write the workload's QUBO matrix, byte-identical to the NeuroBench generator.
+
+    Prints the edge count and the sha256 of the matrix bytes so runs can be cross-checked.
+    """
+    _check_workload(nodes, density, seed)
+    matrix = generate_qubo(nodes, density, seed)
+    _write_npy_atomically(out, matrix)
+    click.echo(
+        f"wrote {out}: {nodes}x{nodes} int8, {edges_in_graph(nodes, density)} edges, "
+        f"sha256 {matrix_sha256(matrix)}"
+    )
+
+
+@qubo.command()
+@click.option("--nodes", type=int, required=True, help=_NODES_HELP)
+@click.option("--density", type=float, required=True, help=_DENSITY_HELP)
+@click.option("--seed", type=int, default=0, show_default=True, help=_SEED_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@click.option("--no-cache", is_flag=True, help="Recompute a Tabu target even if it is cached.")
+@click.option(
+    "--tabu-reads",
+    type=click.IntRange(min=1),
+    default=TabuSettings().num_reads,
+    show_default=True,
+    help="Tabu reads (only for untabulated workloads with >= 50 nodes). Non-default values "
+    "give an unofficial target and are recorded as such.",
+)
+@click.option(
+    "--tabu-restarts",
+    type=click.IntRange(min=0),
+    default=TabuSettings().num_restarts,
+    show_default=True,
+    help="Tabu restarts per read (see --tabu-reads).",
+)
+@click.option(
+    "--tabu-seed",
+    type=click.IntRange(min=0, max=2**32 - 1),
+    default=None,
+    help="Tabu sampler seed  [default: the workload seed].",
+)
+def target(
+    nodes: int,
+    density: float,
+    seed: int,
+    as_json: bool,
+    no_cache: bool,
+    tabu_reads: int,
+    tabu_restarts: int,
+    tabu_seed: int | None,
+) -> None:
+    """Print the workload's target cost: the integer is on the last line.
+
+    The line before it says where the value came from: the exact optimum for fewer than 50
+    nodes, the published NeuroBench table for tabulated workloads (seeds 0-4), otherwise the
+    best of D-Wave Tabu with 100 reads and 50 restarts (seeded, cached under
+    $XDG_CACHE_HOME/hilbench or ~/.cache/hilbench; can take minutes for large graphs).
+    """
+    _check_workload(nodes, density, seed)
+    if nodes >= EXACT_BELOW_NODES and published_target(nodes, density, seed) is None:
+        click.echo("no published target: using D-Wave Tabu (cached when possible)", err=True)
+    try:
+        result = find_target(
+            nodes,
+            density,
+            seed,
+            cache=not no_cache,
+            tabu_settings=TabuSettings(num_reads=tabu_reads, num_restarts=tabu_restarts),
+            tabu_seed=tabu_seed,
+        )
+    except RuntimeError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "nodes": nodes,
+                    "density": density,
+                    "seed": seed,
+                    "edges": edges_in_graph(nodes, density),
+                    "cost": result.cost,
+                    "source": result.source,
+                    "detail": result.detail,
+                },
+                sort_keys=True,
+            )
+        )
+        return
+    edges = edges_in_graph(nodes, density)
+    click.echo(f"workload: nodes={nodes} density={density} seed={seed} edges={edges}")
+    click.echo(f"source: {result.describe()}")
+    click.echo(str(result.cost))

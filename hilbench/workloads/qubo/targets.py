@@ -1,0 +1,137 @@
+"""Target cost of a QUBO workload, with where it came from.
+
+Priority follows the NeuroBench rules: the exact optimum for n < 50 (computed, so it needs no
+trust in any table), then the published table for tabulated rows (official even where a Tabu
+value was later beaten), otherwise D-Wave Tabu with the published parameters, seeded, recorded
+and cached.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from hilbench.workloads.qubo.cost import SparseQubo
+from hilbench.workloads.qubo.exact import maximum_independent_set
+from hilbench.workloads.qubo.generator import edge_count, qubo_graph, validate_workload
+from hilbench.workloads.qubo.published import (
+    LATER_OPTIMA,
+    TABLE_ORIGIN,
+    TABLE_RESOURCE,
+    published_target,
+)
+from hilbench.workloads.qubo.tabu import TabuSettings, installed_version, run_tabu
+from hilbench.workloads.qubo.target_cache import TargetCache
+
+EXACT_BELOW_NODES = 50
+
+TargetSource = Literal["exact", "published", "tabu"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """A target cost (negative: minus an independent-set size) and its provenance."""
+
+    cost: int
+    source: TargetSource
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        """One line saying where the value came from, for people reading CLI output or logs."""
+        d = self.detail
+        if self.source == "exact":
+            return f"exact optimum: a maximum independent set has {d['set_size']} nodes"
+        if self.source == "published":
+            note = f"; {d['note']}" if "note" in d else ""
+            return f"published NeuroBench target ({d['origin']}){note}"
+        cached = ", from cache" if d.get("cached") else ""
+        return (
+            f"best of D-Wave Tabu: {d['num_reads']} reads, {d['num_restarts']} restarts, "
+            f"timeout_ms={d['timeout_ms']}, seed {d['sampler_seed']}{cached}"
+        )
+
+
+def _networkx_version() -> str:
+    return installed_version("networkx")
+
+
+def _exact(nodes: int, density: float, seed: int) -> Target:
+    independent_set = maximum_independent_set(qubo_graph(nodes, density, seed))
+    return Target(
+        cost=-len(independent_set),
+        source="exact",
+        detail={
+            "method": "maximum clique of the complement graph, networkx.max_weight_clique",
+            "set_size": len(independent_set),
+            "independent_set": independent_set,
+            "networkx": _networkx_version(),
+        },
+    )
+
+
+def _tabu(
+    nodes: int,
+    density: float,
+    seed: int,
+    settings: TabuSettings,
+    tabu_seed: int,
+    cache: TargetCache | None,
+) -> Target:
+    key = (
+        f"n={nodes};edges={edge_count(nodes, density)};seed={seed};"
+        f"reads={settings.num_reads};restarts={settings.num_restarts};"
+        f"timeout_ms={settings.timeout_ms};sampler_seed={tabu_seed};"
+        f"networkx={_networkx_version()};dwave-samplers={installed_version('dwave-samplers')}"
+    )
+    if cache is not None and (entry := cache.get(key)) is not None:
+        return Target(entry["cost"], "tabu", {**entry["detail"], "cached": True})
+    result = run_tabu(SparseQubo.from_graph(qubo_graph(nodes, density, seed)), settings, tabu_seed)
+    detail = {**result.detail(settings, tabu_seed), "networkx": _networkx_version()}
+    if cache is not None:
+        cache.put(key, {"cost": result.cost, "detail": detail})
+        detail = {**detail, "cache_file": str(cache.path)}
+    return Target(result.cost, "tabu", {**detail, "cached": False})
+
+
+def find_target(
+    nodes: int,
+    density: float,
+    seed: int,
+    *,
+    cache: bool = True,
+    cache_path: Path | None = None,
+    tabu_settings: TabuSettings | None = None,
+    tabu_seed: int | None = None,
+) -> Target:
+    """Target cost of workload (nodes, density, seed) and where it came from.
+
+    ``tabu_settings`` other than the default (100 reads, 50 restarts, no timeout) and
+    ``tabu_seed`` (default: the workload seed, modulo 2**32) exist for experiments and quick
+    tests; they are recorded in ``detail``, so a non-official target is never mistaken for an
+    official one.
+    """
+    validate_workload(nodes, density, seed)
+    nodes, density, seed = int(nodes), float(density), int(seed)
+    if nodes < EXACT_BELOW_NODES:
+        return _exact(nodes, density, seed)
+    row = published_target(nodes, density, seed)
+    if row is not None:
+        detail: dict[str, Any] = {
+            "table": f"hilbench.workloads.qubo/{TABLE_RESOURCE}",
+            "origin": TABLE_ORIGIN,
+            "row": {"nodes": row.nodes, "density": row.density, "seed": row.seed},
+        }
+        later = LATER_OPTIMA.get((row.nodes, row.density, row.seed))
+        if later is not None:
+            detail["later_optimum"] = later
+            detail["note"] = f"an exact solver later found {later}; the published value is official"
+        return Target(cost=row.cost, source="published", detail=detail)
+    return _tabu(
+        nodes,
+        density,
+        seed,
+        tabu_settings or TabuSettings(),
+        seed % 2**32 if tabu_seed is None else tabu_seed,  # the sampler takes 32-bit seeds
+        TargetCache(cache_path) if cache else None,
+    )

@@ -1,0 +1,174 @@
+"""`hilbench qubo generate|target` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from hilbench.cli import EXIT_USAGE, cli
+from hilbench.workloads.qubo import generate_qubo, matrix_sha256
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    return tmp_path / "xdg" / "hilbench" / "qubo_targets.json"
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, ["qubo", *args])
+
+
+def test_generate_writes_the_neurobench_matrix(tmp_path: Path) -> None:
+    out = tmp_path / "w.npy"
+    result = run("generate", "--nodes", "120", "--density", "0.1", "--seed", "3", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    loaded = np.load(out, allow_pickle=False)
+    expected = generate_qubo(120, 0.1, 3)
+    assert loaded.dtype == np.int8
+    assert np.array_equal(loaded, expected)
+    assert matrix_sha256(expected) in result.output
+    assert "720 edges" in result.output
+    assert [p.name for p in tmp_path.iterdir()] == ["w.npy"]  # no temporary left behind
+
+
+def test_generate_overwrites_an_existing_file(tmp_path: Path) -> None:
+    out = tmp_path / "w.npy"
+    out.write_text("old")
+    assert run("generate", "--nodes", "10", "--density", "0.25", "--out", str(out)).exit_code == 0
+    assert np.array_equal(np.load(out), generate_qubo(10, 0.25, 0))
+
+
+@pytest.mark.parametrize(
+    ("args", "option", "message"),
+    [
+        (["--nodes", "1", "--density", "0.1"], "--nodes", "at least 2"),
+        (["--nodes", "10", "--density", "0"], "--density", "(0, 1]"),
+        (["--nodes", "10", "--density", "1.01"], "--density", "(0, 1]"),
+        (["--nodes", "10", "--density", "0.1", "--seed", "-3"], "--seed", ">= 0"),
+        (["--nodes", "ten", "--density", "0.1"], "--nodes", "not a valid integer"),
+    ],
+)
+def test_generate_rejects_bad_workloads(tmp_path: Path, args, option, message) -> None:
+    result = run("generate", *args, "--out", str(tmp_path / "w.npy"))
+    assert result.exit_code == EXIT_USAGE
+    assert option in result.output
+    assert message in result.output
+    assert not (tmp_path / "w.npy").exists()
+
+
+def test_generate_rejects_missing_directory(tmp_path: Path) -> None:
+    out = tmp_path / "missing" / "w.npy"
+    result = run("generate", "--nodes", "10", "--density", "0.1", "--out", str(out))
+    assert result.exit_code == EXIT_USAGE
+    assert "--out" in result.output
+    assert "does not exist" in result.output
+
+
+def test_generate_rejects_a_file_as_parent_directory(tmp_path: Path) -> None:
+    blocker = tmp_path / "plain-file"
+    blocker.write_text("")
+    out = blocker / "w.npy"
+    result = run("generate", "--nodes", "10", "--density", "0.1", "--out", str(out))
+    assert result.exit_code == EXIT_USAGE
+    assert "is not a directory" in result.output
+
+
+def test_generate_rejects_a_directory_as_out(tmp_path: Path) -> None:
+    result = run("generate", "--nodes", "10", "--density", "0.1", "--out", str(tmp_path))
+    assert result.exit_code == EXIT_USAGE
+    assert "--out" in result.output
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
+def test_generate_rejects_unwritable_directory(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    result = run("generate", "--nodes", "10", "--density", "0.1", "--out", str(locked / "w.npy"))
+    assert result.exit_code == EXIT_USAGE
+    assert "cannot write" in result.output
+
+
+def test_target_small_workload_is_exact() -> None:
+    result = run("target", "--nodes", "25", "--density", "0.25", "--seed", "3")
+    assert result.exit_code == 0, result.output
+    lines = result.output.strip().splitlines()
+    assert lines[-1] == "-10"  # published NeuroBench optimum for (25, 25 %, 3)
+    assert lines[-2].startswith("source: exact")
+
+
+def test_target_tabulated_workload_is_published() -> None:
+    result = run("target", "--nodes", "5000", "--density", "0.01", "--seed", "1")
+    assert result.exit_code == 0, result.output
+    lines = result.output.strip().splitlines()
+    assert int(lines[-1]) == -528
+    assert "published" in lines[-2]
+
+
+def test_target_json() -> None:
+    result = run("target", "--nodes", "100", "--density", "0.1", "--seed", "4", "--json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    assert (document["cost"], document["source"], document["edges"]) == (-30, "published", 500)
+
+
+def test_target_rejects_bad_density() -> None:
+    result = run("target", "--nodes", "100", "--density", "-0.1")
+    assert result.exit_code == EXIT_USAGE
+    assert "--density" in result.output
+
+
+def test_help_explains_each_command() -> None:
+    for command in ("generate", "target"):
+        result = run(command, "--help")
+        assert result.exit_code == 0
+        assert "--density" in result.output
+    assert "last line" in run("target", "--help").output
+
+
+def test_real_process_generate_and_target(tmp_path: Path) -> None:
+    """Through the installed entry point, as scripts and campaigns call it."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    out = tmp_path / "q.npy"
+    base = [sys.executable, "-m", "hilbench", "qubo"]
+    generated = subprocess.run(
+        [*base, "generate", "--nodes", "50", "--density", "0.05", "--seed", "2", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert generated.returncode == 0, generated.stderr
+    assert np.array_equal(np.load(out), generate_qubo(50, 0.05, 2))
+
+    quick = ["--tabu-reads", "2", "--tabu-restarts", "1"]
+    tabu = subprocess.run(
+        [*base, "target", "--nodes", "64", "--density", "0.1", "--seed", "9", *quick],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert tabu.returncode == 0, tabu.stderr
+    lines = tabu.stdout.strip().splitlines()
+    assert "D-Wave Tabu: 2 reads, 1 restarts" in lines[-2]
+    assert int(lines[-1]) < 0
+    assert "Tabu" in tabu.stderr
+    assert (tmp_path / "xdg" / "hilbench" / "qubo_targets.json").exists()
+
+    bad = subprocess.run(
+        [*base, "target", "--nodes", "1", "--density", "0.1"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert bad.returncode == EXIT_USAGE
+    assert "--nodes" in bad.stderr
