@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import os
 import threading
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-
-from hilbench.agent.driver import DriverError, DriverResult
-from hilbench.power.rapl import DEFAULT_POWERCAP_ROOT, RaplCounters, probe_rapl
 from hilbench_drivers.cpu import qubo_solvers
 from hilbench_drivers.cpu.qubo_solvers import LoadedQubo
+
+from hilbench.agent.driver import DriverError, DriverResult
+from hilbench.clock import now
+from hilbench.power.rapl import DEFAULT_POWERCAP_ROOT, RaplCounters, probe_rapl
+from hilbench.sim.device_link import SimulatedDeviceLink
 
 
 class RaplWindow:
@@ -49,12 +52,26 @@ class CpuDriver:
 
     name: ClassVar[str] = "cpu"
 
-    def __init__(self, rapl_root: str = DEFAULT_POWERCAP_ROOT, num_sweeps: str | int = 1000) -> None:
+    def __init__(
+        self,
+        rapl_root: str | Path = DEFAULT_POWERCAP_ROOT,
+        num_sweeps: str | int = 1000,
+        sim_meter: str | None = None,
+    ) -> None:
         self.rapl_root = rapl_root
         self.num_sweeps = int(num_sweeps)
+        # On the simulated bench, the meter is told when this device solves and when it idles.
+        self._sim = self._link_simulated_meter(sim_meter) if sim_meter else None
         self._loaded: LoadedQubo | None = None
         self._workload: dict[str, Any] = {}
         self._rapl, self._rapl_reason = probe_rapl(rapl_root)
+
+    @staticmethod
+    def _link_simulated_meter(address: str) -> SimulatedDeviceLink:
+        try:
+            return SimulatedDeviceLink(address)
+        except (OSError, ValueError) as exc:
+            raise DriverError(f"cannot reach the simulated meter at {address}: {exc}") from exc
 
     def capabilities(self) -> dict[str, Any]:
         return {
@@ -80,9 +97,13 @@ class CpuDriver:
 
     def load(self, params: dict[str, Any], arrays: list[np.ndarray]) -> DriverResult:
         if params.get("workload") != "qubo":
-            raise DriverError(f"cpu driver cannot load workload {params.get('workload')!r}", "bad_arguments")
+            raise DriverError(
+                f"cpu driver cannot load workload {params.get('workload')!r}", "bad_arguments"
+            )
         if len(arrays) != 1 or arrays[0].dtype != np.int8:
-            raise DriverError("a qubo load carries exactly one int8 matrix payload", "bad_arguments")
+            raise DriverError(
+                "a qubo load carries exactly one int8 matrix payload", "bad_arguments"
+            )
         self._loaded = qubo_solvers.load_qubo(arrays[0], self.num_sweeps)
         self._workload = {k: params[k] for k in ("nodes", "density", "seed") if k in params}
         return DriverResult(
@@ -101,12 +122,35 @@ class CpuDriver:
         solver = str(params.get("solver", "sa"))
         seed = int(params.get("seed", 0))
         window = RaplWindow(self._rapl, self._rapl_reason)
+        self._sim_state("solving")
+        t_start = now()
+        try:
+            result = self._solve(mode, solver, seed, params, stop)
+        finally:
+            t_end = now()
+            self._sim_state("idle")
+        result["power"] = window.close()
+        result["mode"] = mode
+        result["solver"] = solver
+        # The timed region on this agent's clock; the orchestrator maps it onto its timeline.
+        result["t_start"] = t_start
+        result["t_end"] = t_end
+        return DriverResult(result)
+
+    def _sim_state(self, state: str) -> None:
+        if self._sim is not None:
+            self._sim.state(state)
+
+    def _solve(
+        self, mode: str, solver: str, seed: int, params: dict[str, Any], stop: threading.Event
+    ) -> dict[str, Any]:
+        assert self._loaded is not None
         if mode == "fixed_timeout":
-            result = qubo_solvers.solve_fixed_timeout(
+            return qubo_solvers.solve_fixed_timeout(
                 self._loaded, solver, float(params["timeout_s"]), seed, self.num_sweeps, stop
             )
-        elif mode == "time_to_solution":
-            result = qubo_solvers.solve_to_target(
+        if mode == "time_to_solution":
+            return qubo_solvers.solve_to_target(
                 self._loaded,
                 solver,
                 int(params["target"]),
@@ -116,12 +160,9 @@ class CpuDriver:
                 self.num_sweeps,
                 stop,
             )
-        else:
-            raise DriverError(f"unknown qubo mode {mode!r}", "bad_arguments")
-        result["power"] = window.close()
-        result["mode"] = mode
-        result["solver"] = solver
-        return DriverResult(result)
+        raise DriverError(f"unknown qubo mode {mode!r}", "bad_arguments")
 
     def close(self) -> None:
         self._loaded = None
+        if self._sim is not None:
+            self._sim.close()

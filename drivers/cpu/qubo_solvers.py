@@ -54,7 +54,9 @@ def load_qubo(matrix: np.ndarray, num_sweeps: int) -> LoadedQubo:
     """Build the BQM from an int8 Q matrix and calibrate each sampler's set-up time."""
     dimod, samplers = _samplers()
     if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
-        raise DriverError(f"QUBO matrix must be square, got shape {list(matrix.shape)}", "bad_arguments")
+        raise DriverError(
+            f"QUBO matrix must be square, got shape {list(matrix.shape)}", "bad_arguments"
+        )
     t0 = time.perf_counter()
     sparse = SparseQubo.from_matrix(matrix)
     n = sparse.nodes
@@ -75,7 +77,9 @@ def load_qubo(matrix: np.ndarray, num_sweeps: int) -> LoadedQubo:
     result = sa.sample(bqm, num_reads=1, num_sweeps=num_sweeps, seed=0)
     timing = result.info.get("timing", {})
     setup_s["sa"] = timing.get("preprocessing_ns", 0) / 1e9
-    read_s["sa"] = max(timing.get("sampling_ns", 0) / 1e9, (time.perf_counter() - t) - setup_s["sa"])
+    read_s["sa"] = max(
+        timing.get("sampling_ns", 0) / 1e9, (time.perf_counter() - t) - setup_s["sa"]
+    )
     t = time.perf_counter()
     samplers.TabuSampler().sample(bqm, num_reads=1, timeout=1, seed=0)
     setup_s["tabu"] = max(0.0, time.perf_counter() - t - 1e-3)
@@ -105,7 +109,11 @@ def _best(loaded: LoadedQubo, sampleset: Any) -> tuple[int, np.ndarray]:
 
 
 def _sa_until(
-    loaded: LoadedQubo, deadline: float, seed: int, num_sweeps: int, stop: threading.Event,
+    loaded: LoadedQubo,
+    deadline: float,
+    seed: int,
+    num_sweeps: int,
+    stop: threading.Event,
     timeout_s: float,
 ) -> tuple[Any, dict[str, Any]]:
     """Simulated annealing reads until ``deadline``; restarts when a batch of reads ends early.
@@ -121,10 +129,15 @@ def _sa_until(
     results = []
     batches = 0
     while True:
-        results.append(sampler.sample(
-            loaded.bqm, num_reads=batch, num_sweeps=num_sweeps, seed=seed + batches,
-            interrupt_function=lambda: stop.is_set() or time.perf_counter() >= deadline,
-        ))
+        results.append(
+            sampler.sample(
+                loaded.bqm,
+                num_reads=batch,
+                num_sweeps=num_sweeps,
+                seed=seed + batches,
+                interrupt_function=lambda: stop.is_set() or time.perf_counter() >= deadline,
+            )
+        )
         batches += 1
         if stop.is_set() or time.perf_counter() >= deadline:
             break
@@ -145,14 +158,19 @@ def solve_fixed_timeout(
     timeout_s = validate_timeout(timeout_s)
     t_start = time.perf_counter()
     if solver == "sa":
-        result, params = _sa_until(loaded, t_start + loaded.setup_s["sa"] + timeout_s, seed,
-                                   num_sweeps, stop, timeout_s)
+        result, params = _sa_until(
+            loaded, t_start + loaded.setup_s["sa"] + timeout_s, seed, num_sweeps, stop, timeout_s
+        )
     elif solver == "tabu":
         timeout_ms = max(1, round(timeout_s * 1000))
-        result = samplers.TabuSampler().sample(loaded.bqm, num_reads=1, timeout=timeout_ms, seed=seed)
+        result = samplers.TabuSampler().sample(
+            loaded.bqm, num_reads=1, timeout=timeout_ms, seed=seed
+        )
         params = {"timeout_ms": timeout_ms, "num_reads": 1}
     else:
-        raise DriverError(f"unknown solver {solver!r} (known: {', '.join(SOLVERS)})", "bad_arguments")
+        raise DriverError(
+            f"unknown solver {solver!r} (known: {', '.join(SOLVERS)})", "bad_arguments"
+        )
     t_solved = time.perf_counter()
     cost, best = _best(loaded, result)
     t_end = time.perf_counter()

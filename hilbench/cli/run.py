@@ -15,14 +15,16 @@ from hilbench.cli import EXIT_RUN_FAILED, EXIT_UNREACHABLE, EXIT_USAGE
 log = logging.getLogger(__name__)
 
 
-def _run_campaign(campaign_path: Path, db: Path, resume: bool, record: Path | None,
-                  quiet: bool) -> None:
+def _run_campaign(
+    campaign_path: Path, db: Path, resume: bool, record: Path | None, quiet: bool
+) -> None:
     from hilbench.orchestrator.campaign import CampaignError, load_campaign
     from hilbench.orchestrator.client import AgentUnreachable
+    from hilbench.orchestrator.instruments import InstrumentFault
     from hilbench.orchestrator.recorder import JsonlRecorder
     from hilbench.orchestrator.runner import CampaignAborted, CampaignRunner
     from hilbench.orchestrator.spawn import SpawnError
-    from hilbench.report.qubo_table import gap_rows, gap_table
+    from hilbench.report.summary import print_summary
     from hilbench.store import StoreError
 
     console = Console(stderr=True, quiet=quiet)  # progress
@@ -35,8 +37,12 @@ def _run_campaign(campaign_path: Path, db: Path, resume: bool, record: Path | No
     recorder = JsonlRecorder(record) if record else None
     runner = CampaignRunner(campaign, db, consumers=[recorder] if recorder else [], resume=resume)
     progress = Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[last]}"), TimeRemainingColumn(), console=console,
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[last]}"),
+        TimeRemainingColumn(),
+        console=console,
         transient=False,
     )
     task = progress.add_task(campaign.name, total=len(runner.units), last="")
@@ -53,7 +59,7 @@ def _run_campaign(campaign_path: Path, db: Path, resume: bool, record: Path | No
     except CampaignAborted as exc:
         errors.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         raise SystemExit(EXIT_UNREACHABLE) from None
-    except (AgentUnreachable, SpawnError) as exc:
+    except (AgentUnreachable, SpawnError, InstrumentFault) as exc:
         errors.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         raise SystemExit(EXIT_UNREACHABLE) from None
     except StoreError as exc:
@@ -62,12 +68,8 @@ def _run_campaign(campaign_path: Path, db: Path, resume: bool, record: Path | No
     finally:
         if recorder:
             recorder.close()
-    rows = gap_rows(db, outcome.campaign_uid)
     out = Console()
-    out.print(gap_table(rows, f"{campaign.name}: BKS-gap per size × timeout × solver"))
-    notes = sorted({r.power_note for r in rows if r.power_note})
-    for note in notes:
-        out.print(f"power n/m (not measured): {note}", highlight=False)
+    print_summary(db, outcome.campaign_uid, out, campaign.name)
     out.print(
         f"campaign {outcome.campaign_uid[:8]}: {outcome.completed} run(s) completed, "
         f"{outcome.skipped} resumed from earlier, {outcome.failed} failed; store {db}",
@@ -78,7 +80,9 @@ def _run_campaign(campaign_path: Path, db: Path, resume: bool, record: Path | No
 
 
 _DB_OPTION = click.option(
-    "--db", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
     help="SQLite results file [default: $HILBENCH_DB or ./hilbench.sqlite].",
 )
 
@@ -92,10 +96,18 @@ def _db_path(db: Path | None) -> Path:
 @click.command()
 @click.argument("campaign", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @_DB_OPTION
-@click.option("--resume/--no-resume", default=True, show_default=True,
-              help="Skip units that an earlier, interrupted attempt of this campaign finished.")
-@click.option("--record", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also write every run document to this JSON-lines file.")
+@click.option(
+    "--resume/--no-resume",
+    default=True,
+    show_default=True,
+    help="Skip units that an earlier, interrupted attempt of this campaign finished.",
+)
+@click.option(
+    "--record",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write every run document to this JSON-lines file.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
 def run(campaign: Path, db: Path | None, resume: bool, record: Path | None, quiet: bool) -> None:
     """Run a campaign file (TOML): its agents, workloads and repetitions.

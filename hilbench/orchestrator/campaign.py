@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hilbench.orchestrator.instruments import InstrumentSpec
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
@@ -70,6 +72,8 @@ class Campaign:
     repetitions: int
     agents: tuple[AgentSpec, ...]
     qubo: tuple[QuboSpec, ...]
+    instruments: tuple[InstrumentSpec, ...] = ()
+    asc: tuple[Any, ...] = ()  # validated by hilbench.procedures.asc.parse_asc_tables
     source: str = ""
 
     def config_dict(self) -> dict[str, Any]:
@@ -84,9 +88,27 @@ class Campaign:
 
 
 _CAMPAIGN_KEYS = {"name", "repetitions"}
+_INSTRUMENT_KEYS = {
+    "id",
+    "driver",
+    "measures",
+    "resource",
+    "visa_library",
+    "simulate",
+    "noise_std_w",
+    "settings",
+}
 _AGENT_KEYS = {"id", "driver", "address", "spawn", "options"}
 _QUBO_KEYS = {
-    "agent", "scenario", "nodes", "densities", "seeds", "solvers", "timeouts_s", "gaps", "max_time_s",
+    "agent",
+    "scenario",
+    "nodes",
+    "densities",
+    "seeds",
+    "solvers",
+    "timeouts_s",
+    "gaps",
+    "max_time_s",
 }
 SCENARIOS = ("fixed_timeout", "time_to_solution")
 
@@ -113,7 +135,7 @@ def _list(where: str, value: Any, kind: type) -> tuple:
 
 def parse_campaign(data: dict[str, Any], source: str = "<campaign>") -> Campaign:
     """Validate a campaign table (as parsed from TOML)."""
-    _check_keys(source, data, {"campaign", "agents", "qubo"})
+    _check_keys(source, data, {"campaign", "agents", "qubo", "asc", "instruments"})
     head = data.get("campaign", {})
     _check_keys(f"{source} [campaign]", head, _CAMPAIGN_KEYS)
     name = str(head.get("name", Path(source).stem))
@@ -129,7 +151,7 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>") -> Campaign
         spawn = bool(table.get("spawn", False))
         address = table.get("address")
         if spawn == (address is not None):
-            raise CampaignError(f"{where}: give either address = \"tcp://…\" or spawn = true")
+            raise CampaignError(f'{where}: give either address = "tcp://…" or spawn = true')
         options = {str(k): str(v) for k, v in table.get("options", {}).items()}
         agents.append(AgentSpec(str(table["id"]), str(table["driver"]), address, spawn, options))
     if not agents:
@@ -176,9 +198,59 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>") -> Campaign
             if s not in ("sa", "tabu"):
                 raise CampaignError(f"{where} solvers: {s!r} is not one of ['sa', 'tabu']")
         workloads.append(spec)
-    if not workloads:
-        raise CampaignError(f"{source}: no workloads ([[qubo]]) given")
-    return Campaign(name, repetitions, tuple(agents), tuple(workloads), source)
+    asc: tuple[Any, ...] = ()
+    if data.get("asc"):
+        from hilbench.procedures.asc import parse_asc_tables
+
+        try:
+            asc = tuple(parse_asc_tables(data["asc"], ids, source))
+        except ValueError as exc:
+            raise CampaignError(str(exc)) from None
+    if not workloads and not asc:
+        raise CampaignError(f"{source}: no workloads ([[qubo]] or [[asc]]) given")
+    instruments = _parse_instruments(data.get("instruments", []), ids, source)
+    return Campaign(
+        name, repetitions, tuple(agents), tuple(workloads), instruments, asc, source
+    )
+
+
+def _parse_instruments(
+    tables: list[dict[str, Any]], agent_ids: list[str], source: str
+) -> tuple[InstrumentSpec, ...]:
+    specs = []
+    for i, table in enumerate(tables):
+        where = f"{source} [[instruments]] #{i + 1}"
+        _check_keys(where, table, _INSTRUMENT_KEYS)
+        for key in ("id", "driver", "measures"):
+            if key not in table:
+                raise CampaignError(f"{where}: {key} is required")
+        if table["measures"] not in agent_ids:
+            raise CampaignError(
+                f"{where}: measures {table['measures']!r} is not one of {agent_ids}"
+            )
+        if ("resource" in table) == ("simulate" in table):
+            raise CampaignError(
+                f'{where}: give either resource = "VISA resource" or simulate = "<power model>"'
+            )
+        settings = table.get("settings", {})
+        if not isinstance(settings, dict):
+            raise CampaignError(f"{where}: settings must be a table")
+        specs.append(
+            InstrumentSpec(
+                id=str(table["id"]),
+                driver=str(table["driver"]),
+                measures=str(table["measures"]),
+                resource=table.get("resource"),
+                visa_library=str(table.get("visa_library", "")),
+                simulate=table.get("simulate"),
+                noise_std_w=float(table.get("noise_std_w", 0.0)),
+                settings=dict(settings),
+            )
+        )
+    ids = [s.id for s in specs]
+    if len(set(ids)) != len(ids):
+        raise CampaignError(f"{source}: instrument ids must be unique, got {ids}")
+    return tuple(specs)
 
 
 def load_campaign(path: str | Path) -> Campaign:

@@ -8,6 +8,7 @@ intervals, the agent is declared lost (Paranoid Pirate), and the error names the
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,8 +147,13 @@ class AgentClient:
         body: dict[str, Any] | None = None,
         arrays: list[np.ndarray] | None = None,
         timeout_s: float | None = None,
+        while_waiting: Callable[[], None] | None = None,
     ) -> Reply:
-        """Send a command and wait for its reply; raise AgentError/AgentLost/TimeoutError."""
+        """Send a command and wait for its reply; raise AgentError/AgentLost/TimeoutError.
+
+        ``while_waiting`` is called about every heartbeat interval while the reply is awaited
+        (the orchestrator drains its instruments there).
+        """
         msg = Message(
             type=codec.REQUEST,
             id=codec.new_correlation_id(),
@@ -155,7 +161,9 @@ class AgentClient:
             body=body or {},
             arrays=arrays or [],
         )
-        reply = self._exchange(msg, timeout_s=timeout_s, expect=codec.REPLY)
+        reply = self._exchange(
+            msg, timeout_s=timeout_s, expect=codec.REPLY, while_waiting=while_waiting
+        )
         return Reply(reply.body, reply.arrays)
 
     def clock_offset(self, probes: int = 8) -> ClockOffset:
@@ -179,7 +187,13 @@ class AgentClient:
         return ClockOffset(offset_ns / 1e9, max(rtt_ns, 0) / 2e9, rtt_ns / 1e9, probes)
 
     # --------------------------------------------------------------- engine
-    def _exchange(self, msg: Message, timeout_s: float | None, expect: str) -> Message:
+    def _exchange(
+        self,
+        msg: Message,
+        timeout_s: float | None,
+        expect: str,
+        while_waiting: Callable[[], None] | None = None,
+    ) -> Message:
         if self._sock is None:
             raise RuntimeError(f"agent {self.name} is not connected")
         self._sock.send_multipart(codec.encode(msg), copy=False)
@@ -194,6 +208,8 @@ class AgentClient:
             if t >= self._next_beat:
                 self._sock.send_multipart(codec.encode(Message(type=codec.HEARTBEAT)))
                 self._next_beat = t + self.heartbeat_s
+                if while_waiting is not None:
+                    while_waiting()
             silent = t - self._last_heard
             if silent > self.heartbeat_s * self.liveness:
                 raise AgentLost(self.name, silent, what)
@@ -220,7 +236,9 @@ class AgentClient:
             if reply.type == codec.ERROR:
                 raise self._error(reply)
             if reply.type != expect:
-                raise AgentError(self.name, "unexpected_type", f"got {reply.type}, expected {expect}")
+                raise AgentError(
+                    self.name, "unexpected_type", f"got {reply.type}, expected {expect}"
+                )
             return reply
 
     def _error(self, reply: Message) -> AgentError:

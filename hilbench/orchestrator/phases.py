@@ -1,13 +1,38 @@
-"""A run in progress: emit its documents, and bracket each phase with clock-offset probes."""
+"""A run in progress: emit its documents, and bracket each phase with clock-offset probes and
+the acquisition of every instrument that measures the phase."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 from hilbench.clock import now
 from hilbench.documents import Document, DocumentStream, PhaseStart, PhaseStop, new_uid
-from hilbench.orchestrator.client import AgentClient
+from hilbench.orchestrator.client import AgentClient, ClockOffset
+from hilbench.orchestrator.instruments import Instrument, PhaseAcquisition
+from hilbench.power.source import SampleBatch
+
+
+@dataclass
+class Phase:
+    """An open phase: its uid, the agents' clock offsets, and its instruments' samples."""
+
+    uid: str
+    name: str
+    offsets: dict[str, ClockOffset]
+    acquisitions: list[PhaseAcquisition] = field(default_factory=list)
+    samples: dict[str, SampleBatch] = field(default_factory=dict)  # filled when the phase ends
+
+    def poll(self) -> None:
+        """Drain instruments; call this whenever the orchestrator waits."""
+        for acq in self.acquisitions:
+            acq.poll()
+
+    def to_orchestrator_time(self, agent: str, t_agent: float) -> float:
+        """Map a time on the agent's clock onto the orchestrator timeline."""
+        return t_agent - self.offsets[agent].offset_s
 
 
 class RunContext:
@@ -25,17 +50,37 @@ class RunContext:
         self.stream.emit(doc)
 
     @contextmanager
-    def phase(self, name: str, clients: list[AgentClient]) -> Iterator[str]:
-        """Measure every involved agent's clock offset, then open the phase; close it on exit.
+    def phase(
+        self, name: str, clients: Sequence[AgentClient], instruments: Sequence[Instrument] = ()
+    ) -> Iterator[Phase]:
+        """Measure every involved agent's clock offset, open the phase, start the instruments;
+        on exit stop them (a health problem raises InstrumentFault) and close the phase.
 
         A phase left by an exception is stopped with status "fail" and the error as its reason.
         """
-        offsets = {c.name: c.clock_offset().to_dict() for c in clients}
-        uid = new_uid()
-        self.emit(PhaseStart(uid, self.run_uid, name, now(), offsets))
+        offsets = {c.name: c.clock_offset() for c in clients}
+        phase = Phase(new_uid(), name, offsets)
+        self.emit(
+            PhaseStart(
+                phase.uid, self.run_uid, name, now(), {k: v.to_dict() for k, v in offsets.items()}
+            )
+        )
         try:
-            yield uid
+            for inst in instruments:
+                acq = PhaseAcquisition(inst, self.emit, self.run_uid, phase.uid)
+                acq.start()
+                phase.acquisitions.append(acq)
+            yield phase
+            for acq in phase.acquisitions:
+                phase.samples[acq.instrument.spec.id] = acq.stop()
         except BaseException as exc:
-            self.emit(PhaseStop(uid, self.run_uid, now(), "fail", f"{type(exc).__name__}: {exc}"))
+            for acq in phase.acquisitions:
+                if acq.instrument.spec.id not in phase.samples:
+                    # Already failing: the first error is the one to report.
+                    with contextlib.suppress(Exception):
+                        acq.instrument.source.stop()
+            self.emit(
+                PhaseStop(phase.uid, self.run_uid, now(), "fail", f"{type(exc).__name__}: {exc}")
+            )
             raise
-        self.emit(PhaseStop(uid, self.run_uid, now(), "success"))
+        self.emit(PhaseStop(phase.uid, self.run_uid, now(), "success"))

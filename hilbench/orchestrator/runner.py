@@ -8,10 +8,11 @@ names the agent, and the runs committed before it stay in the store.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from hilbench import __version__
@@ -19,9 +20,10 @@ from hilbench.clock import now
 from hilbench.documents import DocumentConsumer, DocumentStream, RunStart, RunStop, new_uid
 from hilbench.orchestrator.campaign import Campaign
 from hilbench.orchestrator.client import AgentClient, AgentError, AgentLost
+from hilbench.orchestrator.instruments import InstrumentFault, InstrumentSet
 from hilbench.orchestrator.phases import RunContext
 from hilbench.orchestrator.spawn import SpawnedAgent, spawn_agent
-from hilbench.procedures import qubo
+from hilbench.procedures import Unit, expand_all
 from hilbench.store import Store, StoreWriter
 
 log = logging.getLogger(__name__)
@@ -53,7 +55,10 @@ def _find_resumable(store_path: Path, campaign: Campaign) -> str | None:
     with Store(store_path) as store:
         for row in sorted(store.campaigns(), key=lambda c: c.get("wall_start") or 0, reverse=True):
             config = row.get("config") or {}
-            if config.get("config_hash") == campaign.config_hash() and row.get("status") != "success":
+            if (
+                config.get("config_hash") == campaign.config_hash()
+                and row.get("status") != "success"
+            ):
                 return row["uid"]
     return None
 
@@ -74,13 +79,18 @@ class CampaignRunner:
         self.resume = resume
         self.clients: dict[str, AgentClient] = {}
         self.spawned: dict[str, SpawnedAgent] = {}
-        self.units = qubo.expand_units(campaign)
+        self.instruments = InstrumentSet(list(campaign.instruments))
+        self.units = expand_all(campaign)
         self.on_unit_done = None  # callable(unit, status, run_uid) for progress display
 
     # ---------------------------------------------------------------- agents
     def start_agents(self) -> None:
         for spec in self.campaign.agents:
             address = spec.address
+            sim = self.instruments.sim_address_for(spec.id)
+            if sim is not None and "sim_meter" not in spec.options:
+                # A device on the simulated bench tells the simulated meter what it is doing.
+                spec = replace(spec, options={**spec.options, "sim_meter": sim})
             if spec.spawn:
                 agent = spawn_agent(spec)
                 self.spawned[spec.id] = agent
@@ -94,13 +104,12 @@ class CampaignRunner:
     def stop_agents(self) -> None:
         for spec_id, client in self.clients.items():
             if spec_id in self.spawned:
-                try:
+                with contextlib.suppress(AgentError, AgentLost, TimeoutError, OSError):
                     client.request("shutdown", timeout_s=2)
-                except (AgentError, AgentLost, TimeoutError, OSError):
-                    pass
             client.close()
         for agent in self.spawned.values():
             agent.stop()
+        self.instruments.close()
 
     # ------------------------------------------------------------------- run
     def run(self) -> CampaignOutcome:
@@ -117,6 +126,7 @@ class CampaignRunner:
             config = {**self.campaign.config_dict(), "config_hash": self.campaign.config_hash()}
             writer.begin_campaign(campaign_uid, self.campaign.name, config)
             stream = DocumentStream([writer, *self.extra_consumers])
+            self.instruments.open()
             self.start_agents()
             for unit in self.units:
                 if unit.key in done:
@@ -135,19 +145,32 @@ class CampaignRunner:
             writer.close()
 
     def _run_unit(
-        self, stream: DocumentStream, campaign_uid: str, unit: qubo.QuboUnit, outcome: CampaignOutcome
+        self,
+        stream: DocumentStream,
+        campaign_uid: str,
+        unit: Unit,
+        outcome: CampaignOutcome,
     ) -> str:
         client = self.clients[unit.agent]
-        target = qubo.lookup_target(unit)
+        params = {**unit.params(), **unit.prepare()}
         run_uid = new_uid()
-        params = {**unit.params(), "target": target.cost, "target_source": target.source,
-                  "target_detail": target.detail}
         agents = {unit.agent: {**client.info, "address": client.address}}
-        stream.emit(RunStart(run_uid, campaign_uid, unit.key, unit.procedure, params, agents,
-                             now(), time.time(), __version__))
+        stream.emit(
+            RunStart(
+                run_uid,
+                campaign_uid,
+                unit.key,
+                unit.procedure,
+                params,
+                agents,
+                now(),
+                time.time(),
+                __version__,
+            )
+        )
         ctx = RunContext(stream, run_uid)
         try:
-            qubo.run_unit(ctx, unit, client, target)
+            unit.run(ctx, client, self.instruments.measuring(unit.agent))
         except AgentLost as exc:
             reason = f"{exc} (host {socket.gethostname()}, run {run_uid}, unit {unit.key})"
             stream.emit(RunStop(run_uid, now(), "fail", reason))
@@ -159,6 +182,12 @@ class CampaignRunner:
                 f"in {self.store_path}",
                 outcome,
             ) from exc
+        except InstrumentFault as exc:
+            stream.emit(RunStop(run_uid, now(), "fail", f"invalid: {exc}"))
+            outcome.failed += 1
+            self._notify(unit, "fail", run_uid)
+            log.error("run %s (%s) is invalid: %s", run_uid[:8], unit.key, exc)
+            return run_uid
         except (AgentError, TimeoutError) as exc:
             stream.emit(RunStop(run_uid, now(), "fail", str(exc)))
             outcome.failed += 1
@@ -173,6 +202,6 @@ class CampaignRunner:
         self._notify(unit, "success", run_uid)
         return run_uid
 
-    def _notify(self, unit: qubo.QuboUnit, status: str, run_uid: str | None) -> None:
+    def _notify(self, unit: Unit, status: str, run_uid: str | None) -> None:
         if self.on_unit_done is not None:
             self.on_unit_done(unit, status, run_uid)

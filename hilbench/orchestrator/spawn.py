@@ -48,8 +48,17 @@ class SpawnedAgent:
 def spawn_agent(spec: AgentSpec, startup_timeout_s: float = 60.0) -> SpawnedAgent:
     """Start ``hilbench agent`` bound to a free loopback port and wait until it serves."""
     cmd = [
-        sys.executable, "-m", "hilbench", "agent",
-        "--driver", spec.driver, "--bind", "tcp://127.0.0.1:*", "--id", spec.id, "--announce",
+        sys.executable,
+        "-m",
+        "hilbench",
+        "agent",
+        "--driver",
+        spec.driver,
+        "--bind",
+        "tcp://127.0.0.1:*",
+        "--id",
+        spec.id,
+        "--announce",
     ]
     for key, value in spec.options.items():
         cmd += ["-o", f"{key}={value}"]
@@ -57,7 +66,10 @@ def spawn_agent(spec: AgentSpec, startup_timeout_s: float = 60.0) -> SpawnedAgen
     # stderr goes to a file, never an unread pipe that could fill and stall the agent.
     log_fd, log_path = tempfile.mkstemp(prefix=f"hilbench-agent-{spec.id}-", suffix=".log")
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=log_fd, text=True,
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=log_fd,
+        text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     os.close(log_fd)

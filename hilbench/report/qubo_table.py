@@ -48,8 +48,13 @@ def gap_rows(store_path: Path, campaign_uid: str) -> list[GapRow]:
         powers = [r["avg_power_w"] for r in runs if r.get("avg_power_w") is not None]
         rows.append(
             GapRow(
-                nodes=key[0], density=key[1], timeout_s=key[2], solver=key[3], runs=len(runs),
-                mean_gap=statistics.fmean(gaps), worst_gap=max(gaps),
+                nodes=key[0],
+                density=key[1],
+                timeout_s=key[2],
+                solver=key[3],
+                runs=len(runs),
+                mean_gap=statistics.fmean(gaps),
+                worst_gap=max(gaps),
                 mean_run_time_s=statistics.fmean(r["run_time_s"] for r in runs),
                 mean_power_w=statistics.fmean(powers) if len(powers) == len(runs) else None,
                 power_note=notes.get(key, ""),
@@ -60,13 +65,29 @@ def gap_rows(store_path: Path, campaign_uid: str) -> list[GapRow]:
 
 def gap_table(rows: list[GapRow], title: str) -> Table:
     table = Table(title=title)
-    for col in ("nodes", "dens.", "timeout s", "solver", "runs", "gap mean", "gap max",
-                "time s", "power W"):
+    for col in (
+        "nodes",
+        "dens.",
+        "timeout s",
+        "solver",
+        "runs",
+        "gap mean",
+        "gap max",
+        "time s",
+        "power W",
+    ):
         table.add_column(col, justify="left" if col == "solver" else "right", no_wrap=True)
     for r in rows:
         power = f"{r.mean_power_w:.2f}" if r.mean_power_w is not None else "n/m"
         table.add_row(
-            str(r.nodes), f"{r.density:g}", f"{r.timeout_s:g}", r.solver, str(r.runs),
-            f"{r.mean_gap:.4f}", f"{r.worst_gap:.4f}", f"{r.mean_run_time_s:.4f}", power,
+            str(r.nodes),
+            f"{r.density:g}",
+            f"{r.timeout_s:g}",
+            r.solver,
+            str(r.runs),
+            f"{r.mean_gap:.4f}",
+            f"{r.worst_gap:.4f}",
+            f"{r.mean_run_time_s:.4f}",
+            power,
         )
     return table

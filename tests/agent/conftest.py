@@ -38,8 +38,10 @@ class SleepyDriver:
     def run(self, params: dict[str, Any], stop: threading.Event) -> DriverResult:
         t0 = time.perf_counter()
         stopped = stop.wait(float(params.get("seconds", 0.0)))
-        return DriverResult({"slept_s": time.perf_counter() - t0, "stopped": stopped},
-                            [np.arange(4, dtype=np.int32)])
+        return DriverResult(
+            {"slept_s": time.perf_counter() - t0, "stopped": stopped},
+            [np.arange(4, dtype=np.int32)],
+        )
 
     def close(self) -> None:
         pass
@@ -47,8 +49,9 @@ class SleepyDriver:
 
 @pytest.fixture
 def agent():
-    runtime = AgentRuntime(SleepyDriver(), "test-agent", bind="tcp://127.0.0.1:*",
-                           heartbeat_s=0.1, liveness=5)
+    runtime = AgentRuntime(
+        SleepyDriver(), "test-agent", bind="tcp://127.0.0.1:*", heartbeat_s=0.1, liveness=5
+    )
     thread = threading.Thread(target=runtime.serve, daemon=True)
     thread.start()
     assert runtime.wait_ready()

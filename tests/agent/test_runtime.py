@@ -49,8 +49,22 @@ def test_payloads_round_trip_through_load_and_run(agent):
     "frames, code",
     [
         ([b"\xc1garbage"], "bad_frame"),
-        ([msgpack.packb({"proto": "hilbench-agent", "v": 99, "type": "request", "id": "v",
-                         "cmd": "status", "body": {}, "payloads": []})], "unsupported_version"),
+        (
+            [
+                msgpack.packb(
+                    {
+                        "proto": "hilbench-agent",
+                        "v": 99,
+                        "type": "request",
+                        "id": "v",
+                        "cmd": "status",
+                        "body": {},
+                        "payloads": [],
+                    }
+                )
+            ],
+            "unsupported_version",
+        ),
         ([msgpack.packb({"proto": "nope"})], "bad_header"),
         ([codec.encode(Message(type="request", id="u", cmd="format_disk"))[0]], "unknown_command"),
     ],
@@ -88,8 +102,9 @@ def test_payload_beyond_zmq_limit_drops_connection_not_agent():
     from hilbench.agent.runtime import AgentRuntime
     from tests.agent.conftest import SleepyDriver
 
-    runtime = AgentRuntime(SleepyDriver(), "small", bind="tcp://127.0.0.1:*",
-                           max_payload_bytes=1024, heartbeat_s=0.1)
+    runtime = AgentRuntime(
+        SleepyDriver(), "small", bind="tcp://127.0.0.1:*", max_payload_bytes=1024, heartbeat_s=0.1
+    )
     thread = threading.Thread(target=runtime.serve, daemon=True)
     thread.start()
     assert runtime.wait_ready()
@@ -124,8 +139,9 @@ def test_driver_errors_are_typed_replies(agent):
 
 def test_second_device_command_while_busy_is_refused_and_stop_ends_run(agent):
     sock = raw_socket(agent)
-    sock.send_multipart(codec.encode(Message(type="request", id="long", cmd="run",
-                                             body={"seconds": 30})))
+    sock.send_multipart(
+        codec.encode(Message(type="request", id="long", cmd="run", body={"seconds": 30}))
+    )
     with AgentClient(agent.endpoint) as client:
         import time
 
@@ -157,7 +173,7 @@ def test_clock_offset_on_one_host_is_near_zero(agent):
 
 
 def test_unreachable_agent_is_named_in_the_error():
-    with pytest.raises(AgentUnreachable, match="tcp://127.0.0.1:9"):
+    with pytest.raises(AgentUnreachable, match=r"tcp://127\.0\.0\.1:9"):
         AgentClient("tcp://127.0.0.1:9", connect_timeout_s=0.5).connect()
 
 

@@ -8,33 +8,39 @@ import time
 
 import numpy as np
 import pytest
+from hilbench_drivers.cpu import CpuDriver
 
 from hilbench.agent.driver import DriverError
 from hilbench.workloads.qubo import SparseQubo, find_target, generate_qubo
-from hilbench_drivers.cpu import CpuDriver
 from tests.power.conftest import FakePowercap
 
 
 def loaded_driver(tmp_path, nodes=25, density=0.1, seed=0, **kw) -> CpuDriver:
     driver = CpuDriver(rapl_root=str(tmp_path / "no-powercap"), **kw)
-    driver.load({"workload": "qubo", "nodes": nodes, "density": density, "seed": seed},
-                [generate_qubo(nodes, density, seed)])
+    driver.load(
+        {"workload": "qubo", "nodes": nodes, "density": density, "seed": seed},
+        [generate_qubo(nodes, density, seed)],
+    )
     return driver
 
 
 @pytest.mark.parametrize("solver", ["sa", "tabu"])
 def test_fixed_timeout_reports_a_cost_it_can_prove_and_the_time_it_took(tmp_path, solver):
     driver = loaded_driver(tmp_path)
-    result = driver.run({"mode": "fixed_timeout", "solver": solver, "timeout_s": 0.05, "seed": 3},
-                        threading.Event()).body
+    result = driver.run(
+        {"mode": "fixed_timeout", "solver": solver, "timeout_s": 0.05, "seed": 3}, threading.Event()
+    ).body
     target = find_target(25, 0.1, 0)
     assert result["cost"] >= target.cost  # never better than the exact optimum
     assert result["cost"] == -result["solution_size"]  # an independent set: no penalty paid
     assert result["requested_timeout_s"] == 0.05
     assert result["run_s"] >= result["solver_s"] >= 0.05 * 0.9
     assert result["setup_s"] >= 0 and result["cost_check_s"] >= 0
-    assert result["power"] == {"measured": False, "source": "rapl",
-                               "reason": result["power"]["reason"]}
+    assert result["power"] == {
+        "measured": False,
+        "source": "rapl",
+        "reason": result["power"]["reason"],
+    }
     assert "does not exist" in result["power"]["reason"]
 
 
@@ -50,13 +56,23 @@ def test_cost_check_agrees_with_the_matrix(tmp_path):
 def test_time_to_solution_reaches_loose_gaps_on_a_small_graph(tmp_path):
     driver = loaded_driver(tmp_path)
     target = find_target(25, 0.1, 0).cost
-    result = driver.run({"mode": "time_to_solution", "solver": "tabu", "target": target,
-                         "gaps": [0.1, 0.05, 0.01], "max_time_s": 20, "seed": 0},
-                        threading.Event()).body
+    result = driver.run(
+        {
+            "mode": "time_to_solution",
+            "solver": "tabu",
+            "target": target,
+            "gaps": [0.1, 0.05, 0.01],
+            "max_time_s": 20,
+            "seed": 0,
+        },
+        threading.Event(),
+    ).body
     reached = result["reached"]
     assert set(reached) == {"0.1", "0.05", "0.01"}
     assert all(hit is not None for hit in reached.values())
-    assert reached["0.1"]["latency_s"] <= reached["0.05"]["latency_s"] <= reached["0.01"]["latency_s"]
+    assert (
+        reached["0.1"]["latency_s"] <= reached["0.05"]["latency_s"] <= reached["0.01"]["latency_s"]
+    )
     assert reached["0.01"]["gap"] <= 0.01
 
 
@@ -88,8 +104,9 @@ def test_power_from_rapl_counters_matches_what_they_counted(tmp_path):
     feeder.start()
     try:
         time.sleep(0.01)
-        result = driver.run({"mode": "fixed_timeout", "solver": "tabu", "timeout_s": 0.5},
-                            threading.Event()).body
+        result = driver.run(
+            {"mode": "fixed_timeout", "solver": "tabu", "timeout_s": 0.5}, threading.Event()
+        ).body
     finally:
         stop_feed.set()
         feeder.join()
@@ -103,8 +120,9 @@ def test_power_from_rapl_counters_matches_what_they_counted(tmp_path):
 def test_timeouts_outside_the_benchmark_range_are_refused(tmp_path, timeout):
     driver = loaded_driver(tmp_path, nodes=10)
     with pytest.raises(DriverError, match="outside"):
-        driver.run({"mode": "fixed_timeout", "solver": "sa", "timeout_s": timeout},
-                   threading.Event())
+        driver.run(
+            {"mode": "fixed_timeout", "solver": "sa", "timeout_s": timeout}, threading.Event()
+        )
 
 
 def test_run_before_load_and_wrong_payload_are_clear_errors(tmp_path):

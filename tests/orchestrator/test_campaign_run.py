@@ -43,8 +43,9 @@ def write(tmp_path: Path, text: str, name: str = "c.toml") -> Path:
 
 
 def hilbench(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hilbench", *args], capture_output=True,
-                          text=True, timeout=300, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "hilbench", *args], capture_output=True, text=True, timeout=300, **kw
+    )
 
 
 def test_campaign_runs_every_unit_through_a_real_agent(tmp_path):
@@ -72,9 +73,21 @@ def test_campaign_runs_every_unit_through_a_real_agent(tmp_path):
 def test_killing_the_agent_names_agent_and_run_and_keeps_completed_runs(tmp_path):
     text = SMALL.format(timeout=1.0).replace("seeds = [0]", "seeds = [0, 1, 2, 3]")
     db = tmp_path / "k.sqlite"
-    proc = subprocess.Popen([sys.executable, "-m", "hilbench", "run", str(write(tmp_path, text)),
-                             "--db", str(db), "-q"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "hilbench",
+            "run",
+            str(write(tmp_path, text)),
+            "--db",
+            str(db),
+            "-q",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -86,11 +99,12 @@ def test_killing_the_agent_names_agent_and_run_and_keeps_completed_runs(tmp_path
             except StoreError:  # not created yet
                 pass
             time.sleep(0.2)
-        agents = [p for p in psutil.Process(proc.pid).children(recursive=True)
-                  if "agent" in p.cmdline()]
+        agents = [
+            p for p in psutil.Process(proc.pid).children(recursive=True) if "agent" in p.cmdline()
+        ]
         assert len(agents) == 1
         os.kill(agents[0].pid, signal.SIGKILL)
-        out, err = proc.communicate(timeout=60)
+        _out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -131,16 +145,78 @@ def test_interrupted_campaign_resumes_where_it_stopped(tmp_path):
 @pytest.mark.parametrize(
     "patch, message",
     [
-        ({"qubo": [{"nodes": [10], "densities": [0.1], "seeds": [0], "solvers": ["sa"],
-                    "timeouts_s": [0.01], "nodez": 1}]}, "unknown key"),
-        ({"qubo": [{"nodes": [10], "densities": [1.5], "seeds": [0], "solvers": ["sa"],
-                    "timeouts_s": [0.01]}]}, r"not in \(0, 1\]"),
-        ({"qubo": [{"nodes": [10], "densities": [0.1], "seeds": [0], "solvers": ["sa"],
-                    "timeouts_s": [500]}]}, "outside 1e-3"),
-        ({"qubo": [{"nodes": [10], "densities": [0.1], "seeds": [0], "solvers": ["gurobi"],
-                    "timeouts_s": [0.1]}]}, "gurobi"),
-        ({"qubo": [{"agent": "nobody", "nodes": [10], "densities": [0.1], "seeds": [0],
-                    "solvers": ["sa"], "timeouts_s": [0.1]}]}, "nobody"),
+        (
+            {
+                "qubo": [
+                    {
+                        "nodes": [10],
+                        "densities": [0.1],
+                        "seeds": [0],
+                        "solvers": ["sa"],
+                        "timeouts_s": [0.01],
+                        "nodez": 1,
+                    }
+                ]
+            },
+            "unknown key",
+        ),
+        (
+            {
+                "qubo": [
+                    {
+                        "nodes": [10],
+                        "densities": [1.5],
+                        "seeds": [0],
+                        "solvers": ["sa"],
+                        "timeouts_s": [0.01],
+                    }
+                ]
+            },
+            r"not in \(0, 1\]",
+        ),
+        (
+            {
+                "qubo": [
+                    {
+                        "nodes": [10],
+                        "densities": [0.1],
+                        "seeds": [0],
+                        "solvers": ["sa"],
+                        "timeouts_s": [500],
+                    }
+                ]
+            },
+            "outside 1e-3",
+        ),
+        (
+            {
+                "qubo": [
+                    {
+                        "nodes": [10],
+                        "densities": [0.1],
+                        "seeds": [0],
+                        "solvers": ["gurobi"],
+                        "timeouts_s": [0.1],
+                    }
+                ]
+            },
+            "gurobi",
+        ),
+        (
+            {
+                "qubo": [
+                    {
+                        "agent": "nobody",
+                        "nodes": [10],
+                        "densities": [0.1],
+                        "seeds": [0],
+                        "solvers": ["sa"],
+                        "timeouts_s": [0.1],
+                    }
+                ]
+            },
+            "nobody",
+        ),
     ],
 )
 def test_bad_campaigns_are_refused_with_the_key_named(patch, message):

@@ -1,0 +1,205 @@
+"""Power instruments of a campaign: opened once, acquiring in step with each measured phase.
+
+An instrument is found through the ``hilbench.instruments`` entry-point group, or is the
+simulated bench meter (``simulate = "<power model>"``), which hilbench starts itself on loopback
+and which the measured agent's driver tells what its device is doing. During a phase, samples are
+drained from the instrument whenever the orchestrator waits (so long windows never overflow the
+instrument's memory) and emitted as ``Samples`` documents; a health problem fails the run.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any
+
+import numpy as np
+
+from hilbench.documents import Samples
+from hilbench.power.source import PowerSource, PowerSourceError, SampleBatch, SourceInfo
+from hilbench.sim.power_model import ARDUINO_NANO_33_BLE, SIMULATED_CPU, DevicePowerModel
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "hilbench.instruments"
+POWER_MODELS: dict[str, DevicePowerModel] = {
+    m.name: m for m in (ARDUINO_NANO_33_BLE, SIMULATED_CPU)
+}
+
+
+class InstrumentFault(RuntimeError):
+    """An instrument could not deliver trustworthy samples; the run is marked invalid."""
+
+
+@dataclass(frozen=True)
+class InstrumentSpec:
+    id: str
+    driver: str
+    measures: str  # agent id whose device this instrument measures
+    resource: str | None = None
+    visa_library: str = ""
+    simulate: str | None = None  # power-model name: start the simulated bench meter
+    noise_std_w: float = 0.0
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def _instrument_class(name: str) -> Any:
+    matches = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
+    if not matches:
+        known = sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
+        raise InstrumentFault(f"no instrument driver named {name!r} (installed: {known})")
+    return matches[0].load()
+
+
+@dataclass
+class Instrument:
+    spec: InstrumentSpec
+    source: PowerSource
+    meter: Any = None  # the SimulatedMeter when simulated
+
+    @property
+    def info(self) -> SourceInfo:
+        return self.source.info
+
+    @property
+    def sim_address(self) -> str | None:
+        """host:port that a simulated device reports its state to."""
+        return f"{self.meter.host}:{self.meter.port}" if self.meter is not None else None
+
+
+def open_instrument(spec: InstrumentSpec) -> Instrument:
+    """Start the simulated meter if asked, build the driver and configure it (I/O happens here)."""
+    meter = None
+    resource, library = spec.resource, spec.visa_library
+    if spec.simulate is not None:
+        from hilbench.sim import SimulatedMeter
+
+        if spec.simulate not in POWER_MODELS:
+            raise InstrumentFault(
+                f"instrument {spec.id}: unknown power model {spec.simulate!r} "
+                f"(known: {sorted(POWER_MODELS)})"
+            )
+        meter = SimulatedMeter(POWER_MODELS[spec.simulate], noise_std_w=spec.noise_std_w)
+        meter.start()
+        resource, library = meter.resource, "@py"
+    cls = _instrument_class(spec.driver)
+    try:
+        source = cls.from_config(resource, spec.settings, visa_library=library)
+        source.configure()
+    except (ValueError, PowerSourceError) as exc:
+        if meter is not None:
+            meter.stop()
+        raise InstrumentFault(f"instrument {spec.id} ({spec.driver}): {exc}") from exc
+    return Instrument(spec, source, meter)
+
+
+def to_watts(info: SourceInfo, values: np.ndarray) -> np.ndarray:
+    """Readings in watts: amps are multiplied by the declared supply voltage."""
+    if info.unit == "W":
+        return values
+    if info.unit == "A" and info.supply_voltage_v:
+        return values * info.supply_voltage_v
+    raise InstrumentFault(f"{info.name}: readings in {info.unit} cannot be turned into watts")
+
+
+class PhaseAcquisition:
+    """One instrument acquiring through one phase; ``poll`` drains samples into documents."""
+
+    def __init__(self, instrument: Instrument, emit: Any, run_uid: str, phase_uid: str) -> None:
+        self.instrument = instrument
+        self._emit = emit
+        self.run_uid = run_uid
+        self.phase_uid = phase_uid
+        self.batches: list[SampleBatch] = []
+
+    def start(self) -> None:
+        try:
+            self.instrument.source.arm()
+            self.instrument.source.start()
+        except PowerSourceError as exc:
+            raise InstrumentFault(f"instrument {self.instrument.spec.id}: {exc}") from exc
+
+    def poll(self) -> None:
+        try:
+            self._keep(self.instrument.source.read())
+        except PowerSourceError as exc:
+            raise InstrumentFault(f"instrument {self.instrument.spec.id}: {exc}") from exc
+
+    def stop(self) -> SampleBatch:
+        """End acquisition; raise InstrumentFault if any sample is untrustworthy."""
+        source = self.instrument.source
+        try:
+            self._keep(source.stop())
+        except PowerSourceError as exc:
+            raise InstrumentFault(f"instrument {self.instrument.spec.id}: {exc}") from exc
+        health = source.health()
+        if not health.ok:
+            problems = [*health.messages]
+            if health.overloads:
+                problems.append(f"{health.overloads} overload reading(s)")
+            if health.dropped:
+                problems.append(f"{health.dropped} dropped sample(s)")
+            if health.overflow:
+                problems.append("reading memory overflowed")
+            raise InstrumentFault(f"instrument {self.instrument.spec.id}: " + "; ".join(problems))
+        if not self.batches:
+            return SampleBatch.empty()
+        return SampleBatch(
+            np.concatenate([b.t for b in self.batches]),
+            np.concatenate([b.values for b in self.batches]),
+        )
+
+    def _keep(self, batch: SampleBatch) -> None:
+        if len(batch) == 0:
+            return
+        self.batches.append(batch)
+        info = self.instrument.info
+        self._emit(
+            Samples(
+                self.run_uid,
+                self.phase_uid,
+                self.instrument.spec.id,
+                info.unit,
+                batch.t,
+                batch.values,
+                {
+                    "instrument": info.name,
+                    "supply_voltage_v": info.supply_voltage_v,
+                    "time_resolution_s": info.time_resolution_s,
+                },
+            )
+        )
+
+
+class InstrumentSet:
+    """The campaign's instruments, opened at start and closed at the end."""
+
+    def __init__(self, specs: list[InstrumentSpec]) -> None:
+        self.specs = specs
+        self.instruments: dict[str, Instrument] = {}
+
+    def open(self) -> None:
+        for spec in self.specs:
+            self.instruments[spec.id] = open_instrument(spec)
+            log.info("instrument %s ready: %s", spec.id, self.instruments[spec.id].info.name)
+
+    def measuring(self, agent_id: str) -> list[Instrument]:
+        return [i for i in self.instruments.values() if i.spec.measures == agent_id]
+
+    def sim_address_for(self, agent_id: str) -> str | None:
+        for spec in self.specs:
+            if spec.measures == agent_id and spec.simulate is not None:
+                inst = self.instruments.get(spec.id)
+                return inst.sim_address if inst else None
+        return None
+
+    def close(self) -> None:
+        for inst in self.instruments.values():
+            try:
+                inst.source.close()
+            except Exception:  # closing must not mask the campaign's outcome
+                log.exception("closing instrument %s failed", inst.spec.id)
+            if inst.meter is not None:
+                inst.meter.stop()
+        self.instruments.clear()

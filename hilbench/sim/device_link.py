@@ -1,0 +1,29 @@
+"""How a simulated device tells the simulated bench meter what it is doing.
+
+A driver running against the simulated bench opens this link to the meter's SCPI port and sends
+``SIMulate:STATe <name>`` at each change (idle, preprocessing, inference, solving). The meter
+stamps each change on arrival, so its readings follow what the device really did, when it did it.
+"""
+
+from __future__ import annotations
+
+import socket
+
+
+class SimulatedDeviceLink:
+    """A TCP connection to a :class:`hilbench.sim.SimulatedMeter` for reporting state changes."""
+
+    def __init__(self, address: str, timeout_s: float = 5.0) -> None:
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"simulated meter address must be host:port, got {address!r}")
+        self.address = address
+        self._sock = socket.create_connection((host, int(port)), timeout=timeout_s)
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def state(self, name: str) -> None:
+        """Report that the device enters state ``name`` now."""
+        self._sock.sendall(f"SIM:STAT {name}\n".encode())
+
+    def close(self) -> None:
+        self._sock.close()

@@ -1,0 +1,143 @@
+"""`hilbench results` reads a real store file back as table, CSV and JSON."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import time
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from hilbench.cli import EXIT_OK, EXIT_USAGE, cli
+from hilbench.documents import (
+    Event,
+    Metric,
+    PhaseStart,
+    PhaseStop,
+    RunStart,
+    RunStop,
+    Samples,
+    new_uid,
+)
+from hilbench.store import StoreWriter
+
+
+def _run(writer, campaign, unit, status="success", reason="", gap=0.02):
+    uid = new_uid()
+    params = {"nodes": 50, "density": 0.05, "seed": int(unit[-1])}
+    writer(RunStart(uid, campaign, unit, "qubo.fixed_timeout", params, {}, 10.0, time.time(), "0"))
+    phase = new_uid()
+    writer(PhaseStart(phase, uid, "solve", 10.0, {}))
+    writer(Event(uid, phase, "solution", 10.4, {"cost": -20}))
+    writer(Event(uid, phase, "solution", 10.9, {"cost": -21}))
+    writer(Samples(uid, phase, "rapl", "W", np.linspace(10, 11, 11), np.full(11, 30.0)))
+    writer(PhaseStop(phase, uid, 11.0, "success"))
+    writer(Metric(uid, "bks_gap", gap, "", 0.001))
+    writer(Metric(uid, "power.avg", 30.0, "W", 0.5))
+    writer(RunStop(uid, 11.5, status, reason))
+    return uid
+
+
+@pytest.fixture
+def store(tmp_path):
+    path = tmp_path / "bench.sqlite"
+    with StoreWriter(path) as writer:
+        writer.begin_campaign("qubo-sweep-1", "sweep", {})
+        uids = [
+            _run(writer, "qubo-sweep-1", "seed0"),
+            _run(writer, "qubo-sweep-1", "seed1", "fail", "agent cpu@host lost", gap=None),
+            _run(writer, "asc-power-1", "seed2"),
+        ]
+    return path, uids
+
+
+def _invoke(*args):
+    return CliRunner().invoke(cli, ["results", *args])
+
+
+def test_csv_lists_one_row_per_run_and_metric(store):
+    path, uids = store
+    result = _invoke("--db", str(path), "--format", "csv")
+    assert result.exit_code == EXIT_OK, result.output
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert len(rows) == 6
+    failed = [r for r in rows if r["run_uid"] == uids[1]]
+    assert {r["status"] for r in failed} == {"fail"}
+    assert failed[0]["reason"] == "agent cpu@host lost"
+    gap = next(r for r in failed if r["metric"] == "bks_gap")
+    assert gap["value"] == ""  # no value stays empty, never 0
+    power = next(r for r in rows if r["run_uid"] == uids[0] and r["metric"] == "power.avg")
+    assert (float(power["value"]), float(power["uncertainty"]), power["unit"]) == (30.0, 0.5, "W")
+    assert json.loads(power["params"])["nodes"] == 50
+
+
+def test_json_is_one_document_with_every_run_and_its_metrics(store):
+    path, uids = store
+    result = _invoke("--db", str(path), "--format", "json", "--campaign", "qubo")
+    assert result.exit_code == EXIT_OK, result.output
+    document = json.loads(result.stdout)
+    assert [r["uid"] for r in document["runs"]] == uids[:2]
+    assert document["runs"][0]["metrics"][0] == {
+        "name": "bks_gap",
+        "value": 0.02,
+        "uncertainty": 0.001,
+        "unit": "",
+        "meta": {},
+    }
+
+
+def test_run_detail_by_prefix_shows_phases_events_and_samples(store):
+    path, uids = store
+    result = _invoke("--db", str(path), "--run", uids[0][:10], "--format", "json")
+    assert result.exit_code == EXIT_OK, result.output
+    detail = json.loads(result.stdout)
+    assert detail["run"]["uid"] == uids[0]
+    assert [p["name"] for p in detail["phases"]] == ["solve"]
+    assert detail["event_counts"] == {"solution": 2}
+    assert detail["samples"][0]["source"] == "rapl" and detail["samples"][0]["n"] == 11
+
+    table = _invoke("--db", str(path), "--run", uids[1][:10])
+    assert table.exit_code == EXIT_OK, table.output
+    for expected in (uids[1], "fail", "agent cpu@host lost", "solve", "rapl", "power.avg"):
+        assert expected in table.stdout
+
+
+def test_table_shows_short_uid_status_and_metric_with_uncertainty(store):
+    path, uids = store
+    result = _invoke("--db", str(path))
+    assert result.exit_code == EXIT_OK, result.output
+    assert uids[0][:8] in result.stdout
+    assert "30 ± 0.5 W" in result.stdout
+    assert "fail" in result.stdout
+
+
+def test_default_db_comes_from_hilbench_db(store, monkeypatch):
+    path, _ = store
+    monkeypatch.setenv("HILBENCH_DB", str(path))
+    result = _invoke("--format", "json")
+    assert len(json.loads(result.stdout)["runs"]) == 3
+
+
+def test_missing_store_is_a_usage_error_naming_the_file(tmp_path):
+    missing = tmp_path / "missing.sqlite"
+    result = _invoke("--db", str(missing))
+    assert result.exit_code == EXIT_USAGE
+    assert "missing.sqlite" in result.stderr and "does not exist" in result.stderr
+    assert not missing.exists()
+
+
+def test_unknown_run_is_a_usage_error(store):
+    path, _ = store
+    unknown = _invoke("--db", str(path), "--run", "zzzz")
+    assert unknown.exit_code == EXIT_USAGE and "no run matching 'zzzz'" in unknown.stderr
+
+
+def test_empty_store_says_so(tmp_path):
+    path = tmp_path / "empty.sqlite"
+    StoreWriter(path).close()
+    result = _invoke("--db", str(path))
+    assert result.exit_code == EXIT_OK and "no runs" in result.stdout
+    assert json.loads(_invoke("--db", str(path), "--format", "json").stdout)["runs"] == []
