@@ -2,8 +2,8 @@
 
 A run is an ordered stream of documents linked by uid (bluesky event-model style):
 ``RunStart`` → (``PhaseStart`` → ``Event``/``Samples``/``Metric`` … → ``PhaseStop``)* → ``RunStop``.
-Every timestamp ``t`` is in seconds on the orchestrator's monotonic clock (:func:`hilbench.clock.now`);
-``RunStart.wall_time`` anchors that timeline to UTC.
+Every timestamp ``t`` is in seconds on the orchestrator's monotonic clock
+(:func:`hilbench.clock.now`); ``RunStart.wall_time`` anchors that timeline to UTC.
 """
 
 from __future__ import annotations

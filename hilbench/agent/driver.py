@@ -64,6 +64,8 @@ def load_driver(name: str, options: dict[str, Any] | None = None) -> Driver:
     matches = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
     if not matches:
         known = ", ".join(sorted(available_drivers())) or "none"
-        raise DriverError(f"no driver named {name!r} is installed (installed: {known})", "no_driver")
+        raise DriverError(
+            f"no driver named {name!r} is installed (installed: {known})", "no_driver"
+        )
     cls = matches[0].load()
     return cls(**(options or {}))

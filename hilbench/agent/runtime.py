@@ -49,7 +49,7 @@ class AgentStats:
 
 
 class AgentRuntime:
-    """Serve ``driver`` on a ROUTER socket bound at ``bind`` or a DEALER connected to ``connect``."""
+    """Serve ``driver`` on a ROUTER bound at ``bind`` or a DEALER connected to ``connect``."""
 
     def __init__(
         self,
@@ -231,7 +231,9 @@ class AgentRuntime:
             self._send(
                 sock,
                 route,
-                codec.error_message("unknown_command", f"unknown command {cmd!r}", msg.id, known=known),
+                codec.error_message(
+                    "unknown_command", f"unknown command {cmd!r}", msg.id, known=known
+                ),
             )
             return
         self.stats.served += 1

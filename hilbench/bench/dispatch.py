@@ -87,7 +87,9 @@ def _protocol_round_trips(payload: np.ndarray, n: int, warmup: int) -> list[int]
 def dispatch(n: int, payload_kib: int, warmup: int) -> None:
     """Round trip of one request with a payload: agent protocol vs bare pyzmq REQ/REP."""
     if n < 2000:
-        raise click.BadParameter("use at least 2000 requests for a stable p99", param_hint="--requests")
+        raise click.BadParameter(
+            "use at least 2000 requests for a stable p99", param_hint="--requests"
+        )
     payload = np.random.default_rng(0).integers(0, 255, payload_kib * 1024, dtype=np.uint8)
     bare = _bare_round_trips(payload, n, warmup)
     proto = _protocol_round_trips(payload, n, warmup)
@@ -96,5 +98,7 @@ def dispatch(n: int, payload_kib: int, warmup: int) -> None:
     click.echo(f"payload {payload_kib} KiB, {n} timed round trips each, loopback TCP")
     click.echo(f"bare pyzmq REQ/REP   median {bare_med:8.1f} us   p99 {bare_p99:8.1f} us")
     click.echo(f"hilbench protocol    median {proto_med:8.1f} us   p99 {proto_p99:8.1f} us")
-    click.echo(f"mean overhead {statistics.fmean(proto) / 1e3 - statistics.fmean(bare) / 1e3:.1f} us")
+    click.echo(
+        f"mean overhead {statistics.fmean(proto) / 1e3 - statistics.fmean(bare) / 1e3:.1f} us"
+    )
     click.echo(f"ratio (protocol/bare, median) {proto_med / bare_med:.2f}")

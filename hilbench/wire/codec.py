@@ -110,9 +110,7 @@ def _frame_bytes(frame: Any) -> memoryview:
     return memoryview(buf)
 
 
-def decode(
-    frames: Sequence[Any], max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
-) -> Message:
+def decode(frames: Sequence[Any], max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> Message:
     """Parse and validate frames; raise :class:`ProtocolError` saying what is wrong."""
     if not frames:
         raise ProtocolError("bad_frame", "empty message")
@@ -132,7 +130,8 @@ def decode(
     if version not in SUPPORTED_VERSIONS:
         raise ProtocolError(
             "unsupported_version",
-            f"protocol version {version!r} is not supported (supported: {list(SUPPORTED_VERSIONS)})",
+            f"protocol version {version!r} is not supported "
+            f"(supported: {list(SUPPORTED_VERSIONS)})",
             cid,
         )
     unknown = set(header) - set(_HEADER_KEYS)
@@ -163,16 +162,12 @@ def decode(
         raise ProtocolError("too_large", f"more than {MAX_PAYLOAD_FRAMES} payload frames", cid)
     arrays = []
     total = 0
-    for i, (desc, frame) in enumerate(zip(descriptors, frames[1:])):
+    for i, (desc, frame) in enumerate(zip(descriptors, frames[1:], strict=False)):
         arrays.append(_decode_array(i, desc, _frame_bytes(frame), cid))
         total += arrays[-1].nbytes
         if total > max_payload_bytes:
-            raise ProtocolError(
-                "too_large", f"payload exceeds {max_payload_bytes} bytes", cid
-            )
-    return Message(
-        type=mtype, id=cid, cmd=cmd, body=body, arrays=arrays, version=version
-    )
+            raise ProtocolError("too_large", f"payload exceeds {max_payload_bytes} bytes", cid)
+    return Message(type=mtype, id=cid, cmd=cmd, body=body, arrays=arrays, version=version)
 
 
 @functools.lru_cache(maxsize=256)
@@ -206,9 +201,7 @@ def _decode_array(i: int, desc: Any, buf: memoryview, cid: str | None) -> np.nda
     return np.frombuffer(buf, dtype=dtype).reshape(shape)
 
 
-def error_message(
-    code: str, text: str, correlation_id: str | None, **detail: Any
-) -> Message:
+def error_message(code: str, text: str, correlation_id: str | None, **detail: Any) -> Message:
     """The one shape of every error reply."""
     return Message(
         type=ERROR, id=correlation_id, body={"code": code, "message": text, "detail": detail}
