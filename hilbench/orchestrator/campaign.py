@@ -51,6 +51,7 @@ class AgentSpec:
     address: str | None = None
     spawn: bool = False
     options: dict[str, str] = field(default_factory=dict)
+    connects: bool = False  # the agent dials in (`hilbench agent --connect`) to [campaign] listen
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ class Campaign:
     qubo: tuple[QuboSpec, ...]
     instruments: tuple[InstrumentSpec, ...] = ()
     asc: tuple[Any, ...] = ()  # validated by hilbench.procedures.asc.parse_asc_tables
+    listen: str | None = None  # where agents with connects = true dial in
     source: str = ""
 
     def config_dict(self) -> dict[str, Any]:
@@ -87,7 +89,7 @@ class Campaign:
         return hashlib.sha256(blob).hexdigest()[:16]
 
 
-_CAMPAIGN_KEYS = {"name", "repetitions"}
+_CAMPAIGN_KEYS = {"name", "repetitions", "listen"}
 _INSTRUMENT_KEYS = {
     "id",
     "driver",
@@ -98,7 +100,7 @@ _INSTRUMENT_KEYS = {
     "noise_std_w",
     "settings",
 }
-_AGENT_KEYS = {"id", "driver", "address", "spawn", "options"}
+_AGENT_KEYS = {"id", "driver", "address", "spawn", "options", "connects"}
 _QUBO_KEYS = {
     "agent",
     "scenario",
@@ -149,11 +151,18 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>") -> Campaign
         if "id" not in table or "driver" not in table:
             raise CampaignError(f"{where}: needs id and driver")
         spawn = bool(table.get("spawn", False))
+        connects = bool(table.get("connects", False))
         address = table.get("address")
-        if spawn == (address is not None):
-            raise CampaignError(f'{where}: give either address = "tcp://…" or spawn = true')
+        if [spawn, connects, address is not None].count(True) != 1:
+            raise CampaignError(
+                f'{where}: give one of address = "tcp://…", spawn = true or connects = true'
+            )
+        if connects and "listen" not in head:
+            raise CampaignError(f'{where}: connects = true needs [campaign] listen = "tcp://…"')
         options = {str(k): str(v) for k, v in table.get("options", {}).items()}
-        agents.append(AgentSpec(str(table["id"]), str(table["driver"]), address, spawn, options))
+        agents.append(
+            AgentSpec(str(table["id"]), str(table["driver"]), address, spawn, options, connects)
+        )
     if not agents:
         raise CampaignError(f"{source}: no [[agents]] given")
     ids = [a.id for a in agents]
@@ -210,7 +219,14 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>") -> Campaign
         raise CampaignError(f"{source}: no workloads ([[qubo]] or [[asc]]) given")
     instruments = _parse_instruments(data.get("instruments", []), ids, source)
     return Campaign(
-        name, repetitions, tuple(agents), tuple(workloads), instruments, asc, source
+        name,
+        repetitions,
+        tuple(agents),
+        tuple(workloads),
+        instruments,
+        asc,
+        head.get("listen"),
+        source,
     )
 
 

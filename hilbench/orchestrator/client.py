@@ -98,11 +98,7 @@ class AgentClient:
     # ------------------------------------------------------------ lifecycle
     def connect(self) -> dict[str, Any]:
         """Open the link and check the handshake; returns the agent's welcome info."""
-        sock = self._ctx.socket(zmq.DEALER)
-        sock.setsockopt(zmq.LINGER, 0)
-        sock.copy_threshold = codec.COPY_THRESHOLD_BYTES
-        sock.connect(self.address)
-        self._sock = sock
+        self._sock = self._open_socket()
         self._last_heard = now()
         hello = Message(
             type=codec.HELLO,
@@ -127,6 +123,19 @@ class AgentClient:
         if self.name == self.address:
             self.name = str(self.info.get("agent_id", self.address))
         return self.info
+
+    def _open_socket(self) -> zmq.Socket:
+        """The socket this link talks through: a DEALER connected to the agent's ROUTER.
+
+        A subclass may return another object with the socket calls the engine makes
+        (send_multipart, recv_multipart honouring rcvtimeo, close); the listener's per-agent
+        view of its ROUTER does.
+        """
+        sock = self._ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.copy_threshold = codec.COPY_THRESHOLD_BYTES
+        sock.connect(self.address)
+        return sock
 
     def close(self) -> None:
         if self._sock is not None:

@@ -52,7 +52,8 @@ class RoutedSocket:
     """One agent's view of the shared ROUTER, shaped like the DEALER an ``AgentClient`` uses.
 
     It implements the socket calls the client makes (``setsockopt``, ``connect``,
-    ``send_multipart``, ``poll``, ``recv_multipart``, ``close``) and nothing more.
+    ``send_multipart``, ``poll``, ``recv_multipart`` honouring ``rcvtimeo``, ``close``) and
+    nothing more.
     """
 
     copy_threshold: int = codec.COPY_THRESHOLD_BYTES
@@ -61,9 +62,12 @@ class RoutedSocket:
         self._listener = listener
         self._peer = peer
         self.closed = False
+        self.rcvtimeo = -1  # ms a blocking receive waits before zmq.Again; -1 waits for ever
 
     def setsockopt(self, option: int, value: Any) -> None:
-        """Options belong to the shared ROUTER; a per-agent view has none of its own."""
+        """Only the receive timeout is per agent; other options belong to the shared ROUTER."""
+        if option == zmq.RCVTIMEO:
+            self.rcvtimeo = int(value)
 
     def connect(self, address: str) -> None:
         """The agent dialled us; there is nothing to connect."""
@@ -83,7 +87,9 @@ class RoutedSocket:
         if not self._peer.inbox:
             if flags & zmq.NOBLOCK:
                 raise zmq.Again()
-            self._listener._pump(self._peer, None)
+            timeout_s = None if self.rcvtimeo < 0 else self.rcvtimeo / 1000
+            if not self._listener._pump(self._peer, timeout_s):
+                raise zmq.Again()
         frames = self._peer.inbox.popleft()
         return frames if not copy else [f.bytes for f in frames]
 
@@ -95,16 +101,6 @@ class RoutedSocket:
     def _check_open(self) -> None:
         if self.closed:
             raise RuntimeError(f"the link to agent {self._peer.agent_id} is closed")
-
-
-class _OneSocketContext:
-    """Hands ``AgentClient.connect`` our routed socket where it asks its context for a DEALER."""
-
-    def __init__(self, sock: RoutedSocket) -> None:
-        self._sock = sock
-
-    def socket(self, kind: int) -> RoutedSocket:
-        return self._sock
 
 
 class AgentLink(AgentClient):
@@ -130,8 +126,11 @@ class AgentLink(AgentClient):
             heartbeat_s=heartbeat_s,
             liveness=liveness,
             connect_timeout_s=connect_timeout_s,
-            context=_OneSocketContext(self.transport),  # type: ignore[arg-type]
         )
+
+    def _open_socket(self) -> RoutedSocket:  # type: ignore[override]
+        """This agent's view of the listener's ROUTER, in place of a DEALER of its own."""
+        return self.transport
 
     def connect(self) -> dict[str, Any]:
         info = super().connect()

@@ -21,12 +21,15 @@ from hilbench.documents import DocumentConsumer, DocumentStream, RunStart, RunSt
 from hilbench.orchestrator.campaign import Campaign
 from hilbench.orchestrator.client import AgentClient, AgentError, AgentLost
 from hilbench.orchestrator.instruments import InstrumentFault, InstrumentSet
+from hilbench.orchestrator.listener import AgentListener
 from hilbench.orchestrator.phases import RunContext
 from hilbench.orchestrator.spawn import SpawnedAgent, spawn_agent
 from hilbench.procedures import Unit, expand_all
 from hilbench.store import Store, StoreWriter
 
 log = logging.getLogger(__name__)
+
+CONNECT_WAIT_S = 120.0  # how long to wait for an agent that dials in
 
 
 class CampaignAborted(RuntimeError):
@@ -80,12 +83,22 @@ class CampaignRunner:
         self.clients: dict[str, AgentClient] = {}
         self.spawned: dict[str, SpawnedAgent] = {}
         self.instruments = InstrumentSet(list(campaign.instruments))
+        self.listener: AgentListener | None = None
         self.units = expand_all(campaign)
         self.on_unit_done = None  # callable(unit, status, run_uid) for progress display
 
     # ---------------------------------------------------------------- agents
     def start_agents(self) -> None:
+        if any(spec.connects for spec in self.campaign.agents):
+            assert self.campaign.listen is not None
+            self.listener = AgentListener(self.campaign.listen)
+            log.warning("waiting for agents to connect to %s", self.listener.start())
         for spec in self.campaign.agents:
+            if spec.connects:
+                assert self.listener is not None
+                link = self.listener.wait_for(spec.id, timeout_s=CONNECT_WAIT_S)
+                self.clients[spec.id] = link
+                continue
             address = spec.address
             sim = self.instruments.sim_address_for(spec.id)
             if sim is not None and "sim_meter" not in spec.options:
@@ -109,6 +122,8 @@ class CampaignRunner:
             client.close()
         for agent in self.spawned.values():
             agent.stop()
+        if self.listener is not None:
+            self.listener.close()
         self.instruments.close()
 
     # ------------------------------------------------------------------- run

@@ -243,3 +243,32 @@ def test_example_campaign_is_the_demo_campaign():
     packaged = root / "hilbench" / "campaigns" / "qubo-cpu.toml"
     assert example.read_text() == packaged.read_text()
     assert len(expand_units(load_campaign(example))) == 120
+
+
+def test_agent_that_dials_in_runs_the_campaign(tmp_path):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    text = SMALL.format(timeout=0.001).replace("spawn = true", "connects = true")
+    text = text.replace('name = "small"', f'name = "small"\nlisten = "tcp://127.0.0.1:{port}"')
+    db = tmp_path / "dial.sqlite"
+    run = subprocess.Popen([sys.executable, "-m", "hilbench", "run", str(write(tmp_path, text)),
+                            "--db", str(db), "-q"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    agent = subprocess.Popen([sys.executable, "-m", "hilbench", "agent", "--driver", "cpu",
+                              "--connect", f"tcp://127.0.0.1:{port}", "--id", "cpu0"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        out, err = run.communicate(timeout=120)
+    finally:
+        agent.terminate()
+        agent.wait(10)
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 0, err
+    with Store(db) as store:
+        runs = store.runs()
+    assert len(runs) == 4 and all(r["status"] == "success" for r in runs)
+    assert runs[0]["agents"]["cpu0"]["agent_id"] == "cpu0"
