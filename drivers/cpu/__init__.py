@@ -1,4 +1,5 @@
-"""The `cpu` driver: QUBO with D-Wave SA / Tabu on this machine's CPU, power from Linux RAPL.
+"""The `cpu` driver: QUBO with D-Wave SA / Tabu and the ASC baseline (MFE + int8 CNN, see
+:mod:`hilbench_drivers.cpu.asc`) on this machine's CPU, power from Linux RAPL.
 
 Power comes from RAPL counters read around the timed region. Where RAPL cannot be read (no
 powercap, or energy_uj is root-only since Linux 5.10), results carry ``power.measured = false``
@@ -14,6 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from hilbench_drivers.cpu import qubo_solvers
+from hilbench_drivers.cpu.asc import AscDevice
 from hilbench_drivers.cpu.qubo_solvers import LoadedQubo
 
 from hilbench.agent.driver import DriverError, DriverResult
@@ -48,7 +50,10 @@ class RaplWindow:
 
 
 class CpuDriver:
-    """QUBO on the local CPU (dwave-samplers), measured with RAPL where it can be read."""
+    """QUBO (dwave-samplers) and ASC on the local CPU, measured with RAPL where it can be read.
+
+    Requests whose body says ``"workload": "asc"`` go to the ASC device; all others are QUBO.
+    """
 
     name: ClassVar[str] = "cpu"
 
@@ -65,6 +70,7 @@ class CpuDriver:
         self._loaded: LoadedQubo | None = None
         self._workload: dict[str, Any] = {}
         self._rapl, self._rapl_reason = probe_rapl(rapl_root)
+        self._asc = AscDevice(self._sim_state)
 
     @staticmethod
     def _link_simulated_meter(address: str) -> SimulatedDeviceLink:
@@ -75,12 +81,13 @@ class CpuDriver:
 
     def capabilities(self) -> dict[str, Any]:
         return {
-            "workloads": ["qubo"],
+            "workloads": ["qubo", "asc"],
             "qubo": {
                 "solvers": list(qubo_solvers.SOLVERS),
                 "modes": ["fixed_timeout", "time_to_solution"],
                 "timeout_range_s": [qubo_solvers.MIN_TIMEOUT_S, qubo_solvers.MAX_TIMEOUT_S],
             },
+            "asc": self._asc.capabilities(),
             "power": {
                 "source": "rapl",
                 "available": self._rapl is not None,
@@ -96,6 +103,8 @@ class CpuDriver:
         return DriverResult({"num_sweeps": self.num_sweeps})
 
     def load(self, params: dict[str, Any], arrays: list[np.ndarray]) -> DriverResult:
+        if params.get("workload") == "asc":
+            return DriverResult(self._asc.load(params, arrays))
         if params.get("workload") != "qubo":
             raise DriverError(
                 f"cpu driver cannot load workload {params.get('workload')!r}", "bad_arguments"
@@ -116,6 +125,8 @@ class CpuDriver:
         )
 
     def run(self, params: dict[str, Any], stop: threading.Event) -> DriverResult:
+        if params.get("workload") == "asc":
+            return self._run_asc(params, stop)
         if self._loaded is None:
             raise DriverError("no workload loaded: send load first", "not_loaded")
         mode = params.get("mode", "fixed_timeout")
@@ -135,6 +146,15 @@ class CpuDriver:
         # The timed region on this agent's clock; the orchestrator maps it onto its timeline.
         result["t_start"] = t_start
         result["t_end"] = t_end
+        return DriverResult(result)
+
+    def _run_asc(self, params: dict[str, Any], stop: threading.Event) -> DriverResult:
+        if params.get("mode") != "repeat":
+            return DriverResult(self._asc.run(params, stop))
+        # A power window: the internal (RAPL) reading over the same loop, where it can be read.
+        window = RaplWindow(self._rapl, self._rapl_reason)
+        result = self._asc.run(params, stop)
+        result["power"] = window.close()
         return DriverResult(result)
 
     def _sim_state(self, state: str) -> None:
@@ -164,5 +184,6 @@ class CpuDriver:
 
     def close(self) -> None:
         self._loaded = None
+        self._asc.close()
         if self._sim is not None:
             self._sim.close()

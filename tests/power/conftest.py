@@ -61,7 +61,11 @@ class FakePowercap:
         return zone
 
     def set_energy(self, zone_id: str, energy_uj: int) -> None:
-        (self._zones[zone_id] / "energy_uj").write_text(f"{energy_uj}\n")
+        """Replace the counter atomically: a sysfs read never sees a half-written value."""
+        target = self._zones[zone_id] / "energy_uj"
+        scratch = target.with_name("energy_uj.tmp")
+        scratch.write_text(f"{energy_uj}\n")
+        os.replace(scratch, target)
 
     def energy_path(self, zone_id: str) -> Path:
         return self.root / zone_id / "energy_uj"

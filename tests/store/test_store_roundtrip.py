@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -218,3 +220,20 @@ def test_a_reader_sees_committed_documents_while_the_writer_is_mid_transaction(d
             writer.flush()
     finally:
         writer.close()
+
+
+def test_documents_may_arrive_from_another_thread(db_path, begin_run):
+    with StoreWriter(db_path) as writer:
+        run = begin_run(writer)
+
+        def emit_rest_of_run() -> None:
+            for i in range(5):
+                writer(Event(run, None, "tick", float(i), {}))
+            writer(RunStop(run, 9.0, "success"))
+
+        worker = threading.Thread(target=emit_rest_of_run)
+        worker.start()
+        worker.join()
+    with Store(db_path) as store:
+        assert store.run(run)["status"] == "success"
+        assert store.event_counts(run) == {"tick": 5}

@@ -1,0 +1,248 @@
+"""The ASC summary in the layout of NeuroBench's Table 6, from stored runs only.
+
+Rows: accuracy, execution time, idle / active / dynamic power and dynamic energy per inference;
+columns: pre-processing and inference. Below the table, how it was measured (instrument,
+sample interval, windows, boundary policy, amortised streams, power domains), because a figure
+without its method is not a NeuroBench result. Execution times carry their standard error;
+power and energy their 95 % expanded uncertainty. With several runs of one configuration the
+figure is their mean, and the spread between runs is stated (NeuroBench asks that the mean of
+five trials lies within 5 % of the reported result).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from hilbench.store import Store
+
+STAGES = ("preprocessing", "inference")
+_PREFIXES = ((1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One reported number: mean over runs, its uncertainty, and the spread between runs."""
+
+    value: float | None
+    uncertainty: float | None
+    unit: str
+    runs: int
+    spread: float | None = None  # (max - min) / |mean| over runs; None for one run
+    reason: str = ""
+
+
+@dataclass
+class AscGroup:
+    """The runs of one ``[[asc]]`` table on one agent."""
+
+    agent: str
+    single: list[dict[str, dict[str, Any]]] = field(default_factory=list)  # metrics per run
+    power: dict[int, list[dict[str, dict[str, Any]]]] = field(default_factory=dict)  # by stream
+    params: dict[str, Any] = field(default_factory=dict)
+    failed: list[str] = field(default_factory=list)
+
+
+def asc_groups(store_path: Path, campaign_uid: str) -> list[AscGroup]:
+    """The campaign's ASC runs, grouped by agent and table, metrics keyed by name."""
+    groups: dict[tuple[str, str], AscGroup] = {}
+    with Store(store_path) as store:
+        for run in store.runs(campaign_uid):
+            if not str(run["procedure"]).startswith("asc."):
+                continue
+            params = run["params"]
+            parts = str(run["unit_key"]).split("/")
+            key = (str(params.get("agent")), parts[3] if len(parts) > 3 else "")
+            group = groups.setdefault(key, AscGroup(agent=key[0], params=params))
+            if run["status"] != "success":
+                group.failed.append(f"{run['unit_key']}: {run['status']} {run['reason'] or ''}")
+                continue
+            metrics = {m["name"]: m for m in store.metrics(run["uid"])}
+            if run["procedure"] == "asc.single_stream":
+                group.single.append(metrics)
+            elif run["procedure"] == "asc.power":
+                stream = int(params.get("stream_samples", 1))
+                group.power.setdefault(stream, []).append(metrics)
+    return list(groups.values())
+
+
+def combine(runs: list[dict[str, dict[str, Any]]], name: str) -> Figure | None:
+    """Mean of a metric over runs; uncertainties combined as independent (root sum of squares
+    over the number of runs)."""
+    found = [r[name] for r in runs if name in r]
+    if not found:
+        return None
+    unit = found[0]["unit"]
+    values = [m["value"] for m in found]
+    if any(v is None for v in values):
+        reasons = {str((m.get("meta") or {}).get("reason", "")) for m in found}
+        reason = "; ".join(sorted(r for r in reasons if r))
+        return Figure(None, None, unit, len(found), reason=reason)
+    mean = statistics.fmean(values)
+    uncs = [m["uncertainty"] for m in found]
+    unc = None
+    if all(u is not None for u in uncs):
+        unc = math.sqrt(sum(u * u for u in uncs)) / len(uncs)
+    spread = None
+    if len(values) > 1 and mean != 0:
+        spread = (max(values) - min(values)) / abs(mean)
+    return Figure(mean, unc, unit, len(found), spread)
+
+
+def format_figure(fig: Figure | None, *, percent: bool = False) -> str:
+    """``12.01 ± 0.11 W`` with an SI prefix chosen for the value; ``n/m`` when not measured."""
+    if fig is None:
+        return "—"
+    if fig.value is None:
+        return "n/m"
+    if percent:
+        text = f"{100 * fig.value:.2f} %"
+        if fig.uncertainty is not None:
+            text = f"{100 * fig.value:.2f} ± {100 * fig.uncertainty:.2f} %"
+    else:
+        scale, prefix = _prefix(fig.value)
+        text = _value_and_uncertainty(fig.value / scale, fig.uncertainty, scale)
+        text += f" {prefix}{fig.unit}"
+    if fig.spread is not None:
+        text += f" (runs ±{50 * fig.spread:.1f} %)"
+    return text
+
+
+def _value_and_uncertainty(value: float, uncertainty: float | None, scale: float) -> str:
+    """The value to the decimal of the uncertainty's second significant digit."""
+    if uncertainty is None or not uncertainty > 0:
+        return f"{value:.4g}" if uncertainty is None else f"{value:.4g} ± 0"
+    u = uncertainty / scale
+    decimals = min(max(0, 1 - math.floor(math.log10(u))), 9)
+    return f"{value:.{decimals}f} ± {u:.{decimals}f}"
+
+
+def _prefix(value: float) -> tuple[float, str]:
+    magnitude = abs(value)
+    for scale, prefix in _PREFIXES:
+        if magnitude >= scale:
+            return scale, prefix
+    return _PREFIXES[-1]
+
+
+def _accuracy(group: AscGroup) -> Figure | None:
+    fig = combine(group.single, "accuracy")
+    if fig is None or fig.value is None:
+        return fig
+    errors = [(r["accuracy"].get("meta") or {}).get("std_error") for r in group.single]
+    if all(e is not None for e in errors):
+        se = math.sqrt(sum(e * e for e in errors)) / len(errors)
+        return Figure(fig.value, se, fig.unit, fig.runs, fig.spread)
+    return fig
+
+
+def _stream_label(stream: int) -> str:
+    return "one sample repeated" if stream == 1 else f"{stream} s streams, amortised"
+
+
+def asc_table(group: AscGroup, title: str) -> Table:
+    table = Table(title=title)
+    table.add_column("metric", no_wrap=True)
+    table.add_column("pre-processing", justify="right", no_wrap=True)
+    table.add_column("inference", justify="right", no_wrap=True)
+    accuracy = _accuracy(group)
+    table.add_row("accuracy (test split, ± s.e.)", format_figure(accuracy, percent=True), "")
+    table.add_row(
+        "execution time (mean ± s.e.)",
+        format_figure(combine(group.single, "preprocess_time_s")),
+        format_figure(combine(group.single, "inference_time_s")),
+    )
+    for stream in sorted(group.power):
+        runs = group.power[stream]
+        label = _stream_label(stream)
+        idle = format_figure(combine(runs, "idle_power_w"))
+        table.add_section()
+        table.add_row(
+            f"execution time in power windows ({label})",
+            *(format_figure(combine(runs, f"loop_time_s.{s}")) for s in STAGES),
+        )
+        table.add_row(f"idle power ({label})", idle, idle)
+        for title_, name in (
+            ("active power", "active_power_w"),
+            ("dynamic power", "dynamic_power_w"),
+            ("dynamic energy / inference", "energy_per_inference_j"),
+        ):
+            table.add_row(
+                f"{title_} ({label})",
+                *(format_figure(combine(runs, f"{name}.{s}")) for s in STAGES),
+            )
+    return table
+
+
+def describe(group: AscGroup) -> list[str]:
+    """The measurement description printed under the table."""
+    p = group.params
+    lines = []
+    single = group.single[0] if group.single else {}
+    if single:
+        n = int(single["samples"]["value"])
+        overhead = combine(group.single, "harness_overhead_median_s")
+        p99 = combine(group.single, "harness_overhead_p99_s")
+        lines.append(
+            f"accuracy and execution time: single stream over {n} test samples "
+            f"({len(group.single)} run(s)); samples in device memory before timing, one at a "
+            "time; pre-processing and inference timed on the device's clock; classification "
+            "not timed"
+        )
+        if overhead and p99:
+            lines.append(
+                f"harness overhead per sample (round trip − device time): median "
+                f"{format_figure(overhead)}, p99 {format_figure(p99)}"
+            )
+    data = "synthetic fixture" if p.get("fixture") else f"data set {p.get('data')}"
+    lines.append(f"workload: {data}, {p.get('sample_rate')} Hz, MFE features + int8 CNN")
+    if not group.power:
+        lines.append("power: not measured (power = false)")
+    for stream in sorted(group.power):
+        lines.append(_power_description(stream, group.power[stream]))
+    for failure in group.failed:
+        lines.append(f"failed run: {failure}")
+    return lines
+
+
+def _power_description(stream: int, runs: list[dict[str, dict[str, Any]]]) -> str:
+    idle = runs[0].get("idle_power_w", {})
+    meta = idle.get("meta") or {}
+    head = (
+        f"power ({_stream_label(stream)}, {len(runs)} run(s)): idle {meta.get('idle_s')} s and "
+        f"active {meta.get('active_s')} s per stage × {meta.get('repetitions')} repetition(s); "
+        f"{meta.get('method')}"
+    )
+    if idle.get("value") is None:
+        return f"{head}; not measured: {meta.get('reason', 'unknown reason')}"
+    aperture = meta.get("aperture_s")
+    parts = [
+        head,
+        f"instrument {meta.get('instrument')} ({meta.get('source')})",
+        f"domains: {', '.join(meta.get('domains') or []) or 'unstated'}",
+        f"sample interval {meta.get('sample_interval_s'):g} s"
+        + (f", aperture {aperture:g} s" if aperture else ""),
+        f"boundary readings: {meta.get('boundary')}",
+        f"timing ± {meta.get('timing_uncertainty_s'):.2g} s",
+        "active window = device loop start..end mapped by the clock offset",
+        "dynamic = active − idle",
+        "energy = dynamic power × execution time in the power windows (device timers)",
+        "uncertainties 95 % expanded",
+    ]
+    if stream > 1:
+        parts.append(f"AMORTISED: measured over {stream} s streams, time divided by {stream}")
+    return "; ".join(parts)
+
+
+def print_summary(store_path: Path, campaign_uid: str, console: Console, name: str) -> None:
+    """Print one Table-6 table and its measurement description per ASC table and agent."""
+    for group in asc_groups(store_path, campaign_uid):
+        console.print(asc_table(group, f"{name}: ASC on {group.agent} (NeuroBench Table 6 layout)"))
+        for line in describe(group):
+            console.print(f"  {line}", highlight=False, soft_wrap=True)

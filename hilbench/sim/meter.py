@@ -1,0 +1,831 @@
+"""A simulated Keysight 34465A bench meter: real SCPI over a real TCP socket.
+
+The meter's readings follow the simulated device's state (idle, preprocessing, inference,
+solving, …) through a :class:`~hilbench.sim.power_model.DevicePowerModel`, with noise,
+quantised to the configured range and integration time, and timed at the configured sample
+interval in real time after ``INIT``. Because the device's true power is known, the meter can
+answer what the true energy of any window was, which is what makes the measurement chain's
+accuracy testable end to end.
+
+Reach it with pyvisa-py as ``TCPIP::127.0.0.1::<port>::SOCKET`` (newline termination). It
+speaks the subset of the 34465A's SCPI that the hilbench driver uses, plus two non-standard
+commands: ``SIMulate:STATe <name>`` (the device entered a state *now*) and
+``SIMulate:TRUTH? <t0>,<t1>`` (true mean power in watts over a window on the monotonic clock).
+Faults can be injected to test how the measurement chain copes: SCPI errors, a stalled
+instrument, dropped connections, and reading-memory overflow (small ``memory_readings``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import math
+import socket
+import socketserver
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hilbench.clock import now
+from hilbench.sim.power_model import (
+    ARDUINO_NANO_33_BLE,
+    DevicePowerModel,
+    StateTimeline,
+    quantise,
+    simulate_readings,
+)
+
+OVERLOAD = 9.9e37  # what a Keysight DMM returns for an over-range reading
+OVERRANGE_FACTOR = 1.2  # readings up to 120 % of range are valid
+IDN = "Keysight Technologies,34465A,SIM0000001,hilbench-sim"
+ERROR_QUEUE_LENGTH = 20
+READING_OVERHEAD_S = 10e-6  # per-reading dead time besides integration
+
+CURRENT_RANGES_A = (1e-6, 10e-6, 100e-6, 1e-3, 10e-3, 100e-3, 1.0, 3.0, 10.0)
+VOLTAGE_RANGES_V = (0.1, 1.0, 10.0, 100.0, 1000.0)
+# NPLC settings of a 34465A with the DIG option, and the resolution each gives (ppm of range).
+NPLC_RESOLUTION_PPM = {
+    0.001: 30.0,
+    0.002: 15.0,
+    0.006: 6.0,
+    0.02: 3.0,
+    0.06: 1.5,
+    0.2: 0.7,
+    1.0: 0.3,
+    10.0: 0.1,
+    100.0: 0.03,
+}
+
+# Questionable-data register bits (Truevolt series).
+QUES_VOLTAGE_OVERLOAD = 1
+QUES_CURRENT_OVERLOAD = 2
+QUES_SAMPLE_TIMING = 4
+QUES_MEMORY_OVERFLOW = 16384
+
+
+def min_sample_interval_s(nplc: float, line_frequency_hz: float, autozero: bool) -> float:
+    """Shortest time one reading takes: integration (twice with autozero) plus dead time."""
+    integration = nplc / line_frequency_hz
+    return integration * (2 if autozero else 1) + READING_OVERHEAD_S
+
+
+class _ScpiError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"{code},{message}")
+        self.code = code
+        self.message = message
+
+
+# Every accepted SCPI node, long and short form, mapped to its short form.
+_NODES = {
+    long_form: short
+    for long_form, short in [
+        ("SENSE", "SENS"), ("CURRENT", "CURR"), ("VOLTAGE", "VOLT"), ("DC", "DC"),
+        ("RANGE", "RANG"), ("AUTO", "AUTO"), ("UPPER", "UPP"), ("NPLCYCLES", "NPLC"),
+        ("ZERO", "ZERO"), ("SAMPLE", "SAMP"), ("TIMER", "TIM"), ("COUNT", "COUN"),
+        ("SOURCE", "SOUR"), ("TRIGGER", "TRIG"), ("DELAY", "DEL"), ("SYSTEM", "SYST"),
+        ("ERROR", "ERR"), ("NEXT", "NEXT"), ("LFREQUENCY", "LFR"), ("STATUS", "STAT"),
+        ("STATE", "STAT"), ("QUESTIONABLE", "QUES"), ("EVENT", "EVEN"), ("CONDITION", "COND"),
+        ("DATA", "DATA"), ("POINTS", "POIN"), ("REMOVE", "REM"), ("INITIATE", "INIT"),
+        ("IMMEDIATE", "IMM"), ("ABORT", "ABOR"), ("FETCH", "FETC"), ("CONFIGURE", "CONF"),
+        ("FUNCTION", "FUNC"), ("SIMULATE", "SIM"), ("TRUTH", "TRUTH"), ("R", "R"),
+    ]
+}  # fmt: skip
+_NODES.update({short: short for short in list(_NODES.values())})
+
+
+def normalise_header(header: str) -> str:
+    """Canonical short form of a SCPI header, optional nodes removed (``SENS``, ``DC``, …)."""
+    header = header.strip()
+    if header.startswith("*"):
+        return header.upper()
+    is_query = header.endswith("?")
+    nodes = header.rstrip("?").lstrip(":").upper().split(":")
+    try:
+        out = [_NODES[n] for n in nodes]
+    except KeyError:
+        raise _ScpiError(-113, "Undefined header") from None
+    if out[0] == "SENS":
+        out = out[1:]
+    if len(out) >= 2 and out[0] in ("CURR", "VOLT") and out[1] == "DC":
+        del out[1]
+    if len(out) >= 3 and out[0] == "CONF" and out[2] == "DC":
+        del out[2]
+    if len(out) > 1 and out[-1] in ("IMM", "UPP", "NEXT"):
+        out.pop()
+    if out == ["STAT", "QUES", "EVEN"]:
+        out = ["STAT", "QUES"]
+    return ":".join(out) + ("?" if is_query else "")
+
+
+@dataclass
+class _FunctionSettings:
+    range: float
+    nplc: float = 10.0
+    autozero: bool = True
+    autorange: bool = True
+
+
+def _default_functions() -> dict[str, _FunctionSettings]:
+    return {"CURR": _FunctionSettings(range=0.1), "VOLT": _FunctionSettings(range=10.0)}
+
+
+@dataclass
+class _Settings:
+    function: str = "VOLT"
+    functions: dict[str, _FunctionSettings] = field(default_factory=_default_functions)
+    trigger_source: str = "IMM"
+    trigger_delay_s: float = 0.0
+    trigger_count: int = 1
+    sample_source: str = "IMM"
+    sample_timer_s: float = 1.0
+    sample_count: int = 1
+
+    @property
+    def active(self) -> _FunctionSettings:
+        return self.functions[self.function]
+
+
+@dataclass
+class _Acquisition:
+    """One INIT: when readings are due and how many have been put into memory so far."""
+
+    function: str
+    range: float
+    aperture_s: float
+    interval_s: float
+    total: int
+    resolution: float
+    t_init: float
+    t_first: float | None  # None while waiting for a BUS trigger
+    t_abort: float | None = None
+    generated: int = 0
+    lost: int = 0
+
+    def ready_count(self, t: float) -> int:
+        """Readings whose integration has ended by ``t``."""
+        if self.t_first is None:
+            return 0
+        end = t if self.t_abort is None else min(t, self.t_abort)
+        elapsed = end - self.t_first - self.aperture_s
+        if elapsed < 0:
+            return 0
+        return min(self.total, math.floor(elapsed / self.interval_s + 1e-9) + 1)
+
+    @property
+    def finished(self) -> bool:
+        return self.t_abort is not None or self.generated >= self.total
+
+
+class SimulatedMeter:
+    """A threaded TCP server behaving like a Keysight 34465A measuring a simulated device.
+
+    ``start()`` binds (port 0 picks a free one) and returns the port; ``stop()`` closes every
+    connection. The device's state timeline is fed with :meth:`set_state` or, from another
+    process, with ``SIMulate:STATe <name>`` on any connection; both are stamped with
+    :func:`hilbench.clock.now` so that readings and ground truth share the driver's clock.
+    """
+
+    def __init__(
+        self,
+        model: DevicePowerModel = ARDUINO_NANO_33_BLE,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        noise_std_w: float = 0.0,
+        memory_readings: int = 50_000,
+        line_frequency_hz: float = 50.0,
+        shunt_ohms: float = 0.1,
+        initial_state: str = "idle",
+        seed: int | None = None,
+    ) -> None:
+        if memory_readings < 1:
+            raise ValueError(f"memory_readings must be at least 1, got {memory_readings}")
+        if line_frequency_hz not in (50.0, 60.0, 400.0):
+            raise ValueError(f"line_frequency_hz must be 50, 60 or 400, got {line_frequency_hz}")
+        model.watts(initial_state)  # fail early on an unknown state
+        self.model = model
+        self.host = host
+        self.noise_std_w = noise_std_w
+        self.memory_readings = memory_readings
+        self.line_frequency_hz = float(line_frequency_hz)
+        self.shunt_ohms = shunt_ohms
+        self._requested_port = port
+        self._rng = np.random.default_rng(seed)
+        self._lock = threading.RLock()
+        self._timeline = StateTimeline(initial_state=initial_state, t0=now())
+        self._settings = _Settings()
+        self._acq: _Acquisition | None = None
+        self._memory: deque[float] = deque(maxlen=memory_readings)
+        self._errors: deque[tuple[int, str]] = deque()
+        self._pending_errors: list[tuple[str, int, str]] = []
+        self._ques_event = 0
+        self._stalled = threading.Event()
+        self._stopping = threading.Event()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self._connections: set[socket.socket] = set()
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> int:
+        """Begin serving in a background thread; returns the TCP port."""
+        if self._server is not None:
+            return self.port
+        self._stopping.clear()
+        self._server = _Server((self.host, self._requested_port), _Handler, meter=self)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"simulated-meter:{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self.port
+
+    def stop(self) -> None:
+        """Stop serving and close every client connection."""
+        if self._server is None:
+            return
+        self._stopping.set()
+        self._server.shutdown()
+        self.drop_connections()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> SimulatedMeter:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("the simulated meter is not running; call start() first")
+        return int(self._server.server_address[1])
+
+    @property
+    def resource(self) -> str:
+        """The VISA resource string pyvisa-py opens this meter with."""
+        return f"TCPIP::{self.host}::{self.port}::SOCKET"
+
+    # --- the simulated device --------------------------------------------------------------
+
+    def set_state(self, name: str, t: float | None = None) -> float:
+        """Record that the device entered state ``name`` at ``t`` (default: now); returns t."""
+        self.model.watts(name)  # raises KeyError naming the known states
+        with self._lock:
+            stamp = now() if t is None else float(t)
+            self._timeline.set(stamp, name)
+            return stamp
+
+    @property
+    def state(self) -> str:
+        with self._lock:
+            return self._timeline.state_at(now())
+
+    def true_energy(self, t_start: float, t_end: float) -> float:
+        """Joules the simulated device truly used within [t_start, t_end] (monotonic clock)."""
+        with self._lock:
+            return self._timeline.energy(self.model, t_start, t_end)
+
+    def true_mean_power(self, t_start: float, t_end: float) -> float:
+        """Watts the simulated device truly drew on average within [t_start, t_end]."""
+        if t_end <= t_start:
+            raise ValueError(f"empty window: t_end {t_end} is not after t_start {t_start}")
+        return self.true_energy(t_start, t_end) / (t_end - t_start)
+
+    @property
+    def init_time(self) -> float | None:
+        """When the last INIT arrived (monotonic clock), for checking the driver's alignment."""
+        with self._lock:
+            return None if self._acq is None else self._acq.t_init
+
+    @property
+    def readings_lost(self) -> int:
+        """Readings of the current acquisition lost to reading-memory overflow."""
+        with self._lock:
+            self._advance(now())
+            return 0 if self._acq is None else self._acq.lost
+
+    # --- fault injection -------------------------------------------------------------------
+
+    def inject_error(self, message: str, code: int = -200, on_command: str | None = None) -> None:
+        """Put an error into the SCPI error queue, now or when ``on_command`` next arrives."""
+        with self._lock:
+            if on_command is None:
+                self._push_error(code, message)
+            else:
+                self._pending_errors.append((normalise_header(on_command), code, message))
+
+    def stall(self) -> None:
+        """Stop answering anything (a hung instrument); clients then time out."""
+        self._stalled.set()
+
+    def resume(self) -> None:
+        self._stalled.clear()
+
+    def drop_connections(self) -> None:
+        """Close every client connection abruptly, as a power-cycled or unplugged meter does."""
+        with self._lock:
+            connections = list(self._connections)
+        for conn in connections:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+            conn.close()
+
+    # --- SCPI ------------------------------------------------------------------------------
+
+    def execute(self, line: str) -> str | None:
+        """Run one line of SCPI (``;``-separated commands); returns the reply, if any."""
+        replies: list[str] = []
+        for part in line.split(";"):
+            part = part.strip()
+            if not part:
+                continue
+            reply = self._execute_one(part)
+            if reply is not None:
+                replies.append(reply)
+        return ";".join(replies) if replies else None
+
+    def _execute_one(self, command: str) -> str | None:
+        header, _, arg_text = command.partition(" ")
+        args = [a.strip() for a in arg_text.split(",")] if arg_text.strip() else []
+        with self._lock:
+            try:
+                key = normalise_header(header)
+                self._fire_pending_errors(key)
+                handler = _COMMANDS.get(key)
+                if handler is None:
+                    raise _ScpiError(-113, "Undefined header")
+                return handler(self, args)
+            except _ScpiError as err:
+                self._push_error(err.code, err.message)
+                return None
+
+    def _fire_pending_errors(self, key: str) -> None:
+        for pending in list(self._pending_errors):
+            if pending[0] == key:
+                self._pending_errors.remove(pending)
+                self._push_error(pending[1], pending[2])
+
+    def _push_error(self, code: int, message: str) -> None:
+        if len(self._errors) >= ERROR_QUEUE_LENGTH:
+            self._errors[-1] = (-350, "Error queue overflow")
+        else:
+            self._errors.append((code, message))
+
+    # --- readings --------------------------------------------------------------------------
+
+    def _advance(self, t: float) -> None:
+        """Move every reading whose integration has ended into reading memory."""
+        acq = self._acq
+        if acq is None:
+            return
+        ready = acq.ready_count(t)
+        new = ready - acq.generated
+        if new <= 0:
+            return
+        skipped = max(0, new - self.memory_readings)  # would be overwritten at once anyway
+        index = np.arange(acq.generated + skipped, ready)
+        values = self._readings(acq, index)
+        overflow = skipped + max(0, len(self._memory) + len(values) - self.memory_readings)
+        if overflow:
+            acq.lost += overflow
+            self._ques_event |= QUES_MEMORY_OVERFLOW
+        self._memory.extend(values.tolist())
+        acq.generated = ready
+
+    def _readings(self, acq: _Acquisition, index: np.ndarray) -> np.ndarray:
+        assert acq.t_first is not None
+        t_starts = acq.t_first + index * acq.interval_s
+        watts = simulate_readings(
+            self.model, self._timeline, t_starts, acq.aperture_s, self.noise_std_w, 0.0, self._rng
+        )
+        amps = watts / self.model.supply_v
+        values = amps if acq.function == "CURR" else amps * self.shunt_ohms
+        values = quantise(values, acq.resolution)
+        over = np.abs(values) > acq.range * OVERRANGE_FACTOR
+        if over.any():
+            values = np.where(over, np.copysign(OVERLOAD, values), values)
+            self._ques_event |= (
+                QUES_CURRENT_OVERLOAD if acq.function == "CURR" else QUES_VOLTAGE_OVERLOAD
+            )
+        return values
+
+    def _take(self, count: int) -> list[float]:
+        count = min(count, len(self._memory))
+        return [self._memory.popleft() for _ in range(count)]
+
+    def _wait_until(self, condition: Callable[[], bool]) -> bool:
+        """Poll (releasing the lock) until ``condition`` holds or the meter stops."""
+        while not self._stopping.is_set():
+            self._advance(now())
+            if condition():
+                return True
+            self._lock.release()
+            try:
+                time.sleep(0.005)
+            finally:
+                self._lock.acquire()
+        return False
+
+    # --- command handlers (called with the lock held) --------------------------------------
+
+    def _idn(self, args: list[str]) -> str:
+        return IDN
+
+    def _rst(self, args: list[str]) -> None:
+        self._abort([])
+        self._settings = _Settings()
+        self._memory.clear()
+        self._acq = None
+
+    def _cls(self, args: list[str]) -> None:
+        self._errors.clear()
+        self._ques_event = 0
+
+    def _opc(self, args: list[str]) -> str:
+        return "1"
+
+    def _nothing(self, args: list[str]) -> None:
+        return None
+
+    def _system_error(self, args: list[str]) -> str:
+        code, message = self._errors.popleft() if self._errors else (0, "No error")
+        return f'{code:+d},"{message}"'
+
+    def _line_frequency(self, args: list[str]) -> str:
+        return f"{self.line_frequency_hz:+.0f}"
+
+    def _function(self, args: list[str]) -> None:
+        name = _one_arg(args).strip("\"'").upper()
+        function = _NODES.get(name.split(":")[0])
+        if function not in ("CURR", "VOLT"):
+            raise _ScpiError(-224, "Illegal parameter value")
+        self._settings.function = function
+
+    def _function_query(self, args: list[str]) -> str:
+        return f'"{self._settings.function}"'
+
+    def _trigger_source(self, args: list[str]) -> None:
+        value = _one_arg(args).upper()
+        source = {"IMMEDIATE": "IMM", "EXTERNAL": "EXT", "INTERNAL": "INT"}.get(value, value)
+        if source not in ("IMM", "BUS", "EXT", "INT"):
+            raise _ScpiError(-224, "Illegal parameter value")
+        self._settings.trigger_source = source
+
+    def _trigger_delay(self, args: list[str]) -> None:
+        self._settings.trigger_delay_s = _parse_number(_one_arg(args), 0.0, 3600.0, default=0.0)
+
+    def _trigger_count(self, args: list[str]) -> None:
+        self._settings.trigger_count = int(_parse_number(_one_arg(args), 1, 1e9, default=1))
+
+    def _trigger(self, args: list[str]) -> None:
+        acq = self._acq
+        if acq is not None and acq.t_first is None and self._settings.trigger_source == "BUS":
+            acq.t_first = now() + self._settings.trigger_delay_s
+
+    def _sample_source(self, args: list[str]) -> None:
+        value = _one_arg(args).upper()
+        source = {"IMMEDIATE": "IMM", "TIMER": "TIM"}.get(value, value)
+        if source not in ("IMM", "TIM"):
+            raise _ScpiError(-224, "Illegal parameter value")
+        self._settings.sample_source = source
+
+    def _min_interval(self) -> float:
+        fn = self._settings.active
+        return min_sample_interval_s(fn.nplc, self.line_frequency_hz, fn.autozero)
+
+    def _sample_timer(self, args: list[str]) -> None:
+        value = _one_arg(args).upper()
+        minimum = self._min_interval()
+        if value.startswith("MIN"):
+            self._settings.sample_timer_s = minimum
+            return
+        interval = _parse_number(value, 0.0, 3600.0, default=1.0)
+        if interval < minimum:
+            raise _ScpiError(-222, "Data out of range; sample timer below minimum")
+        self._settings.sample_timer_s = round(interval, 6)  # 1 µs steps
+
+    def _sample_timer_query(self, args: list[str]) -> str:
+        if args and args[0].upper().startswith("MIN"):
+            return f"{self._min_interval():+.8E}"
+        return f"{self._settings.sample_timer_s:+.8E}"
+
+    def _sample_count(self, args: list[str]) -> None:
+        self._settings.sample_count = int(_parse_number(_one_arg(args), 1, 1e9, default=1))
+
+    def _sample_count_query(self, args: list[str]) -> str:
+        return f"{self._settings.sample_count:+d}"
+
+    def _initiate(self, args: list[str]) -> None:
+        t_init = now()
+        self._advance(t_init)
+        if self._acq is not None and not self._acq.finished:
+            raise _ScpiError(-213, "Init ignored")
+        settings = self._settings
+        fn = settings.active
+        minimum = self._min_interval()
+        interval = settings.sample_timer_s if settings.sample_source == "TIM" else minimum
+        if interval < minimum:
+            self._ques_event |= QUES_SAMPLE_TIMING
+            interval = minimum
+        self._memory.clear()
+        start = t_init + settings.trigger_delay_s
+        self._acq = _Acquisition(
+            function=settings.function,
+            range=fn.range,
+            aperture_s=fn.nplc / self.line_frequency_hz,
+            interval_s=interval,
+            total=settings.sample_count * settings.trigger_count,
+            resolution=NPLC_RESOLUTION_PPM[fn.nplc] * 1e-6 * fn.range,
+            t_init=t_init,
+            t_first=start if settings.trigger_source == "IMM" else None,
+        )
+
+    def _abort(self, args: list[str]) -> None:
+        acq = self._acq
+        if acq is not None and acq.t_abort is None:
+            t = now()
+            self._advance(t)
+            acq.t_abort = t
+
+    def _fetch(self, args: list[str]) -> str:
+        acq = self._acq
+        if acq is None:
+            raise _ScpiError(-230, "Data stale")
+        self._wait_until(lambda: acq.finished)
+        return ",".join(_format_reading(v) for v in self._memory)
+
+    def _read_and_erase(self, args: list[str]) -> str:
+        self._advance(now())
+        limit = len(self._memory) if not args else int(_parse_number(args[0], 1, 2e9))
+        data = ",".join(_format_reading(v) for v in self._take(limit))
+        return f"#{len(str(len(data)))}{len(data)}{data}"
+
+    def _data_remove(self, args: list[str]) -> str:
+        if not args:
+            raise _ScpiError(-109, "Missing parameter")
+        count = int(_parse_number(args[0], 1, 2e9))
+        wait = len(args) > 1 and args[1].upper() == "WAIT"
+        self._advance(now())
+        if len(self._memory) < count:
+            if not wait:
+                raise _ScpiError(-222, "Data out of range; not enough readings in memory")
+            acq = self._acq
+            self._wait_until(lambda: len(self._memory) >= count or acq is None or acq.finished)
+        return ",".join(_format_reading(v) for v in self._take(count))
+
+    def _data_points(self, args: list[str]) -> str:
+        self._advance(now())
+        return f"{len(self._memory):+d}"
+
+    def _questionable_event(self, args: list[str]) -> str:
+        self._advance(now())
+        value, self._ques_event = self._ques_event, 0
+        return f"{value:+d}"
+
+    def _questionable_condition(self, args: list[str]) -> str:
+        self._advance(now())
+        overflow = self._acq is not None and self._acq.lost > 0
+        return f"{QUES_MEMORY_OVERFLOW if overflow else 0:+d}"
+
+    def _simulate_state(self, args: list[str]) -> None:
+        name = _one_arg(args).strip("\"'")
+        try:
+            self.set_state(name)
+        except (KeyError, ValueError):
+            raise _ScpiError(-224, f"Illegal parameter value; unknown state {name}") from None
+
+    def _simulate_state_query(self, args: list[str]) -> str:
+        return f'"{self._timeline.state_at(now())}"'
+
+    def _simulate_truth(self, args: list[str]) -> str:
+        if len(args) != 2:
+            raise _ScpiError(-109, "Missing parameter; expected <t0>,<t1>")
+        t0, t1 = (_parse_number(a, -math.inf, math.inf) for a in args)
+        if t1 <= t0:
+            raise _ScpiError(-222, "Data out of range; empty window")
+        return f"{self.true_mean_power(t0, t1):+.9E}"
+
+
+def _format_reading(value: float) -> str:
+    return f"{value:+.8E}"
+
+
+def _one_arg(args: list[str]) -> str:
+    if not args:
+        raise _ScpiError(-109, "Missing parameter")
+    return args[0]
+
+
+def _parse_bool(value: str) -> bool:
+    value = value.upper()
+    if value in ("ON", "1"):
+        return True
+    if value in ("OFF", "0"):
+        return False
+    raise _ScpiError(-224, "Illegal parameter value")
+
+
+def _parse_number(value: str, low: float, high: float, default: float | None = None) -> float:
+    word = value.upper()
+    if word.startswith("MIN"):
+        return low
+    if word.startswith("MAX"):
+        return high
+    if word.startswith("DEF") and default is not None:
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        raise _ScpiError(-104, "Data type error") from None
+    if not low <= number <= high:
+        raise _ScpiError(-222, "Data out of range")
+    return number
+
+
+def _pick_range(function: str, value: str) -> float:
+    """The smallest range that holds ``value``, as the instrument selects it."""
+    ranges = CURRENT_RANGES_A if function == "CURR" else VOLTAGE_RANGES_V
+    wanted = abs(_parse_number(value, -ranges[-1], ranges[-1], default=ranges[-1]))
+    i = bisect.bisect_left(ranges, wanted * (1 - 1e-9))
+    return ranges[min(i, len(ranges) - 1)]
+
+
+def _pick_nplc(value: str) -> float:
+    """The smallest allowed NPLC setting not below ``value`` (the instrument rounds up)."""
+    settings = sorted(NPLC_RESOLUTION_PPM)
+    wanted = _parse_number(value, settings[0], settings[-1], default=10.0)
+    i = bisect.bisect_left(settings, wanted * (1 - 1e-9))
+    return settings[min(i, len(settings) - 1)]
+
+
+_Handler_t = Callable[[SimulatedMeter, list[str]], "str | None"]
+
+
+def _configure_handler(function: str) -> _Handler_t:
+    def handler(meter: SimulatedMeter, args: list[str]) -> None:
+        meter._abort([])
+        meter._settings.function = function
+        meter._settings.trigger_source = "IMM"
+        meter._settings.trigger_count = 1
+        meter._settings.sample_source = "IMM"
+        meter._settings.sample_count = 1
+        fn = meter._settings.functions[function]
+        if args and args[0].upper() not in ("AUTO", "DEF"):
+            fn.range = _pick_range(function, args[0])
+            fn.autorange = False
+        else:
+            fn.autorange = True
+
+    return handler
+
+
+def _set_range_handler(function: str) -> _Handler_t:
+    def handler(meter: SimulatedMeter, args: list[str]) -> None:
+        fn = meter._settings.functions[function]
+        fn.range = _pick_range(function, _one_arg(args))
+        fn.autorange = False
+
+    return handler
+
+
+def _get_range_handler(function: str) -> _Handler_t:
+    return lambda meter, args: f"{meter._settings.functions[function].range:+.8E}"
+
+
+def _set_autorange_handler(function: str) -> _Handler_t:
+    def handler(meter: SimulatedMeter, args: list[str]) -> None:
+        meter._settings.functions[function].autorange = _parse_bool(_one_arg(args))
+
+    return handler
+
+
+def _get_autorange_handler(function: str) -> _Handler_t:
+    return lambda meter, args: str(int(meter._settings.functions[function].autorange))
+
+
+def _set_nplc_handler(function: str) -> _Handler_t:
+    def handler(meter: SimulatedMeter, args: list[str]) -> None:
+        meter._settings.functions[function].nplc = _pick_nplc(_one_arg(args))
+
+    return handler
+
+
+def _get_nplc_handler(function: str) -> _Handler_t:
+    return lambda meter, args: f"{meter._settings.functions[function].nplc:+.8E}"
+
+
+def _set_autozero_handler(function: str) -> _Handler_t:
+    def handler(meter: SimulatedMeter, args: list[str]) -> None:
+        value = _one_arg(args).upper()
+        meter._settings.functions[function].autozero = (
+            False if value == "ONCE" else _parse_bool(value)
+        )
+
+    return handler
+
+
+def _get_autozero_handler(function: str) -> _Handler_t:
+    return lambda meter, args: str(int(meter._settings.functions[function].autozero))
+
+
+_M = SimulatedMeter
+_COMMANDS: dict[str, _Handler_t] = {
+    "*IDN?": _M._idn,
+    "*RST": _M._rst,
+    "*CLS": _M._cls,
+    "*OPC?": _M._opc,
+    "*OPC": _M._nothing,
+    "*WAI": _M._nothing,
+    "*TRG": _M._trigger,
+    "SYST:ERR?": _M._system_error,
+    "SYST:LFR?": _M._line_frequency,
+    "FUNC": _M._function,
+    "FUNC?": _M._function_query,
+    "TRIG:SOUR": _M._trigger_source,
+    "TRIG:DEL": _M._trigger_delay,
+    "TRIG:COUN": _M._trigger_count,
+    "SAMP:SOUR": _M._sample_source,
+    "SAMP:TIM": _M._sample_timer,
+    "SAMP:TIM?": _M._sample_timer_query,
+    "SAMP:COUN": _M._sample_count,
+    "SAMP:COUN?": _M._sample_count_query,
+    "INIT": _M._initiate,
+    "ABOR": _M._abort,
+    "FETC?": _M._fetch,
+    "R?": _M._read_and_erase,
+    "DATA:REM?": _M._data_remove,
+    "DATA:POIN?": _M._data_points,
+    "STAT:QUES?": _M._questionable_event,
+    "STAT:QUES:COND?": _M._questionable_condition,
+    "SIM:STAT": _M._simulate_state,
+    "SIM:STAT?": _M._simulate_state_query,
+    "SIM:TRUTH?": _M._simulate_truth,
+}
+for _fn in ("CURR", "VOLT"):
+    _COMMANDS.update(
+        {
+            f"CONF:{_fn}": _configure_handler(_fn),
+            f"{_fn}:RANG": _set_range_handler(_fn),
+            f"{_fn}:RANG?": _get_range_handler(_fn),
+            f"{_fn}:RANG:AUTO": _set_autorange_handler(_fn),
+            f"{_fn}:RANG:AUTO?": _get_autorange_handler(_fn),
+            f"{_fn}:NPLC": _set_nplc_handler(_fn),
+            f"{_fn}:NPLC?": _get_nplc_handler(_fn),
+            f"{_fn}:ZERO:AUTO": _set_autozero_handler(_fn),
+            f"{_fn}:ZERO:AUTO?": _get_autozero_handler(_fn),
+        }
+    )
+
+
+class _Server(socketserver.ThreadingTCPServer):
+    allow_reuse_address = True
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type, *, meter: SimulatedMeter):
+        self.meter = meter
+        super().__init__(address, handler)
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    """One client connection: newline-terminated SCPI lines in, newline-terminated replies out."""
+
+    server: _Server
+
+    def handle(self) -> None:
+        meter = self.server.meter
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with meter._lock:
+            meter._connections.add(self.request)
+        try:
+            while not meter._stopping.is_set():
+                try:
+                    raw = self.rfile.readline()
+                except OSError:
+                    return
+                if not raw:
+                    return
+                if meter._stalled.is_set():
+                    continue  # a hung instrument neither acts nor answers
+                reply = meter.execute(raw.decode("ascii", errors="replace"))
+                if reply is not None:
+                    try:
+                        self.wfile.write(reply.encode("ascii") + b"\n")
+                        self.wfile.flush()
+                    except OSError:
+                        return
+        finally:
+            with meter._lock:
+                meter._connections.discard(self.request)

@@ -1,0 +1,56 @@
+"""How values are laid out in the store: dicts as JSON text, sample arrays as float64 bytes.
+
+Arrays are stored as raw little-endian float64 so an hour of 1 kHz samples is written and read
+back without a Python object per sample, and the bytes mean the same on every machine.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+from hilbench.store.schema import StoreError
+
+FLOAT64_LE = np.dtype("<f8")
+
+
+def to_json(value: Any, what: str) -> str:
+    """Serialise a document field; ``what`` names it in the error (e.g. "params of run 3f2a…")."""
+    try:
+        return json.dumps(value, default=_json_default, allow_nan=True, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"cannot store {what} as JSON: {exc}") from exc
+
+
+def from_json(text: str) -> Any:
+    return json.loads(text)
+
+
+def array_to_blob(array: Any) -> bytes:
+    return np.ascontiguousarray(array, dtype=FLOAT64_LE).tobytes()
+
+
+def blob_to_array(blob: bytes) -> np.ndarray:
+    """A read-only float64 view of the stored bytes (copy it to modify)."""
+    return np.frombuffer(blob, dtype=FLOAT64_LE)
+
+
+def finite_or_none(value: float | None) -> float | None:
+    """SQLite has no NaN (it would read back as NULL anyway); say so explicitly."""
+    if value is None:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")

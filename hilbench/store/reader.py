@@ -1,0 +1,321 @@
+"""Store: the read side of the SQLite store, for reports, `hilbench results`, resume and notebooks.
+
+The connection is read-only, so reading never disturbs a campaign writing the same file; in WAL
+mode it sees every committed transaction and never waits for the writer. A run or phase whose
+stop document never arrived has status "incomplete" (still running, or its writer died).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from hilbench.store.codec import blob_to_array, from_json
+from hilbench.store.paths import default_db_path
+from hilbench.store.schema import StoreError, open_store
+
+INCOMPLETE = "incomplete"
+
+
+class Store:
+    """Read API over one store file; every list is in the order the documents arrived."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else default_db_path()
+        self._conn = open_store(self.path, "read")
+        self._conn.row_factory = sqlite3.Row
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- campaigns -----------------------------------------------------------------------------
+
+    def campaigns(self) -> list[dict[str, Any]]:
+        rows = self._query(
+            "SELECT c.*, (SELECT COUNT(*) FROM runs r WHERE r.campaign_uid = c.uid) AS n_runs"
+            " FROM campaigns c ORDER BY wall_start, uid"
+        )
+        return [_campaign(row) for row in rows]
+
+    def campaign(self, uid: str) -> dict[str, Any]:
+        for campaign in self.campaigns():
+            if campaign["uid"] == uid:
+                return campaign
+        raise StoreError(f"no campaign {uid} in {self.path}")
+
+    def completed_unit_keys(self, campaign_uid: str) -> set[str]:
+        """Units of the campaign that already finished with success: skip them on resume."""
+        rows = self._query(
+            "SELECT DISTINCT unit_key FROM runs WHERE campaign_uid = ? AND exit_status = 'success'",
+            (campaign_uid,),
+        )
+        return {row["unit_key"] for row in rows}
+
+    # -- runs ----------------------------------------------------------------------------------
+
+    def runs(self, campaign_uid: str | None = None) -> list[dict[str, Any]]:
+        if campaign_uid is None:
+            rows = self._query("SELECT * FROM runs ORDER BY wall_time, rowid")
+        else:
+            rows = self._query(
+                "SELECT * FROM runs WHERE campaign_uid = ? ORDER BY wall_time, rowid",
+                (campaign_uid,),
+            )
+        return [_run(row) for row in rows]
+
+    def run(self, uid: str) -> dict[str, Any]:
+        rows = self._query("SELECT * FROM runs WHERE uid = ?", (uid,))
+        if not rows:
+            raise StoreError(f"no run {uid} in {self.path}")
+        return _run(rows[0])
+
+    def find_run(self, prefix: str) -> dict[str, Any]:
+        """The run whose uid is, or uniquely starts with, ``prefix``, as typed on a command line."""
+        return self.run(self._resolve(prefix, "run", "SELECT uid FROM runs"))
+
+    def resolve_campaign_uid(self, prefix: str) -> str:
+        """The campaign uid that is, or uniquely starts with, ``prefix`` (begun or seen in runs)."""
+        return self._resolve(
+            prefix, "campaign", "SELECT uid FROM campaigns UNION SELECT campaign_uid FROM runs"
+        )
+
+    def phases(self, run_uid: str) -> list[dict[str, Any]]:
+        self._require_run(run_uid)
+        rows = self._query("SELECT * FROM phases WHERE run_uid = ? ORDER BY rowid", (run_uid,))
+        return [
+            {
+                "uid": row["uid"],
+                "run_uid": row["run_uid"],
+                "name": row["name"],
+                "t_start": row["t_start"],
+                "t_stop": row["t_stop"],
+                "duration_s": _duration(row["t_start"], row["t_stop"]),
+                "status": row["exit_status"] or INCOMPLETE,
+                "reason": row["reason"],
+                "clock_offsets": from_json(row["clock_offsets"]),
+            }
+            for row in rows
+        ]
+
+    def events(
+        self, run_uid: str, name: str | None = None, phase_uid: str | None = None
+    ) -> list[dict[str, Any]]:
+        self._require_run(run_uid)
+        sql = "SELECT * FROM events WHERE run_uid = ?"
+        args: list[Any] = [run_uid]
+        if name is not None:
+            sql += " AND name = ?"
+            args.append(name)
+        if phase_uid is not None:
+            sql += " AND phase_uid = ?"
+            args.append(phase_uid)
+        rows = self._query(sql + " ORDER BY id", args)
+        return [
+            {
+                "run_uid": row["run_uid"],
+                "phase_uid": row["phase_uid"],
+                "name": row["name"],
+                "t": row["t"],
+                "data": from_json(row["data"]),
+            }
+            for row in rows
+        ]
+
+    def event_counts(self, run_uid: str) -> dict[str, int]:
+        self._require_run(run_uid)
+        rows = self._query(
+            "SELECT name, COUNT(*) AS n FROM events WHERE run_uid = ? GROUP BY name ORDER BY name",
+            (run_uid,),
+        )
+        return {row["name"]: row["n"] for row in rows}
+
+    def metrics(self, run_uid: str | None = None) -> list[dict[str, Any]]:
+        if run_uid is None:
+            rows = self._query("SELECT * FROM metrics ORDER BY id")
+        else:
+            self._require_run(run_uid)
+            rows = self._query("SELECT * FROM metrics WHERE run_uid = ? ORDER BY id", (run_uid,))
+        return [
+            {
+                "run_uid": row["run_uid"],
+                "name": row["name"],
+                "value": row["value"],
+                "unit": row["unit"],
+                "uncertainty": row["uncertainty"],
+                "meta": from_json(row["meta"]),
+            }
+            for row in rows
+        ]
+
+    # -- samples -------------------------------------------------------------------------------
+
+    def sample_sources(self, run_uid: str) -> list[dict[str, Any]]:
+        """One summary per (source, unit): sample and batch counts and the time span covered."""
+        self._require_run(run_uid)
+        rows = self._query(
+            "SELECT source, unit, SUM(n) AS n, COUNT(*) AS batches, MIN(t_first) AS t_first,"
+            " MAX(t_last) AS t_last FROM samples WHERE run_uid = ?"
+            " GROUP BY source, unit ORDER BY MIN(id)",
+            (run_uid,),
+        )
+        return [dict(row) for row in rows]
+
+    def samples(
+        self, run_uid: str, source: str | None = None, phase_uid: str | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """All samples of one source as ``(t, values)`` float64 arrays, in stream order.
+
+        ``source`` may be omitted when the run has exactly one. The arrays are filled in place
+        batch by batch, so peak memory is the result plus one batch.
+        """
+        source = self._pick_source(run_uid, source)
+        where, args = _sample_filter(run_uid, source, phase_uid)
+        # One read transaction: the count and the batches come from the same snapshot even while
+        # a writer appends to this run.
+        self._conn.execute("BEGIN")
+        try:
+            total = self._conn.execute(f"SELECT COALESCE(SUM(n), 0) FROM samples {where}", args)
+            n_total = int(total.fetchone()[0])
+            t = np.empty(n_total, dtype=np.float64)
+            values = np.empty(n_total, dtype=np.float64)
+            filled = 0
+            batches = self._conn.execute(
+                f"SELECT n, t, vals FROM samples {where} ORDER BY id", args
+            )
+            for row in batches:
+                n = row["n"]
+                t[filled : filled + n] = blob_to_array(row["t"])
+                values[filled : filled + n] = blob_to_array(row["vals"])
+                filled += n
+        finally:
+            self._conn.execute("COMMIT")
+        return t, values
+
+    def sample_batches(
+        self, run_uid: str, source: str | None = None, phase_uid: str | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Stored batches one at a time (read-only arrays), for streams too long to hold at once."""
+        source = self._pick_source(run_uid, source)
+        where, args = _sample_filter(run_uid, source, phase_uid)
+        cursor = self._conn.execute(f"SELECT * FROM samples {where} ORDER BY id", args)
+        for row in cursor:
+            yield {
+                "phase_uid": row["phase_uid"],
+                "source": row["source"],
+                "unit": row["unit"],
+                "t": blob_to_array(row["t"]),
+                "values": blob_to_array(row["vals"]),
+                "meta": from_json(row["meta"]),
+            }
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _query(self, sql: str, args: Any = ()) -> list[sqlite3.Row]:
+        try:
+            return self._conn.execute(sql, args).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: reading the store failed: {exc}") from exc
+
+    def _require_run(self, run_uid: str) -> None:
+        if not self._query("SELECT 1 FROM runs WHERE uid = ?", (run_uid,)):
+            raise StoreError(f"no run {run_uid} in {self.path}")
+
+    def _resolve(self, prefix: str, what: str, uids_sql: str) -> str:
+        if not prefix:
+            raise StoreError(f"empty {what} id")
+        rows = self._query(
+            f"SELECT uid FROM ({uids_sql}) WHERE substr(uid, 1, ?) = ? ORDER BY uid LIMIT 6",
+            (len(prefix), prefix),
+        )
+        uids = [row["uid"] for row in rows]
+        if prefix in uids:
+            return prefix
+        if not uids:
+            raise StoreError(f"no {what} matching {prefix!r} in {self.path}")
+        if len(uids) > 1:
+            shown = ", ".join(uid[:12] for uid in uids[:5])
+            raise StoreError(f"{what} id {prefix!r} is ambiguous in {self.path}: {shown}, …")
+        return uids[0]
+
+    def _pick_source(self, run_uid: str, source: str | None) -> str:
+        sources = self.sample_sources(run_uid)
+        names = sorted({s["source"] for s in sources})
+        if source is None:
+            if len(names) == 1:
+                return names[0]
+            raise StoreError(
+                f"run {run_uid} has samples from {len(names)} sources "
+                f"({', '.join(names) or 'none'}); name one"
+            )
+        units = {s["unit"] for s in sources if s["source"] == source}
+        if not units:
+            raise StoreError(
+                f"run {run_uid} has no samples from source {source!r} "
+                f"(sources: {', '.join(names) or 'none'})"
+            )
+        if len(units) > 1:
+            raise StoreError(
+                f"source {source!r} of run {run_uid} mixes units {sorted(units)}; "
+                "its values cannot be returned as one array"
+            )
+        return source
+
+
+def _sample_filter(run_uid: str, source: str, phase_uid: str | None) -> tuple[str, list[Any]]:
+    where = "WHERE run_uid = ? AND source = ?"
+    args: list[Any] = [run_uid, source]
+    if phase_uid is not None:
+        where += " AND phase_uid = ?"
+        args.append(phase_uid)
+    return where, args
+
+
+def _duration(t_start: float, t_stop: float | None) -> float | None:
+    return None if t_stop is None else t_stop - t_start
+
+
+def _run(row: sqlite3.Row) -> dict[str, Any]:
+    return {
+        "uid": row["uid"],
+        "campaign_uid": row["campaign_uid"],
+        "unit_key": row["unit_key"],
+        "procedure": row["procedure"],
+        "params": from_json(row["params"]),
+        "agents": from_json(row["agents"]),
+        "t_start": row["t_start"],
+        "t_stop": row["t_stop"],
+        "duration_s": _duration(row["t_start"], row["t_stop"]),
+        "wall_time": row["wall_time"],
+        "hilbench_version": row["hilbench_version"],
+        "status": row["exit_status"] or INCOMPLETE,
+        "reason": row["reason"],
+    }
+
+
+def _campaign(row: sqlite3.Row) -> dict[str, Any]:
+    return {
+        "uid": row["uid"],
+        "name": row["name"],
+        "config": from_json(row["config"]),
+        "wall_start": row["wall_start"],
+        "wall_stop": row["wall_stop"],
+        "status": row["status"] or INCOMPLETE,
+        "resumes": row["resumes"],
+        "n_runs": row["n_runs"],
+    }

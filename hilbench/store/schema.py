@@ -1,0 +1,228 @@
+"""The store's SQLite schema, its version, and the checks made before a file is trusted.
+
+A hilbench store is marked by ``PRAGMA application_id`` and versioned by ``PRAGMA user_version``,
+so a file is identified without reading any table: a file that is not SQLite, a SQLite database
+of some other program, or a store written by a newer hilbench is refused with a message naming
+the file, rather than being written into or misread.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Literal
+
+APPLICATION_ID = 0x48494C42  # "HILB"
+SQLITE_HEADER = b"SQLite format 3\x00"
+BUSY_TIMEOUT_S = 10.0
+
+# MIGRATIONS[i] takes a store from version i to version i + 1; SCHEMA_VERSION is their count.
+# Append new migrations; never edit one that has shipped.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE campaigns (
+            uid TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            config TEXT NOT NULL,              -- JSON
+            wall_start REAL NOT NULL,          -- UTC seconds
+            wall_stop REAL,
+            status TEXT CHECK (status IN ('success', 'fail', 'abort')),  -- NULL: not ended
+            resumes INTEGER NOT NULL DEFAULT 0
+        )""",
+        """CREATE TABLE runs (
+            uid TEXT PRIMARY KEY,
+            campaign_uid TEXT NOT NULL,
+            unit_key TEXT NOT NULL,
+            procedure TEXT NOT NULL,
+            params TEXT NOT NULL,              -- JSON
+            agents TEXT NOT NULL,              -- JSON
+            t_start REAL NOT NULL,             -- orchestrator monotonic clock
+            wall_time REAL NOT NULL,           -- UTC seconds at t_start
+            hilbench_version TEXT NOT NULL,
+            t_stop REAL,
+            exit_status TEXT CHECK (exit_status IN ('success', 'fail', 'abort')),  -- NULL: no stop
+            reason TEXT NOT NULL DEFAULT ''
+        )""",
+        "CREATE INDEX runs_by_unit ON runs (campaign_uid, unit_key, exit_status)",
+        """CREATE TABLE phases (
+            uid TEXT PRIMARY KEY,
+            run_uid TEXT NOT NULL REFERENCES runs (uid),
+            name TEXT NOT NULL,
+            t_start REAL NOT NULL,
+            clock_offsets TEXT NOT NULL,       -- JSON
+            t_stop REAL,
+            exit_status TEXT CHECK (exit_status IN ('success', 'fail', 'abort')),
+            reason TEXT NOT NULL DEFAULT ''
+        )""",
+        "CREATE INDEX phases_by_run ON phases (run_uid)",
+        """CREATE TABLE events (
+            id INTEGER PRIMARY KEY,            -- stream order
+            run_uid TEXT NOT NULL REFERENCES runs (uid),
+            phase_uid TEXT REFERENCES phases (uid),
+            name TEXT NOT NULL,
+            t REAL NOT NULL,
+            data TEXT NOT NULL                 -- JSON
+        )""",
+        "CREATE INDEX events_by_run ON events (run_uid, name)",
+        """CREATE TABLE samples (
+            id INTEGER PRIMARY KEY,            -- stream order; one row per batch
+            run_uid TEXT NOT NULL REFERENCES runs (uid),
+            phase_uid TEXT REFERENCES phases (uid),
+            source TEXT NOT NULL,
+            unit TEXT NOT NULL,
+            n INTEGER NOT NULL,
+            t_first REAL,
+            t_last REAL,
+            t BLOB NOT NULL,                   -- float64 little-endian
+            vals BLOB NOT NULL,                -- float64 little-endian
+            meta TEXT NOT NULL                 -- JSON
+        )""",
+        "CREATE INDEX samples_by_run ON samples (run_uid, source)",
+        """CREATE TABLE metrics (
+            id INTEGER PRIMARY KEY,
+            run_uid TEXT NOT NULL REFERENCES runs (uid),
+            name TEXT NOT NULL,
+            value REAL,
+            unit TEXT NOT NULL,
+            uncertainty REAL,
+            meta TEXT NOT NULL,                -- JSON
+            UNIQUE (run_uid, name)
+        )""",
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+Mode = Literal["read", "write"]
+
+
+class StoreError(Exception):
+    """The store cannot be opened or a document cannot be stored; the message says why."""
+
+
+def open_store(path: Path, mode: Mode) -> sqlite3.Connection:
+    """Open ``path`` as a hilbench store, creating (``write``) or migrating it when needed.
+
+    ``read`` never creates a file and uses a read-only connection, so a reader cannot corrupt a
+    store that a campaign is writing; an older schema is migrated first by a short write.
+    """
+    _check_file(path, create=mode == "write")
+    if mode == "write":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = _connect(path, readonly=False)
+        try:
+            _check_identity(conn, path, allow_empty=True)
+            _set_wal(conn, path)
+            conn.execute("PRAGMA synchronous = FULL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            migrate(conn, path)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    conn = _connect(path, readonly=True)
+    try:
+        version = _check_identity(conn, path, allow_empty=False)
+        if version < SCHEMA_VERSION:
+            conn.close()
+            upgrader = _connect(path, readonly=False)
+            try:
+                migrate(upgrader, path)
+            finally:
+                upgrader.close()
+            conn = _connect(path, readonly=True)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def migrate(conn: sqlite3.Connection, path: Path) -> None:
+    """Bring the store to SCHEMA_VERSION in one transaction, safe against a concurrent migrator."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        _refuse_newer(version, path)
+        for statements in MIGRATIONS[version:]:
+            for statement in statements:
+                conn.execute(statement)
+        if version < SCHEMA_VERSION:
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise StoreError(f"{path}: could not create or upgrade the store schema: {exc}") from exc
+
+
+def _check_file(path: Path, create: bool) -> None:
+    if not path.exists():
+        if create:
+            return
+        raise StoreError(f"no hilbench store at {path} (file does not exist)")
+    if not path.is_file():
+        raise StoreError(f"{path} is not a file, so it cannot be a hilbench store")
+    with path.open("rb") as f:
+        head = f.read(len(SQLITE_HEADER))
+    if head and head != SQLITE_HEADER:
+        raise StoreError(
+            f"{path} is not a SQLite database (it starts with {head[:8]!r}), "
+            "so it is not a hilbench store"
+        )
+
+
+def _connect(path: Path, readonly: bool) -> sqlite3.Connection:
+    # isolation_level=None: transactions are begun and committed explicitly by the writer.
+    if readonly:
+        uri = f"{path.resolve().as_uri()}?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    else:
+        # The writer serialises its own calls with a lock, so a document stream emitted from a
+        # worker thread may write through the connection opened by the main thread.
+        conn = sqlite3.connect(
+            path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        )
+    return conn
+
+
+def _check_identity(conn: sqlite3.Connection, path: Path, allow_empty: bool) -> int:
+    """Return the schema version of a hilbench store; refuse anything else."""
+    try:
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = [
+            row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        ]
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path} is not a readable SQLite database: {exc}") from exc
+    if app_id == APPLICATION_ID:
+        _refuse_newer(version, path)
+        return version
+    if app_id == 0 and version == 0 and not tables:
+        if allow_empty:
+            return 0
+        raise StoreError(f"{path} is an empty SQLite database, not a hilbench store")
+    listed = ", ".join(tables[:5]) + (", …" if len(tables) > 5 else "")
+    raise StoreError(
+        f"{path} is a SQLite database but not a hilbench store "
+        f"(application_id={app_id:#x}, tables: {listed or 'none'})"
+    )
+
+
+def _refuse_newer(version: int, path: Path) -> None:
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} has store schema version {version}, newer than the version "
+            f"{SCHEMA_VERSION} this hilbench understands; upgrade hilbench to open it"
+        )
+
+
+def _set_wal(conn: sqlite3.Connection, path: Path) -> None:
+    # WAL lets readers (`hilbench results`, notebooks) read while a campaign writes.
+    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    if str(mode).lower() != "wal":
+        raise StoreError(
+            f"{path}: SQLite refused write-ahead logging (journal_mode stayed {mode!r}); "
+            "put the store on a local file system"
+        )

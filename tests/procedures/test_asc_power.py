@@ -1,0 +1,134 @@
+"""The ASC power procedure against the simulated bench: a meter that knows the true energy, a
+real agent process reporting its state to it, the real Keysight driver over pyvisa-py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from hilbench.orchestrator.campaign import load_campaign
+from hilbench.orchestrator.runner import CampaignRunner
+from hilbench.report.asc_table import print_summary
+from hilbench.sim import SimulatedMeter
+from hilbench.sim.power_model import SIMULATED_CPU
+from hilbench.store import Store
+from hilbench.workloads.asc.vectors import fixed_model
+
+pytestmark = pytest.mark.slow
+STAGES = ("preprocessing", "inference")
+
+CAMPAIGN = """
+[campaign]
+name = "asc-power"
+
+[[agents]]
+id = "cpu0"
+driver = "cpu"
+spawn = true
+{agent_options}
+
+{instruments}
+
+[[asc]]
+agent = "cpu0"
+data = "{data}"
+model = "{model}"
+limit = 1
+power = true
+idle_s = {window_s}
+active_s = {window_s}
+"""
+
+INSTRUMENT = """
+[[instruments]]
+id = "dmm0"
+driver = "keysight34465a"
+measures = "cpu0"
+resource = "{resource}"
+visa_library = "@py"
+[instruments.settings]
+function = "current"
+range = 3.0
+nplc = 1.0
+line_frequency_hz = 50.0
+sample_interval_s = 0.025
+supply_voltage_v = {volts}
+max_window_s = 60.0
+"""
+
+
+def run_campaign(tmp_path: Path, text: str) -> tuple[Path, str]:
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    db = tmp_path / "r.sqlite"
+    outcome = CampaignRunner(load_campaign(path), db).run()
+    assert outcome.failed == 0 and outcome.completed == 2
+    return db, outcome.campaign_uid
+
+
+def power_metrics(db: Path) -> dict[str, dict]:
+    with Store(db) as store:
+        (run,) = [r for r in store.runs() if r["procedure"] == "asc.power"]
+        assert run["status"] == "success"
+        return {m["name"]: m for m in store.metrics(run["uid"])}
+
+
+@pytest.fixture
+def model_path(tmp_path: Path) -> Path:
+    # Power does not depend on what the model predicts: the fixed reference model will do.
+    return fixed_model().save(tmp_path / "model.npz")
+
+
+def test_dynamic_power_and_energy_match_the_simulated_truth(tmp_path, asc_cache, model_path):
+    meter = SimulatedMeter(SIMULATED_CPU, noise_std_w=0.05)
+    meter.start()
+    try:
+        db, _ = run_campaign(tmp_path, CAMPAIGN.format(
+            agent_options=f'options = {{ sim_meter = "{meter.host}:{meter.port}" }}',
+            instruments=INSTRUMENT.format(resource=meter.resource, volts=SIMULATED_CPU.supply_v),
+            data=asc_cache / "hilbench" / "asc-fixture-0",
+            model=model_path,
+            window_s=1.5,
+        ))
+        metrics = power_metrics(db)
+        windows = metrics["idle_power_w"]["meta"]["windows"]
+
+        def truth(stage: str) -> float:
+            spans = [(w["start"], w["end"]) for w in windows if w["stage"] == stage]
+            assert spans
+            energy = sum(meter.true_energy(a, b) for a, b in spans)
+            return energy / sum(b - a for a, b in spans)
+
+        idle = truth("idle")
+        assert idle == pytest.approx(SIMULATED_CPU.watts("idle"), rel=1e-3)
+        for stage in STAGES:
+            dyn = metrics[f"dynamic_power_w.{stage}"]
+            true_dynamic = truth(stage) - idle
+            assert true_dynamic > 10  # the device really worked in the window
+            assert abs(dyn["value"] - true_dynamic) <= max(3 * dyn["uncertainty"], 1e-3)
+            assert dyn["value"] == pytest.approx(true_dynamic, rel=0.01)
+            energy = metrics[f"energy_per_inference_j.{stage}"]
+            loop_s = metrics[f"loop_time_s.{stage}"]["value"]
+            assert energy["value"] == pytest.approx(true_dynamic * loop_s, rel=0.01)
+            assert energy["uncertainty"] > 0 and energy["meta"]["budget"]["components"]
+    finally:
+        meter.stop()
+
+
+def test_without_an_instrument_power_is_not_measured_and_says_why(tmp_path, asc_cache,
+                                                                   model_path):
+    db, campaign_uid = run_campaign(tmp_path, CAMPAIGN.format(
+        agent_options="", instruments="",
+        data=asc_cache / "hilbench" / "asc-fixture-0", model=model_path, window_s=0.2,
+    ))
+    metrics = power_metrics(db)
+    for name in ("idle_power_w", "dynamic_power_w.inference", "energy_per_inference_j.inference"):
+        assert metrics[name]["value"] is None
+        assert metrics[name]["meta"]["reason"] == "no instrument measures agent cpu0"
+    assert metrics["loop_time_s.inference"]["value"] > 0  # device timers still count
+    console = Console(record=True, width=200)
+    print_summary(db, campaign_uid, console, "asc-power")
+    text = console.export_text()
+    assert "n/m" in text and "not measured: no instrument measures agent cpu0" in text
