@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-from hilbench_drivers.cpu import qubo_solvers
-from hilbench_drivers.cpu.asc import AscDevice
-from hilbench_drivers.cpu.qubo_solvers import LoadedQubo
 
 from hilbench.agent.driver import DriverError, DriverResult
 from hilbench.clock import now
 from hilbench.power.rapl import DEFAULT_POWERCAP_ROOT, RaplCounters, probe_rapl
 from hilbench.sim.device_link import SimulatedDeviceLink
+from hilbench_drivers.cpu import qubo_solvers
+from hilbench_drivers.cpu.asc import AscDevice
+from hilbench_drivers.cpu.qubo_solvers import LoadedQubo
 
 
 class RaplWindow:

@@ -6,7 +6,6 @@ import threading
 
 import numpy as np
 import pytest
-from hilbench_drivers.cpu import CpuDriver
 
 from hilbench.agent.driver import DriverError
 from hilbench.sim import SimulatedMeter
@@ -14,6 +13,7 @@ from hilbench.sim.power_model import SIMULATED_CPU
 from hilbench.workloads.asc.features import extract_features
 from hilbench.workloads.asc.vectors import fixed_model
 from hilbench.workloads.qubo import generate_qubo
+from hilbench_drivers.cpu import CpuDriver
 
 MODEL = fixed_model()
 RATE = MODEL.mfe_config.sample_rate

@@ -8,10 +8,10 @@ import time
 
 import numpy as np
 import pytest
-from hilbench_drivers.cpu import CpuDriver
 
 from hilbench.agent.driver import DriverError
 from hilbench.workloads.qubo import SparseQubo, find_target, generate_qubo
+from hilbench_drivers.cpu import CpuDriver
 from tests.power.conftest import FakePowercap
 
 

@@ -261,7 +261,7 @@ def test_agent_that_dials_in_runs_the_campaign(tmp_path):
                               "--connect", f"tcp://127.0.0.1:{port}", "--id", "cpu0"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        out, err = run.communicate(timeout=120)
+        _out, err = run.communicate(timeout=120)
     finally:
         agent.terminate()
         agent.wait(10)

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import hilbench_drivers.keysight34465a as package
 import numpy as np
 import pytest
+
+import hilbench_drivers.keysight34465a as package
+from hilbench.power.source import PowerSourceError
 from hilbench_drivers.keysight34465a import Keysight34465A, Keysight34465ASettings
 from hilbench_drivers.keysight34465a.scpi import (
     ReplyError,
@@ -19,8 +21,6 @@ from hilbench_drivers.keysight34465a.scpi import (
     parse_error,
     parse_readings,
 )
-
-from hilbench.power.source import PowerSourceError
 
 pytest.importorskip("pyvisa_sim")
 

@@ -10,11 +10,11 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hilbench_drivers.keysight34465a import Keysight34465A, Keysight34465ASettings
 
 from hilbench.power.source import PowerSource, PowerSourceError, SampleBatch
 from hilbench.sim import SimulatedMeter
 from hilbench.sim.power_model import ARDUINO_NANO_33_BLE, DevicePowerModel
+from hilbench_drivers.keysight34465a import Keysight34465A, Keysight34465ASettings
 
 pytest.importorskip("pyvisa_py")
 
