@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import socket
 
+from hilbench.clock import now
+
 
 class SimulatedDeviceLink:
     """A TCP connection to a :class:`hilbench.sim.SimulatedMeter` for reporting state changes."""
@@ -21,9 +23,12 @@ class SimulatedDeviceLink:
         self._sock = socket.create_connection((host, int(port)), timeout=timeout_s)
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def state(self, name: str) -> None:
-        """Report that the device enters state ``name`` now."""
-        self._sock.sendall(f"SIM:STAT {name}\n".encode())
+    def state(self, name: str, t: float | None = None) -> None:
+        """Report that the device entered state ``name`` at ``t`` (default: now), on the
+        monotonic clock it shares with the meter: stamping on arrival would add the meter's
+        own latency to every state change."""
+        stamp = now() if t is None else t
+        self._sock.sendall(f"SIM:STAT {name},{stamp!r}\n".encode())
 
     def close(self) -> None:
         self._sock.close()

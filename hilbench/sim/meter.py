@@ -601,9 +601,12 @@ class SimulatedMeter:
         return f"{QUES_MEMORY_OVERFLOW if overflow else 0:+d}"
 
     def _simulate_state(self, args: list[str]) -> None:
+        # SIM:STAT <name>[,<t>]: t is when the device changed state, on the monotonic clock the
+        # simulated device shares with this meter (both run on one host); default: on arrival.
         name = _one_arg(args).strip("\"'")
+        t = _parse_number(args[1], -math.inf, math.inf) if len(args) > 1 else None
         try:
-            self.set_state(name)
+            self.set_state(name, t)
         except (KeyError, ValueError):
             raise _ScpiError(-224, f"Illegal parameter value; unknown state {name}") from None
 
