@@ -169,7 +169,12 @@ class Keysight34465A:
         self.t0 = None
 
     def start(self) -> None:
-        """Send ``INIT``; the readings' time base starts now."""
+        """Send ``INIT``; the readings' time base starts when the instrument parsed it.
+
+        That moment lies between sending ``INIT`` and the reply to the ``SYST:ERR?`` that
+        follows it (the instrument handles commands in order), so ``t0`` is the middle of that
+        span and ``t0_uncertainty_s`` half its width.
+        """
         if not self._configured:
             raise PowerSourceError(f"{self.resource}: start() called before configure()")
         before = now()
@@ -178,6 +183,9 @@ class Keysight34465A:
         self.t0_uncertainty_s = self.t0 - before
         self._acquiring = True
         self._raise_on_errors("INIT")
+        after = now()
+        self.t0 = (before + after) / 2
+        self.t0_uncertainty_s = (after - before) / 2
 
     def read(self) -> SampleBatch:
         """Drain reading memory; also checks the overflow and timing-violation status bits."""

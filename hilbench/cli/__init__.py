@@ -30,6 +30,7 @@ SUBCOMMANDS: dict[str, str] = {
     "drivers": "hilbench.cli.agent:drivers",
     "power": "hilbench.cli.power:power",
     "asc": "hilbench.cli.asc:asc",
+    "sim-meter": "hilbench.cli.sim:sim_meter",
 }
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from hilbench.documents import Samples
+from hilbench.orchestrator.spawn import SpawnedProcess, SpawnError, spawn_announcing
 from hilbench.power.source import PowerSource, PowerSourceError, SampleBatch, SourceInfo
 from hilbench.sim.power_model import ARDUINO_NANO_33_BLE, SIMULATED_CPU, DevicePowerModel
 
@@ -56,7 +57,7 @@ def _instrument_class(name: str) -> Any:
 class Instrument:
     spec: InstrumentSpec
     source: PowerSource
-    meter: Any = None  # the SimulatedMeter when simulated
+    meter: SpawnedProcess | None = None  # the simulated meter's process, when simulated
 
     @property
     def info(self) -> SourceInfo:
@@ -65,7 +66,22 @@ class Instrument:
     @property
     def sim_address(self) -> str | None:
         """host:port that a simulated device reports its state to."""
-        return f"{self.meter.host}:{self.meter.port}" if self.meter is not None else None
+        return self.meter.address if self.meter is not None else None
+
+
+def _start_simulated_meter(spec: InstrumentSpec) -> SpawnedProcess:
+    """The simulated meter runs as a process of its own, like a real DMM: sharing the
+    orchestrator's interpreter would delay its timing by whatever the orchestrator is doing."""
+    if spec.simulate not in POWER_MODELS:
+        raise InstrumentFault(
+            f"instrument {spec.id}: unknown power model {spec.simulate!r} "
+            f"(known: {sorted(POWER_MODELS)})"
+        )
+    args = ["sim-meter", "--model", str(spec.simulate), "--noise", str(spec.noise_std_w)]
+    try:
+        return spawn_announcing(f"simulated meter {spec.id}", args)
+    except SpawnError as exc:
+        raise InstrumentFault(str(exc)) from exc
 
 
 def open_instrument(spec: InstrumentSpec) -> Instrument:
@@ -73,16 +89,9 @@ def open_instrument(spec: InstrumentSpec) -> Instrument:
     meter = None
     resource, library = spec.resource, spec.visa_library
     if spec.simulate is not None:
-        from hilbench.sim import SimulatedMeter
-
-        if spec.simulate not in POWER_MODELS:
-            raise InstrumentFault(
-                f"instrument {spec.id}: unknown power model {spec.simulate!r} "
-                f"(known: {sorted(POWER_MODELS)})"
-            )
-        meter = SimulatedMeter(POWER_MODELS[spec.simulate], noise_std_w=spec.noise_std_w)
-        meter.start()
-        resource, library = meter.resource, "@py"
+        meter = _start_simulated_meter(spec)
+        host, _, port = meter.address.rpartition(":")
+        resource, library = f"TCPIP::{host}::{port}::SOCKET", "@py"
     cls = _instrument_class(spec.driver)
     try:
         source = cls.from_config(resource, spec.settings, visa_library=library)
@@ -92,6 +101,24 @@ def open_instrument(spec: InstrumentSpec) -> Instrument:
             meter.stop()
         raise InstrumentFault(f"instrument {spec.id} ({spec.driver}): {exc}") from exc
     return Instrument(spec, source, meter)
+
+
+# Used when a source does not state how well it knows its first sample's time.
+DEFAULT_START_UNCERTAINTY_S = 1e-3
+
+
+def aperture_s(inst: Instrument) -> float | None:
+    """Integration time per reading, where the instrument driver states it."""
+    settings = getattr(inst.source, "settings", None)
+    aperture = getattr(settings, "aperture_s", None)
+    return float(aperture) if aperture else None
+
+
+def timing_uncertainty_s(inst: Instrument, clock_offset_uncertainty_s: float) -> float:
+    """How far a device window may sit from where the instrument's samples say it is: the
+    agent's clock-offset uncertainty plus the instrument's acquisition-start uncertainty."""
+    start = getattr(inst.source, "t0_uncertainty_s", None)
+    return clock_offset_uncertainty_s + (start if start else DEFAULT_START_UNCERTAINTY_S)
 
 
 def to_watts(info: SourceInfo, values: np.ndarray) -> np.ndarray:

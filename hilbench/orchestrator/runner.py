@@ -23,7 +23,7 @@ from hilbench.orchestrator.client import AgentClient, AgentError, AgentLost
 from hilbench.orchestrator.instruments import InstrumentFault, InstrumentSet
 from hilbench.orchestrator.listener import AgentListener
 from hilbench.orchestrator.phases import RunContext
-from hilbench.orchestrator.spawn import SpawnedAgent, spawn_agent
+from hilbench.orchestrator.spawn import SpawnedProcess, spawn_agent
 from hilbench.procedures import Unit, expand_all
 from hilbench.store import Store, StoreWriter
 
@@ -81,7 +81,7 @@ class CampaignRunner:
         self.extra_consumers = list(consumers or [])
         self.resume = resume
         self.clients: dict[str, AgentClient] = {}
-        self.spawned: dict[str, SpawnedAgent] = {}
+        self.spawned: dict[str, SpawnedProcess] = {}
         self.instruments = InstrumentSet(list(campaign.instruments))
         self.listener: AgentListener | None = None
         self.units = expand_all(campaign)

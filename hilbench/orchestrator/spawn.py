@@ -1,34 +1,38 @@
-"""Start agent processes on loopback for campaigns that say ``spawn = true`` (and the demo)."""
+"""Start helper processes on loopback: agents for campaigns that say ``spawn = true`` (and the
+demo), and the simulated bench meter. Each prints ``READY <address>`` once it serves."""
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import selectors
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from hilbench.orchestrator.campaign import AgentSpec
+if TYPE_CHECKING:
+    from hilbench.orchestrator.campaign import AgentSpec
 
 log = logging.getLogger(__name__)
 
 
 class SpawnError(RuntimeError):
-    """An agent process did not come up; the message carries what it printed."""
+    """A process did not come up; the message carries what it printed."""
 
 
 @dataclass
-class SpawnedAgent:
-    spec: AgentSpec
+class SpawnedProcess:
+    name: str
     process: subprocess.Popen
-    address: str
+    address: str  # what it announced: an endpoint or host:port
     log_path: str
 
     def log_tail(self, lines: int = 20) -> str:
-        """The end of the agent's stderr log, for error messages."""
+        """The end of the process's stderr log, for error messages."""
         try:
             with open(self.log_path, encoding="utf-8", errors="replace") as fh:
                 return "".join(fh.readlines()[-lines:]).strip()
@@ -45,26 +49,13 @@ class SpawnedAgent:
                 self.process.wait()
 
 
-def spawn_agent(spec: AgentSpec, startup_timeout_s: float = 60.0) -> SpawnedAgent:
-    """Start ``hilbench agent`` bound to a free loopback port and wait until it serves."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "hilbench",
-        "agent",
-        "--driver",
-        spec.driver,
-        "--bind",
-        "tcp://127.0.0.1:*",
-        "--id",
-        spec.id,
-        "--announce",
-    ]
-    for key, value in spec.options.items():
-        cmd += ["-o", f"{key}={value}"]
-    log.info("starting agent %s: %s", spec.id, " ".join(cmd))
-    # stderr goes to a file, never an unread pipe that could fill and stall the agent.
-    log_fd, log_path = tempfile.mkstemp(prefix=f"hilbench-agent-{spec.id}-", suffix=".log")
+def spawn_announcing(name: str, args: list[str], startup_timeout_s: float = 60.0) -> SpawnedProcess:
+    """Run ``python -m hilbench ARGS --announce`` and wait for its ``READY <address>`` line."""
+    cmd = [sys.executable, "-m", "hilbench", *args, "--announce"]
+    log.info("starting %s: %s", name, " ".join(cmd))
+    # stderr goes to a file, never an unread pipe that could fill and stall the process.
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-")
+    log_fd, log_path = tempfile.mkstemp(prefix=f"hilbench-{slug}-", suffix=".log")
     proc = subprocess.Popen(
         cmd,
         stdout=subprocess.PIPE,
@@ -77,15 +68,25 @@ def spawn_agent(spec: AgentSpec, startup_timeout_s: float = 60.0) -> SpawnedAgen
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
     deadline = time.monotonic() + startup_timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            with open(log_path, encoding="utf-8", errors="replace") as fh:
-                err = fh.read().strip()
-            raise SpawnError(f"agent {spec.id} (driver {spec.driver}) exited at start-up: {err}")
-        if sel.select(timeout=0.2):
-            line = proc.stdout.readline()
-            if line.startswith("READY "):
-                sel.close()
-                return SpawnedAgent(spec, proc, line.split(maxsplit=1)[1].strip(), log_path)
+    try:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                with open(log_path, encoding="utf-8", errors="replace") as fh:
+                    err = fh.read().strip()
+                raise SpawnError(f"{name} exited at start-up: {err}")
+            if sel.select(timeout=0.2):
+                line = proc.stdout.readline()
+                if line.startswith("READY "):
+                    return SpawnedProcess(name, proc, line.split(maxsplit=1)[1].strip(), log_path)
+    finally:
+        sel.close()
     proc.kill()
-    raise SpawnError(f"agent {spec.id} did not report ready within {startup_timeout_s:.0f} s")
+    raise SpawnError(f"{name} did not report ready within {startup_timeout_s:.0f} s")
+
+
+def spawn_agent(spec: AgentSpec, startup_timeout_s: float = 60.0) -> SpawnedProcess:
+    """Start ``hilbench agent`` bound to a free loopback port and wait until it serves."""
+    args = ["agent", "--driver", spec.driver, "--bind", "tcp://127.0.0.1:*", "--id", spec.id]
+    for key, value in spec.options.items():
+        args += ["-o", f"{key}={value}"]
+    return spawn_announcing(f"agent {spec.id} (driver {spec.driver})", args, startup_timeout_s)

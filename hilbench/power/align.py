@@ -106,8 +106,11 @@ def select_window(
     if not end > start:
         raise ValueError(f"window end {end} s must be after its start {start} s")
     frac = overlap_fractions(t, aperture_s, start, end)
-    inside = frac >= 1.0 - 1e-12
-    partial = (frac > 1e-12) & ~inside
+    # Decide "inside" on the timestamps themselves: a fraction computed from timestamps near
+    # 1e3..1e6 s (a monotonic clock's uptime) carries rounding far above 1e-12.
+    t = np.asarray(t, dtype=np.float64)
+    inside = (t >= start) & (t + aperture_s <= end)
+    partial = (frac > 0.0) & ~inside
     keep = inside | partial if boundary == "weight" else inside
     indices = np.flatnonzero(keep)
     fractions = np.where(inside[indices], 1.0, frac[indices])

@@ -47,7 +47,12 @@ import numpy as np
 from hilbench.clock import now
 from hilbench.documents import Event, Metric
 from hilbench.orchestrator.client import AgentClient
-from hilbench.orchestrator.instruments import Instrument, to_watts
+from hilbench.orchestrator.instruments import (
+    Instrument,
+    aperture_s,
+    timing_uncertainty_s,
+    to_watts,
+)
 from hilbench.orchestrator.phases import Phase, RunContext
 from hilbench.power.align import BOUNDARY_POLICIES
 from hilbench.power.metrics import (
@@ -71,8 +76,6 @@ SAMPLE_TIMEOUT_S = 60.0  # one sample takes milliseconds; this only catches a hu
 REPLY_MARGIN_S = 60.0
 CHUNK_BYTES = 64 * 1024 * 1024  # well under the protocol's 256 MiB per message
 POLL_INTERVAL_S = 0.25
-# Latency between a device's state change and its clock reading (loopback TCP), as for QUBO.
-TRIGGER_LATENCY_S = 1e-3
 MIN_SAMPLE_RATE = 8000
 
 _KEYS = {
@@ -679,13 +682,6 @@ def _batch(phase: Phase, inst: Instrument | None) -> SampleBatch | None:
     return None if inst is None else phase.samples.get(inst.spec.id)
 
 
-def _aperture(inst: Instrument) -> float | None:
-    """Integration time per reading, where the instrument driver states it."""
-    settings = getattr(inst.source, "settings", None)
-    aperture = getattr(settings, "aperture_s", None)
-    return float(aperture) if aperture else None
-
-
 def _execution(loops: list[dict[str, Any]]) -> tuple[float, float]:
     """Per-sample mean time over the active windows (device timers), weighted by samples."""
     counts = np.array([float(lp["samples"]) for lp in loops])
@@ -764,9 +760,9 @@ def _power_figures(
     if inst is None:
         return None
     info = inst.info
-    aperture = _aperture(inst)
+    aperture = aperture_s(inst)
     # One timing uncertainty for all windows: idle and active must share it to be subtracted.
-    timing = max(w.offset_uncertainty_s for w in windows) + TRIGGER_LATENCY_S
+    timing = timing_uncertainty_s(inst, max(w.offset_uncertainty_s for w in windows))
     estimates: dict[str, list[PowerEstimate]] = {"idle": [], **{s: [] for s in STAGES}}
     try:
         for w in windows:

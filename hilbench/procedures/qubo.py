@@ -15,16 +15,18 @@ from typing import Any
 from hilbench.documents import Event, Metric
 from hilbench.orchestrator.campaign import Campaign
 from hilbench.orchestrator.client import AgentClient
-from hilbench.orchestrator.instruments import Instrument, to_watts
+from hilbench.orchestrator.instruments import (
+    Instrument,
+    aperture_s,
+    timing_uncertainty_s,
+    to_watts,
+)
 from hilbench.orchestrator.phases import Phase, RunContext
 from hilbench.power.metrics import PhaseWindow, phase_power
 from hilbench.workloads.qubo import Target, bks_gap, find_target, generate_qubo
 
 # Generous reply deadline on top of the solver's own time (set-up, cost check, transport).
 REPLY_MARGIN_S = 120.0
-# Latency between a device's state change and its clock reading, added to the alignment
-# uncertainty (a state message crosses loopback TCP in well under this).
-TRIGGER_LATENCY_S = 1e-3
 
 
 @dataclass
@@ -70,8 +72,11 @@ class QuboUnit:
     def prepare(self) -> dict[str, Any]:
         """Look up the target cost (exact, published or Tabu) before the run starts."""
         self._target = find_target(self.nodes, self.density, self.seed)
-        return {"target": self._target.cost, "target_source": self._target.source,
-                "target_detail": self._target.detail}
+        return {
+            "target": self._target.cost,
+            "target_source": self._target.source,
+            "target_detail": self._target.detail,
+        }
 
     def run(self, ctx: RunContext, client: AgentClient, instruments: Sequence[Instrument]) -> None:
         run_unit(ctx, self, client, self._target, instruments)
@@ -187,7 +192,8 @@ def _run_power(
             watts,
             PhaseWindow("active", start, end),
             inst.info,
-            timing_uncertainty_s=offset.uncertainty_s + TRIGGER_LATENCY_S,
+            aperture_s=aperture_s(inst),
+            timing_uncertainty_s=timing_uncertainty_s(inst, offset.uncertainty_s),
         )
     except ValueError as exc:
         return {"value": None, "uncertainty": None, "meta": {**meta, "reason": str(exc)}}

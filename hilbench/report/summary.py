@@ -17,8 +17,14 @@ def print_summary(store_path: Path, campaign_uid: str, console: Console, name: s
     rows = gap_rows(store_path, campaign_uid)
     if rows:
         console.print(gap_table(rows, f"{name}: BKS-gap per size × timeout × solver"))
-        for note in sorted({r.power_note for r in rows if r.power_note}):
-            console.print(f"power n/m (not measured): {note}", highlight=False)
+        notes = [r.power_note for r in rows if r.power_note]
+        if notes:
+            more = (
+                f" (and {len(notes) - 1} similar; `hilbench results` has each)"
+                if len(notes) > 1
+                else ""
+            )
+            console.print(f"power n/m (not measured), e.g.: {notes[0]}{more}", highlight=False)
     for module_name in SUMMARY_MODULES:
         try:
             module = importlib.import_module(module_name)

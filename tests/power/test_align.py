@@ -89,3 +89,15 @@ def test_unknown_policy_and_empty_window_are_refused() -> None:
         select_window(T, 1.0, 2.0, aperture_s=1.0, boundary="nearest")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="after its start"):
         select_window(T, 2.0, 2.0, aperture_s=1.0)
+
+
+def test_readings_fully_inside_a_window_count_at_large_clock_values():
+    """Monotonic clocks read thousands of seconds: rounding must not push readings out."""
+    import numpy as np
+
+    from hilbench.power.align import select_window
+
+    t0 = 1753.1156657125
+    t = t0 - 0.00026207 + np.arange(103) * 0.001
+    sel = select_window(t, t0, t0 + 0.1013, aperture_s=0.0004, boundary="exclude")
+    assert sel.n == 101  # the reading before the start and the last one straddling are out

@@ -1,0 +1,84 @@
+"""`hilbench sim-meter`: the simulated bench meter as a process of its own, like a real DMM."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+
+import click
+
+
+@click.command("sim-meter")
+@click.option(
+    "--model",
+    default="simulated-cpu",
+    show_default=True,
+    help="Power model of the simulated device (see hilbench/sim/power_model.py).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=0, show_default=True, help="TCP port (0 picks a free one).")
+@click.option(
+    "--noise",
+    "noise_std_w",
+    default=0.0,
+    show_default=True,
+    help="Instrument noise per reading, watts (standard deviation).",
+)
+@click.option(
+    "--memory",
+    "memory_readings",
+    default=50_000,
+    show_default=True,
+    help="Reading memory size, like the 34465A's (50 000 without the MEM option).",
+)
+@click.option("--seed", default=None, type=int, help="Noise seed (default: random).")
+@click.option(
+    "--announce",
+    is_flag=True,
+    hidden=True,
+    help="Print 'READY host:port' once listening (used when hilbench starts it).",
+)
+def sim_meter(
+    model: str,
+    host: str,
+    port: int,
+    noise_std_w: float,
+    memory_readings: int,
+    seed: int | None,
+    announce: bool,
+) -> None:
+    """Serve a simulated Keysight 34465A over SCPI/TCP until SIGTERM or Ctrl-C.
+
+    Its readings follow the state a simulated device reports with `SIM:STAT <state>[,<t>]`;
+    `SIM:TRUTH? <t0>,<t1>` returns the true mean power of a window. Reach it with pyvisa-py as
+    TCPIP::HOST::PORT::SOCKET.
+    """
+    from hilbench.orchestrator.instruments import POWER_MODELS
+    from hilbench.sim import SimulatedMeter
+
+    if model not in POWER_MODELS:
+        raise click.BadParameter(
+            f"{model!r} is not one of {sorted(POWER_MODELS)}", param_hint="--model"
+        )
+    meter = SimulatedMeter(
+        POWER_MODELS[model],
+        host=host,
+        port=port,
+        noise_std_w=noise_std_w,
+        memory_readings=memory_readings,
+        seed=seed,
+    )
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with meter:
+        if announce:
+            click.echo(f"READY {meter.host}:{meter.port}")
+            sys.stdout.flush()
+        else:
+            click.echo(f"simulated meter ({model}) at {meter.resource}", err=True)
+        try:
+            while not stop.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            pass
