@@ -22,7 +22,7 @@ def _run_campaign(
     from hilbench.orchestrator.client import AgentUnreachable
     from hilbench.orchestrator.instruments import InstrumentFault
     from hilbench.orchestrator.recorder import JsonlRecorder
-    from hilbench.orchestrator.runner import CampaignAborted, CampaignRunner
+    from hilbench.orchestrator.runner import CampaignAborted, CampaignRunner, CampaignSetupError
     from hilbench.orchestrator.spawn import SpawnError
     from hilbench.report.summary import print_summary
     from hilbench.store import StoreError
@@ -62,7 +62,7 @@ def _run_campaign(
     except (AgentUnreachable, SpawnError, InstrumentFault) as exc:
         errors.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         raise SystemExit(EXIT_UNREACHABLE) from None
-    except StoreError as exc:
+    except (StoreError, CampaignSetupError) as exc:
         errors.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         raise SystemExit(EXIT_USAGE) from None
     finally:

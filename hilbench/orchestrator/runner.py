@@ -40,6 +40,10 @@ class CampaignAborted(RuntimeError):
         self.outcome = outcome
 
 
+class CampaignSetupError(RuntimeError):
+    """A unit could not be prepared (its data, model or target); nothing of it was run."""
+
+
 @dataclass
 class CampaignOutcome:
     campaign_uid: str
@@ -152,7 +156,7 @@ class CampaignRunner:
                 outcome.run_uids.append(run_uid)
             writer.end_campaign(campaign_uid, "success" if not outcome.failed else "fail")
             return outcome
-        except CampaignAborted:
+        except (CampaignAborted, CampaignSetupError):
             writer.end_campaign(campaign_uid, "abort")
             raise
         finally:
@@ -167,7 +171,12 @@ class CampaignRunner:
         outcome: CampaignOutcome,
     ) -> str:
         client = self.clients[unit.agent]
-        params = {**unit.params(), **unit.prepare()}
+        try:
+            params = {**unit.params(), **unit.prepare()}
+        except (ValueError, OSError, RuntimeError) as exc:
+            # Nothing ran yet: a unit that cannot be prepared (unusable data set, corrupt model,
+            # no target) stops the campaign with the reason, before any run is recorded.
+            raise CampaignSetupError(f"cannot prepare {unit.key}: {exc}") from exc
         run_uid = new_uid()
         agents = {unit.agent: {**client.info, "address": client.address}}
         stream.emit(
