@@ -6,13 +6,13 @@ Exit codes: 0 success; 1 a run failed or was invalid; 2 bad usage or input (clic
 
 from __future__ import annotations
 
-import importlib
 import logging
 import sys
 
 import click
 
 from hilbench import __version__
+from hilbench.cli.lazy import LazyGroup
 
 EXIT_OK = 0
 EXIT_RUN_FAILED = 1
@@ -34,20 +34,11 @@ SUBCOMMANDS: dict[str, str] = {
 }
 
 
-class LazyGroup(click.Group):
-    """A click group whose sub-commands are imported on first use, keeping start-up fast."""
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(set(super().list_commands(ctx)) | set(SUBCOMMANDS))
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name in SUBCOMMANDS:
-            module_name, attr = SUBCOMMANDS[cmd_name].split(":")
-            return getattr(importlib.import_module(module_name), attr)
-        return super().get_command(ctx, cmd_name)
-
-
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=LazyGroup,
+    lazy_commands=SUBCOMMANDS,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.version_option(__version__, prog_name="hilbench")
 @click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
 def cli(verbose: int) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 import click
 
 from hilbench.cli import EXIT_USAGE
+from hilbench.cli.lazy import LazyGroup
 
 ZENODO_DOI = "10.5281/zenodo.3819968"
 ZENODO_URL = "https://zenodo.org/record/3819968"
@@ -72,18 +72,7 @@ def _summary(root: Path, decode: bool) -> dict[str, Any]:
 LAZY_COMMANDS: dict[str, str] = {"train": "hilbench.cli.asc_train:train"}
 
 
-class _AscGroup(click.Group):
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(set(super().list_commands(ctx)) | set(LAZY_COMMANDS))
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name in LAZY_COMMANDS:
-            module_name, attr = LAZY_COMMANDS[cmd_name].split(":")
-            return getattr(importlib.import_module(module_name), attr)
-        return super().get_command(ctx, cmd_name)
-
-
-@click.group(cls=_AscGroup)
+@click.group(cls=LazyGroup, lazy_commands=LAZY_COMMANDS)
 def asc() -> None:
     """The ASC workload: check a data directory, learn how to obtain the data, write a synthetic
     set in the same layout, or train the CPU baseline."""

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-
 import click
+
+from hilbench.cli.lazy import LazyGroup
 
 # name -> "module:attribute" of a click command, imported when run.
 BENCHMARKS: dict[str, str] = {
@@ -15,17 +15,6 @@ BENCHMARKS: dict[str, str] = {
 }
 
 
-class _LazyBenchGroup(click.Group):
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(BENCHMARKS)
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in BENCHMARKS:
-            return None
-        module_name, attr = BENCHMARKS[cmd_name].split(":")
-        return getattr(importlib.import_module(module_name), attr)
-
-
-@click.group(cls=_LazyBenchGroup)
+@click.group(cls=LazyGroup, lazy_commands=BENCHMARKS)
 def bench() -> None:
     """Benchmarks: each prints its figures, with the headline figure on the last line."""

@@ -39,14 +39,18 @@ from hilbench.sim.power_model import (
     simulate_readings,
 )
 
+# The instrument's own facts (ranges, reading time) are the driver's: one description of the
+# 34465A serves the driver that talks to it and the simulator that imitates it.
+from hilbench_drivers.keysight34465a.settings import (
+    CURRENT_RANGES_A,
+    VOLTAGE_RANGES_V,
+    min_sample_interval_s,
+)
+
 OVERLOAD = 9.9e37  # what a Keysight DMM returns for an over-range reading
 OVERRANGE_FACTOR = 1.2  # readings up to 120 % of range are valid
 IDN = "Keysight Technologies,34465A,SIM0000001,hilbench-sim"
 ERROR_QUEUE_LENGTH = 20
-READING_OVERHEAD_S = 10e-6  # per-reading dead time besides integration
-
-CURRENT_RANGES_A = (1e-6, 10e-6, 100e-6, 1e-3, 10e-3, 100e-3, 1.0, 3.0, 10.0)
-VOLTAGE_RANGES_V = (0.1, 1.0, 10.0, 100.0, 1000.0)
 # NPLC settings of a 34465A with the DIG option, and the resolution each gives (ppm of range).
 NPLC_RESOLUTION_PPM = {
     0.001: 30.0,
@@ -65,12 +69,6 @@ QUES_VOLTAGE_OVERLOAD = 1
 QUES_CURRENT_OVERLOAD = 2
 QUES_SAMPLE_TIMING = 4
 QUES_MEMORY_OVERFLOW = 16384
-
-
-def min_sample_interval_s(nplc: float, line_frequency_hz: float, autozero: bool) -> float:
-    """Shortest time one reading takes: integration (twice with autozero) plus dead time."""
-    integration = nplc / line_frequency_hz
-    return integration * (2 if autozero else 1) + READING_OVERHEAD_S
 
 
 class _ScpiError(Exception):
