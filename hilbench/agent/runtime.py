@@ -168,12 +168,18 @@ class AgentRuntime:
 
     def _send(self, sock: zmq.Socket, route: list[bytes], msg: Message) -> None:
         try:
-            sock.send_multipart([*route, *codec.encode(msg)], copy=False, flags=zmq.NOBLOCK)
-        except zmq.Again:
-            log.warning("dropped a %s to a peer that is not reading", msg.type)
+            parts = codec.encode(msg)
         except ProtocolError as exc:
-            err = codec.error_message(exc.code, str(exc), msg.id)
-            sock.send_multipart([*route, *codec.encode(err)], flags=zmq.NOBLOCK)
+            parts = codec.encode(codec.error_message(exc.code, str(exc), msg.id))
+        self._send_parts(sock, route, parts, msg.type)
+
+    def _send_parts(
+        self, sock: zmq.Socket, route: list[bytes], parts: list[Any], what: str
+    ) -> None:
+        try:
+            sock.send_multipart([*route, *parts], copy=False, flags=zmq.NOBLOCK)
+        except zmq.Again:
+            log.warning("dropped a %s to a peer that is not reading", what)
 
     # --------------------------------------------------------------- messages
     def _handle(self, sock: zmq.Socket, route: list[bytes], frames: list[Any]) -> None:
@@ -211,9 +217,11 @@ class AgentRuntime:
                 ),
             )
             return
-        self._handle_request(sock, route, msg)
+        self._handle_request(sock, route, msg, frames)
 
-    def _handle_request(self, sock: zmq.Socket, route: list[bytes], msg: Message) -> None:
+    def _handle_request(
+        self, sock: zmq.Socket, route: list[bytes], msg: Message, frames: list[Any]
+    ) -> None:
         cmd = msg.cmd
         if cmd in DEVICE_COMMANDS:
             if self._busy_with is not None:
@@ -239,8 +247,12 @@ class AgentRuntime:
             return
         self.stats.served += 1
         if cmd == "echo":
+            # The payload goes back in the very frames it came in (as a bare ZeroMQ echo would):
+            # the header is encoded and validated like any reply, the bytes are not copied.
             reply = Message(type=codec.REPLY, id=msg.id, body=msg.body, arrays=msg.arrays)
-        elif cmd == "status":
+            self._send_parts(sock, route, [codec.encode(reply)[0], *frames[1:]], "echo")
+            return
+        if cmd == "status":
             reply = Message(type=codec.REPLY, id=msg.id, body=self._status())
         elif cmd == "stop":
             self._stop_run.set()
