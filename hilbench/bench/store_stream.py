@@ -64,8 +64,8 @@ def store_stream(seconds: int, rate: int, db: Path | None) -> None:
         after_write = _rss_mib()
         total = 0
         with Store(path) as store:
-            for batch_t, _batch_v in store.sample_batches(run, "dmm"):
-                total += len(batch_t)
+            for batch in store.sample_batches(run, "dmm"):
+                total += len(batch["t"])
         size_mib = path.stat().st_size / 2**20
         click.echo(f"read back {total:,} samples batch by batch; file {size_mib:.1f} MiB")
         click.echo(f"write {seconds * rate / write_s:,.0f} samples/s")
