@@ -272,3 +272,23 @@ def test_agent_that_dials_in_runs_the_campaign(tmp_path):
         runs = store.runs()
     assert len(runs) == 4 and all(r["status"] == "success" for r in runs)
     assert runs[0]["agents"]["cpu0"]["agent_id"] == "cpu0"
+
+
+def test_time_to_solution_campaign_reports_latency_per_gap(tmp_path):
+    campaign = parse_campaign({
+        "agents": [{"id": "cpu0", "driver": "cpu", "spawn": True}],
+        "qubo": [{"scenario": "time_to_solution", "nodes": [25], "densities": [0.1],
+                  "seeds": [0], "solvers": ["tabu"], "gaps": [0.1, 0.01], "max_time_s": 20}],
+    }, "tts.toml")
+    db = tmp_path / "tts.sqlite"
+    outcome = CampaignRunner(campaign, db).run()
+    assert outcome.completed == 1
+    with Store(db) as store:
+        run = store.runs()[0]
+        assert run["procedure"] == "qubo.time_to_solution"
+        metrics = {m["name"]: m for m in store.metrics(run["uid"])}
+    loose, tight = metrics["tts_s@0.1"], metrics["tts_s@0.01"]
+    assert 0 < loose["value"] <= tight["value"] <= 20
+    assert loose["meta"]["target_source"] == "exact"
+    # No meter and no RAPL here: the energy to solution is absent, not invented.
+    assert metrics["tts_energy_j@0.1"]["value"] is None
