@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from importlib.resources import as_file, files
 from pathlib import Path
 
@@ -68,7 +69,8 @@ def _run_campaign(
     finally:
         if recorder:
             recorder.close()
-    out = Console()
+    # Piped or logged output is not cut to 80 columns: the tables are the result.
+    out = Console() if sys.stdout.isatty() else Console(width=160)
     print_summary(db, outcome.campaign_uid, out, campaign.name)
     out.print(
         f"campaign {outcome.campaign_uid[:8]}: {outcome.completed} run(s) completed, "
