@@ -1,0 +1,48 @@
+"""Every power figure of a run can be recomputed from the raw samples and events it stored."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from hilbench.power.metrics import PhaseWindow, phase_power
+from hilbench.power.source import SourceInfo
+from hilbench.sim import SimulatedMeter
+from hilbench.sim.power_model import SIMULATED_CPU
+from hilbench.store import Store
+from tests.orchestrator.test_instrument_faults import CAMPAIGN
+
+
+def test_avg_power_is_recomputed_from_stored_samples_and_device_times(tmp_path):
+    db = tmp_path / "t.sqlite"
+    text = CAMPAIGN.replace("seeds = [0, 1, 2, 3, 4, 5]", "seeds = [0, 1]")
+    with SimulatedMeter(SIMULATED_CPU, noise_std_w=0.05, seed=3) as meter:
+        path = tmp_path / "c.toml"
+        path.write_text(text.format(port=meter.port, resource=meter.resource))
+        proc = subprocess.run([sys.executable, "-m", "hilbench", "run", str(path), "--db",
+                               str(db), "-q"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    with Store(db) as store:
+        runs = store.runs()
+        assert len(runs) == 2
+        for run in runs:
+            metrics = {m["name"]: m for m in store.metrics(run["uid"])}
+            power = metrics["avg_power_w"]
+            solve = next(p for p in store.phases(run["uid"]) if p["name"] == "solve")
+            result = store.events(run["uid"], name="solve_result")[0]["data"]
+            offset = solve["clock_offsets"]["cpu0"]["offset_s"]
+            # The window is the device's own timed region, mapped with the stored clock offset.
+            start, end = result["t_start"] - offset, result["t_end"] - offset
+            assert power["meta"]["window"] == pytest.approx([start, end])
+            t, amps = store.samples(run["uid"], "dmm", phase_uid=solve["uid"])
+            info = SourceInfo("dmm", "A", 0.01, supply_voltage_v=12.0)
+            budget = power["meta"]["budget"]
+            again = phase_power(t, amps * 12.0, PhaseWindow("active", start, end), info,
+                                aperture_s=budget.get("aperture_s", 0.2 / 50),
+                                timing_uncertainty_s=budget.get("timing_uncertainty_s"))
+            assert power["value"] == pytest.approx(again.mean_w, rel=1e-12)
+            assert power["value"] == pytest.approx(SIMULATED_CPU.watts("solving"), rel=0.005)
+            energy = metrics["energy_j"]["value"]
+            assert energy == pytest.approx(power["value"] * metrics["run_time_s"]["value"])
