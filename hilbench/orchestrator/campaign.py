@@ -244,9 +244,9 @@ def _parse_instruments(
             raise CampaignError(
                 f"{where}: measures {table['measures']!r} is not one of {agent_ids}"
             )
-        if ("resource" in table) == ("simulate" in table):
+        if "resource" in table and "simulate" in table:
             raise CampaignError(
-                f'{where}: give either resource = "VISA resource" or simulate = "<power model>"'
+                f'{where}: give resource = "VISA resource" or simulate = "<power model>", not both'
             )
         settings = table.get("settings", {})
         if not isinstance(settings, dict):

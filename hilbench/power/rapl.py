@@ -33,13 +33,21 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from hilbench import clock
-from hilbench.power.source import Health, PowerSourceError, SampleBatch, SourceInfo
+from hilbench.power.source import (
+    Health,
+    PowerSourceError,
+    SampleBatch,
+    SourceInfo,
+    check_settings,
+)
 
 DEFAULT_POWERCAP_ROOT = Path("/sys/class/powercap")
 _ZONE_DIR = re.compile(r"^intel-rapl(:\d+)+$")
@@ -274,7 +282,8 @@ class RaplPowerSource:
     """Polls RAPL in a background thread between ``start`` and ``stop``.
 
     Each sample is the average power (W, all summed domains) over one polling interval, stamped
-    at the interval's midpoint on :func:`hilbench.clock.now`.
+    at the interval's start on :func:`hilbench.clock.now`: like a meter reading, each sample
+    covers ``[t, t + interval]``, which is how phase windows select samples.
     """
 
     def __init__(
@@ -298,6 +307,21 @@ class RaplPowerSource:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last: RaplSnapshot | None = None
+
+    @classmethod
+    def from_config(
+        cls, resource: str | None, settings: Mapping[str, Any], *, visa_library: str = ""
+    ) -> RaplPowerSource:
+        """Build from a campaign's ``[[instruments]]`` entry (``driver = "rapl"``): RAPL of the
+        machine the orchestrator runs on, so it measures agents spawned on that machine."""
+        check_settings("RAPL", settings, {"interval_s", "root", "include_psys"})
+        if resource is not None:
+            raise ValueError("RAPL reads this machine's counters; it takes no resource")
+        return cls(
+            interval_s=float(settings.get("interval_s", 0.1)),
+            root=settings.get("root", DEFAULT_POWERCAP_ROOT),
+            include_psys=bool(settings.get("include_psys", False)),
+        )
 
     def _make_info(self) -> SourceInfo:
         domains = self._counters.domains if self._counters else ()
@@ -345,7 +369,7 @@ class RaplPowerSource:
         if dt > 0:
             watts = self.counters.total_joules(self._last, snap) / dt
             with self._lock:
-                self._t.append((self._last.t + snap.t) / 2.0)
+                self._t.append(self._last.t)
                 self._w.append(watts)
         self._last = snap
         return True

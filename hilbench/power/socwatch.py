@@ -38,14 +38,22 @@ import re
 import shutil
 import signal
 import subprocess
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from hilbench import clock
-from hilbench.power.source import Health, PowerSourceError, SampleBatch, SourceInfo
+from hilbench.power.source import (
+    Health,
+    PowerSourceError,
+    SampleBatch,
+    SourceInfo,
+    check_settings,
+)
 
 _TIME_UNITS_S = {
     "usec": 1e-6,
@@ -347,14 +355,15 @@ def parse_summary_csv(path: str | Path) -> SocWatchSummary:
 
 
 def domain_timelines(trace: SocWatchTrace, collection_start: float) -> dict[str, SampleBatch]:
-    """Each domain's samples at interval midpoints, shifted onto the orchestrator clock.
+    """Each domain's samples at their interval starts (each covers ``[t, t + interval]``, like
+    a meter reading), shifted onto the orchestrator clock.
 
     ``collection_start`` is the orchestrator-clock time at which SoC Watch started collecting
     (time zero of the file).
     """
     return {
         domain: SampleBatch(
-            collection_start + (s.t_start_s + s.t_end_s) / 2.0, np.array(s.watts, dtype=float)
+            collection_start + s.t_start_s, np.array(s.watts, dtype=float)
         )
         for domain, s in trace.series.items()
     }
@@ -397,7 +406,7 @@ def to_timeline(
     watts = np.array(grid.watts, dtype=float)
     for domain in chosen[1:]:
         watts += _mean_power_over(trace.series[domain], grid.t_start_s, grid.t_end_s)
-    return SampleBatch(collection_start + (grid.t_start_s + grid.t_end_s) / 2.0, watts)
+    return SampleBatch(collection_start + grid.t_start_s, watts)
 
 
 # --- running socwatch -------------------------------------------------------------------------
@@ -534,11 +543,34 @@ class SocWatchPowerSource:
         self._collection_start: float | None = None
         self.trace: SocWatchTrace | None = None
 
+    @classmethod
+    def from_config(
+        cls, resource: str | None, settings: Mapping[str, Any], *, visa_library: str = ""
+    ) -> SocWatchPowerSource:
+        """Build from a campaign's ``[[instruments]]`` entry (``driver = "socwatch"``); SoC
+        Watch runs on the orchestrator's machine, one collection per measured phase."""
+        check_settings(
+            "SoC Watch", settings,
+            {"output_dir", "interval_ms", "domains", "executable", "max_window_s"},
+        )
+        if resource is not None:
+            raise ValueError("SoC Watch runs on this machine; it takes no resource")
+        output_dir = settings.get("output_dir") or tempfile.mkdtemp(prefix="hilbench-socwatch-")
+        run = SocWatchRun(
+            output_dir=Path(output_dir),
+            duration_s=float(settings.get("max_window_s", 3600.0)),  # stopped early by stop()
+            interval_ms=settings.get("interval_ms"),
+            executable=str(settings.get("executable", "socwatch")),
+        )
+        return cls(run, domains=settings.get("domains"))
+
     def configure(self) -> None:
         self.run.resolve_executable()
 
     def arm(self) -> None:
         self.run.resolve_executable()
+        if self.run.launched_at is not None:  # one collection per phase: start a fresh one
+            self.run = replace(self.run)
 
     def start(self) -> None:
         self._health = Health()

@@ -7,8 +7,9 @@ drains the samples gathered so far, already mapped onto the orchestrator timelin
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -58,6 +59,14 @@ class Health:
 
 class PowerSourceError(RuntimeError):
     """An instrument or counter could not deliver trustworthy samples; the message says why."""
+
+
+def check_settings(what: str, settings: Mapping[str, Any], known: set[str]) -> None:
+    """Refuse unknown keys in an instrument's settings table, naming them (a typo must not
+    silently fall back to a default)."""
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise ValueError(f"unknown {what} setting(s) {unknown} (known: {sorted(known)})")
 
 
 @runtime_checkable

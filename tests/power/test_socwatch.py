@@ -67,10 +67,11 @@ def test_samples_land_on_the_orchestrator_timeline() -> None:
     trace = parse_trace_csv(DATA / "socwatch_power_trace.csv")
     start = 5000.0  # orchestrator clock when collection began
     per_domain = domain_timelines(trace, start)
-    np.testing.assert_allclose(per_domain["dram-0"].t, [5000.25, 5000.75])
+    np.testing.assert_allclose(per_domain["dram-0"].t, [5000.0, 5000.5])
 
     total = to_timeline(trace, start)
-    np.testing.assert_allclose(total.t, [5000.125, 5000.375, 5000.625, 5000.875])
+    # Each sample is stamped at the start of its interval, like a meter reading.
+    np.testing.assert_allclose(total.t, [5000.0, 5000.25, 5000.5, 5000.75])
     # DRAM's 0.5 s samples are spread over the package's 0.25 s grid without changing energy.
     np.testing.assert_allclose(total.values, [15.0, 55.0, 55.3, 45.3])
     energy = float(np.sum(total.values * 0.25))
@@ -213,7 +214,7 @@ def test_power_source_stops_collection_and_maps_samples(
         time.sleep(0.01)
     batch = source.stop()  # SIGINT, as Ctrl-C, makes the stand-in write its files
     assert source.run.launched_at is not None
-    np.testing.assert_allclose(batch.t - source.run.launched_at, [0.125, 0.375, 0.625, 0.875])
+    np.testing.assert_allclose(batch.t - source.run.launched_at, [0.0, 0.25, 0.5, 0.75])
     np.testing.assert_allclose(batch.values, [15.0, 55.0, 55.3, 45.3])
     assert source.info.domains == ("package-0", "dram-0")
     assert source.info.time_resolution_s == pytest.approx(0.25)

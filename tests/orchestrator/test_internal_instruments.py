@@ -1,0 +1,75 @@
+"""RAPL and SoC Watch as campaign instruments: power sources on the orchestrator's timeline."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from hilbench.orchestrator.campaign import parse_campaign
+from hilbench.orchestrator.instruments import InstrumentFault
+from hilbench.orchestrator.runner import CampaignRunner
+from hilbench.store import Store
+from tests.power.conftest import FakePowercap
+
+
+def campaign(instrument: dict) -> object:
+    return parse_campaign({
+        "agents": [{"id": "cpu0", "driver": "cpu", "spawn": True}],
+        "qubo": [{"nodes": [10], "densities": [0.1], "seeds": [0], "solvers": ["tabu"],
+                  "timeouts_s": [0.5]}],
+        "instruments": [{"id": "pkg", "measures": "cpu0", **instrument}],
+    }, "internal.toml")
+
+
+def test_rapl_instrument_gives_the_power_its_counters_count(tmp_path):
+    fake = FakePowercap(tmp_path / "sys")
+    fake.add_zone("intel-rapl:0", "package-0", 0)
+    fake.add_zone("intel-rapl:0:2", "dram", 0)
+    stop = threading.Event()
+    t0 = time.monotonic()
+
+    def count(zone: str, uj: float) -> None:  # atomic, like a read of a live sysfs counter
+        path = fake.energy_path(zone).resolve()
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(f"{int(uj)}\n")
+        os.replace(tmp, path)
+
+    def feed() -> None:  # 30 W package + 3 W DRAM, all the time
+        while not stop.is_set():
+            dt = time.monotonic() - t0
+            count("intel-rapl:0", 30e6 * dt)
+            count("intel-rapl:0:2", 3e6 * dt)
+            time.sleep(0.001)
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    try:
+        spec = campaign({"driver": "rapl",
+                         "settings": {"root": str(fake.root), "interval_s": 0.02}})
+        outcome = CampaignRunner(spec, tmp_path / "r.sqlite").run()
+    finally:
+        stop.set()
+        feeder.join()
+    assert outcome.completed == 1
+    with Store(tmp_path / "r.sqlite") as store:
+        run = store.runs()[0]
+        power = {m["name"]: m for m in store.metrics(run["uid"])}["avg_power_w"]
+        assert power["meta"]["source"] == "pkg"
+        assert power["value"] == pytest.approx(33.0, rel=0.05)
+        assert store.sample_sources(run["uid"])[0]["source"] == "pkg"
+
+
+def test_socwatch_instrument_without_the_tool_is_a_clear_error(tmp_path):
+    spec = campaign({"driver": "socwatch",
+                     "settings": {"executable": "socwatch-not-installed-here"}})
+    with pytest.raises(InstrumentFault, match="socwatch-not-installed-here.*not found on PATH"):
+        CampaignRunner(spec, tmp_path / "s.sqlite").run()
+
+
+def test_unknown_instrument_settings_are_refused_by_name(tmp_path):
+    spec = campaign({"driver": "rapl", "settings": {"intervall_s": 0.1}})
+    with pytest.raises(InstrumentFault, match="intervall_s"):
+        CampaignRunner(spec, tmp_path / "u.sqlite").run()
