@@ -65,7 +65,7 @@ def test_rapl_instrument_gives_the_power_its_counters_count(tmp_path):
 def test_socwatch_instrument_without_the_tool_is_a_clear_error(tmp_path):
     spec = campaign({"driver": "socwatch",
                      "settings": {"executable": "socwatch-not-installed-here"}})
-    with pytest.raises(InstrumentFault, match="socwatch-not-installed-here.*not found on PATH"):
+    with pytest.raises(InstrumentFault, match=r"socwatch-not-installed-here.*not found on PATH"):
         CampaignRunner(spec, tmp_path / "s.sqlite").run()
 
 
