@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 
@@ -86,18 +85,12 @@ def test_power_from_rapl_counters_matches_what_they_counted(tmp_path):
     stop_feed = threading.Event()
     t0 = time.monotonic()
 
-    def count(zone: str, uj: float) -> None:  # atomic, like a sysfs read of a live counter
-        path = fake.energy_path(zone).resolve()
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(f"{int(uj)}\n")
-        os.replace(tmp, path)
-
     def feed() -> None:  # the "hardware": 20 W package, 2 W DRAM, 15 W core (nested, not summed)
         while not stop_feed.is_set():
             dt = time.monotonic() - t0
-            count("intel-rapl:0", 20e6 * dt)
-            count("intel-rapl:0:2", 2e6 * dt)
-            count("intel-rapl:0:0", 15e6 * dt)
+            fake.set_energy("intel-rapl:0", int(20e6 * dt))
+            fake.set_energy("intel-rapl:0:2", int(2e6 * dt))
+            fake.set_energy("intel-rapl:0:0", int(15e6 * dt))
             time.sleep(0.0005)
 
     feeder = threading.Thread(target=feed)
