@@ -29,15 +29,7 @@ class SpawnedProcess:
     name: str
     process: subprocess.Popen
     address: str  # what it announced: an endpoint or host:port
-    log_path: str
-
-    def log_tail(self, lines: int = 20) -> str:
-        """The end of the process's stderr log, for error messages."""
-        try:
-            with open(self.log_path, encoding="utf-8", errors="replace") as fh:
-                return "".join(fh.readlines()[-lines:]).strip()
-        except OSError:
-            return ""
+    log_path: str  # its stderr, kept for the user to read after a failure
 
     def stop(self, timeout_s: float = 5.0) -> None:
         if self.process.poll() is None:
