@@ -146,7 +146,10 @@ class CpuDriver:
         # The timed region on this agent's clock; the orchestrator maps it onto its timeline.
         result["t_start"] = t_start
         result["t_end"] = t_end
-        return DriverResult(result)
+        result["actual_s"] = t_end - t_start
+        # Contract: the best state travels as the one payload; the orchestrator re-scores it.
+        state = np.ascontiguousarray(result.pop("state"), dtype=np.uint8)
+        return DriverResult(result, [state])
 
     def _run_asc(self, params: dict[str, Any], stop: threading.Event) -> DriverResult:
         if params.get("mode") != "repeat":

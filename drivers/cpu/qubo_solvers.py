@@ -176,10 +176,10 @@ def solve_fixed_timeout(
     t_end = time.perf_counter()
     return {
         "cost": cost,
-        "solution_size": int(best.sum()),
+        "state": best,
+        "set_size": int(best.sum()),
         "reads": len(result),
-        "requested_timeout_s": timeout_s,
-        "run_s": t_end - t_start,
+        "requested_s": timeout_s,
         "solver_s": t_solved - t_start,
         "cost_check_s": t_end - t_solved,
         "setup_s": loaded.setup_s[solver],
@@ -201,13 +201,15 @@ def solve_to_target(
 ) -> dict[str, Any]:
     """Time to solution: run short solver calls until each gap threshold is reached.
 
-    Returns, per threshold, the latency from the first call (set-up included, since every call
-    pays it) and the cost reached, or ``None`` where ``max_time_s`` ran out first.
+    Returns ``reached``: for each threshold met, the time since the first call (set-up
+    included, since every call pays it) and the cost then; thresholds not met before
+    ``max_time_s`` are absent. ``state`` is the best state found.
     """
     _, samplers = _samplers()
     pending = sorted({float(g) for g in gaps}, reverse=True)
-    reached: dict[str, dict[str, Any] | None] = {f"{g:g}": None for g in pending}
+    reached: list[dict[str, Any]] = []
     best_cost: int | None = None
+    best_state: np.ndarray | None = None
     calls = 0
     step_ms = 1
     t_start = time.perf_counter()
@@ -227,22 +229,25 @@ def solve_to_target(
         else:
             raise DriverError(f"unknown solver {solver!r}", "bad_arguments")
         calls += 1
-        cost, _ = _best(loaded, result)
+        cost, state = _best(loaded, result)
         if best_cost is None or cost < best_cost:
-            best_cost = cost
+            best_cost, best_state = cost, state
         t = time.perf_counter() - t_start
         gap = bks_gap(best_cost, target)
         while pending and gap <= pending[0]:
             g = pending.pop(0)
-            reached[f"{g:g}"] = {"latency_s": t, "cost": best_cost, "gap": gap}
+            reached.append({"gap": g, "t_s": t, "cost": best_cost})
             if on_progress is not None:
                 on_progress(g, t)
+    if best_state is None:  # stopped before the first call: the empty set is all there is
+        best_state, best_cost = np.zeros(loaded.nodes, dtype=np.int8), 0
     return {
         "target": target,
-        "best_cost": best_cost,
+        "cost": best_cost,
+        "state": best_state,
+        "set_size": int(best_state.sum()),
         "calls": calls,
-        "run_s": time.perf_counter() - t_start,
-        "max_time_s": max_time_s,
+        "requested_s": max_time_s,
         "reached": reached,
         "setup_s": loaded.setup_s[solver],
         "stopped_early": stop.is_set(),

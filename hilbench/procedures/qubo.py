@@ -14,7 +14,7 @@ from typing import Any
 
 from hilbench.documents import Event, Metric
 from hilbench.orchestrator.campaign import Campaign
-from hilbench.orchestrator.client import AgentClient
+from hilbench.orchestrator.client import AgentClient, AgentError
 from hilbench.orchestrator.instruments import (
     Instrument,
     aperture_s,
@@ -23,7 +23,16 @@ from hilbench.orchestrator.instruments import (
 )
 from hilbench.orchestrator.phases import Phase, RunContext
 from hilbench.power.metrics import PhaseWindow, phase_power
-from hilbench.workloads.qubo import Target, bks_gap, find_target, generate_qubo
+from hilbench.workloads.qubo import SparseQubo, Target, bks_gap, find_target, generate_qubo
+from hilbench.workloads.qubo.check import (
+    SolutionError,
+    StateCheck,
+    check_state,
+    is_overrun,
+    overrun_tolerance_s,
+    state_vector,
+    verify_claim,
+)
 
 # Generous reply deadline on top of the solver's own time (set-up, cost check, transport).
 REPLY_MARGIN_S = 120.0
@@ -121,10 +130,12 @@ def run_unit(
     target: Target,
     instruments: Sequence[Instrument] = (),
 ) -> None:
-    """Load, then solve; emit the solver's result as an event and the metrics derived from it.
+    """Load, then solve; check the returned state here; emit the result and derived metrics.
 
-    Instruments that measure the agent's device acquire through the solve phase; the average
-    power is taken over the device's own timed region, mapped onto the orchestrator timeline.
+    Instruments that measure the agent's device acquire through the solve phase; power is taken
+    over the device's own timed region (and, for time to solution, up to each reach time),
+    mapped onto the orchestrator timeline. A reply whose claimed cost disagrees with the cost of
+    the state it returned fails the run: the solver's own cost check is part of what is tested.
     """
     matrix = generate_qubo(unit.nodes, unit.density, unit.seed)
     with ctx.phase("load", [client]) as phase:
@@ -135,7 +146,12 @@ def run_unit(
             timeout_s=REPLY_MARGIN_S,
         )
         ctx.emit(Event(ctx.run_uid, phase.uid, "loaded", ctx.now(), reply.body))
-    body: dict[str, Any] = {"mode": unit.scenario, "solver": unit.solver, "seed": unit.seed}
+    body: dict[str, Any] = {
+        "workload": "qubo",
+        "mode": unit.scenario,
+        "solver": unit.solver,
+        "seed": unit.seed,
+    }
     if unit.scenario == "fixed_timeout":
         assert unit.timeout_s is not None
         body["timeout_s"] = unit.timeout_s
@@ -149,35 +165,54 @@ def run_unit(
         )
         result = reply.body
         ctx.emit(Event(ctx.run_uid, phase.uid, "solve_result", ctx.now(), result))
-    power = _run_power(phase, client.name, result, instruments)
-    _emit_metrics(ctx, unit, result, target, power)
+        try:
+            state = state_vector(reply.arrays, unit.nodes)
+            check = check_state(SparseQubo.from_matrix(matrix), state)
+            verify_claim(check, result.get("cost"))
+        except SolutionError as exc:
+            ctx.emit(
+                Event(ctx.run_uid, phase.uid, "solution_check", ctx.now(), {"error": str(exc)})
+            )
+            raise AgentError(client.name, "bad_solution", str(exc)) from exc
+        ctx.emit(Event(ctx.run_uid, phase.uid, "solution_check", ctx.now(), check.to_dict()))
+    power = _window_power(phase, client.name, result, None, instruments)
+    _emit_metrics(ctx, unit, result, check, target, power)
+    if unit.scenario == "time_to_solution":
+        _emit_time_to_solution(ctx, phase, client.name, unit, result, check, target, instruments)
 
 
-def _run_power(
-    phase: Phase, agent: str, result: dict[str, Any], instruments: Sequence[Instrument]
+def _window_power(
+    phase: Phase,
+    agent: str,
+    result: dict[str, Any],
+    until_s: float | None,
+    instruments: Sequence[Instrument],
 ) -> dict[str, Any]:
-    """Average power over the timed region: from an external instrument when one measures the
-    device, else from the agent's internal reading (RAPL); never a made-up number."""
+    """Average power from the start of solving to ``until_s`` after it (default: the end of
+    the timed region): from an external instrument when one measures the device, else from the
+    agent's internal reading (RAPL, whole region only); never a made-up number."""
     internal = result.get("power", {})
     if not instruments:
-        if internal.get("measured"):
+        if internal.get("measured") and until_s is None:
             return {
                 "value": internal.get("avg_power_w"),
                 "uncertainty": None,
                 "meta": {"source": internal.get("source"), "domains": internal.get("domains")},
             }
+        reason = internal.get("reason", "no power source")
+        if internal.get("measured"):
+            reason = "the internal reading covers the whole run, not the time to each gap"
         return {
             "value": None,
             "uncertainty": None,
-            "meta": {
-                "source": internal.get("source"),
-                "reason": internal.get("reason", "no power source"),
-            },
+            "meta": {"source": internal.get("source"), "reason": reason},
         }
     inst = instruments[0]
     offset = phase.offsets[agent]
-    start = phase.to_orchestrator_time(agent, float(result["t_start"]))
-    end = phase.to_orchestrator_time(agent, float(result["t_end"]))
+    t_start = float(result["t_start"])
+    t_end = float(result["t_end"]) if until_s is None else t_start + until_s
+    start = phase.to_orchestrator_time(agent, t_start)
+    end = phase.to_orchestrator_time(agent, t_end)
     batch = phase.samples.get(inst.spec.id)
     meta: dict[str, Any] = {
         "source": inst.spec.id,
@@ -205,17 +240,35 @@ def _emit_metrics(
     ctx: RunContext,
     unit: QuboUnit,
     result: dict[str, Any],
+    check: StateCheck,
     target: Target,
     power: dict[str, Any],
 ) -> None:
     run = ctx.run_uid
-    run_s = float(result["run_s"])
+    requested_s = float(result["requested_s"])
+    actual_s = float(result["actual_s"])
     avg_w, avg_u, power_meta = power["value"], power["uncertainty"], power["meta"]
-    ctx.emit(Metric(run, "run_time_s", run_s, "s"))
+    ctx.emit(Metric(run, "requested_s", requested_s, "s"))
+    ctx.emit(Metric(run, "actual_s", actual_s, "s"))
+    overrun = is_overrun(requested_s, actual_s)
+    ctx.emit(
+        Metric(
+            run,
+            "overrun",
+            float(overrun),
+            "",
+            meta={
+                "requested_s": requested_s,
+                "actual_s": actual_s,
+                "tolerance_s": overrun_tolerance_s(requested_s),
+                "rule": "actual > requested + max(5 % of requested, 0.5 ms)",
+            },
+        )
+    )
     ctx.emit(Metric(run, "setup_s", float(result.get("setup_s", 0.0)), "s"))
     ctx.emit(Metric(run, "avg_power_w", avg_w, "W", avg_u, meta=power_meta))
-    energy = avg_w * run_s if avg_w is not None else None
-    energy_u = avg_u * run_s if avg_u is not None else None
+    energy = avg_w * actual_s if avg_w is not None else None
+    energy_u = avg_u * actual_s if avg_u is not None else None
     ctx.emit(
         Metric(
             run,
@@ -223,7 +276,7 @@ def _emit_metrics(
             energy,
             "J",
             energy_u,
-            meta={**power_meta, "method": "average power × run time"},
+            meta={**power_meta, "method": "average power × actual solving time"},
         )
     )
     internal = result.get("power", {})
@@ -237,25 +290,82 @@ def _emit_metrics(
                 meta={"source": internal.get("source")},
             )
         )
+    check_meta = check.to_dict()
+    ctx.emit(Metric(run, "feasible", float(check.feasible), "", meta=check_meta))
+    ctx.emit(Metric(run, "set_size", float(check.set_size), ""))
+    ctx.emit(Metric(run, "violated_edges", float(check.violated_edges), ""))
+    ctx.emit(Metric(run, "cost", float(check.cost), "", meta=check_meta))
+    gap_meta: dict[str, Any] = {"target": target.cost, "target_source": target.source}
+    if check.feasible:
+        gap: float | None = bks_gap(check.cost, target.cost)
+    else:  # an infeasible state has no gap: it must never be averaged with feasible ones
+        gap = None
+        gap_meta.update(status="infeasible", reason=f"{check.violated_edges} violated edges")
+    ctx.emit(Metric(run, "bks_gap", gap, "", meta=gap_meta))
     if unit.scenario == "fixed_timeout":
-        cost = int(result["cost"])
-        ctx.emit(Metric(run, "cost", float(cost), ""))
-        gap_meta = {"target": target.cost, "target_source": target.source}
-        ctx.emit(Metric(run, "bks_gap", bks_gap(cost, target.cost), "", meta=gap_meta))
-        ctx.emit(Metric(run, "requested_timeout_s", float(result["requested_timeout_s"]), "s"))
         ctx.emit(Metric(run, "cost_check_s", float(result.get("cost_check_s", 0.0)), "s"))
-        return
-    for gap, hit in result.get("reached", {}).items():
-        latency = hit["latency_s"] if hit else None
-        meta = {"target": target.cost, "target_source": target.source, "gap": float(gap)}
-        ctx.emit(Metric(run, f"tts_s@{gap}", latency, "s", meta=meta))
-        tts_energy = avg_w * latency if (avg_w is not None and latency is not None) else None
+
+
+def reached_times(result: dict[str, Any], gaps: Sequence[float]) -> dict[float, float]:
+    """The reply's ``reached`` list as {gap: seconds since t_start}, checked for sense."""
+    wanted = {float(g) for g in gaps}
+    times: dict[float, float] = {}
+    for entry in result.get("reached") or []:
+        gap, t_s = float(entry["gap"]), float(entry["t_s"])
+        if gap not in wanted:
+            raise SolutionError(f"reached lists gap {gap:g}, which was not asked for")
+        if not 0 <= t_s <= float(result["actual_s"]) * 1.001 + 1e-6:
+            raise SolutionError(f"gap {gap:g} reached at {t_s} s, outside the solving time")
+        times[gap] = t_s
+    return times
+
+
+def _emit_time_to_solution(
+    ctx: RunContext,
+    phase: Phase,
+    agent: str,
+    unit: QuboUnit,
+    result: dict[str, Any],
+    check: StateCheck,
+    target: Target,
+    instruments: Sequence[Instrument],
+) -> None:
+    """Latency and energy to each gap; the energy is integrated from the instrument's samples
+    between the start of solving and the moment the solver reported reaching that gap."""
+    run = ctx.run_uid
+    try:
+        times = reached_times(result, unit.gaps)
+        best_gap = bks_gap(check.cost, target.cost)
+        for gap in times:
+            if not check.feasible or best_gap > gap + 1e-12:
+                raise SolutionError(
+                    f"the agent says it reached gap {gap:g}, but its returned state "
+                    f"({check.status}, cost {check.cost}) is at gap {best_gap:.4g}"
+                )
+    except (SolutionError, KeyError, TypeError, ValueError) as exc:
+        raise AgentError(agent, "bad_solution", str(exc)) from exc
+    for gap in sorted({float(g) for g in unit.gaps}, reverse=True):
+        meta: dict[str, Any] = {"target": target.cost, "target_source": target.source, "gap": gap}
+        latency = times.get(gap)
+        ctx.emit(Metric(run, f"tts_s@{gap:g}", latency, "s", meta=meta))
+        if latency is None:
+            ctx.emit(Metric(run, f"tts_energy_j@{gap:g}", None, "J",
+                            meta={**meta, "reason": "gap not reached"}))
+            continue
+        power = _window_power(phase, agent, result, latency, instruments)
+        avg_w, avg_u = power["value"], power["uncertainty"]
         ctx.emit(
             Metric(
                 run,
-                f"tts_energy_j@{gap}",
-                tts_energy,
+                f"tts_energy_j@{gap:g}",
+                avg_w * latency if avg_w is not None else None,
                 "J",
-                meta={**meta, "method": "average run power × latency", **power_meta},
+                avg_u * latency if avg_u is not None else None,
+                meta={
+                    **meta,
+                    **power["meta"],
+                    "method": "instrument samples integrated from the start of solving to "
+                    "the reported reach time (mean power × time)",
+                },
             )
         )

@@ -1,4 +1,6 @@
-"""The QUBO summary: BKS-gap and power per size × timeout × solver, from stored runs only."""
+"""The QUBO summary from stored runs only: per size × timeout × solver, the feasible fraction,
+the BKS-gap over feasible answers (infeasible ones are counted, never averaged), actual against
+requested time with overruns flagged, power and energy."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 
@@ -19,16 +22,29 @@ class GapRow:
     timeout_s: float
     solver: str
     runs: int
-    mean_gap: float
-    worst_gap: float
-    mean_run_time_s: float
+    feasible: int  # runs whose state is an independent set
+    mean_gap: float | None  # over feasible runs only; None when there is none
+    worst_gap: float | None
+    mean_actual_s: float
+    max_actual_over_requested: float
+    overruns: int  # runs flagged: actual > requested + max(5 %, 0.5 ms)
     mean_power_w: float | None  # None: power was not measured (see power_note)
+    mean_energy_j: float | None
     power_note: str
+
+    @property
+    def feasible_fraction(self) -> float:
+        return self.feasible / self.runs if self.runs else 0.0
+
+
+def _mean_or_none(values: list[float | None], runs: int) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.fmean(known) if known and len(known) == runs else None
 
 
 def gap_rows(store_path: Path, campaign_uid: str) -> list[GapRow]:
-    """Mean BKS-gap over seeds and repetitions for each (nodes, density, timeout, solver)."""
-    groups: dict[tuple, list[dict[str, float | None]]] = defaultdict(list)
+    """One row per (nodes, density, timeout, solver) of the campaign's fixed-timeout runs."""
+    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     notes: dict[tuple, str] = {}
     with Store(store_path) as store:
         for run in store.runs(campaign_uid):
@@ -44,8 +60,9 @@ def gap_rows(store_path: Path, campaign_uid: str) -> list[GapRow]:
     rows = []
     for key in sorted(groups):
         runs = groups[key]
-        gaps = [r["bks_gap"] for r in runs if r.get("bks_gap") is not None]
-        powers = [r["avg_power_w"] for r in runs if r.get("avg_power_w") is not None]
+        feasible = [r for r in runs if r.get("feasible") == 1.0]
+        gaps = [r["bks_gap"] for r in feasible if r.get("bks_gap") is not None]
+        ratios = [r["actual_s"] / r["requested_s"] for r in runs]
         rows.append(
             GapRow(
                 nodes=key[0],
@@ -53,14 +70,22 @@ def gap_rows(store_path: Path, campaign_uid: str) -> list[GapRow]:
                 timeout_s=key[2],
                 solver=key[3],
                 runs=len(runs),
-                mean_gap=statistics.fmean(gaps),
-                worst_gap=max(gaps),
-                mean_run_time_s=statistics.fmean(r["run_time_s"] for r in runs),
-                mean_power_w=statistics.fmean(powers) if len(powers) == len(runs) else None,
+                feasible=len(feasible),
+                mean_gap=statistics.fmean(gaps) if gaps else None,
+                worst_gap=max(gaps) if gaps else None,
+                mean_actual_s=statistics.fmean(r["actual_s"] for r in runs),
+                max_actual_over_requested=max(ratios),
+                overruns=sum(1 for r in runs if r.get("overrun") == 1.0),
+                mean_power_w=_mean_or_none([r.get("avg_power_w") for r in runs], len(runs)),
+                mean_energy_j=_mean_or_none([r.get("energy_j") for r in runs], len(runs)),
                 power_note=notes.get(key, ""),
             )
         )
     return rows
+
+
+def _fmt(value: float | None, spec: str, missing: str = "n/m") -> str:
+    return missing if value is None else format(value, spec)
 
 
 def gap_table(rows: list[GapRow], title: str) -> Table:
@@ -71,23 +96,31 @@ def gap_table(rows: list[GapRow], title: str) -> Table:
         "timeout s",
         "solver",
         "runs",
+        "feasible",
         "gap mean",
         "gap max",
-        "time s",
+        "actual s",
+        "overrun",
         "power W",
+        "energy J",
     ):
         table.add_column(col, justify="left" if col == "solver" else "right", no_wrap=True)
     for r in rows:
-        power = f"{r.mean_power_w:.2f}" if r.mean_power_w is not None else "n/m"
+        overrun = (
+            f"{r.overruns}/{r.runs} ×{r.max_actual_over_requested:.2g}" if r.overruns else "-"
+        )
         table.add_row(
             str(r.nodes),
             f"{r.density:g}",
             f"{r.timeout_s:g}",
             r.solver,
             str(r.runs),
-            f"{r.mean_gap:.4f}",
-            f"{r.worst_gap:.4f}",
-            f"{r.mean_run_time_s:.4f}",
-            power,
+            f"{r.feasible}/{r.runs}",
+            _fmt(r.mean_gap, ".4f", "infeasible"),
+            _fmt(r.worst_gap, ".4f", "-"),
+            f"{r.mean_actual_s:.4f}",
+            overrun,
+            _fmt(r.mean_power_w, ".2f"),
+            _fmt(r.mean_energy_j, ".3g"),
         )
     return table

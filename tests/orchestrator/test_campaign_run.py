@@ -59,15 +59,18 @@ def test_campaign_runs_every_unit_through_a_real_agent(tmp_path):
             metrics = {m["name"]: m for m in store.metrics(run["uid"])}
             # n=10 and 25 at 10 % density are easy: the exact optimum is always found.
             assert metrics["bks_gap"]["value"] == 0
-            assert metrics["requested_timeout_s"]["value"] == 0.01
-            assert metrics["run_time_s"]["value"] > 0
+            assert metrics["requested_s"]["value"] == 0.01
+            assert metrics["actual_s"]["value"] > 0
+            assert metrics["feasible"]["value"] == 1.0
+            assert metrics["overrun"]["meta"]["tolerance_s"] == 0.5e-3
             # No RAPL here: power is absent with a reason, never a number.
             assert metrics["avg_power_w"]["value"] is None
             assert "powercap" in metrics["avg_power_w"]["meta"]["reason"]
             phases = store.phases(run["uid"])
             assert [p["name"] for p in phases] == ["load", "solve"]
             assert all("cpu0" in p["clock_offsets"] for p in phases)
-    assert "gap mean" in proc.stdout and "4 run(s) completed" in proc.stdout
+    assert "gap mean" in proc.stdout and "feasible" in proc.stdout
+    assert "4 run(s) completed" in proc.stdout
 
 
 def test_killing_the_agent_names_agent_and_run_and_keeps_completed_runs(tmp_path):

@@ -45,4 +45,4 @@ def test_avg_power_is_recomputed_from_stored_samples_and_device_times(tmp_path):
             assert power["value"] == pytest.approx(again.mean_w, rel=1e-12)
             assert power["value"] == pytest.approx(SIMULATED_CPU.watts("solving"), rel=0.005)
             energy = metrics["energy_j"]["value"]
-            assert energy == pytest.approx(power["value"] * metrics["run_time_s"]["value"])
+            assert energy == pytest.approx(power["value"] * metrics["actual_s"]["value"])

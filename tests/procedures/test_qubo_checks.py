@@ -1,0 +1,148 @@
+"""The orchestrator checks every QUBO answer itself: a wrong claimed cost fails the run, an
+infeasible state is recorded as such and never averaged into a gap, an overrun is flagged.
+
+A real agent runtime on a loopback ZeroMQ socket hosts the real cpu driver behind a wrapper that
+tampers with its reply the way a faulty solver would.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+
+from hilbench.agent.driver import DriverResult
+from hilbench.agent.runtime import AgentRuntime
+from hilbench.orchestrator.campaign import parse_campaign
+from hilbench.orchestrator.runner import CampaignRunner
+from hilbench.report.qubo_table import gap_rows
+from hilbench.store import Store
+from hilbench.workloads.qubo import SparseQubo, edges_in_graph
+from hilbench_drivers.cpu import CpuDriver
+
+
+class TamperingDriver:
+    """The cpu driver, with its replies altered according to ``fault``."""
+
+    name: ClassVar[str] = "tampering"
+
+    def __init__(self, fault: str, rapl_root: str) -> None:
+        self.fault = fault
+        self.inner = CpuDriver(rapl_root=rapl_root)
+        self.matrix: np.ndarray | None = None
+
+    def capabilities(self) -> dict[str, Any]:
+        return self.inner.capabilities()
+
+    def configure(self, params: dict[str, Any]) -> DriverResult:
+        return self.inner.configure(params)
+
+    def load(self, params: dict[str, Any], arrays: list[np.ndarray]) -> DriverResult:
+        self.matrix = arrays[0]
+        return self.inner.load(params, arrays)
+
+    def run(self, params: dict[str, Any], stop: threading.Event) -> DriverResult:
+        reply = self.inner.run(params, stop)
+        body, state = dict(reply.body), reply.arrays[0]
+        if self.fault == "wrong_cost":
+            body["cost"] -= 1  # claims one node more than its state holds
+        elif self.fault == "infeasible" and params["seed"] == 1:  # all nodes, honest cost
+            state = np.ones_like(state)
+            body["cost"] = SparseQubo.from_matrix(self.matrix).cost(state)
+        elif self.fault == "slow":  # the solver kept going 30 ms past the deadline
+            time.sleep(0.03)
+            body["actual_s"] += 0.03
+        return DriverResult(body, [state])
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+@pytest.fixture
+def tampering_agent(request, tmp_path):
+    runtime = AgentRuntime(
+        TamperingDriver(request.param, str(tmp_path / "no-powercap")),
+        "tamper",
+        bind="tcp://127.0.0.1:*",
+        heartbeat_s=0.1,
+        liveness=20,
+    )
+    thread = threading.Thread(target=runtime.serve, daemon=True)
+    thread.start()
+    assert runtime.wait_ready()
+    yield runtime.endpoint
+    runtime.request_shutdown()
+    thread.join(5)
+
+
+def run_campaign(tmp_path, address: str, seeds=(0, 1)) -> tuple[Store, Any]:
+    campaign = parse_campaign(
+        {
+            "agents": [{"id": "a", "driver": "tampering", "address": address}],
+            "qubo": [
+                {
+                    "agent": "a",
+                    "nodes": [25],
+                    "densities": [0.1],
+                    "seeds": list(seeds),
+                    "solvers": ["tabu"],
+                    "timeouts_s": [0.01],
+                }
+            ],
+        },
+        "checks.toml",
+    )
+    db = tmp_path / "r.sqlite"
+    outcome = CampaignRunner(campaign, db).run()
+    return db, outcome
+
+
+@pytest.mark.parametrize("tampering_agent", ["wrong_cost"], indirect=True)
+def test_a_wrong_claimed_cost_fails_the_run_and_names_both_costs(tmp_path, tampering_agent):
+    db, outcome = run_campaign(tmp_path, tampering_agent, seeds=(0,))
+    assert outcome.failed == 1 and outcome.completed == 0
+    with Store(db) as store:
+        [run] = store.runs()
+        assert run["status"] == "fail"
+        assert "bad_solution" in run["reason"] and "claimed cost" in run["reason"]
+        [check] = store.events(run["uid"], name="solution_check")
+        assert "but its returned state costs" in check["data"]["error"]
+        assert store.events(run["uid"], name="solve_result")  # the raw reply is kept
+
+
+@pytest.mark.parametrize("tampering_agent", ["infeasible"], indirect=True)
+def test_an_infeasible_state_has_its_own_status_and_no_gap(tmp_path, tampering_agent):
+    db, outcome = run_campaign(tmp_path, tampering_agent)
+    assert outcome.completed == 2
+    with Store(db) as store:
+        campaign_uid = store.campaigns()[0]["uid"]
+        metrics = {
+            run["params"]["seed"]: {m["name"]: m for m in store.metrics(run["uid"])}
+            for run in store.runs()
+        }
+    bad, good = metrics[1], metrics[0]
+    assert bad["feasible"]["value"] == 0.0 and bad["feasible"]["meta"]["status"] == "infeasible"
+    assert bad["violated_edges"]["value"] == edges_in_graph(25, 0.1)  # all nodes: every edge
+    assert bad["bks_gap"]["value"] is None and bad["bks_gap"]["meta"]["status"] == "infeasible"
+    assert good["feasible"]["value"] == 1.0 and good["bks_gap"]["value"] == 0.0
+    [row] = gap_rows(db, campaign_uid)
+    assert row.runs == 2 and row.feasible == 1 and row.feasible_fraction == 0.5
+    assert row.mean_gap == row.worst_gap == 0.0  # the infeasible run is not averaged in
+
+
+@pytest.mark.parametrize("tampering_agent", ["slow"], indirect=True)
+def test_an_overrun_is_flagged_in_the_run_and_the_table(tmp_path, tampering_agent):
+    db, outcome = run_campaign(tmp_path, tampering_agent, seeds=(0,))
+    assert outcome.completed == 1
+    with Store(db) as store:
+        campaign_uid = store.campaigns()[0]["uid"]
+        [run] = store.runs()
+        metrics = {m["name"]: m for m in store.metrics(run["uid"])}
+    assert metrics["overrun"]["value"] == 1.0
+    assert metrics["actual_s"]["value"] >= 0.04
+    assert metrics["requested_s"]["value"] == 0.01
+    [row] = gap_rows(db, campaign_uid)
+    assert row.overruns == 1 and row.max_actual_over_requested >= 4
