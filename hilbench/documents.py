@@ -33,6 +33,9 @@ class RunStart:
     t: float
     wall_time: float  # UTC seconds at ``t``
     hilbench_version: str
+    # True when a driver or instrument of the run is simulated; ``simulation`` says what is.
+    simulated: bool = False
+    simulation: str = ""
     kind: str = field(default="run_start", init=False)
 
 

@@ -62,6 +62,8 @@ class CpuDriver:
         rapl_root: str | Path = DEFAULT_POWERCAP_ROOT,
         num_sweeps: str | int = 1000,
         sim_meter: str | None = None,
+        asc_sample_capacity: str | int = 1,
+        asc_stream_capacity: str | int = 60,
     ) -> None:
         self.rapl_root = rapl_root
         self.num_sweeps = int(num_sweeps)
@@ -70,7 +72,7 @@ class CpuDriver:
         self._loaded: LoadedQubo | None = None
         self._workload: dict[str, Any] = {}
         self._rapl, self._rapl_reason = probe_rapl(rapl_root)
-        self._asc = AscDevice(self._sim_state)
+        self._asc = AscDevice(self._sim_state, asc_sample_capacity, asc_stream_capacity)
 
     @staticmethod
     def _link_simulated_meter(address: str) -> SimulatedDeviceLink:
@@ -81,6 +83,9 @@ class CpuDriver:
 
     def capabilities(self) -> dict[str, Any]:
         return {
+            # A real CPU runs the work; only the power reading of a simulated bench is not real,
+            # and that instrument says so itself.
+            "simulated": False,
             "workloads": ["qubo", "asc"],
             "qubo": {
                 "solvers": list(qubo_solvers.SOLVERS),

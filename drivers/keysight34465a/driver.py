@@ -18,6 +18,7 @@ errors during acquisition), which marks the run invalid.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import socket
 from collections.abc import Callable, Mapping
@@ -40,6 +41,7 @@ from .scpi import (
 )
 from .settings import Keysight34465ASettings
 
+SIMULATED_FIRMWARE = "hilbench-sim"  # the firmware field of the simulated meter's *IDN?
 SUPPORTED_MODELS = ("34465A", "34470A")  # the Truevolt models with SAMPle:SOURce TIMer
 QUES_SAMPLE_TIMING = 4
 QUES_MEMORY_OVERFLOW = 16384
@@ -125,6 +127,12 @@ class Keysight34465A:
                 f"{self.resource} identifies as {self.idn!r}, not a Keysight "
                 f"{' or '.join(SUPPORTED_MODELS)} (timed sampling needs one of those)"
             )
+        fields = [f.strip() for f in self.idn.split(",")]
+        if len(fields) >= 4 and fields[3] == SIMULATED_FIRMWARE:
+            # hilbench's simulated bench meter identifies itself by its firmware field.
+            self.info = dataclasses.replace(
+                self.info, simulated=True,
+                simulation=f"readings from hilbench's simulated 34465A at {self.resource}")
         self._send_checked("*RST")
         self._send_checked("*CLS")
         line_hz = float(self._query("SYST:LFR?"))

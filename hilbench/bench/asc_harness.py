@@ -2,11 +2,11 @@
 
 A cpu agent is spawned on loopback and the single-stream procedure runs over the ASC test split
 (the synthetic fixture unless ``--data`` names a data set), exactly as a campaign runs it: model
-and samples loaded first, then one ``run`` request per sample, the next only after the previous
-reply. Per sample, harness overhead = orchestrator round trip − device-reported (pre-processing
-+ inference) time: the request's encoding, transport, the agent's dispatch to its worker thread,
-and the reply's way back. Printed as median and p99 next to the device time; the last line is
-the summary.
+loaded first, then per sample an untimed ``load``, one ``run`` request and an ``unload``, the
+next only after the previous reply. Per sample, harness overhead = round trip of the ``run``
+request − device-reported (pre-processing + inference) time: the request's encoding, transport,
+the agent's dispatch to its worker thread, and the reply's way back. Printed as median and p99
+next to the device time; the last line is the summary.
 
 The model does not change what is measured (timing only), so by default it is the fixed,
 baseline-shaped int8 model of the reference vectors (random weights, no training needed);
@@ -24,13 +24,8 @@ import numpy as np
 from hilbench.orchestrator.campaign import AgentSpec
 from hilbench.orchestrator.client import AgentClient
 from hilbench.orchestrator.spawn import spawn_agent
-from hilbench.procedures.asc import (
-    SampleRecord,
-    ensure_fixture,
-    run_single_stream,
-    send_model,
-    send_samples,
-)
+from hilbench.procedures.asc import ensure_fixture
+from hilbench.procedures.asc_device import SampleRecord, run_single_stream, send_model
 
 
 def _us(values: np.ndarray) -> tuple[float, float]:
@@ -43,11 +38,10 @@ def _measure(slices: np.ndarray, model: object, passes: int, warmup: int) -> lis
     try:
         with AgentClient(agent.address, "asc-bench") as client:
             send_model(client, model)
-            send_samples(client, slices)
-            run_single_stream(client, min(warmup, len(slices)))  # untimed: caches, allocators
+            run_single_stream(client, slices[:warmup])  # untimed: caches, allocators
             records: list[SampleRecord] = []
             for _ in range(passes):
-                records.extend(run_single_stream(client, len(slices)))
+                records.extend(run_single_stream(client, slices))
             client.request("shutdown", timeout_s=5)
         return records
     finally:

@@ -28,6 +28,7 @@ CSV_COLUMNS = (
     "procedure",
     "status",
     "reason",
+    "simulated",
     "params",
     "metric",
     "value",
@@ -138,6 +139,7 @@ def _write_csv(runs: list[dict[str, Any]]) -> None:
             run["procedure"],
             run["status"],
             run["reason"],
+            run.get("simulation", "") if run.get("simulated") else "",
             json.dumps(run["params"], sort_keys=True, default=str),
         ]
         if not run["metrics"]:
@@ -192,6 +194,7 @@ def _print_detail(detail: dict[str, Any]) -> None:
     console.print(f"[bold]run {run['uid']}[/bold]  {_status_cell(run, with_reason=False)}")
     for label, value in (
         ("reason", run["reason"] or "—"),
+        ("simulated", (run.get("simulation") or "yes") if run.get("simulated") else "no"),
         ("procedure", run["procedure"]),
         ("campaign", run["campaign_uid"] or "—"),
         ("unit", run["unit_key"] or "—"),
@@ -266,6 +269,9 @@ def _status_cell(item: dict[str, Any], with_reason: bool = True) -> str:
     status = item["status"]
     style = STATUS_STYLE.get(status, "")
     text = f"[{style}]{status}[/{style}]" if style else _escape(status)
+    if item.get("simulated"):
+        # A simulated figure must not pass for a measured one: the word sits beside the status.
+        text += " [bold magenta]SIMULATED[/bold magenta]"
     if with_reason and item.get("reason"):
         text += f"\n{_escape(item['reason'])}"
     return text

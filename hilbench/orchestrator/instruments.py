@@ -64,6 +64,23 @@ class Instrument:
         return self.source.info
 
     @property
+    def simulated(self) -> bool:
+        """Readings from a power model (the simulated bench meter, or a source that says so)."""
+        return self.spec.simulate is not None or bool(getattr(self.info, "simulated", False))
+
+    @property
+    def simulation(self) -> str:
+        if self.spec.simulate is not None:
+            return (f"{self.info.name} readings from the simulated bench meter (power model "
+                    f"{self.spec.simulate})")
+        return str(getattr(self.info, "simulation", "") or "simulated readings")
+
+    @property
+    def description(self) -> str:
+        """The instrument's name as figures cite it; a simulated one says so."""
+        return f"{self.info.name} (simulated)" if self.simulated else self.info.name
+
+    @property
     def sim_address(self) -> str | None:
         """host:port that a simulated device reports its state to."""
         return self.meter.address if self.meter is not None else None

@@ -25,6 +25,7 @@ from hilbench.orchestrator.listener import AgentListener
 from hilbench.orchestrator.phases import RunContext
 from hilbench.orchestrator.spawn import SpawnedProcess, spawn_agent
 from hilbench.procedures import Unit, expand_all
+from hilbench.simulation import run_simulation
 from hilbench.store import Store, StoreWriter
 
 log = logging.getLogger(__name__)
@@ -179,6 +180,8 @@ class CampaignRunner:
             raise CampaignSetupError(f"cannot prepare {unit.key}: {exc}") from exc
         run_uid = new_uid()
         agents = {unit.agent: {**client.info, "address": client.address}}
+        instruments = self.instruments.measuring(unit.agent)
+        simulation = run_simulation(agents, instruments)
         stream.emit(
             RunStart(
                 run_uid,
@@ -190,11 +193,13 @@ class CampaignRunner:
                 now(),
                 time.time(),
                 __version__,
+                simulated=bool(simulation),
+                simulation=simulation,
             )
         )
         ctx = RunContext(stream, run_uid)
         try:
-            unit.run(ctx, client, self.instruments.measuring(unit.agent))
+            unit.run(ctx, client, instruments)
         except AgentLost as exc:
             reason = f"{exc} (host {socket.gethostname()}, run {run_uid}, unit {unit.key})"
             stream.emit(RunStop(run_uid, now(), "fail", reason))

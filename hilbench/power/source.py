@@ -26,6 +26,8 @@ class SourceInfo:
     accuracy_absolute: float = 0.0
     supply_voltage_v: float | None = None  # set when the unit is "A": watts = amps * volts
     domains: tuple[str, ...] = ()  # e.g. ("package-0", "dram-0") or ("total system",)
+    simulated: bool = False  # True: the readings come from a model, not a measurement
+    simulation: str = ""  # what is simulated, one line
 
 
 @dataclass

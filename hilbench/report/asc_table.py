@@ -20,6 +20,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from hilbench.simulation import mark
 from hilbench.store import Store
 
 STAGES = ("preprocessing", "inference")
@@ -47,6 +48,11 @@ class AscGroup:
     power: dict[int, list[dict[str, dict[str, Any]]]] = field(default_factory=dict)  # by stream
     params: dict[str, Any] = field(default_factory=dict)
     failed: list[str] = field(default_factory=list)
+    # What is simulated in the runs, keyed "single" or the stream length; absent: measured.
+    simulation: dict[str | int, str] = field(default_factory=dict)
+
+    def simulated(self, part: str | int) -> bool:
+        return part in self.simulation
 
 
 def asc_groups(store_path: Path, campaign_uid: str) -> list[AscGroup]:
@@ -64,11 +70,14 @@ def asc_groups(store_path: Path, campaign_uid: str) -> list[AscGroup]:
                 group.failed.append(f"{run['unit_key']}: {run['status']} {run['reason'] or ''}")
                 continue
             metrics = {m["name"]: m for m in store.metrics(run["uid"])}
+            part: str | int = "single"
             if run["procedure"] == "asc.single_stream":
                 group.single.append(metrics)
             elif run["procedure"] == "asc.power":
-                stream = int(params.get("stream_samples", 1))
-                group.power.setdefault(stream, []).append(metrics)
+                part = int(params.get("stream_samples", 1))
+                group.power.setdefault(part, []).append(metrics)
+            if run.get("simulated"):
+                group.simulation[part] = run.get("simulation") or "simulated"
     return list(groups.values())
 
 
@@ -132,14 +141,8 @@ def _prefix(value: float) -> tuple[float, str]:
 
 
 def _accuracy(group: AscGroup) -> Figure | None:
-    fig = combine(group.single, "accuracy")
-    if fig is None or fig.value is None:
-        return fig
-    errors = [(r["accuracy"].get("meta") or {}).get("std_error") for r in group.single]
-    if all(e is not None for e in errors):
-        se = math.sqrt(sum(e * e for e in errors)) / len(errors)
-        return Figure(fig.value, se, fig.unit, fig.runs, fig.spread)
-    return fig
+    """Accuracy with its clip-aware 95 % interval (half-width), as stored per run."""
+    return combine(group.single, "accuracy")
 
 
 def _stream_label(stream: int) -> str:
@@ -152,20 +155,23 @@ def asc_table(group: AscGroup, title: str) -> Table:
     table.add_column("pre-processing", justify="right", no_wrap=True)
     table.add_column("inference", justify="right", no_wrap=True)
     accuracy = _accuracy(group)
-    table.add_row("accuracy (test split, ± s.e.)", format_figure(accuracy, percent=True), "")
+    sim = group.simulated("single")
+    table.add_row("accuracy (test split, 95 % clip-aware)",
+                  mark(format_figure(accuracy, percent=True), sim), "")
     table.add_row(
         "execution time (mean ± s.e.)",
-        format_figure(combine(group.single, "preprocess_time_s")),
-        format_figure(combine(group.single, "inference_time_s")),
+        mark(format_figure(combine(group.single, "preprocess_time_s")), sim),
+        mark(format_figure(combine(group.single, "inference_time_s")), sim),
     )
     for stream in sorted(group.power):
         runs = group.power[stream]
         label = _stream_label(stream)
-        idle = format_figure(combine(runs, "idle_power_w"))
+        sim = group.simulated(stream)
+        idle = mark(format_figure(combine(runs, "idle_power_w")), sim)
         table.add_section()
         table.add_row(
             f"execution time in power windows ({label})",
-            *(format_figure(combine(runs, f"loop_time_s.{s}")) for s in STAGES),
+            *(mark(format_figure(combine(runs, f"loop_time_s.{s}")), sim) for s in STAGES),
         )
         table.add_row(f"idle power ({label})", idle, idle)
         for title_, name in (
@@ -175,7 +181,7 @@ def asc_table(group: AscGroup, title: str) -> Table:
         ):
             table.add_row(
                 f"{title_} ({label})",
-                *(format_figure(combine(runs, f"{name}.{s}")) for s in STAGES),
+                *(mark(format_figure(combine(runs, f"{name}.{s}")), sim) for s in STAGES),
             )
     return table
 
@@ -208,6 +214,9 @@ def describe(group: AscGroup) -> list[str]:
         lines.append(_power_description(stream, group.power[stream]))
     for failure in group.failed:
         lines.append(f"failed run: {failure}")
+    for part, what in sorted(group.simulation.items(), key=str):
+        which = "single stream" if part == "single" else f"power ({_stream_label(int(part))})"
+        lines.append(f"SIMULATED {which}: {what}")
     return lines
 
 
@@ -232,11 +241,19 @@ def _power_description(stream: int, runs: list[dict[str, dict[str, Any]]]) -> st
         f"timing ± {meta.get('timing_uncertainty_s'):.2g} s",
         "active window = device loop start..end mapped by the clock offset",
         "dynamic = active − idle",
-        "energy = dynamic power × execution time in the power windows (device timers)",
+        "energy = dynamic power × mean single-stream time of the stage over the test set "
+        "(device timers); the power-window loop time is shown beside it",
         "uncertainties 95 % expanded",
     ]
     if stream > 1:
-        parts.append(f"AMORTISED: measured over {stream} s streams, time divided by {stream}")
+        parts.append(f"AMORTISED: measured over {stream} s streams of consecutive samples at "
+                     "batch size 1")
+    for stage in STAGES:
+        flags = {(r.get(f"energy_per_inference_j.{stage}", {}).get("meta") or {}).get("flag")
+                 for r in runs}
+        flags.discard(None)
+        if flags:
+            parts.append(f"FLAG {stage}: {'; '.join(sorted(flags))}")
     return "; ".join(parts)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from rich.table import Table
 
+from hilbench.simulation import mark
 from hilbench.store import Store
 
 
@@ -31,6 +32,7 @@ class GapRow:
     mean_power_w: float | None  # None: power was not measured (see power_note)
     mean_energy_j: float | None
     power_note: str
+    simulated: bool = False  # a run of the row used a simulated device or instrument
 
     @property
     def feasible_fraction(self) -> float:
@@ -46,6 +48,7 @@ def gap_rows(store_path: Path, campaign_uid: str) -> list[GapRow]:
     """One row per (nodes, density, timeout, solver) of the campaign's fixed-timeout runs."""
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     notes: dict[tuple, str] = {}
+    simulated: set[tuple] = set()
     with Store(store_path) as store:
         for run in store.runs(campaign_uid):
             p = run["params"]
@@ -54,6 +57,8 @@ def gap_rows(store_path: Path, campaign_uid: str) -> list[GapRow]:
             metrics = {m["name"]: m for m in store.metrics(run["uid"])}
             key = (p["nodes"], p["density"], p["timeout_s"], p["solver"])
             groups[key].append({name: m["value"] for name, m in metrics.items()})
+            if run.get("simulated"):
+                simulated.add(key)
             power_meta = metrics.get("avg_power_w", {}).get("meta") or {}
             if power_meta.get("reason"):
                 notes[key] = power_meta["reason"]
@@ -79,6 +84,7 @@ def gap_rows(store_path: Path, campaign_uid: str) -> list[GapRow]:
                 mean_power_w=_mean_or_none([r.get("avg_power_w") for r in runs], len(runs)),
                 mean_energy_j=_mean_or_none([r.get("energy_j") for r in runs], len(runs)),
                 power_note=notes.get(key, ""),
+                simulated=key in simulated,
             )
         )
     return rows
@@ -120,7 +126,7 @@ def gap_table(rows: list[GapRow], title: str) -> Table:
             _fmt(r.worst_gap, ".4f", "-"),
             f"{r.mean_actual_s:.4f}",
             overrun,
-            _fmt(r.mean_power_w, ".2f"),
-            _fmt(r.mean_energy_j, ".3g"),
+            mark(_fmt(r.mean_power_w, ".2f"), r.simulated),
+            mark(_fmt(r.mean_energy_j, ".3g"), r.simulated),
         )
     return table

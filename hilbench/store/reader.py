@@ -303,6 +303,8 @@ def _run(row: sqlite3.Row) -> dict[str, Any]:
         "duration_s": _duration(row["t_start"], row["t_stop"]),
         "wall_time": row["wall_time"],
         "hilbench_version": row["hilbench_version"],
+        "simulated": bool(row["simulated"]),
+        "simulation": row["simulation"],
         "status": row["exit_status"] or INCOMPLETE,
         "reason": row["reason"],
     }

@@ -89,6 +89,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             UNIQUE (run_uid, name)
         )""",
     ),
+    (
+        # A run built on a simulated device or instrument says so (and what is simulated).
+        "ALTER TABLE runs ADD COLUMN simulated INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE runs ADD COLUMN simulation TEXT NOT NULL DEFAULT ''",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -176,7 +176,8 @@ class StoreWriter(DocumentRouter):
         self._begin()
         conn.execute(
             "INSERT INTO runs (uid, campaign_uid, unit_key, procedure, params, agents, t_start,"
-            " wall_time, hilbench_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " wall_time, hilbench_version, simulated, simulation)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 doc.uid,
                 doc.campaign_uid,
@@ -187,6 +188,8 @@ class StoreWriter(DocumentRouter):
                 doc.t,
                 doc.wall_time,
                 doc.hilbench_version,
+                int(bool(doc.simulated)),
+                doc.simulation,
             ),
         )
         self._runs[doc.uid] = _OpenRun()

@@ -141,3 +141,25 @@ def test_empty_store_says_so(tmp_path):
     result = _invoke("--db", str(path))
     assert result.exit_code == EXIT_OK and "no runs" in result.stdout
     assert json.loads(_invoke("--db", str(path), "--format", "json").stdout)["runs"] == []
+
+
+def test_a_simulated_run_says_so_in_every_format(tmp_path):
+    path = tmp_path / "sim.sqlite"
+    with StoreWriter(path) as writer:
+        real = _run(writer, "c", "seed0")
+        sim = new_uid()
+        writer(RunStart(sim, "c", "seed1", "asc.power", {}, {}, 0.0, time.time(), "0",
+                        simulated=True, simulation="instrument dmm0: simulated bench meter"))
+        writer(Metric(sim, "idle_power_w", 12.0, "W", 0.1))
+        writer(RunStop(sim, 1.0, "success"))
+    table = _invoke("--db", str(path))
+    assert table.exit_code == EXIT_OK, table.output
+    (sim_line,) = [line for line in table.stdout.splitlines() if sim[:8] in line]
+    assert "SIMULATED" in sim_line
+    assert not any("SIMULATED" in line for line in table.stdout.splitlines() if real[:8] in line)
+    rows = list(csv.DictReader(io.StringIO(_invoke("--db", str(path), "--format", "csv").stdout)))
+    assert {r["simulated"] for r in rows if r["run_uid"] == sim} == {
+        "instrument dmm0: simulated bench meter"}
+    assert {r["simulated"] for r in rows if r["run_uid"] == real} == {""}
+    detail = _invoke("--db", str(path), "--run", sim[:8])
+    assert "instrument dmm0: simulated bench meter" in detail.stdout

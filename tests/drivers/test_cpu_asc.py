@@ -35,10 +35,12 @@ def model_load(driver: CpuDriver) -> dict:
     ).body
 
 
-def samples_load(driver: CpuDriver, slices: np.ndarray, offset: int, total: int) -> dict:
-    return driver.load(
-        {"workload": "asc", "part": "samples", "offset": offset, "total": total}, [slices]
-    ).body
+def sample_load(driver: CpuDriver, index: int, audio_1s: np.ndarray) -> dict:
+    return driver.load({"workload": "asc", "part": "sample", "index": index}, [audio_1s]).body
+
+
+def unload(driver: CpuDriver, index: int) -> dict:
+    return driver.load({"workload": "asc", "part": "unload", "index": index}, []).body
 
 
 @pytest.fixture
@@ -48,11 +50,10 @@ def driver(tmp_path) -> CpuDriver:
     d.close()
 
 
-def loaded(driver: CpuDriver, slices: np.ndarray) -> CpuDriver:
+def loaded(driver: CpuDriver, one: np.ndarray, index: int = 0) -> CpuDriver:
+    """Model and one sample (the device's whole capacity) in memory."""
     model_load(driver)
-    half = len(slices) // 2
-    samples_load(driver, slices[:half], 0, len(slices))
-    assert samples_load(driver, slices[half:], half, len(slices))["complete"]
+    sample_load(driver, index, one)
     return driver
 
 
@@ -62,41 +63,94 @@ def run(driver: CpuDriver, **body) -> dict:
 
 def test_single_stream_predicts_what_the_model_predicts_on_each_sample(driver):
     slices = audio(6)
-    loaded(driver, slices)
+    model_load(driver)
     for i in range(len(slices)):
+        assert sample_load(driver, i, slices[i]) == {"index": i, "held": [i], "capacity": 1}
         result = run(driver, mode="single_stream", index=i)
-        logits, expected = MODEL.infer(extract_features(slices[i], MODEL.mfe_config))
+        scores, expected = MODEL.infer(extract_features(slices[i], MODEL.mfe_config))
         assert result["index"] == i
         assert result["predicted"] == expected
-        assert result["logits"] == logits.tolist()
+        assert result["scores"] == scores.tolist()
         assert result["preprocess_s"] > 0 and result["inference_s"] > 0
         timed = result["preprocess_s"] + result["inference_s"]
         assert result["t_end"] - result["t_start"] >= timed
+        assert unload(driver, i) == {"index": i, "held": []}
 
 
-def test_samples_must_arrive_in_order_and_fit_the_model(driver):
+def test_the_stage_times_belong_to_their_stage(tmp_path):
+    """Pre-processing (MFE on 16 000 values) and inference are timed where they happen: a
+    device made slow in one stage reports the extra time in that stage only."""
+    import time
+
+    import hilbench_drivers.cpu.asc as asc_module
+
+    d = CpuDriver(rapl_root=str(tmp_path / "none"))
+    slow_features = asc_module.extract_features
+
+    def slower(*args, **kwargs):
+        time.sleep(0.02)
+        return slow_features(*args, **kwargs)
+
+    try:
+        loaded(d, audio(1)[0])
+        asc_module.extract_features = slower
+        result = run(d, mode="single_stream", index=0)
+    finally:
+        asc_module.extract_features = slow_features
+        d.close()
+    assert result["preprocess_s"] >= 0.02
+    assert result["inference_s"] < 0.02
+
+
+def test_a_second_sample_is_refused_while_one_is_held(driver):
+    one, two = audio(2)
+    loaded(driver, one, index=0)
+    with pytest.raises(DriverError, match="holds 1 sample") as exc:
+        sample_load(driver, 1, two)
+    assert exc.value.code == "device_full"
+    assert sample_load(driver, 0, two)["held"] == [0]  # the same index is replaced
+    unload(driver, 0)
+    assert sample_load(driver, 1, two)["held"] == [1]
+    assert driver.capabilities()["asc"]["sample_capacity"] == 1
+
+
+def test_a_larger_device_memory_holds_several_samples(tmp_path):
+    d = CpuDriver(rapl_root=str(tmp_path / "none"), asc_sample_capacity="3")
+    try:
+        model_load(d)
+        for i, one in enumerate(audio(3)):
+            sample_load(d, i, one)
+        with pytest.raises(DriverError) as exc:
+            sample_load(d, 3, audio(1)[0])
+        assert exc.value.code == "device_full"
+    finally:
+        d.close()
+
+
+def test_samples_must_fit_the_model(driver):
     model_load(driver)
-    slices = audio(4)
-    samples_load(driver, slices[:2], 0, 4)
-    with pytest.raises(DriverError, match="expected offset 2") as exc:
-        samples_load(driver, slices[:1], 3, 4)
+    one = audio(1)[0]
+    with pytest.raises(DriverError, match="the model takes 99") as exc:
+        sample_load(driver, 0, one[: RATE // 2].copy())
     assert exc.value.code == "bad_arguments"
-    with pytest.raises(DriverError, match="overrun the total of 4"):
-        samples_load(driver, audio(3), 2, 4)
-    with pytest.raises(DriverError, match="the model takes 99"):
-        samples_load(driver, slices[:, : RATE // 2].copy(), 0, 4)
     with pytest.raises(DriverError, match="float32"):
-        samples_load(driver, slices.astype(np.float64), 0, 4)
+        sample_load(driver, 0, one.astype(np.float64))
+    with pytest.raises(DriverError, match="1-D"):
+        sample_load(driver, 0, audio(2))
+    with pytest.raises(DriverError, match="index"):
+        sample_load(driver, -1, one)
 
 
-def test_running_before_everything_is_loaded_is_refused(driver):
+def test_running_before_anything_is_loaded_is_refused(driver):
     with pytest.raises(DriverError, match="no asc model loaded") as exc:
-        samples_load(driver, audio(1), 0, 1)
+        sample_load(driver, 0, audio(1)[0])
     assert exc.value.code == "not_loaded"
     model_load(driver)
-    samples_load(driver, audio(1), 0, 2)
-    with pytest.raises(DriverError, match=r"not fully loaded \(1 of 2\)") as exc:
+    with pytest.raises(DriverError, match="sample 0 is not in device memory") as exc:
         run(driver, mode="single_stream", index=0)
+    assert exc.value.code == "not_loaded"
+    with pytest.raises(DriverError, match="not in device memory") as exc:
+        unload(driver, 0)
     assert exc.value.code == "not_loaded"
 
 
@@ -113,38 +167,69 @@ def test_a_model_with_missing_arrays_is_refused(driver):
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        ({"mode": "single_stream", "index": 5}, "outside 0..2"),
-        ({"mode": "repeat", "stage": "classification", "duration_s": 0.01}, "stage"),
-        ({"mode": "repeat", "stage": "inference", "duration_s": 0}, "duration_s"),
-        ({"mode": "repeat", "stage": "inference", "duration_s": 0.01, "stream": 4}, "stream"),
+        ({"mode": "single_stream", "index": True}, "index"),
+        ({"mode": "repeat", "stage": "classification", "duration_s": 0.01, "index": 0}, "stage"),
+        ({"mode": "repeat", "stage": "inference", "duration_s": 0, "index": 0}, "duration_s"),
+        ({"mode": "stream", "stage": "idle", "duration_s": 0.01}, "stage"),
         ({"mode": "batch"}, "asc mode"),
     ],
 )
 def test_bad_run_arguments_are_refused_with_the_reason(driver, body, message):
-    loaded(driver, audio(3))
+    loaded(driver, audio(1)[0])
     with pytest.raises(DriverError, match=message) as exc:
         run(driver, **body)
     assert exc.value.code == "bad_arguments"
 
 
 @pytest.mark.parametrize("stage", ["preprocessing", "inference"])
-@pytest.mark.parametrize("stream", [1, 3])
-def test_repeat_keeps_the_device_busy_for_the_requested_time(driver, stage, stream):
-    loaded(driver, audio(3))
-    result = run(driver, mode="repeat", stage=stage, duration_s=0.05, index=1, stream=stream)
-    assert result["stage"] == stage and result["stream"] == stream
+def test_repeat_keeps_the_device_busy_for_the_requested_time(driver, stage):
+    loaded(driver, audio(1)[0], index=7)
+    result = run(driver, mode="repeat", stage=stage, duration_s=0.05, index=7)
+    assert result["stage"] == stage and result["index"] == 7
     assert result["t_end"] - result["t_start"] >= 0.05  # on the device's own clock
-    assert result["samples"] == result["iterations"] * stream
-    assert result["mean_s"] * result["samples"] <= result["t_end"] - result["t_start"]
+    assert result["mean_s"] * result["iterations"] <= result["t_end"] - result["t_start"]
     assert result["std_error_s"] >= 0
     assert result["power"]["measured"] is False  # no RAPL here: said so, no number
 
 
+def test_idle_repeat_waits_without_work(driver):
+    loaded(driver, audio(1)[0])
+    result = run(driver, mode="repeat", stage="idle", duration_s=0.05)
+    assert result["iterations"] == 0 and result["mean_s"] is None
+    assert result["t_end"] - result["t_start"] >= 0.05
+
+
+def test_a_stream_plays_consecutive_samples_one_at_a_time(driver):
+    model_load(driver)
+    slices = audio(3)
+    reply = driver.load({"workload": "asc", "part": "stream", "indices": [4, 5, 6]},
+                        [slices]).body
+    assert reply == {"stream_samples": 3, "indices": [4, 5, 6]}
+    result = run(driver, mode="stream", stage="inference", duration_s=0.05)
+    assert result["stream_samples"] == 3 and result["iterations"] >= 3
+    # Per-sample time, not per-block: a 3-sample block would take three samples' time.
+    single = []
+    for i, one in enumerate(slices):
+        sample_load(driver, i, one)
+        single.append(run(driver, mode="single_stream", index=i)["inference_s"])
+        unload(driver, i)
+    assert result["mean_s"] < 2 * max(single)
+    small = CpuDriver(rapl_root="/nonexistent", asc_stream_capacity=2)
+    try:
+        model_load(small)
+        with pytest.raises(DriverError, match="at most 2") as exc:
+            small.load({"workload": "asc", "part": "stream", "indices": [0, 1, 2]}, [slices])
+        assert exc.value.code == "device_full"
+    finally:
+        small.close()
+
+
 def test_repeat_ends_early_when_asked_to_stop(driver):
-    loaded(driver, audio(1))
+    loaded(driver, audio(1)[0])
     stop = threading.Event()
     stop.set()
-    body = {"workload": "asc", "mode": "repeat", "stage": "inference", "duration_s": 30.0}
+    body = {"workload": "asc", "mode": "repeat", "stage": "inference", "duration_s": 30.0,
+            "index": 0}
     result = driver.run(body, stop).body
     assert result["iterations"] == 1 and result["stopped_early"]
 
@@ -154,7 +239,7 @@ def test_the_simulated_meter_sees_the_stage_the_device_repeats(tmp_path):
     meter.start()
     driver = CpuDriver(rapl_root=str(tmp_path / "none"), sim_meter=f"{meter.host}:{meter.port}")
     try:
-        loaded(driver, audio(2))
+        loaded(driver, audio(1)[0])
         for stage in ("preprocessing", "inference"):
             result = run(driver, mode="repeat", stage=stage, duration_s=0.1, index=0)
             # The meter stamps a state on arrival, a little after the device sent it.
@@ -166,8 +251,9 @@ def test_the_simulated_meter_sees_the_stage_the_device_repeats(tmp_path):
 
 
 def test_qubo_still_works_beside_asc(driver):
-    loaded(driver, audio(1))
+    loaded(driver, audio(1)[0])
     assert driver.capabilities()["workloads"] == ["qubo", "asc"]
+    assert driver.capabilities()["simulated"] is False
     driver.load({"workload": "qubo", "nodes": 10, "density": 0.2, "seed": 0},
                 [generate_qubo(10, 0.2, 0)])
     result = driver.run({"mode": "fixed_timeout", "solver": "sa", "timeout_s": 0.01},

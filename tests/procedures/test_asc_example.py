@@ -46,6 +46,7 @@ def example_run(asc_cache: Path, tmp_path_factory: pytest.TempPathFactory):
                 "run": r,
                 "metrics": {m["name"]: m for m in store.metrics(r["uid"])},
                 "samples": store.events(r["uid"], "sample"),
+                "events": store.events(r["uid"]),
             }
             for key, r in runs.items()
         }
@@ -74,7 +75,34 @@ def test_all_runs_succeed_and_the_table_is_printed(example_run):
                 "dynamic energy / inference"):
         assert row in out
     assert "5 s streams, amortised" in out and "AMORTISED" in out
-    assert "Keysight 34465A" in out and "boundary readings: exclude" in out
+    assert re.search(r"Keysight 34465A at \S+ \(simulated\)", out)
+    assert "boundary readings: exclude" in out
+    # Every power figure on the simulated bench says so, in its own cell.
+    for row in ("idle power", "active power", "dynamic power", "dynamic energy / inference"):
+        lines = [line for line in out.splitlines() if row in line]
+        assert lines and all(line.count("(simulated)") >= 1 for line in lines), row
+    assert "SIMULATED power" in out
+
+
+def test_every_run_is_stored_as_simulated_and_says_what_is(example_run):
+    _, details = example_run
+    for d in details.values():
+        assert d["run"]["simulated"] is True
+        assert "simulated bench meter" in d["run"]["simulation"]
+
+
+SINGLE_METRICS = {"accuracy", "preprocess_time_s", "inference_time_s",
+                  "harness_overhead_median_s", "harness_overhead_p99_s", "samples"}
+POWER_METRICS = {"idle_power_w", *(f"{name}.{stage}" for stage in ("preprocessing", "inference")
+                                   for name in ("loop_time_s", "active_power_w",
+                                                "dynamic_power_w", "energy_per_inference_j"))}
+
+
+def test_every_asc_metric_is_stored(example_run):
+    _, details = example_run
+    assert set(_one(details, "asc.single_stream")["metrics"]) == SINGLE_METRICS
+    for stream in (1, 5):
+        assert set(_one(details, "asc.power", stream)["metrics"]) == POWER_METRICS
 
 
 def test_accuracy_on_the_fixture_is_well_above_chance(example_run):
@@ -94,11 +122,19 @@ def test_every_sample_is_kept_and_the_figures_follow_from_the_records(example_ru
     assert {s["label"] for s in samples} == {0, 1, 2, 3}
     metrics = single["metrics"]
     assert metrics["accuracy"]["value"] == statistics.fmean(s["correct"] for s in samples)
-    pre = [s["preprocess_s"] for s in samples]
-    assert metrics["preprocess_time_s"]["value"] == pytest.approx(statistics.fmean(pre))
-    assert metrics["preprocess_time_s"]["uncertainty"] == pytest.approx(
-        statistics.stdev(pre) / len(pre) ** 0.5
-    )
+    low, high = metrics["accuracy"]["meta"]["interval95"]
+    assert low < metrics["accuracy"]["value"] <= high
+    assert metrics["samples"]["value"] == 80
+    for stage, name in (("preprocess_s", "preprocess_time_s"), ("inference_s", "inference_time_s")):
+        values = [s[stage] for s in samples]
+        assert metrics[name]["value"] == pytest.approx(statistics.fmean(values))
+        assert metrics[name]["uncertainty"] == pytest.approx(
+            statistics.stdev(values) / len(values) ** 0.5
+        )
+    overhead = sorted(s["round_trip_s"] - s["preprocess_s"] - s["inference_s"] for s in samples)
+    assert metrics["harness_overhead_median_s"]["value"] == pytest.approx(
+        statistics.median(overhead))
+    assert overhead[0] <= metrics["harness_overhead_p99_s"]["value"] <= overhead[-1]
     # the orchestrator's round trip contains the device's own time
     assert all(s["round_trip_s"] > s["preprocess_s"] + s["inference_s"] for s in samples)
 
@@ -107,14 +143,30 @@ def test_every_sample_is_kept_and_the_figures_follow_from_the_records(example_ru
 def test_power_runs_report_every_figure_with_its_method(example_run, stream):
     _, details = example_run
     power = _one(details, "asc.power", stream)
+    single = _one(details, "asc.single_stream")
     m = power["metrics"]
-    for stage in ("preprocessing", "inference"):
+    for stage, time_name in (("preprocessing", "preprocess_time_s"),
+                             ("inference", "inference_time_s")):
         dynamic = m[f"dynamic_power_w.{stage}"]
         assert dynamic["value"] > 0 and dynamic["uncertainty"] > 0
+        idle, active = m["idle_power_w"]["value"], m[f"active_power_w.{stage}"]["value"]
+        assert dynamic["value"] == pytest.approx(active - idle)
         energy = m[f"energy_per_inference_j.{stage}"]
-        loop = m[f"loop_time_s.{stage}"]["value"]
-        assert energy["value"] == pytest.approx(dynamic["value"] * loop)
+        # Table 6: energy = dynamic power × the single-stream execution time over the test set
+        # (not the loop time inside the power window, which stays beside it).
+        single_time = single["metrics"][time_name]["value"]
+        assert energy["value"] == pytest.approx(dynamic["value"] * single_time)
+        assert energy["meta"]["single_stream_run"] == single["run"]["uid"]
+        loop = m[f"loop_time_s.{stage}"]
+        assert energy["meta"]["loop_time"]["loop_s"] == loop["value"]
+        assert loop["value"] > 0 and loop["meta"]["samples"] >= 1
         assert energy["meta"]["amortised"] is (stream > 1)
         assert energy["meta"]["budget"]["components"]
     assert m["idle_power_w"]["meta"]["instrument"].startswith("Keysight 34465A")
+    assert m["idle_power_w"]["meta"]["instrument"].endswith("(simulated)")
     assert power["run"]["params"]["amortised"] is (stream > 1)
+    loaded = [e["data"] for e in power["events"] if e["name"] == "loaded"]
+    assert loaded[-1]["samples"] == list(range(stream))
+    # One sample at a time: the repeat windows run at batch size 1 on the device.
+    repeats = [e["data"] for e in power["events"] if e["name"] == "repeat_result"]
+    assert all(r["iterations"] >= 1 for r in repeats)

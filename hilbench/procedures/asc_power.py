@@ -1,0 +1,343 @@
+"""``asc.power``: idle and active power windows, dynamic power and energy per inference.
+
+The Arduino method: an idle window with the model loaded and the device ready, then for each
+stage an active window in which the device processes one sample held in its memory again and
+again (batch size 1) for ``active_s``. With ``stream_s`` further power runs play k consecutive
+test samples one after another (batch size 1, never a batch) so set-up is amortised, and every
+figure says so.
+
+Energy per inference of a stage = dynamic power × the mean single-stream time of that stage
+over the test set (NeuroBench, Table 6: power × the reported mean execution time), with the
+uncertainty of both. The device's time per sample inside the power window (the loop time) is
+stored beside it; when the two disagree beyond their uncertainties the figure is flagged: the
+device ran differently while its power was measured.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hilbench.documents import Event, Metric
+from hilbench.orchestrator.client import AgentClient
+from hilbench.orchestrator.instruments import (
+    Instrument,
+    aperture_s,
+    timing_uncertainty_s,
+    to_watts,
+)
+from hilbench.orchestrator.phases import Phase, RunContext
+from hilbench.power.metrics import (
+    PhaseWindow,
+    PowerEstimate,
+    Quantity,
+    dynamic_power,
+    energy_per_inference,
+    phase_power,
+    pool_estimates,
+)
+from hilbench.power.source import SampleBatch
+from hilbench.procedures.asc_device import (
+    load_sample,
+    load_stream,
+    send_model,
+    unload_sample,
+    unload_stream,
+)
+from hilbench.procedures.asc_single_stream import (
+    StageTimes,
+    run_single_stream_phase,
+    stage_times,
+)
+
+if TYPE_CHECKING:
+    from hilbench.procedures.asc import AscResources, AscSpec
+
+log = logging.getLogger(__name__)
+
+STAGES = ("preprocessing", "inference")
+REPLY_MARGIN_S = 60.0
+POLL_INTERVAL_S = 0.25
+Z95 = 1.959963984540054
+
+
+@dataclass
+class _Window:
+    """One measured window: its stage, where it lies on the orchestrator timeline, the
+    samples of the phase it belongs to, and (active windows) the device's loop report."""
+
+    stage: str  # "idle" or one of STAGES
+    repetition: int
+    start: float
+    end: float
+    batch: SampleBatch | None
+    offset_uncertainty_s: float
+    loop: dict[str, Any] | None = None
+
+
+def run_power_unit(
+    ctx: RunContext,
+    res: AscResources,
+    stream: int,
+    client: AgentClient,
+    instruments: Sequence[Instrument],
+) -> None:
+    """Single-stream times (from this trial's single-stream run, else measured here), then an
+    idle window and one active window per stage, ``repetitions`` times; then the figures."""
+    spec = res.spec
+    test = res.test
+    times = res.single_stream
+    if times is None:
+        # Resumed campaign or a power-only unit: measure the test-set times in this run.
+        times = stage_times(ctx.run_uid, run_single_stream_phase(ctx, res, client))
+    rows = [int(r) for r in (spec.power_sample + np.arange(stream)) % len(test)]
+    with ctx.phase("load", [client]) as phase:
+        model_reply = send_model(client, res.model)
+        if stream == 1:
+            sample_reply = load_sample(client, rows[0], test.slices[rows[0]])
+        else:
+            sample_reply = load_stream(client, rows, test.slices[rows])
+        ctx.emit(Event(ctx.run_uid, phase.uid, "loaded", ctx.now(), {
+            "model": model_reply, "samples": rows, "device": sample_reply,
+            "clip_ids": [test.clip_ids[r] for r in rows],
+        }))
+    inst = instruments[0] if instruments else None
+    windows: list[_Window] = []
+    for rep in range(spec.repetitions):
+        windows.append(_idle_window(ctx, client, instruments, inst, spec.idle_s, rep))
+        for stage in STAGES:
+            windows.append(_active_window(ctx, client, instruments, inst, stage, rows,
+                                          spec.active_s, rep))
+    if stream == 1:
+        unload_sample(client, rows[0])
+    else:
+        unload_stream(client)
+    _emit_power_metrics(ctx, spec, stream, windows, inst, len(instruments), times)
+
+
+def _idle_window(
+    ctx: RunContext,
+    client: AgentClient,
+    instruments: Sequence[Instrument],
+    inst: Instrument | None,
+    idle_s: float,
+    rep: int,
+) -> _Window:
+    """The device configured, model and sample in memory, nothing asked of it."""
+    with ctx.phase("idle", [client], instruments) as phase:
+        start = ctx.now()
+        end = start + idle_s
+        while (remaining := end - ctx.now()) > 0:
+            phase.poll()
+            time.sleep(min(POLL_INTERVAL_S, remaining))
+        end = ctx.now()
+        ctx.emit(Event(ctx.run_uid, phase.uid, "idle_window", end,
+                       {"repetition": rep, "start": start, "end": end}))
+    return _Window("idle", rep, start, end, _batch(phase, inst),
+                   phase.offsets[client.name].uncertainty_s)
+
+
+def _active_window(
+    ctx: RunContext,
+    client: AgentClient,
+    instruments: Sequence[Instrument],
+    inst: Instrument | None,
+    stage: str,
+    rows: list[int],
+    active_s: float,
+    rep: int,
+) -> _Window:
+    """The device processes samples in its memory one at a time for ``active_s`` (its clock):
+    one sample repeated, or a loaded stream played in order."""
+    body: dict[str, Any] = {"workload": "asc", "stage": stage, "duration_s": active_s}
+    if len(rows) == 1:
+        body.update(mode="repeat", index=rows[0])
+    else:
+        body.update(mode="stream")
+    with ctx.phase(f"active_{stage}", [client], instruments) as phase:
+        reply = client.request("run", body, timeout_s=active_s + REPLY_MARGIN_S,
+                               while_waiting=phase.poll)
+        loop = reply.body
+        start = phase.to_orchestrator_time(client.name, float(loop["t_start"]))
+        end = phase.to_orchestrator_time(client.name, float(loop["t_end"]))
+        ctx.emit(Event(ctx.run_uid, phase.uid, "repeat_result", ctx.now(),
+                       {**loop, "repetition": rep, "start": start, "end": end}))
+    return _Window(stage, rep, start, end, _batch(phase, inst),
+                   phase.offsets[client.name].uncertainty_s, loop)
+
+
+def _batch(phase: Phase, inst: Instrument | None) -> SampleBatch | None:
+    return None if inst is None else phase.samples.get(inst.spec.id)
+
+
+def loop_time(loops: list[dict[str, Any]]) -> tuple[float, float]:
+    """Per-sample mean time over the active windows (device timers), weighted by samples."""
+    counts = np.array([float(lp["iterations"]) for lp in loops])
+    share = counts / counts.sum()
+    means = np.array([float(lp["mean_s"]) for lp in loops])
+    errors = np.array([float(lp.get("std_error_s") or 0.0) for lp in loops])
+    return float((share * means).sum()), float(math.sqrt(((share * errors) ** 2).sum()))
+
+
+def time_consistency(single_stream: tuple[float, float], loop: tuple[float, float]
+                     ) -> dict[str, Any]:
+    """Does the loop time in the power window agree with the single-stream time? Flagged when
+    they differ by more than 1.96 × their combined standard error."""
+    (ss, ss_se), (lp, lp_se) = single_stream, loop
+    combined = math.hypot(ss_se, lp_se)
+    difference = lp - ss
+    return {
+        "single_stream_s": ss, "single_stream_std_error_s": ss_se,
+        "loop_s": lp, "loop_std_error_s": lp_se,
+        "relative_difference": difference / ss if ss else None,
+        "mismatch": abs(difference) > Z95 * combined,
+    }
+
+
+def energy_figure(dynamic: Quantity, single_stream: tuple[float, float],
+                  loop: tuple[float, float]) -> tuple[Quantity, dict[str, Any]]:
+    """Energy per inference from the single-stream time, and the loop-time check beside it."""
+    mean_s, se_s = single_stream
+    energy = energy_per_inference(dynamic, mean_s, se_s)
+    check = time_consistency(single_stream, loop)
+    return energy, {
+        "budget": energy.budget.to_dict(),
+        "execution_time_s": mean_s, "execution_time_std_error_s": se_s,
+        "formula": "dynamic power × mean single-stream time of this stage over the test set",
+        "loop_time": check,
+        "flag": ("power-window loop time differs from the single-stream time beyond their "
+                 "uncertainties: the device ran differently while its power was measured"
+                 if check["mismatch"] else None),
+    }
+
+
+def _emit_power_metrics(
+    ctx: RunContext,
+    spec: AscSpec,
+    stream: int,
+    windows: list[_Window],
+    inst: Instrument | None,
+    instrument_count: int,
+    times: StageTimes,
+) -> None:
+    run = ctx.run_uid
+    common: dict[str, Any] = {
+        "stream_samples": stream,
+        "amortised": stream > 1,
+        "method": (
+            f"device plays a {stream}-sample (= {stream} s of audio) stream of consecutive "
+            "test samples one after another at batch size 1" if stream > 1 else
+            "device repeats one sample held in memory at batch size 1"
+        ),
+        "idle_s": spec.idle_s,
+        "active_s": spec.active_s,
+        "repetitions": spec.repetitions,
+        "single_stream_run": times.run_uid,
+    }
+    loops = {stage: [w.loop for w in windows if w.stage == stage and w.loop] for stage in STAGES}
+    loop_times = {stage: loop_time(loops[stage]) for stage in STAGES}
+    for stage in STAGES:
+        mean, se = loop_times[stage]
+        ctx.emit(Metric(run, f"loop_time_s.{stage}", mean, "s", se, meta={
+            **common, "uncertainty": "standard error of the mean",
+            "samples": sum(int(lp["iterations"]) for lp in loops[stage]),
+            "source": "device timers (agent clock) in the power windows",
+        }))
+        internal = [lp.get("power", {}) for lp in loops[stage]]
+        if internal and all(p.get("measured") for p in internal):
+            ctx.emit(Metric(run, f"internal_active_power_w.{stage}",
+                            statistics.fmean(float(p["avg_power_w"]) for p in internal), "W",
+                            meta={**common, "source": "rapl", "domains": internal[0]["domains"]}))
+
+    figures = _power_figures(spec, windows, inst, times, loop_times)
+    if instrument_count > 1:
+        common["note"] = f"{instrument_count} instruments measure this agent; figures use the first"
+    if figures is None or "reason" in figures:
+        reason = (figures or {}).get("reason") or f"no instrument measures agent {spec.agent}"
+        for name, unit in POWER_METRICS:
+            ctx.emit(Metric(run, name, None, unit, meta={**common, "reason": reason}))
+        return
+    meta = {**common, **figures.pop("meta")}
+    for name, unit in POWER_METRICS:
+        value, uncertainty, extra = figures[name]
+        ctx.emit(Metric(run, name, value, unit, uncertainty, meta={**meta, **extra}))
+
+
+POWER_METRICS: tuple[tuple[str, str], ...] = (
+    ("idle_power_w", "W"),
+    *((f"active_power_w.{s}", "W") for s in STAGES),
+    *((f"dynamic_power_w.{s}", "W") for s in STAGES),
+    *((f"energy_per_inference_j.{s}", "J") for s in STAGES),
+)
+
+
+def _power_figures(
+    spec: AscSpec,
+    windows: list[_Window],
+    inst: Instrument | None,
+    times: StageTimes,
+    loop_times: dict[str, tuple[float, float]],
+) -> dict[str, Any] | None:
+    """Idle, active, dynamic power and energy per inference per stage, each as (value,
+    95 % expanded uncertainty, meta with its budget); {"reason": …} when they cannot be had."""
+    if inst is None:
+        return None
+    info = inst.info
+    aperture = aperture_s(inst)
+    # One timing uncertainty for all windows: idle and active must share it to be subtracted.
+    timing = timing_uncertainty_s(inst, max(w.offset_uncertainty_s for w in windows))
+    estimates: dict[str, list[PowerEstimate]] = {"idle": [], **{s: [] for s in STAGES}}
+    try:
+        for w in windows:
+            if w.batch is None or len(w.batch) == 0:
+                raise ValueError(f"no readings from {inst.spec.id} in the {w.stage} window "
+                                 f"(repetition {w.repetition})")
+            watts = to_watts(info, w.batch.values)
+            phase_name = "idle" if w.stage == "idle" else "active"
+            estimates[w.stage].append(phase_power(
+                w.batch.t, watts, PhaseWindow(phase_name, w.start, w.end), info,
+                boundary=spec.boundary,  # type: ignore[arg-type]
+                aperture_s=aperture, timing_uncertainty_s=timing,
+            ))
+        idle = pool_estimates(estimates["idle"])
+        out: dict[str, Any] = {"idle_power_w": (idle.mean_w, idle.uncertainty95,
+                                                {"estimate": idle.to_dict()})}
+        for stage in STAGES:
+            active = pool_estimates(estimates[stage])
+            dyn = dynamic_power(idle, active)
+            out[f"active_power_w.{stage}"] = (active.mean_w, active.uncertainty95,
+                                              {"estimate": active.to_dict()})
+            out[f"dynamic_power_w.{stage}"] = (dyn.value, dyn.uncertainty95,
+                                               {"budget": dyn.budget.to_dict()})
+            mean_s, se_s = times.means[stage]
+            if mean_s is None:
+                out[f"energy_per_inference_j.{stage}"] = (None, None, {
+                    "reason": f"the device does not measure its {stage} time"})
+                continue
+            energy, extra = energy_figure(dyn, (mean_s, se_s or 0.0), loop_times[stage])
+            out[f"energy_per_inference_j.{stage}"] = (energy.value, energy.uncertainty95, extra)
+    except ValueError as exc:
+        return {"reason": f"instrument {inst.spec.id}: {exc}"}
+    out["meta"] = {
+        "source": inst.spec.id,
+        "instrument": inst.description,
+        "simulated": inst.simulated,
+        "domains": list(info.domains),
+        "sample_interval_s": info.time_resolution_s,
+        "aperture_s": aperture,
+        "boundary": spec.boundary,
+        "timing_uncertainty_s": timing,
+        "uncertainty": "95 % expanded (GUM-S1 Monte Carlo)",
+        "windows": [
+            {"stage": w.stage, "repetition": w.repetition, "start": w.start, "end": w.end}
+            for w in windows
+        ],
+    }
+    return out

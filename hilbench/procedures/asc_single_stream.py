@@ -1,0 +1,142 @@
+"""``asc.single_stream``: the LoadGen single-stream scenario over the test split.
+
+The model is loaded once; then each test sample is loaded into device memory (untimed), run
+(pre-processing and inference timed separately on the device's clock) and unloaded before the
+next, so a device that holds one sample can host it. The orchestrator compares the prediction
+with the label (classification, not timed) and keeps one ``sample`` event per sample. Results:
+accuracy with a clip-aware interval, mean pre-processing and inference time with standard error,
+and the harness overhead (round trip minus device time).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from hilbench.documents import Event, Metric
+from hilbench.orchestrator.client import AgentClient
+from hilbench.orchestrator.phases import RunContext
+from hilbench.power.accuracy import clip_accuracy_interval
+from hilbench.procedures.asc_device import (
+    SampleRecord,
+    mean_and_std_error,
+    run_single_stream,
+    send_model,
+)
+
+if TYPE_CHECKING:
+    from hilbench.procedures.asc import AscResources
+
+STAGE_METRICS = {"preprocessing": "preprocess_time_s", "inference": "inference_time_s"}
+
+
+@dataclass(frozen=True)
+class StageTimes:
+    """Mean single-stream time of each stage over the test set, as the energy figures use it."""
+
+    run_uid: str
+    means: dict[str, tuple[float | None, float | None]]  # stage -> (mean s, standard error s)
+    samples: int
+
+
+def run_single_stream_phase(ctx: RunContext, res: AscResources, client: AgentClient
+                            ) -> list[SampleRecord]:
+    """Load the model, stream the test samples one at a time; one event per sample."""
+    test = res.test
+    with ctx.phase("load", [client]) as phase:
+        t0 = ctx.now()
+        model_reply = send_model(client, res.model)
+        ctx.emit(Event(ctx.run_uid, phase.uid, "loaded", ctx.now(), {
+            "model": model_reply, "load_s": ctx.now() - t0,
+        }))
+    labels = test.labels
+
+    with ctx.phase("single_stream", [client]) as phase:
+        def on_sample(record: SampleRecord, body: dict) -> None:
+            label = int(labels[record.index])
+            ctx.emit(Event(ctx.run_uid, phase.uid, "sample", record.t_done, {
+                "index": record.index,
+                "clip_id": test.clip_ids[record.index],
+                "slice": int(test.slice_index[record.index]),
+                "label": label,
+                "predicted": record.predicted,
+                "correct": record.predicted == label,
+                "scores": body.get("scores"),
+                "preprocess_s": record.preprocess_s,
+                "preprocess_reason": body.get("preprocess_reason"),
+                "inference_s": record.inference_s,
+                "round_trip_s": record.round_trip_s,
+                "overhead_s": record.overhead_s,
+                "t_device_start": body.get("t_start"),
+                "t_device_end": body.get("t_end"),
+            }))
+
+        records = run_single_stream(client, test.slices, on_sample)
+    return records
+
+
+def stage_times(run_uid: str, records: list[SampleRecord]) -> StageTimes:
+    """Mean and standard error of each stage's device time over the records."""
+    pre = [r.preprocess_s for r in records]
+    means: dict[str, tuple[float | None, float | None]] = {
+        "inference": mean_and_std_error([r.inference_s for r in records]),
+        "preprocessing": (
+            (None, None) if any(p is None for p in pre)
+            else mean_and_std_error([float(p) for p in pre if p is not None])
+        ),
+    }
+    return StageTimes(run_uid, means, len(records))
+
+
+def run_single_stream_unit(ctx: RunContext, res: AscResources, client: AgentClient) -> None:
+    """The whole single-stream run: records, then metrics; the stage times are kept for the
+    power runs of the same trial."""
+    records = run_single_stream_phase(ctx, res, client)
+    emit_single_stream_metrics(ctx, records, res.test.labels, res.test.clip_ids)
+    res.single_stream = stage_times(ctx.run_uid, records)
+
+
+def emit_single_stream_metrics(
+    ctx: RunContext, records: list[SampleRecord], labels: np.ndarray, clip_ids: list[str]
+) -> None:
+    run = ctx.run_uid
+    n = len(records)
+    correct_by_sample = [r.predicted == int(labels[r.index]) for r in records]
+    correct = sum(correct_by_sample)
+    accuracy = correct / n
+    interval = clip_accuracy_interval(correct_by_sample, [clip_ids[r.index] for r in records])
+    ctx.emit(Metric(run, "accuracy", accuracy, "", interval.uncertainty95, meta={
+        "correct": correct, "samples": n, "clips": interval.clips,
+        "interval95": [interval.low, interval.high],
+        "uncertainty": interval.method,
+        "note": "classification on the orchestrator, not timed",
+    }))
+    timer = ("device timers (agent clock), sample in device memory .. step done; one sample "
+             "loaded at a time")
+    times = stage_times(run, records)
+    for stage, name in STAGE_METRICS.items():
+        mean, se = times.means[stage]
+        if mean is None:
+            ctx.emit(Metric(run, name, None, "s", meta={
+                "reason": "the device does not measure this stage (see the sample events' "
+                          "preprocess_reason)", "samples": n}))
+            continue
+        values = [float(getattr(r, "preprocess_s" if stage == "preprocessing"
+                                else "inference_s")) for r in records]
+        ctx.emit(Metric(run, name, mean, "s", se, meta={
+            "statistic": "mean", "uncertainty": "standard error of the mean", "samples": n,
+            "median_s": statistics.median(values), "source": timer,
+        }))
+    overhead = np.array([r.overhead_s for r in records])
+    device = np.array([r.device_s for r in records])
+    harness_meta = {"samples": n, "device_median_s": float(np.median(device)),
+                    "definition": "orchestrator round trip of the run request per sample minus "
+                                  "device-reported pre-processing + inference time"}
+    ctx.emit(Metric(run, "harness_overhead_median_s", float(np.median(overhead)), "s",
+                    meta=harness_meta))
+    ctx.emit(Metric(run, "harness_overhead_p99_s", float(np.percentile(overhead, 99)), "s",
+                    meta=harness_meta))
+    ctx.emit(Metric(run, "samples", float(n), ""))
