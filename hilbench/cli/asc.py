@@ -47,7 +47,14 @@ def _fail(ctx: click.Context, message: str) -> None:
 
 def _summary(root: Path, decode: bool) -> dict[str, Any]:
     """Scan (and optionally decode) the data set, echo a readable summary, return the counts."""
-    from hilbench.workloads.asc.dataset import CLASSES, iter_clips, scan_dataset, split_counts
+    from hilbench.workloads.asc.dataset import (
+        CLASSES,
+        PUBLISHED_SLICES,
+        compare_with_published,
+        iter_clips,
+        scan_dataset,
+        split_counts,
+    )
 
     index = scan_dataset(root, check_audio=True)
     counts = split_counts(index)
@@ -60,12 +67,25 @@ def _summary(root: Path, decode: bool) -> dict[str, Any]:
     for scene in CLASSES:
         per = counts["per_class"][scene]
         click.echo(f"  {scene:<15} train {per['train']:>6}  test {per['test']:>6}")
+    padded = counts["padded_clips"]
+    click.echo(f"short clips: {padded['train']} train, {padded['test']} test "
+               "(under 10 s: last slice zero-padded, as NeuroBench's loader does)")
+    differences = compare_with_published(counts)
+    published = f"{PUBLISHED_SLICES['train']} / {PUBLISHED_SLICES['test']}"
+    if differences:
+        click.echo(f"published:  DIFFERS from NeuroBench's {published} train / test slices:")
+        for line in differences:
+            click.echo(f"  {line}")
+    else:
+        click.echo(f"published:  matches NeuroBench's {published} train / test slices, "
+                   "equal per class")
     if decode:
         for split in ("train", "test"):
             decoded = sum(1 for _ in iter_clips(root, split, index.sample_rate or 16000,
                                                 index=index))
             click.echo(f"decoded:    {decoded} {split} clips")
-    return {**counts, "sample_rate": index.sample_rate}
+    return {**counts, "sample_rate": index.sample_rate,
+            "matches_published": not differences, "differences": differences}
 
 
 # Sub-commands living in other modules (heavier imports), loaded only when used.

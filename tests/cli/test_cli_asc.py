@@ -36,6 +36,26 @@ def test_inspect_prints_counts_as_json_on_the_last_line(fixture_dir: Path) -> No
     assert report["per_class"]["bus"] == {"train": 10, "test": 30}
     assert list(report["per_class"]) == ["airport", "street_traffic", "bus", "park"]
     assert report["sample_rate"] == 44100
+    # A fixture is not the published split: inspect says where it differs, by how much.
+    assert report["matches_published"] is False
+    assert "train: 40 slices, published 41360 (-41320)" in report["differences"]
+    assert "test bus: 30 slices, equal share of the published count 4060 (-4030)" in (
+        report["differences"])
+    assert "DIFFERS from NeuroBench's 41360 / 16240" in result.stdout
+    assert report["padded_clips"] == {"train": 0, "test": 0}
+
+
+def test_the_published_counts_are_recognised() -> None:
+    from hilbench.workloads.asc.dataset import compare_with_published
+
+    per_class = {s: {"train": 10340, "test": 4060}
+                 for s in ("airport", "street_traffic", "bus", "park")}
+    assert compare_with_published({"train": 41360, "test": 16240, "per_class": per_class}) == []
+    per_class["park"]["test"] = 4050
+    assert compare_with_published({"train": 41360, "test": 16230, "per_class": per_class}) == [
+        "test: 16230 slices, published 16240 (-10)",
+        "test park: 4050 slices, equal share of the published count 4060 (-10)",
+    ]
 
 
 def test_inspect_of_a_broken_directory_exits_2_naming_the_file(

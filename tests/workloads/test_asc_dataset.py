@@ -177,14 +177,18 @@ def test_resampling_keeps_the_pitch(copy_root: Path) -> None:
     assert np.argmax(spectrum) == 1000  # 1 s slice: bin k is k Hz
 
 
-def test_short_clip_within_tolerance_is_zero_padded(copy_root: Path) -> None:
+@pytest.mark.parametrize("short_s", [0.005, 0.3])
+def test_a_short_clip_is_zero_padded_and_counted(copy_root: Path, short_s: float) -> None:
     target = scan_dataset(copy_root).train[0]
-    _write_wav(target.path, 10.0 - 0.005)  # 5 ms short
+    _write_wav(target.path, 10.0 - short_s)  # NeuroBench's loader pads, it does not refuse
     split = load_split(copy_root, "train", sample_rate=44100, limit=1)
     last = split.slices[9]
-    missing = round(0.005 * 44100)
+    missing = round(short_s * 44100)
     assert np.all(last[-missing:] == 0)
     assert np.any(last[:-missing] != 0)
+    index = scan_dataset(copy_root)
+    assert index.padded == {"train": [target.path.name], "test": []}
+    assert split_counts(index)["padded_clips"] == {"train": 1, "test": 0}
 
 
 def test_slice_clip_pads_truncates_and_refuses() -> None:
@@ -194,8 +198,11 @@ def test_slice_clip_pads_truncates_and_refuses() -> None:
     assert sliced.shape == (10, sr)
     assert sliced[9, -1] == 0 and sliced[9, -2] == 1
     assert slice_clip(np.ones(10 * sr + 1), sr).shape == (10, sr)
-    with pytest.raises(DatasetError, match="expected a 10 s clip"):
-        slice_clip(np.ones(9 * sr), sr)
+    assert slice_clip(np.ones(9 * sr), sr)[9].sum() == 0  # 9 s: padded
+    with pytest.raises(DatasetError, match="a TAU 2020 clip is 10 s"):
+        slice_clip(np.ones(9 * sr - 1), sr)
+    with pytest.raises(DatasetError, match="a TAU 2020 clip is 10 s"):
+        slice_clip(np.ones(11 * sr + 1), sr)
     with pytest.raises(ValueError, match="mono"):
         slice_clip(np.ones((10 * sr, 2)), sr)
 
@@ -247,7 +254,7 @@ def test_unreadable_wav_is_named(copy_root: Path) -> None:
 def test_wrong_duration_is_named(copy_root: Path) -> None:
     target = scan_dataset(copy_root).train[-1].path
     _write_wav(target, 5.0)
-    with pytest.raises(DatasetError, match=rf"{target.name}: .* = 5.000 s; expected a 10 s"):
+    with pytest.raises(DatasetError, match=rf"{target.name}: .* = 5.000 s; a TAU 2020 clip is 10"):
         scan_dataset(copy_root)
 
 

@@ -43,9 +43,13 @@ CLASSES: tuple[str, ...] = ("airport", "street_traffic", "bus", "park")
 DEVICE = "a"
 CLIP_SECONDS = 10
 SLICES_PER_CLIP = 10
-# Real clips are exactly 10 s; a clip may be this much shorter or longer (the last slice is
-# zero-padded, any excess is dropped). Anything further off is not a TAU 2020 clip.
-DURATION_TOLERANCE_S = 0.01
+# Real clips are 10 s. Like NeuroBench's loader, a shorter clip has its last slice zero-padded
+# (and is counted), a longer one loses the excess; only what is clearly not this data set is
+# refused: under MIN_CLIP_S, or over MAX_CLIP_S.
+MIN_CLIP_S = 9.0
+MAX_CLIP_S = 11.0
+# The slice counts NeuroBench publishes for this split (system-track ASC task).
+PUBLISHED_SLICES = {"train": 41_360, "test": 16_240}
 
 TRAIN_CSV = "fold1_train.csv"
 EVALUATE_CSV = "fold1_evaluate.csv"
@@ -99,6 +103,8 @@ class DatasetIndex:
     train: list[AscClip] = field(default_factory=list)
     test: list[AscClip] = field(default_factory=list)
     sample_rate: int | None = None  # native rate of the WAVs; None when headers were not read
+    # Clips shorter than 10 s (zero-padded when sliced), by split; filled when headers are read.
+    padded: dict[str, list[str]] = field(default_factory=lambda: {"train": [], "test": []})
 
     def clips(self, split: Split) -> list[AscClip]:
         if split == "train":
@@ -236,24 +242,24 @@ def _select_listed(
     return [clip for group in by_class for clip in group]
 
 
-def _check_header(clip: AscClip) -> int:
-    """Read the WAV header; refuse unreadable files and wrong durations. Returns the rate."""
+def _check_header(clip: AscClip) -> tuple[int, bool]:
+    """Read the WAV header; refuse unreadable files and clearly wrong durations.
+    Returns the rate and whether the clip is short (its last slice will be zero-padded)."""
     sf = require_soundfile()
     try:
         info = sf.info(str(clip.path))
     except Exception as exc:  # soundfile raises its own LibsndfileError / RuntimeError
         raise DatasetError(f"{clip.path}: unreadable WAV file: {exc}", clip.path) from exc
     _check_duration(clip.path, info.frames, info.samplerate)
-    return int(info.samplerate)
+    return int(info.samplerate), info.frames < CLIP_SECONDS * info.samplerate
 
 
 def _check_duration(path: Path | str, frames: int, sample_rate: int) -> None:
-    expected = CLIP_SECONDS * sample_rate
-    tolerance = round(DURATION_TOLERANCE_S * sample_rate)
-    if abs(frames - expected) > tolerance:
+    seconds = frames / sample_rate
+    if not MIN_CLIP_S <= seconds <= MAX_CLIP_S:
         raise DatasetError(
-            f"{path}: {frames} samples at {sample_rate} Hz = {frames / sample_rate:.3f} s; "
-            f"expected a {CLIP_SECONDS} s clip (± {DURATION_TOLERANCE_S * 1000:g} ms)",
+            f"{path}: {frames} samples at {sample_rate} Hz = {seconds:.3f} s; a TAU 2020 clip "
+            f"is {CLIP_SECONDS} s (shorter ones down to {MIN_CLIP_S:g} s are zero-padded)",
             path,
         )
 
@@ -309,7 +315,10 @@ def scan_dataset(root: str | os.PathLike[str], check_audio: bool = True) -> Data
     if check_audio:
         rates: dict[int, Path] = {}
         for clip in train + test:
-            rates.setdefault(_check_header(clip), clip.path)
+            rate, short = _check_header(clip)
+            rates.setdefault(rate, clip.path)
+            if short:
+                index.padded[clip.split].append(clip.path.name)
         if len(rates) > 1:
             detail = ", ".join(f"{rate} Hz ({path.name})" for rate, path in sorted(rates.items()))
             raise DatasetError(f"{audio_dir}: clips have different sample rates: {detail}",
@@ -331,7 +340,25 @@ def split_counts(index: DatasetIndex) -> dict[str, Any]:
         "train": SLICES_PER_CLIP * len(index.train),
         "test": SLICES_PER_CLIP * len(index.test),
         "per_class": per_class,
+        "padded_clips": {split: len(names) for split, names in index.padded.items()},
     }
+
+
+def compare_with_published(counts: dict[str, Any]) -> list[str]:
+    """Where the slice counts differ from NeuroBench's 41 360 / 16 240 and, per class, from an
+    equal share of them (the four scenes are balanced in the published split); [] = match."""
+    differences = []
+    for split, published in PUBLISHED_SLICES.items():
+        if counts[split] != published:
+            differences.append(f"{split}: {counts[split]} slices, published {published} "
+                               f"({counts[split] - published:+d})")
+        share = published // len(CLASSES)
+        for scene in CLASSES:
+            got = counts["per_class"][scene][split]
+            if got != share:
+                differences.append(f"{split} {scene}: {got} slices, equal share of the "
+                                   f"published count {share} ({got - share:+d})")
+    return differences
 
 
 # ---------------------------------------------------------------------------------------------
@@ -374,9 +401,9 @@ def _to_slices(audio: np.ndarray, sample_rate: int) -> np.ndarray:
 def slice_clip(audio: np.ndarray, sr: int) -> np.ndarray:
     """Cut a mono 10 s clip sampled at ``sr`` into ten 1 s slices, shape (10, sr), float32.
 
-    A clip up to :data:`DURATION_TOLERANCE_S` short has its last slice zero-padded; one that
-    much too long loses the excess. Raises :class:`DatasetError` for other lengths, because
-    silently padding a 5 s clip would pass silence off as a scene.
+    A short clip (down to :data:`MIN_CLIP_S`) has its last slice zero-padded, as NeuroBench's
+    loader does; a long one loses the excess. Raises :class:`DatasetError` for other lengths,
+    because silently padding a 5 s clip would pass silence off as a scene.
     """
     samples = np.asarray(audio)
     if samples.ndim != 1:
