@@ -53,3 +53,28 @@ def test_cpu_driver_is_found_by_entry_point():
     from hilbench.agent.driver import available_drivers
 
     assert available_drivers()["cpu"] == "hilbench_drivers.cpu:CpuDriver"
+
+
+def test_all_extra_pulls_no_gpu_stack():
+    """`pip install '.[all,test]'` must not bring torch (from PyPI alone: the CUDA build)."""
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    extras = data["project"]["optional-dependencies"]
+    for extra in ("all", "test"):
+        names = [req.split("[")[0].split("=")[0].split(">")[0].split("<")[0].strip().lower()
+                 for req in extras[extra]]
+        assert not {"torch", "triton"} & set(names), extra
+        assert not any(n.startswith("nvidia") for n in names), extra
+    assert any(req.startswith("torch") for req in extras["train"])
+
+
+def test_the_packaged_asc_model_ships_and_loads_without_torch():
+    code = (
+        "import sys\n"
+        "sys.modules['torch'] = None\n"
+        "from hilbench.workloads.asc import packaged_model_path\n"
+        "from hilbench.workloads.asc.quant import QuantisedModel\n"
+        "m = QuantisedModel.load(packaged_model_path())\n"
+        "assert m.mfe_config.sample_rate == 16000 and len(m.classes) == 4, m.classes\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

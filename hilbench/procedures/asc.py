@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MIN_SAMPLE_RATE = 8000
+PACKAGED = "packaged"  # model = "packaged": the model shipped in hilbench/workloads/asc/data
 
 _KEYS = {
     "agent",
@@ -115,6 +116,15 @@ def _path(where: str, key: str, value: Any, base: Path) -> Path:
     return path if path.is_absolute() else (base / path).resolve()
 
 
+def _model_path(where: str, value: Any, base: Path) -> Path:
+    """``"packaged"`` is the int8 model shipped with hilbench (trained on the fixture)."""
+    if value == PACKAGED:
+        from hilbench.workloads.asc import packaged_model_path
+
+        return packaged_model_path()
+    return _path(where, "model", value, base)
+
+
 def parse_asc_tables(
     tables: list[dict[str, Any]], agent_ids: Sequence[str], source: str
 ) -> list[AscSpec]:
@@ -151,7 +161,7 @@ def _parse_table(where: str, table: dict[str, Any], ids: list[str], base: Path) 
         raise ValueError(f"{where}: give data = \"<data set directory>\" or fixture = true")
     if data is not None and not fixture and not data.is_dir():
         raise ValueError(f"{where} data: {data} is not a directory")
-    model = _path(where, "model", table["model"], base) if "model" in table else None
+    model = _model_path(where, table["model"], base) if "model" in table else None
     if model is not None and not model.is_file():
         raise ValueError(f"{where} model: model file {model} not found")
     stream = table.get("stream_s", [])

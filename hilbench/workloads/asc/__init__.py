@@ -17,6 +17,15 @@ from hilbench.workloads.asc.dataset import (
 )
 from hilbench.workloads.asc.fixture import make_fixture
 
+
+def packaged_model_path():  # -> pathlib.Path
+    """The int8 model shipped with hilbench, trained on the synthetic fixture (seed 0, 16 kHz,
+    see data/PROVENANCE.md): the ASC example runs without PyTorch."""
+    from pathlib import Path
+
+    return Path(__file__).resolve().parent / "data" / "asc-int8-fixture.npz"
+
+
 __all__ = [
     "CLASSES",
     "AscClip",
@@ -28,6 +37,7 @@ __all__ = [
     "iter_slices",
     "load_split",
     "make_fixture",
+    "packaged_model_path",
     "read_clip",
     "scan_dataset",
     "slice_clip",
