@@ -1,5 +1,6 @@
-"""The `cpu` driver: QUBO with D-Wave SA / Tabu and the ASC baseline (MFE + int8 CNN, see
-:mod:`hilbench_drivers.cpu.asc`) on this machine's CPU, power from Linux RAPL.
+"""The `cpu` driver: QUBO with D-Wave SA / Tabu and our `anytime` MIS solver, and the ASC
+baseline (MFE + int8 CNN, see :mod:`hilbench_drivers.cpu.asc`) on this machine's CPU, power from
+Linux RAPL.
 
 Power comes from RAPL counters read around the timed region. Where RAPL cannot be read (no
 powercap, or energy_uj is root-only since Linux 5.10), results carry ``power.measured = false``
@@ -91,6 +92,8 @@ class CpuDriver:
                 "solvers": list(qubo_solvers.SOLVERS),
                 "modes": ["fixed_timeout", "time_to_solution"],
                 "timeout_range_s": [qubo_solvers.MIN_TIMEOUT_S, qubo_solvers.MAX_TIMEOUT_S],
+                # Known limits: the host's memory (Tabu holds a dense float64 n x n matrix).
+                "limits": qubo_solvers.known_limits(),
             },
             "asc": self._asc.capabilities(),
             "power": {
@@ -118,7 +121,10 @@ class CpuDriver:
             raise DriverError(
                 "a qubo load carries exactly one int8 matrix payload", "bad_arguments"
             )
-        self._loaded = qubo_solvers.load_qubo(arrays[0], self.num_sweeps)
+        solvers = params.get("solvers")
+        self._loaded = qubo_solvers.load_qubo(
+            arrays[0], self.num_sweeps, [str(s) for s in solvers] if solvers else None
+        )
         self._workload = {k: params[k] for k in ("nodes", "density", "seed") if k in params}
         return DriverResult(
             {
@@ -141,7 +147,7 @@ class CpuDriver:
         self._sim_state("solving")
         t_start = now()
         try:
-            result = self._solve(mode, solver, seed, params, stop)
+            result = self._solve(mode, solver, seed, params, stop, t_start)
         finally:
             t_end = now()
             self._sim_state("idle")
@@ -170,12 +176,18 @@ class CpuDriver:
             self._sim.state(state)
 
     def _solve(
-        self, mode: str, solver: str, seed: int, params: dict[str, Any], stop: threading.Event
+        self,
+        mode: str,
+        solver: str,
+        seed: int,
+        params: dict[str, Any],
+        stop: threading.Event,
+        t_start: float,
     ) -> dict[str, Any]:
         assert self._loaded is not None
         if mode == "fixed_timeout":
             return qubo_solvers.solve_fixed_timeout(
-                self._loaded, solver, float(params["timeout_s"]), seed, self.num_sweeps, stop
+                self._loaded, solver, float(params["timeout_s"]), seed, stop, t_start
             )
         if mode == "time_to_solution":
             return qubo_solvers.solve_to_target(
@@ -185,8 +197,8 @@ class CpuDriver:
                 [float(g) for g in params.get("gaps", [0.1, 0.05, 0.01])],
                 float(params.get("max_time_s", 10.0)),
                 seed,
-                self.num_sweeps,
                 stop,
+                t_start,
             )
         raise DriverError(f"unknown qubo mode {mode!r}", "bad_arguments")
 

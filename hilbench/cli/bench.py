@@ -12,6 +12,7 @@ BENCHMARKS: dict[str, str] = {
     "power-accuracy": "hilbench.bench.power_accuracy:power_accuracy",
     "store-stream": "hilbench.bench.store_stream:store_stream",
     "asc-harness": "hilbench.bench.asc_harness:asc_harness",
+    "qubo-cpu": "hilbench.bench.qubo_cpu:qubo_cpu",
 }
 
 

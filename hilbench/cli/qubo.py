@@ -1,4 +1,5 @@
-"""`hilbench qubo`: write NeuroBench QUBO-MIS workload matrices and look up their target costs."""
+"""`hilbench qubo`: write NeuroBench QUBO-MIS workload matrices, look up their target costs and
+solve one workload through a driver."""
 
 from __future__ import annotations
 
@@ -171,3 +172,83 @@ def target(
     click.echo(f"workload: nodes={nodes} density={density} seed={seed} edges={edges}")
     click.echo(f"source: {result.describe()}")
     click.echo(str(result.cost))
+
+
+@qubo.command()
+@click.option("--nodes", type=int, required=True, help=_NODES_HELP)
+@click.option("--density", type=float, required=True, help=_DENSITY_HELP)
+@click.option("--seed", type=int, default=0, show_default=True, help=_SEED_HELP)
+@click.option(
+    "--solver",
+    default="anytime",
+    show_default=True,
+    help="Solver of the driver (cpu: sa, tabu, anytime).",
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=float,
+    required=True,
+    help="Fixed timeout in seconds (1e-3 ... 1e2): solving plus the cost check must end by then.",
+)
+@click.option(
+    "--run-seed", type=int, default=0, show_default=True, help="Seed of the solver's own draws."
+)
+@click.option(
+    "--driver",
+    "driver_name",
+    default="cpu",
+    show_default=True,
+    help="Driver (entry point in hilbench.drivers) run in this process, as an agent runs it.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on the last line.")
+def solve(
+    nodes: int,
+    density: float,
+    seed: int,
+    solver: str,
+    timeout_s: float,
+    run_seed: int,
+    driver_name: str,
+    as_json: bool,
+) -> None:
+    """Solve one workload with one solver for a fixed timeout, through the driver's own code.
+
+    The returned state is checked here as a campaign checks it: cost recomputed, independence
+    tested, the driver's claimed cost verified. ``overrun`` is true when the actual time passed
+    the requested one by more than max(5 %, 0.5 ms). ``gap`` is the BKS-gap to the official
+    target (see ``hilbench qubo target``), null for an infeasible answer.
+    """
+    from hilbench.agent.driver import DriverError, load_driver
+    from hilbench.procedures.qubo_local import load_workload, solve_fixed_timeout
+    from hilbench.workloads.qubo.check import SolutionError
+
+    _check_workload(nodes, density, seed)
+    try:
+        driver = load_driver(driver_name)
+    except DriverError as exc:
+        raise click.BadParameter(str(exc), param_hint="--driver") from exc
+    target = find_target(nodes, density, seed)
+    try:
+        workload, _ = load_workload(driver, nodes, density, seed, [solver])
+        outcome = solve_fixed_timeout(driver, workload, solver, timeout_s, run_seed, target.cost)
+    except (DriverError, SolutionError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        driver.close()
+    outcome["target_source"] = target.source
+    if as_json:
+        click.echo(json.dumps(outcome, sort_keys=True, default=str))
+        return
+    violated = outcome["violated_edges"]
+    state = "feasible" if outcome["feasible"] else f"INFEASIBLE ({violated} violated edges)"
+    gap = "n/a" if outcome["gap"] is None else f"{outcome['gap']:.4f}"
+    click.echo(
+        f"{solver} on n={nodes} d={density:g} seed={seed}: cost {outcome['cost']}, {state}, "
+        f"set size {outcome['set_size']}"
+    )
+    over = " OVERRUN" if outcome["overrun"] else ""
+    click.echo(
+        f"time: requested {timeout_s:g} s, actual {outcome['actual_s']:.6f} s{over}; "
+        f"BKS-gap {gap} (target {target.cost}, {target.source})"
+    )
