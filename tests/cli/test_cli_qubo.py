@@ -172,3 +172,28 @@ def test_real_process_generate_and_target(tmp_path: Path) -> None:
     )
     assert bad.returncode == EXIT_USAGE
     assert "--nodes" in bad.stderr
+
+
+@pytest.mark.parametrize("solver", ["anytime", "tabu"])
+def test_solve_json_last_line_reports_a_checked_answer(solver: str) -> None:
+    result = run(
+        "solve", "--nodes", "40", "--density", "0.1", "--seed", "2", "--solver", solver,
+        "--timeout", "0.05", "--json",
+    )
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output.strip().splitlines()[-1])
+    assert {"cost", "feasible", "set_size", "requested_s", "actual_s", "overrun", "gap"} <= set(out)
+    assert out["requested_s"] == 0.05 and out["actual_s"] > 0
+    assert out["target_source"] == "exact"
+    if out["feasible"]:
+        assert out["cost"] == -out["set_size"] and out["gap"] >= 0  # never beats the optimum
+    else:
+        assert out["gap"] is None
+
+
+def test_solve_names_an_unknown_solver() -> None:
+    result = run(
+        "solve", "--nodes", "40", "--density", "0.1", "--solver", "magic", "--timeout", "0.01"
+    )
+    assert result.exit_code != 0
+    assert "unknown solver 'magic'" in result.output
