@@ -141,7 +141,13 @@ def run_unit(
     with ctx.phase("load", [client]) as phase:
         reply = client.request(
             "load",
-            {"workload": "qubo", "nodes": unit.nodes, "density": unit.density, "seed": unit.seed},
+            {
+                "workload": "qubo",
+                "nodes": unit.nodes,
+                "density": unit.density,
+                "seed": unit.seed,
+                "solvers": [unit.solver],  # prepare only what this run uses
+            },
             [matrix],
             timeout_s=REPLY_MARGIN_S,
         )
