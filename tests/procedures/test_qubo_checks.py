@@ -142,7 +142,7 @@ def test_an_overrun_is_flagged_in_the_run_and_the_table(tmp_path, tampering_agen
         [run] = store.runs()
         metrics = {m["name"]: m for m in store.metrics(run["uid"])}
     assert metrics["overrun"]["value"] == 1.0
-    assert metrics["actual_s"]["value"] >= 0.04
+    assert metrics["actual_s"]["value"] >= 0.03  # the 30 ms the solver kept going
     assert metrics["requested_s"]["value"] == 0.01
     [row] = gap_rows(db, campaign_uid)
-    assert row.overruns == 1 and row.max_actual_over_requested >= 4
+    assert row.overruns == 1 and row.max_actual_over_requested >= 3
