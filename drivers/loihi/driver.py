@@ -1,0 +1,313 @@
+"""The `loihi` driver: QUBO on Intel Loihi 2 through Lava and lava-optimization.
+
+Each solve runs in a child process (:mod:`hilbench_drivers.loihi.child`) started with the Lava
+environment's Python, so this driver imports no Lava itself and runs under any Python hilbench
+supports. ``backend = "CPU"`` (the default) uses Lava's CPU back end: the real Lava code, but its
+times and power say nothing about Loihi, and every result says so. ``backend = "Loihi2"`` uses
+``Loihi2HwCfg`` and the chip's power and time probes.
+
+A timeout in seconds becomes a number of Lava time steps through the time per step: configured
+(option ``time_per_step_s``) or measured at load by a calibration run; both are reported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import shutil
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from hilbench.agent.driver import DriverError, DriverResult
+from hilbench_drivers.loihi.child import run_child
+from hilbench_drivers.loihi.probes import power_report
+
+BACKENDS = ("CPU", "Loihi2")
+SOLVERS = ("lava",)
+MIN_TIMEOUT_S = 1e-3
+MAX_TIMEOUT_S = 1e3
+CPU_SIMULATION = "Lava CPU back end: says nothing about Loihi's speed or power"
+# Tuned on Lava's CPU back end (n = 25 and 50, density 5–10 %, 1 000 steps): the default
+# temperature 1 leaves the network nearly frozen (cost -2 where the optimum is -20 at n = 50).
+# Refractory periods keep a neuron from flipping straight back. See drivers/loihi/README.md.
+DEFAULT_HYPERPARAMETERS: dict[str, Any] = {"temperature": 6, "refract": 16}
+
+
+def _truthy(value: str | bool) -> bool:
+    return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes")
+
+
+def gap_threshold_cost(target: int, gap: float) -> int:
+    """The highest cost whose BKS-gap ``(c - t) / |t|`` is at most ``gap``."""
+    return math.floor(target + gap * abs(target) + 1e-9)
+
+
+class LoihiDriver:
+    """QUBO with lava-optimization's solver, on Loihi 2 or on Lava's CPU back end."""
+
+    name: ClassVar[str] = "loihi"
+
+    def __init__(
+        self,
+        backend: str = "CPU",
+        lava_python: str | None = None,
+        time_per_step_s: str | float | None = None,
+        calibration_steps: str | int = 200,
+        hyperparameters: str | None = None,
+        setup_timeout_s: str | float = 120.0,
+        margin_s: str | float = 2.0,
+        allow_inject: str | bool = False,
+    ) -> None:
+        if backend not in BACKENDS:
+            raise DriverError(f"backend {backend!r} is not one of {BACKENDS}", "bad_arguments")
+        self.backend = backend
+        self.lava_python = lava_python or sys.executable
+        self.configured_step_s = float(time_per_step_s) if time_per_step_s else None
+        self.calibration_steps = int(calibration_steps)
+        try:
+            hp = json.loads(hyperparameters) if hyperparameters else DEFAULT_HYPERPARAMETERS
+        except json.JSONDecodeError as exc:
+            raise DriverError(
+                f"option hyperparameters is not JSON: {exc}", "bad_arguments"
+            ) from None
+        self.hyperparameters: dict[str, Any] = dict(hp)
+        self.setup_timeout_s = float(setup_timeout_s)
+        self.margin_s = float(margin_s)
+        self.allow_inject = _truthy(allow_inject)
+        self._dir = Path(tempfile.mkdtemp(prefix="hilbench-loihi-"))
+        self._matrix: np.ndarray | None = None
+        self._calibrations: dict[str, dict[str, Any]] = {}  # matrix sha256 -> calibration
+        self._calibration: dict[str, Any] | None = None
+        self.last_child_pid: int | None = None  # also its process group: for tests and logs
+        self.last_child_timeline: dict[str, float] = {}  # event -> monotonic time
+
+    @property
+    def simulated(self) -> bool:
+        return self.backend == "CPU"
+
+    def capabilities(self) -> dict[str, Any]:
+        caps: dict[str, Any] = {
+            "workloads": ["qubo"],
+            "qubo": {
+                "solvers": list(SOLVERS),
+                "modes": ["fixed_timeout", "time_to_solution"],
+                "timeout_range_s": [MIN_TIMEOUT_S, MAX_TIMEOUT_S],
+            },
+            "backend": self.backend,
+            "lava_python": self.lava_python,
+            "hyperparameters": self.hyperparameters,
+            "simulated": self.simulated,
+            "power": {
+                "source": "loihi2-probes" if not self.simulated else None,
+                "available": not self.simulated,
+            },
+        }
+        if self.simulated:
+            caps["simulation"] = CPU_SIMULATION
+        return caps
+
+    def configure(self, params: dict[str, Any]) -> DriverResult:
+        if "hyperparameters" in params:
+            self.hyperparameters = dict(params["hyperparameters"])
+        if "time_per_step_s" in params:
+            value = params["time_per_step_s"]
+            self.configured_step_s = float(value) if value else None
+        return DriverResult(
+            {"hyperparameters": self.hyperparameters, "time_per_step_s": self.configured_step_s}
+        )
+
+    # ------------------------------------------------------------------- load
+    def load(self, params: dict[str, Any], arrays: list[np.ndarray]) -> DriverResult:
+        if params.get("workload") != "qubo":
+            raise DriverError(
+                f"loihi driver cannot load workload {params.get('workload')!r}", "bad_arguments"
+            )
+        if len(arrays) != 1 or arrays[0].dtype != np.int8 or arrays[0].ndim != 2:
+            raise DriverError("a qubo load carries exactly one int8 matrix", "bad_arguments")
+        matrix = arrays[0]
+        if matrix.shape[0] != matrix.shape[1]:
+            raise DriverError(f"QUBO matrix must be square, got {list(matrix.shape)}")
+        np.save(self._dir / "q.npy", matrix)
+        self._matrix = matrix
+        digest = hashlib.sha256(matrix.tobytes()).hexdigest()
+        calibration = self._calibrations.get(digest)
+        if calibration is None:
+            calibration = self._calibrate()
+            self._calibrations[digest] = calibration
+        self._calibration = calibration
+        return DriverResult({"nodes": int(matrix.shape[0]), **self._step_record()})
+
+    def _calibrate(self) -> dict[str, Any]:
+        """Measure time per step and read-out time with a short run of the same network."""
+        done = self._child(
+            {"steps": self.calibration_steps, "seed": 0}, self.setup_timeout_s, threading.Event()
+        )
+        steps = max(1, int(done["steps_run"]))
+        return {
+            "steps": steps,
+            "run_s": done["run_s"],
+            "readout_s": done["readout_s"],
+            "setup_s": done["setup_s"],
+            "step_s": done["run_s"] / steps,
+        }
+
+    def _step_record(self) -> dict[str, Any]:
+        assert self._calibration is not None
+        measured = self._calibration["step_s"]
+        used = self.configured_step_s or measured
+        return {
+            "time_per_step_s": {
+                "measured": measured,
+                "configured": self.configured_step_s,
+                "used": used,
+                "used_from": "configured" if self.configured_step_s else "measured",
+            },
+            "calibration": self._calibration,
+            "setup_s": self._calibration["setup_s"],
+        }
+
+    # -------------------------------------------------------------------- run
+    def run(self, params: dict[str, Any], stop: threading.Event) -> DriverResult:
+        if self._matrix is None or self._calibration is None:
+            raise DriverError("no workload loaded: send load first", "not_loaded")
+        solver = str(params.get("solver", "lava"))
+        if solver not in SOLVERS:
+            raise DriverError(f"unknown solver {solver!r} (known: {SOLVERS})", "bad_arguments")
+        mode = params.get("mode", "fixed_timeout")
+        step_s = self._step_record()["time_per_step_s"]["used"]
+        readout_s = self._calibration["readout_s"]
+        job: dict[str, Any] = {"seed": int(params.get("seed", 0))}
+        if self.allow_inject and params.get("inject"):
+            job["inject"] = str(params["inject"])
+        if mode == "fixed_timeout":
+            requested = float(params["timeout_s"])
+            if not MIN_TIMEOUT_S <= requested <= MAX_TIMEOUT_S:
+                raise DriverError(
+                    f"timeout {requested} s is outside {MIN_TIMEOUT_S}…{MAX_TIMEOUT_S} s",
+                    "bad_arguments",
+                )
+            job["steps"] = max(1, math.floor((requested - readout_s) / step_s))
+        elif mode == "time_to_solution":
+            requested = float(params.get("max_time_s", 10.0))
+            gaps = sorted({float(g) for g in params.get("gaps", [0.1, 0.05, 0.01])})
+            target = int(params["target"])
+            # Chunks of about 1 % of the budget (at least 10 steps): the resolution of the
+            # reach times, each one a measured clock reading after the chunk ended.
+            job.update(
+                steps=max(1, math.floor(requested / step_s)),
+                chunk_steps=max(10, math.floor(0.01 * requested / step_s)),
+                max_time_s=requested,
+                target_cost=gap_threshold_cost(target, gaps[0]),
+            )
+        else:
+            raise DriverError(f"unknown qubo mode {mode!r}", "bad_arguments")
+        done = self._child(job, requested + readout_s + self.margin_s, stop)
+        body = self._reply(done, mode, requested, job)
+        if mode == "time_to_solution":
+            body["reached"] = self._reached(done, int(params["target"]), gaps)
+            body["target"] = int(params["target"])
+        state = np.asarray(done["state"], dtype=np.int8)
+        return DriverResult(body, [state])
+
+    def _child(
+        self, job: dict[str, Any], run_budget_s: float, stop: threading.Event
+    ) -> dict[str, Any]:
+        job = {
+            "backend": self.backend,
+            "hyperparameters": self.hyperparameters,
+            "probe_power": not self.simulated,
+            **job,
+        }
+        run = run_child(
+            self.lava_python,
+            self._dir,
+            job,
+            self.setup_timeout_s,
+            run_budget_s,
+            stop,
+            on_start=lambda pid: setattr(self, "last_child_pid", pid),
+            timeline=self.last_child_timeline,
+        )
+        return {**run.events["ready"], **run.events["done"]}
+
+    def _reply(
+        self, done: dict[str, Any], mode: str, requested: float, job: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Contract 3's reply: the solver's claimed cost, requested and actual time, and what
+        our own cost check found (the orchestrator checks the returned state again)."""
+        reported, recomputed = done["reported_cost"], done["recomputed_cost"]
+        if not done["valid_state"]:
+            raise DriverError(
+                f"Lava returned an invalid state (entries {sorted(set(done['state']))[:5]}, "
+                f"not 0/1) with a reported cost of {reported}",
+                "bad_solution",
+            )
+        if reported != recomputed:
+            raise DriverError(
+                f"Lava reported cost {reported}, but the state it returned costs {recomputed} "
+                "(x^T Q x in int64): the solver's claim is wrong",
+                "bad_solution",
+            )
+        actual = done["t_end"] - done["t_start"]
+        body: dict[str, Any] = {
+            "workload": "qubo",
+            "mode": mode,
+            "solver": "lava",
+            "backend": self.backend,
+            "cost": int(reported),
+            "solver_reported_cost": int(reported),
+            "solution_size": int(sum(done["state"])),
+            "requested_s": requested,
+            "actual_s": actual,
+            "t_start": done["t_start"],
+            "t_end": done["t_end"],
+            "run_s": actual,
+            "solver_s": done["run_s"],
+            "cost_check_s": done["readout_s"],
+            "setup_s": done["setup_s"],
+            "steps_requested": done["steps_requested"],
+            "steps_run": done["steps_run"],
+            "best_step": done["best_step"],
+            **self._step_record(),
+            "hyperparameters": self.hyperparameters,
+            "seed": job["seed"],
+            "simulated": self.simulated,
+            "power": self._power(done),
+        }
+        if self.simulated:
+            body["simulation"] = CPU_SIMULATION
+        return body
+
+    def _power(self, done: dict[str, Any]) -> dict[str, Any]:
+        if done.get("profile"):
+            return power_report(done["profile"])
+        return {
+            "measured": False,
+            "source": None,
+            "reason": f"{CPU_SIMULATION}; no on-chip probes on the CPU back end",
+        }
+
+    def _reached(self, done: dict[str, Any], target: int, gaps: list[float]) -> list[dict]:
+        """When the best cost first reached each gap, in seconds since t_start: the clock
+        reading after the chunk in which it was reached. Only gaps the returned (checked) state
+        also reaches are listed."""
+        best = int(done["recomputed_cost"])
+        reached = []
+        for gap in sorted(gaps, reverse=True):
+            threshold = gap_threshold_cost(target, gap)
+            if best > threshold:
+                continue
+            hit = next((t for t, cost in done["progress"] if cost <= threshold), None)
+            if hit is not None:
+                reached.append({"gap": gap, "t_s": float(hit)})
+        return reached
+
+    def close(self) -> None:
+        self._matrix = None
+        shutil.rmtree(self._dir, ignore_errors=True)

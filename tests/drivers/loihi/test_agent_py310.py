@@ -1,0 +1,79 @@
+"""The loihi agent on the Loihi host's Python (3.10, the Lava environment), driven over real
+ZeroMQ from this orchestrator: a hang is killed, the run fails with the reason, and the same
+agent serves the next request."""
+
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+
+from hilbench.orchestrator.client import AgentClient, AgentError
+from hilbench.orchestrator.spawn import SpawnedProcess
+from hilbench.workloads.qubo import SparseQubo, generate_qubo
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def agent(lava_python):
+    proc = subprocess.Popen(
+        [
+            lava_python,
+            "-m",
+            "hilbench",
+            "agent",
+            "--driver",
+            "loihi",
+            "--bind",
+            "tcp://127.0.0.1:*",
+            "--id",
+            "loihi0",
+            "-o",
+            "allow_inject=1",
+            "-o",
+            "margin_s=1",
+            "--announce",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.startswith("READY "), line
+    spawned = SpawnedProcess("loihi0", proc, line.split()[1], "")
+    yield spawned
+    spawned.stop()
+
+
+def test_agent_runs_on_python_3_10_and_survives_a_hung_lava_run(agent, lava_python):
+    version = subprocess.run(
+        [lava_python, "-c", "import sys; print(sys.version_info[:2])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert version == "(3, 10)"
+    matrix = generate_qubo(25, 0.05, 0)
+    with AgentClient(agent.address) as client:
+        caps = client.info["capabilities"]
+        assert caps["simulated"] is True and "Lava CPU back end" in caps["simulation"]
+        client.request("load", {"workload": "qubo"}, [matrix], timeout_s=120)
+        with pytest.raises(AgentError) as caught:
+            client.request(
+                "run",
+                {"workload": "qubo", "mode": "fixed_timeout", "timeout_s": 0.2, "inject": "hang"},
+                timeout_s=120,
+            )
+        assert caught.value.code == "timeout" and "killed" in str(caught.value)
+        assert client.request("status").body["state"] == "idle"
+        reply = client.request(
+            "run", {"workload": "qubo", "mode": "fixed_timeout", "timeout_s": 0.2}, timeout_s=120
+        )
+        (state,) = reply.arrays
+        assert reply.body["cost"] == SparseQubo.from_matrix(matrix).cost(state)
+        assert state.dtype == np.int8
+        client.request("shutdown")
+    assert agent.process.wait(timeout=10) == 0

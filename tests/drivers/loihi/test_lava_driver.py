@@ -1,0 +1,162 @@
+"""The loihi driver running real Lava (CPU back end, lava-nc 0.8.0 + lava-optimization 0.3.0)
+in its child process: fixed timeout, time to solution, a wrong claimed cost, a hang, a crash."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hilbench.agent.driver import DriverError
+from hilbench.workloads.qubo import SparseQubo, bks_gap, find_target, generate_qubo
+from hilbench_drivers.loihi import LoihiDriver
+from hilbench_drivers.loihi.child import group_alive, group_members
+
+pytestmark = pytest.mark.slow  # every run starts Lava (~3 s of import and compile)
+
+NODES, DENSITY, SEED = 25, 0.05, 0
+
+
+@pytest.fixture(scope="module")
+def driver(lava_python):
+    drv = LoihiDriver(lava_python=lava_python, allow_inject="1", margin_s="1.0")
+    drv.load(
+        {"workload": "qubo", "nodes": NODES, "density": DENSITY, "seed": SEED},
+        [generate_qubo(NODES, DENSITY, SEED)],
+    )
+    yield drv
+    drv.close()
+
+
+def test_fixed_timeout_returns_a_checked_state_and_both_times(driver):
+    result = driver.run(
+        {"mode": "fixed_timeout", "solver": "lava", "timeout_s": 0.3, "seed": 1},
+        threading.Event(),
+    )
+    body, (state,) = result.body, result.arrays
+    q = SparseQubo.from_matrix(generate_qubo(NODES, DENSITY, SEED))
+    assert state.dtype == np.int8 and state.shape == (NODES,)
+    assert set(np.unique(state)) <= {0, 1}
+    assert body["cost"] == q.cost(state)  # the claim is what the state costs
+    assert body["cost"] >= find_target(NODES, DENSITY, SEED).cost  # never beats the optimum
+    assert body["requested_s"] == 0.3
+    assert body["t_end"] - body["t_start"] == pytest.approx(body["actual_s"])
+    steps = body["time_per_step_s"]
+    assert steps["used_from"] == "measured" and steps["measured"] > 0
+    assert body["steps_requested"] == max(
+        1, math.floor((0.3 - body["calibration"]["readout_s"]) / steps["measured"])
+    )
+    assert body["simulated"] is True
+    assert "says nothing about Loihi's speed or power" in body["simulation"]
+    assert body["power"]["measured"] is False and "CPU back end" in body["power"]["reason"]
+
+
+def test_a_configured_time_per_step_sets_the_step_budget_and_both_are_recorded(
+    driver,
+):
+    driver.configure({"time_per_step_s": 0.01})
+    try:
+        body = driver.run(
+            {"mode": "fixed_timeout", "solver": "lava", "timeout_s": 0.5, "seed": 1},
+            threading.Event(),
+        ).body
+    finally:
+        driver.configure({"time_per_step_s": None})
+    steps = body["time_per_step_s"]
+    assert steps["configured"] == 0.01 and steps["used_from"] == "configured"
+    assert steps["measured"] > 0
+    assert body["steps_requested"] == math.floor((0.5 - body["calibration"]["readout_s"]) / 0.01)
+
+
+def test_time_to_solution_reports_when_each_gap_was_reached(driver):
+    target = find_target(NODES, DENSITY, SEED).cost
+    gaps = [0.5, 0.3]
+    result = driver.run(
+        {"mode": "time_to_solution", "target": target, "gaps": gaps, "max_time_s": 4.0},
+        threading.Event(),
+    )
+    body, (state,) = result.body, result.arrays
+    gap = bks_gap(SparseQubo.from_matrix(generate_qubo(NODES, DENSITY, SEED)).cost(state), target)
+    assert body["requested_s"] == 4.0 and body["actual_s"] <= 4.0 + 1.0
+    assert body["reached"], "a 25-node graph reaches gap 0.5 within 4 s"
+    times = [hit["t_s"] for hit in body["reached"]]
+    assert times == sorted(times) and times[0] > 0 and times[-1] <= body["actual_s"]
+    for hit in body["reached"]:
+        assert hit["gap"] in gaps and gap <= hit["gap"]  # the returned state backs the claim
+
+
+def test_a_wrong_claimed_cost_fails_the_run_naming_both_costs(driver):
+    with pytest.raises(DriverError) as caught:
+        driver.run(
+            {"mode": "fixed_timeout", "timeout_s": 0.1, "inject": "wrong_cost"},
+            threading.Event(),
+        )
+    assert caught.value.code == "bad_solution"
+    assert "reported cost" in str(caught.value) and "costs" in str(caught.value)
+
+
+def test_a_hang_is_killed_within_its_budget_and_leaves_no_process(driver):
+    timeout_s = 0.2
+    with pytest.raises(DriverError) as caught:
+        driver.run(
+            {"mode": "fixed_timeout", "timeout_s": timeout_s, "inject": "hang"},
+            threading.Event(),
+        )
+    assert caught.value.code == "timeout"
+    assert "killed its process group" in str(caught.value)
+    # Set-up (import, build, compile) has its own limit; the run's budget counts from the start
+    # of the timed region, and the group is dead within it plus the driver's margin.
+    marks = driver.last_child_timeline
+    budget = timeout_s + driver._calibration["readout_s"] + driver.margin_s
+    assert budget <= marks["ended"] - marks["started"] < budget + 1.0
+    pgid = driver.last_child_pid
+    assert pgid is not None and not group_members(pgid)
+    # the driver serves the next run
+    body = driver.run({"mode": "fixed_timeout", "timeout_s": 0.1}, threading.Event()).body
+    assert body["cost"] <= 0
+
+
+def test_a_hang_is_stopped_on_request(driver):
+    stop = threading.Event()
+    timer = threading.Timer(4.0, stop.set)
+    timer.start()
+    try:
+        with pytest.raises(DriverError) as caught:
+            driver.run({"mode": "fixed_timeout", "timeout_s": 60, "inject": "hang"}, stop)
+    finally:
+        timer.cancel()
+    assert caught.value.code == "stopped"
+    assert not group_alive(driver.last_child_pid)
+
+
+def test_a_crash_fails_the_run_with_the_exit_status(driver):
+    with pytest.raises(DriverError) as caught:
+        driver.run(
+            {"mode": "fixed_timeout", "timeout_s": 0.1, "inject": "crash"}, threading.Event()
+        )
+    assert "exited with status -9" in str(caught.value)
+    assert not group_alive(driver.last_child_pid)
+
+
+def test_on_loihi2_the_runner_asks_lava_for_loihi2hwcfg_and_the_probes(lava_python):
+    """The Loihi 2 path up to the board: the same runner code selects Loihi2HwCfg and turns the
+    profiler on (lava-loihi itself is needed to go further)."""
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import lava_runner, numpy as np\n"
+        "from lava.lib.optimization.problems.problems import QUBO\n"
+        "from lava.lib.optimization.solvers.generic.solver import OptimizationSolver\n"
+        "cfg = lava_runner._config({'backend': 'Loihi2', 'steps': 10, 'probe_power': True})\n"
+        "solver = OptimizationSolver(QUBO(-np.eye(3, dtype=np.int64)))\n"
+        "solver._create_solver_process(cfg)\n"
+        "run_cfg = solver._get_run_config(backend=cfg.backend)\n"
+        "print(type(run_cfg).__name__, cfg.probe_time, cfg.probe_energy)\n"
+    )
+    runner_dir = str(Path(__file__).resolve().parents[3] / "drivers" / "loihi")
+    out = subprocess.run(
+        [lava_python, "-c", script, runner_dir], capture_output=True, text=True, timeout=120
+    )
+    assert out.stdout.split() == ["Loihi2HwCfg", "True", "True"], out.stderr[-2000:]
