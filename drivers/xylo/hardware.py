@@ -1,0 +1,187 @@
+"""The Xylo Audio 2 HDK through Rockpool 2.8 and samna: discovery, configuration, core clock,
+accelerated-time inference with ``XyloSamna`` and on-board power per rail.
+
+Calls, in order (Rockpool 2.8 source, ``rockpool/devices/xylo``):
+  ``helper.find_xylo_hdks() -> (hdks, modules, versions)``  ("syns61201" = Xylo Audio 2)
+  ``syns61201.xa2_devkit_utils.set_xylo_core_clock_freq(hdk, MHz) -> obtained MHz``
+  ``syns61201.xa2_devkit_utils.set_power_measure(hdk, Hz) -> (power_buf, power_monitor)``
+  ``syns61201.config_from_specification(**spec) -> (config, is_valid, message)`` — the hidden
+      bias is the keyword ``bias_hidden`` there (the mapper calls it ``bias``; an unknown
+      keyword would be swallowed by ``**kwargs`` and the bias silently dropped)
+  ``syns61201.XyloSamna(hdk, config, dt=…, output_mode="Spike", power_frequency=…)``
+  ``XyloSamna.evolve(raster (T, Nin) int) -> (output (T, Nout), {}, record)``
+Power events from ``power_buf.get_events()`` carry ``channel`` (``samna.xyloA2TestBoard.
+MeasurementChannels``: Io, Logic, LogicAfe, IoAfe) and ``value`` in watts (as ``XyloSamna.evolve``
+reads them). Inference time is the agent's clock around ``evolve`` (accelerated time; it
+includes the USB transfer of the input events and the read-out, which the report says).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from hilbench.agent.driver import DriverError
+from hilbench.clock import now
+from hilbench_drivers.xylo import vendor
+from hilbench_drivers.xylo.network import MAX_INPUT_EVENTS_PER_STEP, XyloNetwork
+from hilbench_drivers.xylo.simulated import Inference
+
+XYLO_AUDIO_2 = "syns61201"
+# MeasurementChannels member -> rail name in results
+RAILS = {"Io": "io", "Logic": "snn_core", "LogicAfe": "afe_core", "IoAfe": "afe_ldo"}
+
+
+@dataclass
+class VendorModules:
+    """The vendor objects the hardware path calls; tests pass a stand-in with the same names."""
+
+    samna: ModuleType
+    xylo: ModuleType  # rockpool.devices.xylo (find_xylo_hdks)
+
+    @classmethod
+    def import_real(cls) -> VendorModules:
+        samna = vendor.samna()
+        vendor.rockpool_xylo_a2()
+        return cls(samna=samna, xylo=vendor.require("rockpool", "rockpool.devices.xylo"))
+
+
+def usb_listing() -> list[str]:
+    """Every USB device pyusb sees, ``vid:pid manufacturer product`` (so a user sees what is
+    plugged in when no HDK is found), or one line saying why none can be listed."""
+    try:
+        usb_core = vendor.require("pyusb", "usb.core")
+        usb_util = vendor.require("pyusb", "usb.util")
+    except DriverError as exc:
+        return [f"(cannot list USB devices: {exc})"]
+    try:
+        devices = list(usb_core.find(find_all=True))
+    except Exception as exc:  # NoBackendError: no libusb
+        return [f"(cannot list USB devices: {exc}; install libusb-1.0)"]
+    lines = []
+    for dev in devices:
+        names = []
+        for index in (dev.iManufacturer, dev.iProduct):
+            try:
+                names.append(usb_util.get_string(dev, index) if index else "")
+            except Exception:  # no permission to open the device
+                names.append("?")
+        lines.append(f"{dev.idVendor:04x}:{dev.idProduct:04x} {' '.join(names).strip()}".strip())
+    return lines or ["(no USB devices visible)"]
+
+
+class HardwareXylo:
+    """One Xylo Audio 2 HDK, configured for one network at a time."""
+
+    simulated = False
+    simulation = ""
+
+    def __init__(self, hdk: Any, module: ModuleType, modules: VendorModules,
+                 core_clock_mhz: float, power_hz: float) -> None:
+        self.hdk = hdk
+        self.x = module
+        self.modules = modules
+        self.power_hz = power_hz
+        utils = module.xa2_devkit_utils
+        self.core_clock_mhz = float(utils.set_xylo_core_clock_freq(hdk, core_clock_mhz))
+        self._power_buf, self._power_monitor = utils.set_power_measure(hdk, power_hz)
+        self._channels = {int(getattr(modules.samna.xyloA2TestBoard.MeasurementChannels, k)): v
+                          for k, v in RAILS.items()}
+        self._module: Any = None
+        self.network: XyloNetwork | None = None
+        self._window_t0 = 0.0
+
+    @classmethod
+    def open(cls, core_clock_mhz: float = 50.0, power_hz: float = 5.0,
+             modules: VendorModules | None = None) -> HardwareXylo:
+        """The first Xylo Audio 2 HDK Rockpool finds; none found lists the USB devices."""
+        modules = modules or VendorModules.import_real()
+        hdks, support, versions = modules.xylo.find_xylo_hdks()
+        for hdk, module, kind in zip(hdks, support, versions, strict=True):
+            if kind == XYLO_AUDIO_2:
+                return cls(hdk, module, modules, core_clock_mhz, power_hz)
+        found = ", ".join(versions) or "none"
+        listing = "\n  ".join(usb_listing())
+        raise DriverError(
+            f"no Xylo Audio 2 HDK ({XYLO_AUDIO_2}) found (Xylo HDKs found: {found}). "
+            f"USB devices:\n  {listing}", "driver_error")
+
+    def configure(self, network: XyloNetwork) -> dict[str, Any]:
+        spec = network.specification()
+        dt = spec.pop("dt")
+        spec["bias_hidden"] = spec.pop("bias")
+        config, is_valid, message = self.x.config_from_specification(**spec)
+        if not is_valid:
+            raise DriverError(f"samna refused the network configuration: {message}",
+                              "bad_arguments")
+        self._module = self.x.XyloSamna(self.hdk, config, dt=dt, output_mode="Spike",
+                                        power_frequency=self.power_hz)
+        self.network = network
+        return {"backend": "xylo-hdk", "core_clock_mhz": self.core_clock_mhz,
+                "power_hz": self.power_hz}
+
+    def infer(self, raster: np.ndarray, on_start: Any = None) -> Inference:
+        if self._module is None:
+            raise DriverError("no network configured on the HDK", "not_loaded")
+        events = np.clip(np.asarray(raster, dtype=int), 0, MAX_INPUT_EVENTS_PER_STEP)
+        t_start = now()
+        if on_start:
+            on_start(t_start)
+        output, _, _ = self._module.evolve(events)
+        t_end = now()
+        spikes = np.asarray(output)
+        return Inference(spikes.sum(axis=0), t_end - t_start, t_end - t_start, t_start, t_end,
+                         {"steps": int(events.shape[0]),
+                          "time_source": "agent clock around XyloSamna.evolve (accelerated "
+                                         "time, includes USB transfer)"})
+
+    # -- on-board power --------------------------------------------------------------------------
+
+    def power_window_start(self) -> None:
+        self._power_buf.get_events()  # drop what came before the window
+        self._window_t0 = now()
+
+    def power_window_end(self) -> dict[str, Any]:
+        events = self._power_buf.get_events()
+        t1 = now()
+        samples: dict[str, list[float]] = {rail: [] for rail in RAILS.values()}
+        for event in events:
+            rail = self._channels.get(int(event.channel))
+            if rail is not None:
+                samples[rail].append(float(event.value))
+        if not all(samples.values()):
+            empty = [r for r, v in samples.items() if not v]
+            return {"measured": False, "source": "xylo-onboard",
+                    "reason": f"no on-board power samples for rails {empty} in "
+                              f"{t1 - self._window_t0:.2f} s at {self.power_hz} Hz"}
+        rails = {rail: float(np.mean(v)) for rail, v in samples.items()}
+        return {"measured": True, "source": "xylo-onboard", "rails_w": rails,
+                "avg_power_w": float(sum(rails.values())), "domains": list(rails),
+                "samples_w": samples, "rate_hz": self.power_hz,
+                "duration_s": t1 - self._window_t0}
+
+    def idle(self, duration_s: float, stop: threading.Event) -> dict[str, Any]:
+        """Network configured and ready (not asleep), no input: on-board power over the window."""
+        if self._module is None:
+            raise DriverError("idle power needs the network configured first", "not_loaded")
+        self.power_window_start()
+        deadline = now() + duration_s
+        while not stop.is_set() and now() < deadline:
+            time.sleep(min(0.05, max(0.0, deadline - now())))
+        return self.power_window_end()
+
+    def power(self) -> dict[str, Any]:
+        return {"source": "xylo-onboard", "rails": list(RAILS.values()),
+                "rate_hz": self.power_hz, "category": "on-board instrument"}
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "hardware", "device": "Xylo Audio 2 HDK (SYNS61201)",
+                "core_clock_mhz": self.core_clock_mhz, "power_hz": self.power_hz}
+
+    def close(self) -> None:
+        self._module = None

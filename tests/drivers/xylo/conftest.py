@@ -1,0 +1,71 @@
+"""The Xylo tests' environment: Rockpool needs numpy < 2, so the simulated back end lives in its
+own virtual environment (``.venv-xylo``, made by ``.ci/run``). Tests in the main environment
+reach it through real processes: an agent started with that interpreter, or pytest run there
+on ``xylo_env/``. Without it they fail under CI (CI makes it) and skip with the reason elsewhere.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+HAS_ROCKPOOL = importlib.util.find_spec("rockpool") is not None
+
+# xylo_env/ imports Rockpool: collected only where it is installed (the .venv-xylo run).
+collect_ignore = [] if HAS_ROCKPOOL else ["xylo_env"]
+
+
+def xylo_python_path() -> Path | None:
+    """``$HILBENCH_XYLO_PYTHON``, else ``<repo>/.venv-xylo/bin/python``, else this interpreter
+    when it has Rockpool."""
+    env = os.environ.get("HILBENCH_XYLO_PYTHON")
+    candidates = [Path(env)] if env else []
+    candidates.append(REPO / ".venv-xylo" / "bin" / "python")
+    for path in candidates:
+        if path.is_file():
+            return path
+    return Path(sys.executable) if HAS_ROCKPOOL else None
+
+
+@pytest.fixture(scope="session")
+def xylo_python() -> Path:
+    path = xylo_python_path()
+    if path is None:
+        message = ("no Xylo environment: .ci/run makes .venv-xylo (pip install -e '.[xylo]' "
+                   "with numpy<2), or set HILBENCH_XYLO_PYTHON")
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+def tiny_network_parts(hidden: int = 8, seed: int = 0):
+    """A small valid Xylo Audio 2 specification (random int8 weights), numpy only."""
+    from hilbench_drivers.xylo.network import XyloNetwork
+
+    rng = np.random.default_rng(seed)
+    spec = {
+        "weights_in": rng.integers(-20, 21, (16, hidden, 1)),
+        "weights_rec": np.zeros((hidden + 4, hidden + 4, 1), np.int64),
+        "weights_out": rng.integers(-20, 21, (hidden + 4, 4)),
+        "dash_mem": np.full(hidden + 4, 2), "dash_mem_out": np.full(4, 2),
+        "dash_syn": np.full(hidden + 4, 2), "dash_syn_2": np.full(hidden + 4, 2),
+        "dash_syn_out": np.full(4, 2), "threshold": np.full(hidden + 4, 30),
+        "threshold_out": np.full(4, 30), "bias": np.zeros(hidden + 4, np.int64),
+        "bias_out": np.zeros(4, np.int64),
+    }
+    spec["weights_in"] = np.concatenate(
+        (spec["weights_in"], np.zeros((16, 4, 1), np.int64)), axis=1)
+    # hidden + 4 neurons: the last four relay to nothing, so aliases and fan-out stay simple
+    return XyloNetwork(
+        spec=spec,
+        weight_shifts={"weight_shift_in": 0, "weight_shift_rec": 0, "weight_shift_out": 0},
+        aliases=[[] for _ in range(hidden + 4)], dt=0.01,
+        classes=("airport", "street_traffic", "bus", "park"), sample_rate=16000,
+    )
