@@ -60,7 +60,11 @@ class HostFrontEnd:
         self.dt = dt
         self.sample_rate = sample_rate
         self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
-        self._rockpool_version = vendor.require("rockpool").__version__
+
+    @property
+    def _rockpool_version(self) -> str:
+        """Part of the cache key; Rockpool is imported only when spikes are first needed."""
+        return str(vendor.require("rockpool").__version__)
 
     def key(self, audio: np.ndarray) -> str:
         h = hashlib.sha256()

@@ -41,9 +41,13 @@ class SpawnedProcess:
                 self.process.wait()
 
 
-def spawn_announcing(name: str, args: list[str], startup_timeout_s: float = 60.0) -> SpawnedProcess:
-    """Run ``python -m hilbench ARGS --announce`` and wait for its ``READY <address>`` line."""
-    cmd = [sys.executable, "-m", "hilbench", *args, "--announce"]
+def spawn_announcing(name: str, args: list[str], startup_timeout_s: float = 60.0,
+                     python: str | None = None) -> SpawnedProcess:
+    """Run ``python -m hilbench ARGS --announce`` and wait for its ``READY <address>`` line.
+
+    ``python``: another environment's interpreter (a driver whose vendor stack conflicts with
+    the orchestrator's, e.g. Rockpool's numpy < 2); default this one."""
+    cmd = [python or sys.executable, "-m", "hilbench", *args, "--announce"]
     log.info("starting %s: %s", name, " ".join(cmd))
     # stderr goes to a file, never an unread pipe that could fill and stall the process.
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-")
