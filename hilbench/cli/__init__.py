@@ -31,6 +31,7 @@ SUBCOMMANDS: dict[str, str] = {
     "power": "hilbench.cli.power:power",
     "asc": "hilbench.cli.asc:asc",
     "sim-meter": "hilbench.cli.sim:sim_meter",
+    "xylo": "hilbench.cli.xylo:xylo",
 }
 
 

@@ -13,6 +13,7 @@ BENCHMARKS: dict[str, str] = {
     "store-stream": "hilbench.bench.store_stream:store_stream",
     "asc-harness": "hilbench.bench.asc_harness:asc_harness",
     "qubo-cpu": "hilbench.bench.qubo_cpu:qubo_cpu",
+    "xylo": "hilbench.bench.xylo:xylo",
 }
 
 
