@@ -32,6 +32,7 @@ SUBCOMMANDS: dict[str, str] = {
     "asc": "hilbench.cli.asc:asc",
     "sim-meter": "hilbench.cli.sim:sim_meter",
     "xylo": "hilbench.cli.xylo:xylo",
+    "arduino": "hilbench_drivers.arduino.cli:arduino",
 }
 
 

@@ -1,0 +1,192 @@
+"""The firmware's host build on a pseudo-terminal: a board for everyone who has none.
+
+:class:`HostEmulator` starts ``hilbench_fw_host`` (firmware/host, built with CMake), reads the pty
+path it prints, and turns its marker lines (``MARK <state> <CLOCK_MONOTONIC s>``, the host
+build's stand-in for the marker GPIO pin) into calls of ``on_state`` — on the simulated bench,
+state changes of the meter's ``arduino-nano-33-ble`` power model. The emulator's standard input
+is a pipe from us: when this process dies, however abruptly, the pipe closes and the emulator
+exits, so it never outlives its parent.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from hilbench_drivers.arduino.link import BoardError
+
+log = logging.getLogger(__name__)
+
+ENV_BINARY = "HILBENCH_ARDUINO_HOST"
+BINARY_NAME = "hilbench_fw_host"
+FIRMWARE_DIR = Path(__file__).resolve().parents[2] / "firmware"
+DEFAULT_BUILD_DIR = FIRMWARE_DIR / "build" / "host"
+START_TIMEOUT_S = 10.0
+
+
+def find_host_build() -> Path | None:
+    """$HILBENCH_ARDUINO_HOST, else firmware/build/host/hilbench_fw_host, if it exists."""
+    env = os.environ.get(ENV_BINARY)
+    if env:
+        return Path(env) if Path(env).is_file() else None
+    candidate = DEFAULT_BUILD_DIR / BINARY_NAME
+    return candidate if candidate.is_file() else None
+
+
+def build_host(build_dir: Path = DEFAULT_BUILD_DIR, quiet: bool = True) -> Path:
+    """Configure and build the host firmware with CMake; returns the program's path."""
+    cmake = shutil.which("cmake")
+    if cmake is None or not (FIRMWARE_DIR / "CMakeLists.txt").is_file():
+        raise BoardError(
+            "the firmware's host build is missing and cannot be built here (needs cmake, a C++ "
+            f"compiler and the source tree's firmware/); build it with `cmake -S {FIRMWARE_DIR} "
+            f"-B {build_dir} && cmake --build {build_dir}` or set {ENV_BINARY}",
+            "no_firmware",
+        )
+    out = subprocess.DEVNULL if quiet else None
+    for args in (
+        [cmake, "-S", str(FIRMWARE_DIR), "-B", str(build_dir), "-DCMAKE_BUILD_TYPE=Release"],
+        [cmake, "--build", str(build_dir), "--target", BINARY_NAME],
+    ):
+        proc = subprocess.run(args, stdout=out, stderr=subprocess.PIPE, text=True)
+        if proc.returncode != 0:
+            raise BoardError(
+                f"building the host firmware failed: {' '.join(args)}\n{proc.stderr[-2000:]}",
+                "no_firmware",
+            )
+    return build_dir / BINARY_NAME
+
+
+def host_build(build: bool = True) -> Path:
+    """The host build's program, built first if it is missing and ``build``."""
+    found = find_host_build()
+    if found is not None:
+        return found
+    if os.environ.get(ENV_BINARY):
+        raise BoardError(f"{ENV_BINARY}={os.environ[ENV_BINARY]} is not a file", "no_firmware")
+    if not build:
+        raise BoardError(
+            f"no host build at {DEFAULT_BUILD_DIR / BINARY_NAME}; run `hilbench arduino emulate` "
+            "(it builds it) or set " + ENV_BINARY,
+            "no_firmware",
+        )
+    log.warning("building the firmware's host build in %s (once)", DEFAULT_BUILD_DIR)
+    return build_host()
+
+
+class HostEmulator:
+    """A running host build; ``path`` is its pseudo-terminal. Use as a context manager."""
+
+    def __init__(
+        self,
+        on_state: Callable[[str, float], None] | None = None,
+        program: Path | None = None,
+    ) -> None:
+        self.program = program or host_build()
+        self.on_state = on_state
+        self.states: list[tuple[str, float]] = []  # every marker seen, for tests and logs
+        self._proc: subprocess.Popen[str] | None = None
+        self._reader: threading.Thread | None = None
+        self.path = ""
+
+    def start(self) -> str:
+        self._proc = subprocess.Popen(
+            [str(self.program)],
+            stdin=subprocess.PIPE,  # closes when we die: the emulator exits with us
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # a Ctrl-C meant for us reaches it through us, once
+        )
+        assert self._proc.stdout is not None
+        line = _readline_with_timeout(self._proc.stdout, START_TIMEOUT_S)
+        if not line.startswith("/dev/"):
+            self.stop()
+            raise BoardError(
+                f"the host build did not announce a pty (said {line!r})", "no_firmware"
+            )
+        self.path = line.strip()
+        self._reader = threading.Thread(target=self._read_markers, daemon=True, name="emu-marker")
+        self._reader.start()
+        return self.path
+
+    def _read_markers(self) -> None:
+        proc = self._proc
+        assert proc is not None and proc.stderr is not None
+        for line in proc.stderr:
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == "MARK":
+                try:
+                    t = float(parts[2])
+                except ValueError:
+                    continue
+                self.states.append((parts[1], t))
+                if self.on_state is not None:
+                    try:
+                        self.on_state(parts[1], t)
+                    except Exception:  # the bench must not take the board down with it
+                        log.exception("marker %s could not be forwarded", parts[1])
+            elif line.strip():
+                log.info("host build: %s", line.rstrip())
+
+    def reset(self) -> None:
+        """Imitate a board reset (SIGUSR1): the sample is lost, the boot banner is sent."""
+        if self._proc is not None:
+            self._proc.send_signal(signal.SIGUSR1)
+
+    def pause(self) -> None:
+        """Freeze the board (SIGSTOP): a silent board."""
+        if self._proc is not None:
+            self._proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self._proc is not None:
+            self._proc.send_signal(signal.SIGCONT)
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)
+            proc.terminate()
+            try:
+                proc.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=3)
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                stream.close()
+        if self._reader is not None:
+            self._reader.join(timeout=2)
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+    def __enter__(self) -> HostEmulator:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _readline_with_timeout(stream: object, timeout_s: float) -> str:
+    result: list[str] = []
+    reader = threading.Thread(target=lambda: result.append(stream.readline()), daemon=True)  # type: ignore[attr-defined]
+    reader.start()
+    reader.join(timeout_s)
+    return result[0] if result else ""

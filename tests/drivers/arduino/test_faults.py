@@ -1,0 +1,233 @@
+"""Faults on the serial line each give their own clear error or recovery, and nothing hangs:
+garbage, a truncated chunk, a bad checksum, a reset in the middle of a sample, a silent board,
+the wrong firmware; the emulator never outlives its parent."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import zlib
+
+import numpy as np
+import pytest
+
+from hilbench.agent.driver import DriverError
+from hilbench_drivers.arduino import ArduinoDriver
+from hilbench_drivers.arduino.board import Board, WrongFirmware
+from hilbench_drivers.arduino.link import (
+    BoardRefused,
+    BoardReset,
+    Garbled,
+    NoAnswer,
+    SerialLink,
+)
+from hilbench_drivers.arduino.protocol import Kind, MsgType, encode_frame, load_begin
+
+from .conftest import reply
+
+PCM = (np.arange(16000) % 200 - 100).astype("<i2").tobytes()
+
+
+class Tamper:
+    """Wraps a serial port and changes the n-th write that carries a given message type."""
+
+    def __init__(self, port, msg_type: MsgType, nth: int, change) -> None:
+        self._port, self._type, self._nth, self._change = port, msg_type, nth, change
+        self._count = 0
+
+    def write(self, data: bytes):
+        from cobs import cobs
+
+        frame = cobs.decode(data[1:-1])  # leading and trailing delimiter
+        if frame[0] == self._type:
+            self._count += 1
+            if self._count == self._nth:
+                data = self._change(data)
+        return self._port.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self._port, name)
+
+
+def test_garbage_before_a_request_is_skipped(link):
+    board = Board(link)
+    link.port.write(b"\x13\x37 line noise \xff\xfe" * 20)  # the board sees garbage first
+    assert board.identify().board == "host-build"
+
+
+def test_truncated_chunk_is_sent_again(link):
+    board = Board(link)
+    board.identify()
+    link.port = Tamper(link.port, MsgType.LOAD_CHUNK, 3, lambda d: d[: len(d) // 2] + b"\x00")
+    board.load(0, Kind.AUDIO_PCM16, PCM)  # the board reported the broken frame; it was resent
+    assert board.run(0).preprocess_us is not None
+
+
+def test_chunk_with_a_flipped_bit_is_sent_again(link):
+    board = Board(link)
+    board.identify()
+
+    def flip(data: bytes) -> bytes:
+        b = bytearray(data)
+        b[40] = b[40] ^ 0x01 or 0x02  # stays non-zero: a bit error, not a delimiter
+        return bytes(b)
+
+    link.port = Tamper(link.port, MsgType.LOAD_CHUNK, 5, flip)
+    board.load(0, Kind.AUDIO_PCM16, PCM)
+    assert board.run(0).index == 0
+
+
+def test_wrong_whole_sample_checksum_is_refused(link):
+    board = Board(link)
+    board.identify()
+    link.request(
+        MsgType.LOAD_BEGIN, load_begin(0, Kind.FEATURES_INT8, 3960, 1234), {MsgType.LOAD_READY}
+    )
+    data = bytes(3960)
+    for offset in range(0, 3960, 1024):
+        link.request(
+            MsgType.LOAD_CHUNK, offset.to_bytes(4, "little") + data[offset : offset + 1024]
+        )
+    with pytest.raises(BoardRefused) as err:
+        link.request(MsgType.LOAD_END, (0).to_bytes(2, "little"), {MsgType.LOADED})
+    assert err.value.code == "sample_checksum"
+    assert zlib.crc32(data) != 1234
+
+
+def test_load_end_before_all_chunks_is_refused(link):
+    board = Board(link)
+    board.identify()
+    link.request(MsgType.LOAD_BEGIN, load_begin(0, Kind.AUDIO_PCM16, 32000, zlib.crc32(PCM)))
+    link.request(MsgType.LOAD_CHUNK, (0).to_bytes(4, "little") + PCM[:1024])
+    with pytest.raises(BoardRefused, match="1024 of 32000") as err:
+        link.request(MsgType.LOAD_END, (0).to_bytes(2, "little"))
+    assert err.value.code == "sample_incomplete"
+
+
+def test_reset_in_the_middle_of_a_sample_invalidates_and_reidentifies(emulator):
+    drv = ArduinoDriver(port=emulator.path)
+    try:
+        drv.capabilities()
+        board = drv._connect()
+        original = board.link.port
+
+        class ResetAfterChunks(Tamper):
+            def write(self, data):
+                self._count += 1
+                if self._count == 6:
+                    emulator.reset()
+                    time.sleep(0.2)  # the banner arrives while the load waits for a reply
+                return original.write(data)
+
+        board.link.port = ResetAfterChunks(original, MsgType.LOAD_CHUNK, 0, None)
+        audio = np.zeros(16000, np.float32)
+        with pytest.raises(DriverError, match="reset") as err:
+            drv.load({"workload": "asc", "part": "sample", "index": 0}, [audio])
+        assert err.value.code == "device_reset"
+        board.link.port = original
+        with pytest.raises(DriverError) as err:  # the sample did not survive the reset
+            drv.run({"workload": "asc", "mode": "single_stream", "index": 0}, threading.Event())
+        assert err.value.code == "not_loaded"
+        drv.load({"workload": "asc", "part": "sample", "index": 0}, [audio])
+        body = drv.run({"workload": "asc", "mode": "single_stream", "index": 0}, threading.Event())
+        assert body.body["index"] == 0
+    finally:
+        drv.close()
+
+
+def test_silent_board_times_out_with_a_clear_message(emulator):
+    link = SerialLink.open(emulator.path, timeout_s=0.3, retries=1)
+    try:
+        link.discard_input()
+        emulator.pause()
+        t0 = time.monotonic()
+        with pytest.raises(NoAnswer, match=r"no answer to IDENTIFY within 0\.3 s") as err:
+            Board(link).identify()
+        assert err.value.code == "device_timeout"
+        assert time.monotonic() - t0 < 3
+    finally:
+        emulator.resume()
+        link.close()
+
+
+def test_garbage_from_the_board_is_named_garbage(fake_board):
+    board = fake_board(lambda frame: b"\x01\x02\x03garbage\x00" * 3)
+    link = SerialLink.open(board.path, timeout_s=0.3, retries=0)
+    try:
+        with pytest.raises(Garbled, match="garbage") as err:
+            Board(link).identify()
+        assert err.value.code == "device_garbage"
+    finally:
+        link.close()
+
+
+def test_wrong_protocol_version_is_refused(fake_board):
+    identity = b"board=arduino-nano-33-ble fw=0.9.0 proto=9 model=x"
+    board = fake_board(lambda frame: reply(MsgType.IDENT, frame, identity))
+    link = SerialLink.open(board.path, timeout_s=0.5)
+    try:
+        with pytest.raises(WrongFirmware, match="protocol 9; this driver speaks protocol 1"):
+            Board(link).identify()
+    finally:
+        link.close()
+
+
+def test_stale_reply_is_not_taken_for_the_next_answer(fake_board):
+    def respond(frame):
+        stale = encode_frame(MsgType.IDENT, (frame.seq - 1) % 255 or 255, b"proto=0 stale=1")
+        fields = b"board=b fw=1 proto=1 model=m classes=a,b sample_rate=16000 sample_count=16000 "
+        fields += b"frames=99 filters=40 chunk=1024 capacity=1 simulated=0"
+        return stale + reply(MsgType.IDENT, frame, fields)
+
+    board = fake_board(respond)
+    link = SerialLink.open(board.path, timeout_s=0.5)
+    try:
+        assert Board(link).identify().board == "b"
+        assert link.stale_replies == 1
+    finally:
+        link.close()
+
+
+def test_boot_banner_while_waiting_is_a_reset(fake_board):
+    board = fake_board(lambda frame: encode_frame(MsgType.BOOT, 0, b"board=b proto=1"))
+    link = SerialLink.open(board.path, timeout_s=0.5)
+    try:
+        with pytest.raises(BoardReset):
+            link.request(MsgType.RUN, (0).to_bytes(2, "little"), {MsgType.RESULT})
+    finally:
+        link.close()
+
+
+def test_emulator_dies_with_its_parent(host_program):
+    code = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from hilbench_drivers.arduino.emulator import HostEmulator\n"
+        f"emu = HostEmulator(program=Path({str(host_program)!r}))\n"
+        "emu.start()\n"
+        "print(emu.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(parent.stdout.readline())
+        os.kill(child, 0)  # running
+        parent.send_signal(signal.SIGKILL)  # no clean-up code runs in the parent
+        parent.wait(timeout=5)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            try:
+                os.kill(child, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(child, signal.SIGKILL)
+            pytest.fail("the emulator outlived its parent")
+    finally:
+        if parent.poll() is None:
+            parent.kill()
