@@ -178,7 +178,7 @@ class ArduinoDriver:
             index = _index(params)
             self._call("unload", lambda b: b.unload(index))
             self._held = None
-            return DriverResult({"index": index})
+            return DriverResult({"index": index, "held": []})
         raise DriverError(
             f"asc load part must be 'model', 'sample' or 'unload', got {part!r}", "bad_arguments"
         )
@@ -203,12 +203,20 @@ class ArduinoDriver:
                 f"the board on {self._connect().port} was built with model {identity.model}; "
                 f"the campaign's model is {fingerprint}. Regenerate the header from that model "
                 "(python -m hilbench_drivers.arduino.model_header --model FILE) and reflash.",
-                "model_mismatch",
+                "bad_arguments",
             )
+        if self._held is not None:  # loading a model drops any held sample (contract 2)
+            held, self._held = self._held, None
+            self._call("unload", lambda b: b.unload(held))
         return {
             "model_fingerprint": fingerprint,
-            "classes": list(identity.classes),
             "built_in": True,
+            "classes": list(identity.classes),
+            "input_frames": identity.frames,
+            "input_filters": identity.filters,
+            "sample_rate": identity.sample_rate,
+            "weight_bytes": model.weight_bytes,
+            "sample_capacity": identity.capacity,
         }
 
     def _load_sample(self, params: dict[str, Any], arrays: list[np.ndarray]) -> dict[str, Any]:
@@ -232,6 +240,8 @@ class ArduinoDriver:
         self._held, self._held_kind = index, kind
         return {
             "index": index,
+            "held": [index],
+            "capacity": identity.capacity,
             "bytes": len(data),
             "format": kind.name.lower(),
             "transfer_s": transfer_s,
@@ -289,6 +299,7 @@ class ArduinoDriver:
         t_end = now()
         return {
             "stage": stage,
+            "index": index,
             "iterations": result.iterations,
             "mean_s": result.mean_s,
             "std_error_s": result.std_error_s,
