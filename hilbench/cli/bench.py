@@ -14,6 +14,7 @@ BENCHMARKS: dict[str, str] = {
     "asc-harness": "hilbench.bench.asc_harness:asc_harness",
     "qubo-cpu": "hilbench.bench.qubo_cpu:qubo_cpu",
     "xylo": "hilbench.bench.xylo:xylo",
+    "arduino-serial": "hilbench_drivers.arduino.bench:arduino_serial",
 }
 
 
