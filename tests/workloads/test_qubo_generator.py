@@ -111,3 +111,15 @@ def test_rejects_undefined_workloads(nodes, density, seed, field) -> None:
 def test_sha256_refuses_non_int8() -> None:
     with pytest.raises(ValueError, match="int8"):
         matrix_sha256(np.zeros((2, 2), dtype=np.int64))
+
+
+@pytest.mark.parametrize("chunk", [7, 64, 1 << 22])
+def test_edge_replay_matches_networkx_across_draw_chunks(monkeypatch, chunk: int) -> None:
+    """The same edge set however the random stream is cut (odd chunks split a pair's draws)."""
+    from hilbench.workloads.qubo import generator
+
+    monkeypatch.setattr(generator, "_RAW_CHUNK", chunk)
+    n, density, seed = 150, 0.3, 11
+    u, v = generator.workload_edges(n, density, seed)
+    expected = sorted(tuple(sorted(e)) for e in qubo_graph(n, density, seed).edges())
+    assert list(zip(u.tolist(), v.tolist(), strict=True)) == expected
