@@ -120,9 +120,10 @@ class SaSolver:
         return int(min(self.max_sweeps, max(1, fit)))
 
     def run(self, seed: int, deadline: float, stop: Any, on_improve: Any = None) -> dict[str, Any]:
-        """Fixed timeout: one call; reads repeat while the next one is predicted to fit (SA's
-        interrupt function is asked between reads). Time to solution (``on_improve``): calls
-        of doubling read counts, each checked, since progress is only seen between calls."""
+        """Fixed timeout: reads repeat while the next one is predicted to fit (SA's interrupt
+        function is asked between reads), in one call unless its reads end early. Time to
+        solution (``on_improve``): calls of doubling read counts, each checked, since progress
+        is only seen between calls."""
         t0 = now()
         end = deadline - self.check_s - _MARGIN_S
         sweeps = self.sweeps_for(end - t0)
@@ -148,7 +149,7 @@ class SaSolver:
                 best_state, best_cost = state, cost
                 if on_improve is not None and on_improve(cost):
                     break
-            if on_improve is None or stop.is_set() or now() + self.call_setup_s + read_s > end:
+            if stop.is_set() or now() + self.call_setup_s + read_s > end:
                 break
             batch = min(2 * batch, cap)
         t_solved = now()
