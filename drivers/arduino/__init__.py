@@ -12,6 +12,10 @@ and ``run repeat`` return the board's own µs timings in seconds. Options (``[[a
 ``sim_meter`` host:port of the simulated bench meter (set by the orchestrator); with
              ``port = "emulate"`` the host build's marker drives the meter's power model
 
+With ``port = "emulate"`` a ``load part=model`` whose model differs from the host build's
+"flashes" the emulated board: the host build is compiled for that model (once, cached) and
+restarted. A real board is never reflashed by the driver: a mismatch is refused.
+
 A board reset during a run (boot banner) fails that request with ``device_reset``: the run is
 invalid and the board is identified again before the next request.
 """
@@ -76,6 +80,10 @@ class ArduinoDriver:
                 path = resolve_port(path)
             except BoardError as exc:
                 raise DriverError(str(exc), exc.code) from exc
+        self._board = self._open_board(path)
+        return self._board
+
+    def _open_board(self, path: str) -> Board:
         try:
             link = SerialLink.open(path, self.baud, timeout_s=self.timeout_s)
             link.discard_input()  # a boot banner from before we opened is not a reset
@@ -83,8 +91,12 @@ class ArduinoDriver:
             board.identify()
         except BoardError as exc:
             raise DriverError(str(exc), exc.code) from exc
-        self._board = board
         return board
+
+    def _close_board(self) -> None:
+        board, self._board = self._board, None
+        if board is not None:
+            board.link.close()
 
     def _start_emulator(self) -> str:
         from hilbench_drivers.arduino.emulator import HostEmulator
@@ -105,6 +117,23 @@ class ArduinoDriver:
             return self._emulator.start()
         except BoardError as exc:
             raise DriverError(str(exc), exc.code) from exc
+
+    def _reflash_emulator(self, model: Any) -> Identity:
+        """The emulated board's "flashing": restart the host build compiled with ``model``."""
+        from hilbench_drivers.arduino.emulator import HostEmulator, host_build_for_model
+
+        try:
+            program = host_build_for_model(model)
+        except BoardError as exc:
+            raise DriverError(str(exc), exc.code) from exc
+        on_state = self._emulator.on_state
+        self._close_board()
+        self._emulator.stop()
+        self._emulator = HostEmulator(on_state=on_state, program=program)
+        path = self._emulator.start()
+        self._board = self._open_board(path)
+        self._held = None
+        return self._identity()
 
     def _identity(self) -> Identity:
         identity = self._connect().identity
@@ -198,6 +227,10 @@ class ArduinoDriver:
             raise DriverError(f"asc model rejected: {exc}", "bad_arguments") from exc
         identity = self._identity()
         fingerprint = model_fingerprint(model)
+        reflashed = False
+        if fingerprint != identity.model and self._emulator is not None:
+            identity = self._reflash_emulator(model)
+            reflashed = True
         if fingerprint != identity.model:
             raise DriverError(
                 f"the board on {self._connect().port} was built with model {identity.model}; "
@@ -211,6 +244,7 @@ class ArduinoDriver:
         return {
             "model_fingerprint": fingerprint,
             "built_in": True,
+            "reflashed": reflashed,
             "classes": list(identity.classes),
             "input_frames": identity.frames,
             "input_filters": identity.filters,
@@ -309,9 +343,7 @@ class ArduinoDriver:
         }
 
     def close(self) -> None:
-        board, self._board = self._board, None
-        if board is not None:
-            board.link.close()
+        self._close_board()
         if self._emulator is not None:
             self._emulator.stop()
             self._emulator = None

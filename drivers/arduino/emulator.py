@@ -18,8 +18,12 @@ import subprocess
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hilbench_drivers.arduino.link import BoardError
+
+if TYPE_CHECKING:
+    from hilbench.workloads.asc.quant import QuantisedModel
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +43,14 @@ def find_host_build() -> Path | None:
     return candidate if candidate.is_file() else None
 
 
-def build_host(build_dir: Path = DEFAULT_BUILD_DIR, quiet: bool = True) -> Path:
-    """Configure and build the host firmware with CMake; returns the program's path."""
+def build_host(
+    build_dir: Path = DEFAULT_BUILD_DIR, quiet: bool = True, extra: list[str] | None = None
+) -> Path:
+    """Configure (once) and build the host firmware with CMake; returns the program's path.
+
+    The build step always runs: it is incremental, so an up-to-date program costs a fraction of
+    a second and one built from older firmware sources is never used by mistake.
+    """
     cmake = shutil.which("cmake")
     if cmake is None or not (FIRMWARE_DIR / "CMakeLists.txt").is_file():
         raise BoardError(
@@ -49,11 +59,12 @@ def build_host(build_dir: Path = DEFAULT_BUILD_DIR, quiet: bool = True) -> Path:
             f"-B {build_dir} && cmake --build {build_dir}` or set {ENV_BINARY}",
             "no_firmware",
         )
+    steps = [[cmake, "--build", str(build_dir), "--target", BINARY_NAME]]
+    if not (build_dir / "CMakeCache.txt").is_file():
+        configure = [cmake, "-S", str(FIRMWARE_DIR), "-B", str(build_dir)]
+        steps.insert(0, [*configure, "-DCMAKE_BUILD_TYPE=Release", *(extra or [])])
     out = subprocess.DEVNULL if quiet else None
-    for args in (
-        [cmake, "-S", str(FIRMWARE_DIR), "-B", str(build_dir), "-DCMAKE_BUILD_TYPE=Release"],
-        [cmake, "--build", str(build_dir), "--target", BINARY_NAME],
-    ):
+    for args in steps:
         proc = subprocess.run(args, stdout=out, stderr=subprocess.PIPE, text=True)
         if proc.returncode != 0:
             raise BoardError(
@@ -63,10 +74,38 @@ def build_host(build_dir: Path = DEFAULT_BUILD_DIR, quiet: bool = True) -> Path:
     return build_dir / BINARY_NAME
 
 
+def model_build_dir(fingerprint: str) -> Path:
+    """Where the host build for one model lives: ``$XDG_CACHE_HOME/hilbench/arduino-host/<fp>``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "hilbench" / "arduino-host" / fingerprint
+
+
+def host_build_for_model(model: QuantisedModel) -> Path:
+    """The host build compiled with ``model`` (the emulator's "flashing"), built once per model.
+
+    The model header is generated exactly as for a board (:mod:`.model_header`) into the cache
+    directory, and CMake builds the same firmware sources against it (``-DHB_MODEL_HEADER``).
+    """
+    from hilbench_drivers.arduino.model_header import model_fingerprint, render_header
+
+    fingerprint = model_fingerprint(model)
+    directory = model_build_dir(fingerprint)
+    directory.mkdir(parents=True, exist_ok=True)
+    header = directory / "model_data.h"
+    text = render_header(model, f"a campaign's model {fingerprint}")
+    if not header.is_file() or header.read_text("utf-8") != text:
+        header.write_text(text, "utf-8")
+    if not (directory / "build" / BINARY_NAME).is_file():
+        log.warning("building the firmware's host build for model %s (once)", fingerprint)
+    return build_host(directory / "build", extra=[f"-DHB_MODEL_HEADER={header}"])
+
+
 def host_build(build: bool = True) -> Path:
     """The host build's program, built first if it is missing and ``build``."""
     found = find_host_build()
     if found is not None:
+        if not os.environ.get(ENV_BINARY) and shutil.which("cmake"):
+            return build_host()  # incremental: rebuilt only if the sources changed
         return found
     if os.environ.get(ENV_BINARY):
         raise BoardError(f"{ENV_BINARY}={os.environ[ENV_BINARY]} is not a file", "no_firmware")

@@ -1,14 +1,19 @@
 """Generate the firmware's C header from the same int8 model file the cpu driver loads.
 
 The firmware cannot read ``.npz`` files, so the model is compiled in: this module turns a
-``QuantisedModel`` file into ``firmware/hilbench_asc/src/model_data.h`` (weights, biases,
-requantisation constants, the MFE settings and the sparse mel filterbank that ``features.py``
-builds). The header records the model's fingerprint; the board reports it in its identity and the
-driver refuses a model whose fingerprint differs from what the board was built with.
+``QuantisedModel`` file into a C header (weights, biases, requantisation constants, the MFE
+settings and the sparse mel filterbank that ``features.py`` builds). The header records the
+model's fingerprint; the board reports it in its identity and the driver refuses a model whose
+fingerprint differs from what the board was built with. Two headers are kept in the tree:
 
-    python -m hilbench_drivers.arduino.model_header                 # regenerate the header
-    python -m hilbench_drivers.arduino.model_header --check         # exit 1 if it is stale
-    python -m hilbench_drivers.arduino.model_header --model my.npz  # a trained model
+- ``firmware/hilbench_asc/src/model_data.h`` from the packaged model (the one the ASC examples
+  and the cpu driver load with ``model = "packaged"``): what the sketch flashes;
+- ``firmware/tests/vectors_model.h`` from ``protocols/vectors/asc_int8/model.npz``: what the C++
+  unit tests check bit for bit against the vectors.
+
+    python -m hilbench_drivers.arduino.model_header                 # regenerate both
+    python -m hilbench_drivers.arduino.model_header --check         # exit 1 if either is stale
+    python -m hilbench_drivers.arduino.model_header --model my.npz --out my_model.h
 """
 
 from __future__ import annotations
@@ -26,8 +31,16 @@ from hilbench.workloads.asc.features import FEATURE_ZERO_POINT, mel_filterbank
 from hilbench.workloads.asc.quant import QuantisedModel
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_MODEL = REPO_ROOT / "protocols" / "vectors" / "asc_int8" / "model.npz"
+VECTORS_MODEL = REPO_ROOT / "protocols" / "vectors" / "asc_int8" / "model.npz"
 DEFAULT_HEADER = REPO_ROOT / "firmware" / "hilbench_asc" / "src" / "model_data.h"
+VECTORS_HEADER = REPO_ROOT / "firmware" / "tests" / "vectors_model.h"
+
+
+def tree_headers() -> list[tuple[Path, Path]]:
+    """(model file, header) pairs kept in the source tree."""
+    from hilbench.workloads.asc import packaged_model_path
+
+    return [(packaged_model_path(), DEFAULT_HEADER), (VECTORS_MODEL, VECTORS_HEADER)]
 FINGERPRINT_CHARS = 16  # hex digits of the sha256 the board reports (64 bits: plenty to tell apart)
 
 
@@ -132,33 +145,45 @@ def render_header(model: QuantisedModel, source: str) -> str:
     return "\n".join(parts)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", type=Path, default=DEFAULT_MODEL, help="model .npz file")
-    parser.add_argument("--out", type=Path, default=DEFAULT_HEADER, help="header to write")
-    parser.add_argument("--check", action="store_true", help="exit 1 if --out is not current")
-    args = parser.parse_args(argv)
-    model = QuantisedModel.load(args.model)
+def write_header(model_path: Path, out: Path, check: bool = False) -> bool:
+    """Write (or with ``check``, compare) the header for ``model_path``; False if stale."""
+    model = QuantisedModel.load(model_path)
     try:
-        source = str(args.model.resolve().relative_to(REPO_ROOT))
+        source = str(model_path.resolve().relative_to(REPO_ROOT))
     except ValueError:
-        source = args.model.name
+        source = model_path.name
     text = render_header(model, source)
-    if args.check:
-        current = args.out.read_text("utf-8") if args.out.is_file() else None
+    if check:
+        current = out.read_text("utf-8") if out.is_file() else None
         if current != text:
             print(
-                f"{args.out} is not generated from {args.model}; regenerate it with "
+                f"{out} is not generated from {model_path}; regenerate it with "
                 "`python -m hilbench_drivers.arduino.model_header`",
                 file=sys.stderr,
             )
-            return 1
-        print(f"{args.out}: current (model {model_fingerprint(model)})")
-        return 0
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text, "utf-8")
-    print(f"wrote {args.out} (model {model_fingerprint(model)})")
-    return 0
+            return False
+        print(f"{out}: current (model {model_fingerprint(model)})")
+        return True
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, "utf-8")
+    print(f"wrote {out} (model {model_fingerprint(model)})")
+    return True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=Path, default=None, help="model .npz file")
+    parser.add_argument("--out", type=Path, default=None, help="header to write (with --model)")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a header is not current")
+    args = parser.parse_args(argv)
+    if args.model is not None:
+        pairs = [(args.model, args.out or DEFAULT_HEADER)]
+    elif args.out is not None:
+        parser.error("--out needs --model")
+    else:
+        pairs = tree_headers()
+    results = [write_header(model, out, args.check) for model, out in pairs]
+    return 0 if all(results) else 1
 
 
 if __name__ == "__main__":

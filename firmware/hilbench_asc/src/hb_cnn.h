@@ -3,7 +3,7 @@
 #pragma once
 #include <stdint.h>
 
-#include "model_data.h"
+#include "hb_model.h"
 
 namespace hb {
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from hilbench_drivers.arduino.emulator import HostEmulator, host_build
+from hilbench.workloads.asc.quant import QuantisedModel
+from hilbench_drivers.arduino.emulator import HostEmulator, host_build, host_build_for_model
 from hilbench_drivers.arduino.link import BoardError, SerialLink
 from hilbench_drivers.arduino.protocol import Frame, FrameDecoder, encode_frame
 
@@ -33,9 +34,16 @@ def host_program() -> Path:
         pytest.skip(f"no firmware host build: {exc}")
 
 
+@pytest.fixture(scope="session")
+def vectors_program(host_program: Path) -> Path:
+    """The host build compiled with the reference vectors' model (the emulator's flashing)."""
+    return host_build_for_model(QuantisedModel.load(VECTORS / "model.npz"))
+
+
 @pytest.fixture
-def emulator(host_program: Path) -> Iterator[HostEmulator]:
-    with HostEmulator(program=host_program) as emu:
+def emulator(vectors_program: Path) -> Iterator[HostEmulator]:
+    """An emulated board holding the vectors' model, so outputs compare with the vectors."""
+    with HostEmulator(program=vectors_program) as emu:
         yield emu
 
 

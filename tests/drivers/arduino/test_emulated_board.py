@@ -136,3 +136,28 @@ def test_stop_ends_a_repeat_window_early(driver):
     ).body
     assert body["stopped_early"] is True
     assert time.monotonic() - t0 < 5
+
+
+def test_emulate_mode_flashes_the_campaigns_model_into_the_host_build(host_program):
+    from hilbench.workloads.asc import packaged_model_path
+
+    packaged = QuantisedModel.load(packaged_model_path())
+    drv = ArduinoDriver(port="emulate")
+    try:
+        assert drv.capabilities()["asc"]["model_fingerprint"] == model_fingerprint(packaged)
+        arrays = MODEL.arrays()
+        params = {
+            "workload": "asc",
+            "part": "model",
+            "meta": MODEL.metadata(),
+            "arrays": list(arrays),
+        }
+        body = drv.load(params, list(arrays.values())).body
+        assert body["reflashed"] is True
+        assert drv.capabilities()["asc"]["model_fingerprint"] == model_fingerprint(MODEL)
+        doc = json.loads(VECTOR_FILES[0].read_text())
+        features = np.asarray(doc["input"]["data"], np.int8).reshape(doc["input"]["shape"])
+        _load(drv, 0, features)
+        assert _run(drv, 0)["scores"] == doc["logits"]["data"]
+    finally:
+        drv.close()
