@@ -25,6 +25,7 @@ SUBCOMMANDS: dict[str, str] = {
     "run": "hilbench.cli.run:run",
     "demo": "hilbench.cli.run:demo",
     "results": "hilbench.cli.results:results",
+    "campaign": "hilbench.cli.campaign:campaign",
     "qubo": "hilbench.cli.qubo:qubo",
     "bench": "hilbench.cli.bench:bench",
     "drivers": "hilbench.cli.agent:drivers",

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from hilbench.cli import EXIT_RUN_FAILED, EXIT_UNREACHABLE, EXIT_USAGE
+from hilbench.cli.campaign import echo_campaign_error
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +35,7 @@ def _run_campaign(
     try:
         campaign = load_campaign(campaign_path)
     except CampaignError as exc:
-        errors.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        echo_campaign_error(exc)
         raise SystemExit(EXIT_USAGE) from None
     recorder = JsonlRecorder(record) if record else None
     runner = CampaignRunner(campaign, db, consumers=[recorder] if recorder else [], resume=resume)
@@ -58,13 +60,13 @@ def _run_campaign(
         with progress:
             outcome = runner.run()
     except CampaignAborted as exc:
-        errors.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise SystemExit(EXIT_UNREACHABLE) from None
     except (AgentUnreachable, SpawnError, InstrumentFault) as exc:
-        errors.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise SystemExit(EXIT_UNREACHABLE) from None
     except (StoreError, CampaignSetupError) as exc:
-        errors.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise SystemExit(EXIT_USAGE) from None
     finally:
         if recorder:

@@ -1,26 +1,28 @@
-"""Campaign files (TOML): which agents, which workloads, how many repetitions.
+"""Campaign files (TOML): which agents and instruments, which procedures, how many repetitions.
 
 ```toml
 [campaign]
 name = "qubo-cpu"
 repetitions = 1
+# connect_timeout_s = 5         handshake with each agent
+# listen_timeout_s = 120        wait for agents that dial in (connects = true)
 
 [[agents]]
 id = "cpu0"
 driver = "cpu"
-spawn = true                      # hilbench starts it on loopback; or give address = "tcp://host:port"
+spawn = true                      # hilbench starts it on loopback; or address = "tcp://host:port"
 
-[[qubo]]
+[[qubo]]                          # one table per procedure run, named after the procedure
 agent = "cpu0"
-scenario = "fixed_timeout"        # or "time_to_solution"
 nodes = [10, 25, 50]
-densities = [0.05]
-seeds = [0, 1]
-solvers = ["sa", "tabu"]
-timeouts_s = [0.001, 0.01]        # fixed_timeout only
-# gaps = [0.1, 0.05, 0.01]; max_time_s = 10   (time_to_solution only)
+...
 ```
-Unknown keys are refused with the file and key named, so a typo cannot silently change a run.
+The complete, current format is the JSON Schema printed by ``hilbench campaign schema``
+(editors use it to complete and check files); ``hilbench campaign check FILE`` validates a file
+without starting anything. ``[campaign]``, ``[[agents]]`` and ``[[instruments]]`` are defined
+here; every other table belongs to a procedure plugin (see :mod:`hilbench.orchestrator.procedure`),
+which declares it as a pydantic model. Unknown keys are refused with the file, section and key
+named, so a typo cannot silently change a run.
 """
 
 from __future__ import annotations
@@ -28,20 +30,33 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hilbench.orchestrator.instruments import InstrumentSpec
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from hilbench.orchestrator.campaign_errors import CampaignError, describe_errors
+from hilbench.orchestrator.endpoints import check_endpoint
+from hilbench.orchestrator.instruments import InstrumentSpec, check_instrument_settings
+from hilbench.orchestrator.procedure import CampaignTable, TableContext, procedures
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+__all__ = [
+    "AgentSpec",
+    "Campaign",
+    "CampaignError",
+    "campaign_schema",
+    "load_campaign",
+    "parse_campaign",
+]
 
-class CampaignError(ValueError):
-    """The campaign file is not valid; the message names the file and the key."""
+CORE_TABLES = ("campaign", "agents", "instruments")
 
 
 @dataclass(frozen=True)
@@ -52,19 +67,7 @@ class AgentSpec:
     spawn: bool = False
     options: dict[str, str] = field(default_factory=dict)
     connects: bool = False  # the agent dials in (`hilbench agent --connect`) to [campaign] listen
-
-
-@dataclass(frozen=True)
-class QuboSpec:
-    agent: str
-    scenario: str
-    nodes: tuple[int, ...]
-    densities: tuple[float, ...]
-    seeds: tuple[int, ...]
-    solvers: tuple[str, ...]
-    timeouts_s: tuple[float, ...] = ()
-    gaps: tuple[float, ...] = (0.1, 0.05, 0.01)
-    max_time_s: float = 10.0
+    python: str | None = None  # interpreter for a spawned agent (absolute); None: this one
 
 
 @dataclass(frozen=True)
@@ -72,200 +75,273 @@ class Campaign:
     name: str
     repetitions: int
     agents: tuple[AgentSpec, ...]
-    qubo: tuple[QuboSpec, ...]
+    tables: Mapping[str, tuple[CampaignTable, ...]]  # procedure name -> its validated tables
     instruments: tuple[InstrumentSpec, ...] = ()
-    asc: tuple[Any, ...] = ()  # validated by hilbench.procedures.asc.parse_asc_tables
     listen: str | None = None  # where agents with connects = true dial in
+    connect_timeout_s: float = 5.0
+    listen_timeout_s: float = 120.0
     source: str = ""
 
+    def tables_of(self, procedure: str) -> tuple[CampaignTable, ...]:
+        """The validated tables of one procedure (empty when the file has none)."""
+        return tuple(self.tables.get(procedure, ()))
+
     def config_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d.pop("source")
-        return d
+        return {
+            "name": self.name,
+            "repetitions": self.repetitions,
+            "agents": [asdict(a) for a in self.agents],
+            "instruments": [asdict(i) for i in self.instruments],
+            "tables": {
+                name: [t.model_dump(mode="json") for t in tables]
+                for name, tables in self.tables.items()
+            },
+            "listen": self.listen,
+            "connect_timeout_s": self.connect_timeout_s,
+            "listen_timeout_s": self.listen_timeout_s,
+        }
 
     def config_hash(self) -> str:
-        """Identifies 'the same campaign' for resuming: same agents, workloads, repetitions."""
-        blob = json.dumps(self.config_dict(), sort_keys=True).encode()
+        """Identifies 'the same campaign' for resuming: same agents, workloads, repetitions.
+        Waiting times are left out: raising a timeout must not start the campaign afresh."""
+        config = self.config_dict()
+        for key in ("connect_timeout_s", "listen_timeout_s"):
+            config.pop(key)
+        blob = json.dumps(config, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
 
-_CAMPAIGN_KEYS = {"name", "repetitions", "listen"}
-_INSTRUMENT_KEYS = {
-    "id",
-    "driver",
-    "measures",
-    "resource",
-    "visa_library",
-    "simulate",
-    "noise_std_w",
-    "settings",
-}
-_AGENT_KEYS = {"id", "driver", "address", "spawn", "options", "connects"}
-_QUBO_KEYS = {
-    "agent",
-    "scenario",
-    "nodes",
-    "densities",
-    "seeds",
-    "solvers",
-    "timeouts_s",
-    "gaps",
-    "max_time_s",
-}
-SCENARIOS = ("fixed_timeout", "time_to_solution")
+# --- the core tables --------------------------------------------------------------------------
 
 
-def _check_keys(where: str, table: dict[str, Any], allowed: set[str]) -> None:
-    unknown = sorted(set(table) - allowed)
-    if unknown:
-        raise CampaignError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
-def _list(where: str, value: Any, kind: type) -> tuple:
-    items = value if isinstance(value, list) else [value]
-    out = []
-    for item in items:
-        if kind is float and isinstance(item, int) and not isinstance(item, bool):
-            item = float(item)
-        if not isinstance(item, kind) or isinstance(item, bool):
-            raise CampaignError(f"{where}: {item!r} is not a {kind.__name__}")
-        out.append(item)
-    if not out:
-        raise CampaignError(f"{where}: must not be empty")
-    return tuple(out)
+class CampaignHead(_Strict):
+    """``[campaign]``: the campaign's name and how it runs."""
 
-
-def parse_campaign(data: dict[str, Any], source: str = "<campaign>") -> Campaign:
-    """Validate a campaign table (as parsed from TOML)."""
-    _check_keys(source, data, {"campaign", "agents", "qubo", "asc", "instruments"})
-    head = data.get("campaign", {})
-    _check_keys(f"{source} [campaign]", head, _CAMPAIGN_KEYS)
-    name = str(head.get("name", Path(source).stem))
-    repetitions = head.get("repetitions", 1)
-    if not isinstance(repetitions, int) or repetitions < 1:
-        raise CampaignError(f"{source} [campaign] repetitions: must be a positive integer")
-    agents = []
-    for i, table in enumerate(data.get("agents", [])):
-        where = f"{source} [[agents]] #{i + 1}"
-        _check_keys(where, table, _AGENT_KEYS)
-        if "id" not in table or "driver" not in table:
-            raise CampaignError(f"{where}: needs id and driver")
-        spawn = bool(table.get("spawn", False))
-        connects = bool(table.get("connects", False))
-        address = table.get("address")
-        if [spawn, connects, address is not None].count(True) != 1:
-            raise CampaignError(
-                f'{where}: give one of address = "tcp://…", spawn = true or connects = true'
-            )
-        if connects and "listen" not in head:
-            raise CampaignError(f'{where}: connects = true needs [campaign] listen = "tcp://…"')
-        options = {str(k): str(v) for k, v in table.get("options", {}).items()}
-        agents.append(
-            AgentSpec(str(table["id"]), str(table["driver"]), address, spawn, options, connects)
-        )
-    if not agents:
-        raise CampaignError(f"{source}: no [[agents]] given")
-    ids = [a.id for a in agents]
-    if len(set(ids)) != len(ids):
-        raise CampaignError(f"{source}: agent ids must be unique, got {ids}")
-    workloads = []
-    for i, table in enumerate(data.get("qubo", [])):
-        where = f"{source} [[qubo]] #{i + 1}"
-        _check_keys(where, table, _QUBO_KEYS)
-        agent = table.get("agent", ids[0])
-        if agent not in ids:
-            raise CampaignError(f"{where}: agent {agent!r} is not one of {ids}")
-        scenario = table.get("scenario", "fixed_timeout")
-        if scenario not in SCENARIOS:
-            raise CampaignError(f"{where}: scenario {scenario!r} is not one of {list(SCENARIOS)}")
-        for key in ("nodes", "densities", "seeds", "solvers"):
-            if key not in table:
-                raise CampaignError(f"{where}: {key} is required")
-        spec = QuboSpec(
-            agent=agent,
-            scenario=scenario,
-            nodes=_list(f"{where} nodes", table["nodes"], int),
-            densities=_list(f"{where} densities", table["densities"], float),
-            seeds=_list(f"{where} seeds", table["seeds"], int),
-            solvers=_list(f"{where} solvers", table["solvers"], str),
-            timeouts_s=_list(f"{where} timeouts_s", table.get("timeouts_s", [1.0]), float),
-            gaps=_list(f"{where} gaps", table.get("gaps", [0.1, 0.05, 0.01]), float),
-            max_time_s=float(table.get("max_time_s", 10.0)),
-        )
-        if scenario == "fixed_timeout" and "timeouts_s" not in table:
-            raise CampaignError(f"{where}: fixed_timeout needs timeouts_s")
-        for d in spec.densities:
-            if not 0 < d <= 1:
-                raise CampaignError(f"{where} densities: {d} is not in (0, 1]")
-        for n in spec.nodes:
-            if n < 2:
-                raise CampaignError(f"{where} nodes: {n} is below 2")
-        for t in spec.timeouts_s:
-            if not 1e-3 <= t <= 1e2:
-                raise CampaignError(f"{where} timeouts_s: {t} is outside 1e-3 … 1e2 s")
-        for s in spec.solvers:
-            if s not in ("sa", "tabu"):
-                raise CampaignError(f"{where} solvers: {s!r} is not one of ['sa', 'tabu']")
-        workloads.append(spec)
-    asc: tuple[Any, ...] = ()
-    if data.get("asc"):
-        from hilbench.procedures.asc import parse_asc_tables
-
-        try:
-            asc = tuple(parse_asc_tables(data["asc"], ids, source))
-        except ValueError as exc:
-            raise CampaignError(str(exc)) from None
-    if not workloads and not asc:
-        raise CampaignError(f"{source}: no workloads ([[qubo]] or [[asc]]) given")
-    instruments = _parse_instruments(data.get("instruments", []), ids, source)
-    return Campaign(
-        name,
-        repetitions,
-        tuple(agents),
-        tuple(workloads),
-        instruments,
-        asc,
-        head.get("listen"),
-        source,
+    name: str | None = Field(None, description="default: the file's name without .toml")
+    repetitions: int = Field(1, ge=1, description="every unit is run this many times")
+    listen: str | None = Field(
+        None, description='where agents with connects = true dial in, e.g. "tcp://0.0.0.0:5600"'
+    )
+    connect_timeout_s: float = Field(
+        5.0, gt=0, description="how long to wait for an agent's handshake"
+    )
+    listen_timeout_s: float = Field(
+        120.0, gt=0, description="how long to wait for an agent with connects = true to dial in"
     )
 
 
-def _parse_instruments(
-    tables: list[dict[str, Any]], agent_ids: list[str], source: str
+class AgentTable(_Strict):
+    """``[[agents]]``: one agent beside a device; give exactly one of address, spawn, connects."""
+
+    id: str = Field(min_length=1)
+    driver: str = Field(min_length=1, description="device driver (`hilbench drivers` lists them)")
+    address: str | None = Field(None, description='a running agent, e.g. "tcp://host:5555"')
+    spawn: bool = Field(False, description="hilbench starts the agent itself on loopback")
+    connects: bool = Field(False, description="the agent dials in to [campaign] listen")
+    python: str | None = Field(
+        None,
+        description="Python interpreter for a spawned agent (another environment), relative "
+        "to the campaign file's folder or the working directory; default: hilbench's own",
+    )
+    options: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="driver options, passed as -o key=value"
+    )
+
+
+class InstrumentTable(_Strict):
+    """``[[instruments]]``: a power instrument measuring one agent's device."""
+
+    id: str = Field(min_length=1)
+    driver: str = Field(description="instrument driver (entry point in hilbench.instruments)")
+    measures: str = Field(description="id of the agent whose device this instrument measures")
+    resource: str | None = Field(None, description="VISA resource, e.g. TCPIP::host::5025::SOCKET")
+    visa_library: str = ""
+    simulate: str | None = Field(None, description="start the simulated meter with this model")
+    noise_std_w: float = Field(0.0, ge=0)
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="instrument settings; the driver checks them"
+    )
+
+
+def _file_model(registry: Mapping[str, Any]) -> type[BaseModel]:
+    """The whole file as one model: the core tables plus one array per installed procedure."""
+    fields: dict[str, Any] = {
+        "campaign": (CampaignHead, Field(default_factory=CampaignHead)),
+        "agents": (list[AgentTable], Field(min_length=1)),
+        "instruments": (list[InstrumentTable], Field(default_factory=list)),
+    }
+    for name, plugin in registry.items():
+        fields[name] = (
+            list[plugin.table] | None,  # type: ignore[name-defined]
+            Field(None, description=plugin.summary or None),
+        )
+    return create_model(
+        "HilbenchCampaign",
+        __config__=ConfigDict(extra="forbid", strict=True, title="hilbench campaign"),
+        **fields,
+    )
+
+
+def campaign_schema() -> dict[str, Any]:
+    """JSON Schema of a campaign file, including every installed procedure's table."""
+    schema = _file_model(procedures()).model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["description"] = (
+        "A hilbench campaign file (TOML). [campaign], [[agents]] and [[instruments]] are "
+        "hilbench's own; every other table belongs to a procedure plugin."
+    )
+    return schema
+
+
+# --- parsing ----------------------------------------------------------------------------------
+
+
+def _validate(model: type[BaseModel], value: Any, source: str, section: str, ctx: Any = None):
+    try:
+        return model.model_validate(value, context=ctx)
+    except ValidationError as exc:
+        known = list(model.model_fields)
+        raise CampaignError(describe_errors(exc, source, section, known)) from None
+
+
+def _tables(data: dict[str, Any], key: str, source: str) -> list[Any]:
+    value = data.get(key, [])
+    if not isinstance(value, list):
+        raise CampaignError([f"{source} [{key}]: write each entry as [[{key}]] (array of tables)"])
+    return value
+
+
+def parse_campaign(data: dict[str, Any], source: str = "<campaign>") -> Campaign:
+    """Validate a campaign (as parsed from TOML); CampaignError names file, section and key."""
+    registry = procedures()
+    base_dir = Path(source).parent if Path(source).suffix else Path.cwd()
+    unknown = sorted(set(data) - set(CORE_TABLES) - set(registry))
+    if unknown:
+        raise CampaignError(
+            [
+                f"{source}: unknown table [[{name}]]; campaign tables are "
+                f"{[*CORE_TABLES, *sorted(registry)]} (procedures come from installed plugins)"
+                for name in unknown
+            ]
+        )
+    head = _validate(CampaignHead, data.get("campaign", {}), source, "[campaign]")
+    if head.listen is not None:
+        _endpoint(head.listen, f"{source} [campaign] listen", bind=True)
+    agents = [
+        _agent(
+            _validate(AgentTable, table, source, f"[[agents]] #{i + 1}"),
+            f"{source} [[agents]] #{i + 1}",
+            head,
+            base_dir,
+        )
+        for i, table in enumerate(_tables(data, "agents", source))
+    ]
+    if not agents:
+        raise CampaignError([f"{source}: no [[agents]] given"])
+    ids = tuple(a.id for a in agents)
+    if len(set(ids)) != len(ids):
+        raise CampaignError([f"{source} [[agents]]: agent ids must be unique, got {list(ids)}"])
+    context = TableContext(agent_ids=ids, base_dir=base_dir)
+    tables: dict[str, tuple[CampaignTable, ...]] = {}
+    for name in data:
+        if name in CORE_TABLES:
+            continue
+        model = registry[name].table
+        tables[name] = tuple(
+            _validate(model, table, source, f"[[{name}]] #{i + 1}", context)
+            for i, table in enumerate(_tables(data, name, source))
+        )
+    if not any(tables.values()):
+        names = " or ".join(f"[[{n}]]" for n in sorted(registry))
+        raise CampaignError([f"{source}: no workloads ({names}) given"])
+    instruments = _instruments(_tables(data, "instruments", source), ids, source)
+    return Campaign(
+        name=head.name or Path(source).stem,
+        repetitions=head.repetitions,
+        agents=tuple(agents),
+        tables=tables,
+        instruments=instruments,
+        listen=head.listen,
+        connect_timeout_s=head.connect_timeout_s,
+        listen_timeout_s=head.listen_timeout_s,
+        source=source,
+    )
+
+
+def _endpoint(value: str, where: str, *, bind: bool) -> None:
+    problem = check_endpoint(value, bind=bind)
+    if problem:
+        raise CampaignError([f"{where}: {problem}"])
+
+
+def _agent(table: AgentTable, where: str, head: CampaignHead, base_dir: Path) -> AgentSpec:
+    if [table.spawn, table.connects, table.address is not None].count(True) != 1:
+        raise CampaignError(
+            [f'{where}: give one of address = "tcp://…", spawn = true or connects = true']
+        )
+    if table.connects and head.listen is None:
+        raise CampaignError([f'{where}: connects = true needs [campaign] listen = "tcp://…"'])
+    if table.address is not None:
+        _endpoint(table.address, f"{where} address", bind=False)
+    python = None
+    if table.python is not None:
+        if not table.spawn:
+            raise CampaignError([f"{where} python: only a spawned agent (spawn = true) takes one"])
+        python = _interpreter(table.python, base_dir, f"{where} python")
+    options = {k: str(v) for k, v in table.options.items()}
+    return AgentSpec(
+        table.id, table.driver, table.address, table.spawn, options, table.connects, python
+    )
+
+
+def _interpreter(value: str, base_dir: Path, where: str) -> str:
+    path = Path(value).expanduser()
+    candidates = [path] if path.is_absolute() else [base_dir / path, Path.cwd() / path]
+    for candidate in candidates:
+        if candidate.is_file():
+            return str(candidate.absolute())
+    tried = ", ".join(str(c) for c in candidates)
+    raise CampaignError([f"{where}: no Python interpreter at {value!r} (looked for {tried})"])
+
+
+def _instruments(
+    tables: list[Any], agent_ids: tuple[str, ...], source: str
 ) -> tuple[InstrumentSpec, ...]:
     specs = []
-    for i, table in enumerate(tables):
-        where = f"{source} [[instruments]] #{i + 1}"
-        _check_keys(where, table, _INSTRUMENT_KEYS)
-        for key in ("id", "driver", "measures"):
-            if key not in table:
-                raise CampaignError(f"{where}: {key} is required")
-        if table["measures"] not in agent_ids:
+    for i, raw in enumerate(tables):
+        section = f"[[instruments]] #{i + 1}"
+        where = f"{source} {section}"
+        table = _validate(InstrumentTable, raw, source, section)
+        if table.measures not in agent_ids:
             raise CampaignError(
-                f"{where}: measures {table['measures']!r} is not one of {agent_ids}"
+                [f"{where} measures: {table.measures!r} is not one of {list(agent_ids)}"]
             )
-        if "resource" in table and "simulate" in table:
+        if table.resource is not None and table.simulate is not None:
             raise CampaignError(
-                f'{where}: give resource = "VISA resource" or simulate = "<power model>", not both'
+                [f'{where}: give resource = "VISA resource" or simulate = "<power model>", '
+                 "not both"]
             )
-        settings = table.get("settings", {})
-        if not isinstance(settings, dict):
-            raise CampaignError(f"{where}: settings must be a table")
-        specs.append(
-            InstrumentSpec(
-                id=str(table["id"]),
-                driver=str(table["driver"]),
-                measures=str(table["measures"]),
-                resource=table.get("resource"),
-                visa_library=str(table.get("visa_library", "")),
-                simulate=table.get("simulate"),
-                noise_std_w=float(table.get("noise_std_w", 0.0)),
-                settings=dict(settings),
-            )
+        spec = InstrumentSpec(
+            id=table.id,
+            driver=table.driver,
+            measures=table.measures,
+            resource=table.resource,
+            visa_library=table.visa_library,
+            simulate=table.simulate,
+            noise_std_w=table.noise_std_w,
+            settings=dict(table.settings),
         )
+        problem = check_instrument_settings(spec)
+        if problem:
+            raise CampaignError([f"{where} settings: {problem}"])
+        specs.append(spec)
     ids = [s.id for s in specs]
     if len(set(ids)) != len(ids):
-        raise CampaignError(f"{source}: instrument ids must be unique, got {ids}")
+        raise CampaignError([f"{source} [[instruments]]: instrument ids must be unique, got {ids}"])
     return tuple(specs)
 
 
@@ -275,9 +351,9 @@ def load_campaign(path: str | Path) -> Campaign:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise CampaignError(f"cannot read campaign file {path}: {exc.strerror}") from None
+        raise CampaignError([f"cannot read campaign file {path}: {exc.strerror}"]) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise CampaignError(f"{path} is not valid TOML: {exc}") from None
+        raise CampaignError([f"{path} is not valid TOML: {exc}"]) from None
     return parse_campaign(data, str(path))

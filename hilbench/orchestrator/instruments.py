@@ -101,6 +101,26 @@ def _start_simulated_meter(spec: InstrumentSpec) -> SpawnedProcess:
         raise InstrumentFault(str(exc)) from exc
 
 
+def check_instrument_settings(spec: InstrumentSpec) -> str | None:
+    """What is wrong with an instrument's driver, model or settings, found without any I/O
+    (the driver is built but not configured), or None: a typo is caught when the campaign is
+    loaded, before any process starts."""
+    if spec.simulate is not None and spec.simulate not in POWER_MODELS:
+        return f"unknown power model {spec.simulate!r} (known: {sorted(POWER_MODELS)})"
+    try:
+        cls = _instrument_class(spec.driver)
+    except InstrumentFault as exc:
+        return str(exc)
+    # The simulated meter's address is known only once it runs; the driver only stores it here.
+    resource = "the simulated meter" if spec.simulate is not None else spec.resource
+    library = "@py" if spec.simulate is not None else spec.visa_library
+    try:
+        cls.from_config(resource, spec.settings, visa_library=library)
+    except (ValueError, TypeError, PowerSourceError) as exc:
+        return str(exc)
+    return None
+
+
 def open_instrument(spec: InstrumentSpec) -> Instrument:
     """Start the simulated meter if asked, build the driver and configure it (I/O happens here)."""
     meter = None

@@ -23,14 +23,12 @@ from hilbench.orchestrator.client import AgentClient, AgentError, AgentLost
 from hilbench.orchestrator.instruments import InstrumentFault, InstrumentSet
 from hilbench.orchestrator.listener import AgentListener
 from hilbench.orchestrator.phases import RunContext
+from hilbench.orchestrator.procedure import Unit, expand_all
 from hilbench.orchestrator.spawn import SpawnedProcess, spawn_agent
-from hilbench.procedures import Unit, expand_all
 from hilbench.simulation import run_simulation
 from hilbench.store import Store, StoreWriter
 
 log = logging.getLogger(__name__)
-
-CONNECT_WAIT_S = 120.0  # how long to wait for an agent that dials in
 
 
 class CampaignAborted(RuntimeError):
@@ -96,12 +94,14 @@ class CampaignRunner:
     def start_agents(self) -> None:
         if any(spec.connects for spec in self.campaign.agents):
             assert self.campaign.listen is not None
-            self.listener = AgentListener(self.campaign.listen)
+            self.listener = AgentListener(
+                self.campaign.listen, handshake_timeout_s=self.campaign.connect_timeout_s
+            )
             log.warning("waiting for agents to connect to %s", self.listener.start())
         for spec in self.campaign.agents:
             if spec.connects:
                 assert self.listener is not None
-                link = self.listener.wait_for(spec.id, timeout_s=CONNECT_WAIT_S)
+                link = self.listener.wait_for(spec.id, timeout_s=self.campaign.listen_timeout_s)
                 self.clients[spec.id] = link
                 continue
             address = spec.address
@@ -114,7 +114,9 @@ class CampaignRunner:
                 self.spawned[spec.id] = agent
                 address = agent.address
             assert address is not None
-            client = AgentClient(address, spec.id)
+            client = AgentClient(
+                address, spec.id, connect_timeout_s=self.campaign.connect_timeout_s
+            )
             client.connect()
             self.clients[spec.id] = client
             log.info("agent %s connected: %s", spec.id, client.info.get("agent_id"))

@@ -85,4 +85,6 @@ def spawn_agent(spec: AgentSpec, startup_timeout_s: float = 60.0) -> SpawnedProc
     args = ["agent", "--driver", spec.driver, "--bind", "tcp://127.0.0.1:*", "--id", spec.id]
     for key, value in spec.options.items():
         args += ["-o", f"{key}={value}"]
-    return spawn_announcing(f"agent {spec.id} (driver {spec.driver})", args, startup_timeout_s)
+    return spawn_announcing(
+        f"agent {spec.id} (driver {spec.driver})", args, startup_timeout_s, python=spec.python
+    )

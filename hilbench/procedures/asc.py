@@ -4,7 +4,8 @@
 single-stream scenario with one sample at a time in device memory; ``asc.power``
 (:mod:`hilbench.procedures.asc_power`) the power windows (one sample repeated, or k-second
 streams of consecutive samples, always at batch size 1) and energy per inference from the
-single-stream time. This module parses the table, prepares data and model, and makes the units.
+single-stream time. This module prepares data and model and makes the units; the table is
+:class:`hilbench.procedures.asc_table.AscSpec`.
 
 Campaign table::
 
@@ -24,182 +25,25 @@ Campaign table::
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
-import math
 import os
 import shutil
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hilbench.orchestrator.client import AgentClient
 from hilbench.orchestrator.instruments import Instrument
 from hilbench.orchestrator.phases import RunContext
-from hilbench.power.align import BOUNDARY_POLICIES
+from hilbench.orchestrator.procedure import Procedure
+from hilbench.procedures.asc_table import AscSpec
 
 if TYPE_CHECKING:
     from hilbench.orchestrator.campaign import Campaign
     from hilbench.procedures.asc_single_stream import StageTimes
 
 log = logging.getLogger(__name__)
-
-MIN_SAMPLE_RATE = 8000
-PACKAGED = "packaged"  # model = "packaged": the model shipped in hilbench/workloads/asc/data
-
-_KEYS = {
-    "agent",
-    "data",
-    "fixture",
-    "fixture_seed",
-    "model",
-    "train_epochs",
-    "train_seed",
-    "sample_rate",
-    "limit",
-    "power",
-    "idle_s",
-    "active_s",
-    "stream_s",
-    "repetitions",
-    "power_sample",
-    "boundary",
-}
-
-
-# --- campaign tables -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class AscSpec:
-    """One validated ``[[asc]]`` table; paths are absolute."""
-
-    agent: str
-    data: str | None = None  # None with fixture: generated into the cache directory
-    fixture: bool = False
-    fixture_seed: int = 0
-    model: str | None = None  # None: trained on the train split, then cached
-    train_epochs: int = 10
-    train_seed: int = 0
-    sample_rate: int = 16000
-    limit: int | None = None  # test clips
-    power: bool = False
-    idle_s: float = 60.0
-    active_s: float = 60.0
-    stream_s: tuple[int, ...] = ()
-    repetitions: int = 1
-    power_sample: int = 0
-    boundary: str = "exclude"
-
-    @property
-    def digest(self) -> str:
-        """Short identity of the table's settings, part of unit keys."""
-        blob = json.dumps(asdict(self), sort_keys=True).encode()
-        return hashlib.sha256(blob).hexdigest()[:8]
-
-
-def _number(where: str, key: str, value: Any, *, integer: bool, minimum: float) -> Any:
-    ok_type = isinstance(value, int) if integer else isinstance(value, int | float)
-    if isinstance(value, bool) or not ok_type:
-        kind = "an integer" if integer else "a number"
-        raise ValueError(f"{where} {key}: {value!r} is not {kind}")
-    if not value >= minimum or (not integer and not math.isfinite(value)):
-        raise ValueError(f"{where} {key}: {value!r} must be >= {minimum:g}")
-    return value if integer else float(value)
-
-
-def _path(where: str, key: str, value: Any, base: Path) -> Path:
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{where} {key}: {value!r} is not a path")
-    path = Path(value).expanduser()
-    return path if path.is_absolute() else (base / path).resolve()
-
-
-def _model_path(where: str, value: Any, base: Path) -> Path:
-    """``"packaged"`` is the int8 model shipped with hilbench (trained on the fixture)."""
-    if value == PACKAGED:
-        from hilbench.workloads.asc import packaged_model_path
-
-        return packaged_model_path()
-    return _path(where, "model", value, base)
-
-
-def parse_asc_tables(
-    tables: list[dict[str, Any]], agent_ids: Sequence[str], source: str
-) -> list[AscSpec]:
-    """Validate the campaign's ``[[asc]]`` tables; ValueError names the file, table and key.
-
-    Relative paths are taken from the campaign file's directory.
-    """
-    if not isinstance(tables, list):
-        raise ValueError(f"{source}: asc must be an array of tables ([[asc]])")
-    base = Path(source).parent if Path(source).suffix else Path.cwd()
-    specs = []
-    for i, table in enumerate(tables):
-        where = f"{source} [[asc]] #{i + 1}"
-        if not isinstance(table, dict):
-            raise ValueError(f"{where}: not a table")
-        unknown = sorted(set(table) - _KEYS)
-        if unknown:
-            raise ValueError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(_KEYS)}")
-        specs.append(_parse_table(where, table, list(agent_ids), base))
-    return specs
-
-
-def _parse_table(where: str, table: dict[str, Any], ids: list[str], base: Path) -> AscSpec:
-    agent = table.get("agent", ids[0] if ids else None)
-    if agent not in ids:
-        raise ValueError(f"{where} agent: {agent!r} is not one of {ids}")
-    fixture = table.get("fixture", False)
-    power = table.get("power", False)
-    for key, flag in (("fixture", fixture), ("power", power)):
-        if not isinstance(flag, bool):
-            raise ValueError(f"{where} {key}: {flag!r} is not true or false")
-    data = _path(where, "data", table["data"], base) if "data" in table else None
-    if data is None and not fixture:
-        raise ValueError(f"{where}: give data = \"<data set directory>\" or fixture = true")
-    if data is not None and not fixture and not data.is_dir():
-        raise ValueError(f"{where} data: {data} is not a directory")
-    model = _model_path(where, table["model"], base) if "model" in table else None
-    if model is not None and not model.is_file():
-        raise ValueError(f"{where} model: model file {model} not found")
-    stream = table.get("stream_s", [])
-    if not isinstance(stream, list):
-        raise ValueError(f"{where} stream_s: {stream!r} is not a list of seconds, e.g. [5, 10]")
-    streams = tuple(_number(where, "stream_s", s, integer=True, minimum=2) for s in stream)
-    if len(set(streams)) != len(streams):
-        raise ValueError(f"{where} stream_s: {list(streams)} repeats a length")
-    boundary = table.get("boundary", "exclude")
-    if boundary not in BOUNDARY_POLICIES:
-        raise ValueError(f"{where} boundary: {boundary!r} is not one of {list(BOUNDARY_POLICIES)}")
-    limit = table.get("limit")
-    return AscSpec(
-        agent=str(agent),
-        data=None if data is None else str(data),
-        fixture=fixture,
-        fixture_seed=_number(where, "fixture_seed", table.get("fixture_seed", 0),
-                             integer=True, minimum=0),
-        model=None if model is None else str(model),
-        train_epochs=_number(where, "train_epochs", table.get("train_epochs", 10),
-                             integer=True, minimum=1),
-        train_seed=_number(where, "train_seed", table.get("train_seed", 0),
-                           integer=True, minimum=0),
-        sample_rate=_number(where, "sample_rate", table.get("sample_rate", 16000),
-                            integer=True, minimum=MIN_SAMPLE_RATE),
-        limit=None if limit is None else _number(where, "limit", limit, integer=True, minimum=1),
-        power=power,
-        idle_s=_number(where, "idle_s", table.get("idle_s", 60.0), integer=False, minimum=0.1),
-        active_s=_number(where, "active_s", table.get("active_s", 60.0),
-                         integer=False, minimum=0.1),
-        stream_s=streams,
-        repetitions=_number(where, "repetitions", table.get("repetitions", 1),
-                            integer=True, minimum=1),
-        power_sample=_number(where, "power_sample", table.get("power_sample", 0),
-                             integer=True, minimum=0),
-        boundary=boundary,
-    )
-
 
 # --- data and model (prepared once per table, shared by its units) ---------------------------
 
@@ -385,16 +229,16 @@ class AscPowerUnit:
 
 
 def _spec_params(spec: AscSpec) -> dict[str, Any]:
-    d = asdict(spec)
-    d["stream_s"] = list(spec.stream_s)
-    return d
+    return spec.params()
 
 
-def expand_units(campaign: Campaign) -> list[AscSingleStreamUnit | AscPowerUnit]:
+def expand_units(
+    tables: Sequence[AscSpec], campaign: Campaign
+) -> list[AscSingleStreamUnit | AscPowerUnit]:
     """Per table and repetition: one single-stream run, then (with power) one power run for
     one repeated sample and one per amortised stream length."""
     units: list[AscSingleStreamUnit | AscPowerUnit] = []
-    for spec in campaign.asc:
+    for spec in tables:
         resources = AscResources(spec)
         for rep in range(campaign.repetitions):
             units.append(AscSingleStreamUnit(spec, rep, resources))
@@ -402,3 +246,10 @@ def expand_units(campaign: Campaign) -> list[AscSingleStreamUnit | AscPowerUnit]
                 for stream in (1, *spec.stream_s):
                     units.append(AscPowerUnit(spec, stream, rep, resources))
     return units
+
+
+PROCEDURE = Procedure(
+    table=AscSpec,
+    expand=expand_units,
+    summary="ASC (acoustic scene classification): single stream and power windows",
+)

@@ -10,10 +10,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hilbench.documents import Event, Metric
-from hilbench.orchestrator.campaign import Campaign
 from hilbench.orchestrator.client import AgentClient, AgentError
 from hilbench.orchestrator.instruments import (
     Instrument,
@@ -22,7 +21,9 @@ from hilbench.orchestrator.instruments import (
     to_watts,
 )
 from hilbench.orchestrator.phases import Phase, RunContext
+from hilbench.orchestrator.procedure import Procedure
 from hilbench.power.metrics import PhaseWindow, phase_power
+from hilbench.procedures.qubo_table import QuboTable
 from hilbench.workloads.qubo import SparseQubo, Target, bks_gap, find_target, generate_qubo
 from hilbench.workloads.qubo.check import (
     SolutionError,
@@ -33,6 +34,9 @@ from hilbench.workloads.qubo.check import (
     state_vector,
     verify_claim,
 )
+
+if TYPE_CHECKING:
+    from hilbench.orchestrator.campaign import Campaign
 
 # Generous reply deadline on top of the solver's own time (set-up, cost check, transport).
 REPLY_MARGIN_S = 120.0
@@ -91,12 +95,12 @@ class QuboUnit:
         run_unit(ctx, self, client, self._target, instruments)
 
 
-def expand_units(campaign: Campaign) -> list[QuboUnit]:
-    """Every unit of the campaign, with units of one workload next to each other."""
+def expand_units(tables: Sequence[QuboTable], campaign: Campaign) -> list[QuboUnit]:
+    """Every unit of the ``[[qubo]]`` tables, with units of one workload next to each other."""
     units = []
-    for spec in campaign.qubo:
+    for spec in tables:
         budgets: list[float | None] = (
-            list(spec.timeouts_s) if spec.scenario == "fixed_timeout" else [None]
+            list(spec.timeouts_s or ()) if spec.scenario == "fixed_timeout" else [None]
         )
         for n, d, seed, rep, solver, budget in itertools.product(
             spec.nodes,
@@ -115,12 +119,19 @@ def expand_units(campaign: Campaign) -> list[QuboUnit]:
                     seed,
                     solver,
                     budget,
-                    spec.gaps,
+                    tuple(spec.gaps),
                     spec.max_time_s,
                     rep,
                 )
             )
     return units
+
+
+PROCEDURE = Procedure(
+    table=QuboTable,
+    expand=expand_units,
+    summary="QUBO (maximum independent set): fixed timeout or time to solution",
+)
 
 
 def run_unit(

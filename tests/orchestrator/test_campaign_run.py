@@ -13,8 +13,8 @@ import psutil
 import pytest
 
 from hilbench.orchestrator.campaign import CampaignError, load_campaign, parse_campaign
+from hilbench.orchestrator.procedure import expand_all
 from hilbench.orchestrator.runner import CampaignRunner
-from hilbench.procedures.qubo import expand_units
 from hilbench.store import Store, StoreError
 
 SMALL = """
@@ -142,7 +142,7 @@ def test_interrupted_campaign_resumes_where_it_stopped(tmp_path):
     assert outcome.skipped == 2 and outcome.completed == 2
     with Store(db) as store:
         keys = [r["unit_key"] for r in store.runs() if r["status"] == "success"]
-    assert sorted(keys) == sorted(u.key for u in expand_units(campaign))
+    assert sorted(keys) == sorted(u.key for u in expand_all(campaign))
 
 
 @pytest.mark.parametrize(
@@ -161,7 +161,7 @@ def test_interrupted_campaign_resumes_where_it_stopped(tmp_path):
                     }
                 ]
             },
-            "unknown key",
+            r"bad.toml \[\[qubo\]\] #1: unknown key 'nodez' \(did you mean 'nodes'\?\)",
         ),
         (
             {
@@ -175,7 +175,7 @@ def test_interrupted_campaign_resumes_where_it_stopped(tmp_path):
                     }
                 ]
             },
-            r"not in \(0, 1\]",
+            r"bad.toml \[\[qubo\]\] #1 densities\[1\]: 1.5 must be <= 1",
         ),
         (
             {
@@ -189,7 +189,7 @@ def test_interrupted_campaign_resumes_where_it_stopped(tmp_path):
                     }
                 ]
             },
-            "outside 1e-3",
+            r"bad.toml \[\[qubo\]\] #1 timeouts_s\[1\]: 500 must be <= 100",
         ),
         (
             {
@@ -245,7 +245,7 @@ def test_example_campaign_is_the_demo_campaign():
     example = root / "examples" / "qubo-cpu.toml"
     packaged = root / "hilbench" / "campaigns" / "qubo-cpu.toml"
     assert example.read_text() == packaged.read_text()
-    assert len(expand_units(load_campaign(example))) == 120
+    assert len(expand_all(load_campaign(example))) == 120
 
 
 def test_agent_that_dials_in_runs_the_campaign(tmp_path):

@@ -1,0 +1,83 @@
+"""`hilbench campaign schema|check`: the campaign file format, and checking a file before a run."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import click
+
+from hilbench.cli import EXIT_USAGE
+
+
+def echo_campaign_error(exc: Exception) -> None:
+    """One ``error:`` line per problem, printed verbatim: ``[[qubo]]`` must survive, so no
+    console markup is involved."""
+    problems = getattr(exc, "problems", None) or [str(exc)]
+    for line in problems:
+        click.echo(f"{click.style('error:', fg='red')} {line}", err=True)
+
+
+@click.group()
+def campaign() -> None:
+    """Campaign files: print their JSON Schema, check one without running it.
+
+    A campaign file (TOML) has [campaign], [[agents]], optional [[instruments]] and one or
+    more procedure tables such as [[qubo]] or [[asc]]; installed procedure plugins add their
+    own tables. Point your editor at the schema (e.g. with taplo or Even Better TOML) to get
+    completion and checking while you type.
+    """
+
+
+@campaign.command()
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the schema to this file instead of stdout.",
+)
+def schema(out: Path | None) -> None:
+    """Print the JSON Schema of campaign files, including every installed procedure's table."""
+    from hilbench.orchestrator.campaign import campaign_schema
+
+    text = json.dumps(campaign_schema(), indent=2)
+    if out is None:
+        click.echo(text)
+    else:
+        out.write_text(text + "\n", encoding="utf-8")
+        click.echo(f"wrote {out}", err=True)
+
+
+@campaign.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+def check(files: tuple[Path, ...]) -> None:
+    """Validate campaign FILES without starting anything; list the runs each would make.
+
+    Checks every table and key, agent addresses, interpreter paths and instrument settings,
+    exactly as `hilbench run` does before it starts a process. Exit status 0 when every file
+    is valid, 2 otherwise.
+    """
+    from hilbench.orchestrator.campaign import CampaignError, load_campaign
+    from hilbench.orchestrator.procedure import expand_all
+
+    bad = 0
+    for path in files:
+        try:
+            loaded = load_campaign(path)
+            units = expand_all(loaded)
+        except CampaignError as exc:
+            echo_campaign_error(exc)
+            bad += 1
+            continue
+        per_procedure = Counter(u.procedure for u in units)
+        listed = ", ".join(f"{name} {n}" for name, n in sorted(per_procedure.items()))
+        agents = ", ".join(f"{a.id} ({a.driver})" for a in loaded.agents)
+        instruments = ", ".join(i.id for i in loaded.instruments) or "none"
+        click.echo(
+            f"{path}: ok, campaign {loaded.name!r}: {len(units)} run(s) ({listed}) on "
+            f"agent(s) {agents}; instrument(s) {instruments}"
+        )
+    if bad:
+        raise SystemExit(EXIT_USAGE)

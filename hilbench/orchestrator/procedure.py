@@ -1,0 +1,148 @@
+"""The procedure plugin interface: how a workload joins a campaign without the core naming it.
+
+A procedure is registered in the ``hilbench.procedures`` entry-point group; the entry-point name
+is the campaign table it owns (``qubo`` owns ``[[qubo]]``) and its value is a
+:class:`Procedure`::
+
+    [project.entry-points."hilbench.procedures"]
+    maxcut = "my_package.maxcut:PROCEDURE"
+
+``PROCEDURE = Procedure(table=MaxCutTable, expand=expand_units, summary="...")`` where
+``MaxCutTable`` subclasses :class:`CampaignTable` (a pydantic model: unknown keys are refused,
+types are strict, ``agent`` is checked against the campaign's agents) and ``expand`` turns the
+validated tables into :class:`Unit` objects, one per run. The table models also make up the
+JSON Schema that ``hilbench campaign schema`` prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+if TYPE_CHECKING:
+    from hilbench.orchestrator.campaign import Campaign
+    from hilbench.orchestrator.client import AgentClient
+    from hilbench.orchestrator.instruments import Instrument
+    from hilbench.orchestrator.phases import RunContext
+
+ENTRY_POINT_GROUP = "hilbench.procedures"
+
+
+class Unit(Protocol):
+    """One run of a campaign."""
+
+    agent: str
+
+    @property
+    def key(self) -> str:
+        """Stable identity within the campaign: how a resumed campaign knows what is done."""
+
+    @property
+    def procedure(self) -> str:
+        """e.g. "qubo.fixed_timeout", "asc.single_stream"."""
+
+    def params(self) -> dict[str, Any]:
+        """The unit's parameters, recorded in RunStart."""
+
+    def prepare(self) -> dict[str, Any]:
+        """Work before the run starts (e.g. the QUBO target); extra params for RunStart."""
+
+    def run(self, ctx: RunContext, client: AgentClient, instruments: Sequence[Instrument]) -> None:
+        """Emit the run's phases, events, samples and metrics through ``ctx``."""
+
+
+@dataclass(frozen=True)
+class TableContext:
+    """What a table is validated against: the campaign's agents and where relative paths start."""
+
+    agent_ids: tuple[str, ...]
+    base_dir: Path
+
+    def path(self, value: str) -> Path:
+        """``value`` as an absolute path, relative ones taken from the campaign file's folder."""
+        path = Path(value).expanduser()
+        return path if path.is_absolute() else (self.base_dir / path).resolve()
+
+
+def table_context(info: ValidationInfo) -> TableContext | None:
+    """The context a campaign load passes to validators (None when validating without one)."""
+    ctx = info.context
+    return ctx if isinstance(ctx, TableContext) else None
+
+
+class CampaignTable(BaseModel):
+    """Base of every procedure's campaign table: strict types, unknown keys refused, and an
+    ``agent`` key that defaults to the campaign's first agent and must name one of them."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    agent: str = Field(
+        default=None,  # type: ignore[assignment]  # replaced by the first agent's id
+        validate_default=True,
+        description="id of the [[agents]] entry that runs this table's units "
+        "(default: the first agent)",
+        json_schema_extra=lambda schema: schema.pop("default", None),
+    )
+
+    @field_validator("agent", mode="before")
+    @classmethod
+    def _known_agent(cls, value: Any, info: ValidationInfo) -> Any:
+        ctx = table_context(info)
+        if ctx is None:
+            return value
+        if value is None:
+            return ctx.agent_ids[0] if ctx.agent_ids else value
+        if isinstance(value, str) and value not in ctx.agent_ids:
+            raise ValueError(f"{value!r} is not one of {list(ctx.agent_ids)}")
+        return value
+
+
+@dataclass(frozen=True)
+class Procedure:
+    """What a procedure plugin provides: its campaign table and how tables become units."""
+
+    table: type[CampaignTable]
+    expand: Callable[[Sequence[Any], Campaign], list[Unit]]
+    summary: str = ""  # one line for `hilbench campaign schema` and error messages
+
+
+class ProcedureError(RuntimeError):
+    """A registered procedure could not be loaded or is not a :class:`Procedure`."""
+
+
+@cache
+def procedures() -> dict[str, Procedure]:
+    """Every installed procedure by table name, loaded once per process."""
+    found: dict[str, Procedure] = {}
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        if ep.name in found:
+            continue  # the same distribution seen twice on sys.path
+        try:
+            plugin = ep.load()
+        except Exception as exc:
+            raise ProcedureError(
+                f"procedure {ep.name!r} ({ep.value}) could not be loaded: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        if not isinstance(plugin, Procedure) or not issubclass(plugin.table, CampaignTable):
+            raise ProcedureError(
+                f"procedure {ep.name!r} ({ep.value}) is not a hilbench Procedure "
+                "with a CampaignTable model"
+            )
+        found[ep.name] = plugin
+    return found
+
+
+def expand_all(campaign: Campaign) -> list[Unit]:
+    """Every unit of the campaign, procedure by procedure in the order the file gives them."""
+    registry = procedures()
+    units: list[Unit] = []
+    for name, tables in campaign.tables.items():
+        units.extend(registry[name].expand(tables, campaign))
+    return units

@@ -1,0 +1,154 @@
+"""`hilbench campaign schema|check` and what a person sees for each campaign-file mistake:
+the message names file, section and key, the exit code is 2, and nothing was started."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+from hilbench.cli import cli
+from hilbench.orchestrator.campaign import campaign_schema
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[2]
+GOOD = """
+[campaign]
+name = "t"
+
+[[agents]]
+id = "cpu0"
+driver = "cpu"
+spawn = true
+
+[[qubo]]
+nodes = [10]
+densities = [0.1]
+seeds = [0]
+solvers = ["sa"]
+timeouts_s = [0.01]
+"""
+METER = """
+[[instruments]]
+id = "dmm"
+driver = "keysight34465a"
+measures = "cpu0"
+simulate = "simulated-cpu"
+[instruments.settings]
+"""
+
+
+def hilbench(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hilbench", *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+@pytest.mark.parametrize("example", sorted((ROOT / "examples").glob("*.toml")), ids=str)
+def test_example_campaigns_pass_check_and_the_json_schema(example):
+    jsonschema.validate(tomllib.loads(example.read_text()), campaign_schema())
+    proc = hilbench("campaign", "check", str(example))
+    assert proc.returncode == 0, proc.stderr
+    assert f"{example}: ok, campaign" in proc.stdout
+
+
+def test_schema_catches_what_an_editor_should_underline():
+    schema = json.loads(hilbench("campaign", "schema").stdout)
+    good = tomllib.loads(GOOD)
+    jsonschema.validate(good, schema)
+    for bad in (
+        {**good, "qubo": [{**good["qubo"][0], "nodez": [10]}]},
+        {**good, "qubo": [{**good["qubo"][0], "solvers": ["gurobi"]}]},
+        {**good, "campaign": {"repetitions": 0}},
+        {**good, "agents": [{"id": "cpu0", "driver": "cpu", "spwan": True}]},
+    ):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+
+
+MISTAKES = [
+    (
+        GOOD.replace("nodes = [10]", "nodez = [10]"),
+        "{f} [[qubo]] #1: unknown key 'nodez' (did you mean 'nodes'?)",
+    ),
+    (
+        GOOD.replace("spawn = true", 'address = "127.0.0.1:5555"'),
+        "{f} [[agents]] #1 address: '127.0.0.1:5555' is not an endpoint: it needs a transport",
+    ),
+    (
+        GOOD.replace("spawn = true", 'address = "tcp://localhost"'),
+        "{f} [[agents]] #1 address: 'tcp://localhost' is not host:port after tcp://",
+    ),
+    (
+        GOOD.replace("spawn = true", 'address = "tcp://host:99999"'),
+        "{f} [[agents]] #1 address: 'tcp://host:99999': port 99999 is outside 1…65535",
+    ),
+    (
+        GOOD.replace("spawn = true", "connects = true"),
+        '{f} [[agents]] #1: connects = true needs [campaign] listen = "tcp://…"',
+    ),
+    (
+        GOOD.replace('name = "t"', 'name = "t"\nlisten = "0.0.0.0:5600"').replace(
+            "spawn = true", "connects = true"),
+        "{f} [campaign] listen: '0.0.0.0:5600' is not an endpoint",
+    ),
+    (
+        GOOD.replace('name = "t"', 'name = "t"\nconnect_timeout_s = 0'),
+        "{f} [campaign] connect_timeout_s: 0 must be > 0",
+    ),
+    (
+        GOOD.replace("spawn = true", 'spawn = true\npython = "venvs/loihi/bin/python"'),
+        "{f} [[agents]] #1 python: no Python interpreter at 'venvs/loihi/bin/python'",
+    ),
+    (
+        GOOD + METER + "nplcc = 1.0\n",
+        "{f} [[instruments]] #1 settings: settings of the Keysight 34465A at the simulated "
+        "meter: unknown Keysight 34465A setting(s) nplcc",
+    ),
+    (
+        GOOD + METER.replace("simulated-cpu", "simulated-gpu"),
+        "{f} [[instruments]] #1 settings: unknown power model 'simulated-gpu'",
+    ),
+    (
+        GOOD + METER.replace("keysight34465a", "keysight3446"),
+        "{f} [[instruments]] #1 settings: no instrument driver named 'keysight3446'",
+    ),
+    (
+        GOOD + "\n[qubo]\nnodes = [1]\n",
+        "{f} is not valid TOML: Cannot declare ('qubo',) twice (at line 17, column 6)",
+    ),
+    (
+        GOOD.replace("[[qubo]]", "[qubo]"),
+        "{f} [qubo]: write each entry as [[qubo]] (array of tables)",
+    ),
+    (
+        GOOD.replace("[[qubo]]", "[[qbuo]]"),
+        "{f}: unknown table [[qbuo]]",
+    ),
+    (
+        GOOD.replace('solvers = ["sa"]', 'solvers = "sa"'),
+        "{f} [[qubo]] #1 solvers: 'sa' is not a list (write [ … ])",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), MISTAKES, ids=lambda v: v[-40:])
+def test_each_mistake_is_named_exit_2_and_nothing_starts(tmp_path, text, message):
+    path = tmp_path / "t.toml"
+    path.write_text(text)
+    db = tmp_path / "never.sqlite"
+    proc = hilbench("run", str(path), "--db", str(db))
+    assert proc.returncode == 2, proc.stderr
+    assert "error: " + message.format(f=path) in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not db.exists()  # refused before the store was opened or any process started
+    check = CliRunner().invoke(cli, ["campaign", "check", str(path)])
+    assert check.exit_code == 2 and message.format(f=path) in check.stderr
