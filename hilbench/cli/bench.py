@@ -15,6 +15,7 @@ BENCHMARKS: dict[str, str] = {
     "qubo-cpu": "hilbench.bench.qubo_cpu:qubo_cpu",
     "xylo": "hilbench.bench.xylo:xylo",
     "arduino-serial": "hilbench_drivers.arduino.bench:arduino_serial",
+    "results": "hilbench.bench.results_scale:results_scale",
 }
 
 

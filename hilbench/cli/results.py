@@ -1,7 +1,12 @@
-"""`hilbench results`: read stored runs back as a table, CSV or one JSON document.
+"""`hilbench results`: stored runs as a summary table, one run in detail, or CSV / JSON streams.
 
-CSV is long (one row per run and metric) so it loads into any tool without knowing the metric
-names; JSON carries everything the table shows, with full uids and unrounded numbers.
+The table summarises: runs of one campaign and procedure that differ only in seed and
+repetition form one row (status counts, metric means over the successful runs with their
+standard error), so tens of thousands of runs fit on a screen and answer in well under a second;
+``--all`` lists runs one by one. Filters (``--campaign`` by name or id, ``--procedure``,
+``--status``) run in SQL on indexed columns. CSV is long (one row per run and metric) so it
+loads into any tool without knowing the metric names; JSON carries everything, with full uids
+and unrounded numbers. Both are streamed: memory does not grow with the store.
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 import csv
 import json
 import sys
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -17,10 +23,12 @@ import click
 
 from hilbench.cli import EXIT_USAGE
 from hilbench.store import Store, StoreError, default_db_path
+from hilbench.store.listing import STATUSES, RunFilter, RunGroup
 
 SHORT_UID = 8
 PARAMS_WIDTH = 48
 PIPE_WIDTH = 160
+DEFAULT_LIMIT = 50
 CSV_COLUMNS = (
     "run_uid",
     "campaign_uid",
@@ -47,43 +55,80 @@ STATUS_STYLE = {"success": "green", "fail": "red", "abort": "yellow", "incomplet
     help="Store file [default: $HILBENCH_DB, else ./hilbench.sqlite].",
 )
 @click.option("--run", "run_id", default=None, help="Show one run in detail (a unique uid prefix).")
-@click.option("--campaign", "campaign_id", default=None, help="Only runs of this campaign.")
+@click.option(
+    "--campaign",
+    "campaign_ref",
+    default=None,
+    help="Only this campaign: its name (the newest campaign of that name) or a uid prefix.",
+)
+@click.option(
+    "--procedure",
+    default=None,
+    help='Only this procedure, e.g. "qubo.fixed_timeout", or "qubo" for all qubo.* ones.',
+)
+@click.option(
+    "--status", type=click.Choice(STATUSES), default=None, help="Only runs that ended so."
+)
+@click.option("--all", "every_run", is_flag=True, help="Table: one row per run, not per group.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=DEFAULT_LIMIT,
+    show_default=True,
+    help="Table: at most this many rows (0: no limit); csv and json always give every run.",
+)
 @click.option(
     "--format",
     "fmt",
     type=click.Choice(["table", "csv", "json"]),
     default="table",
     show_default=True,
-    help="table for people, csv or json for tools (written to stdout).",
+    help="table for people, csv or json for tools (streamed to stdout).",
 )
-def results(db_path: Path | None, run_id: str | None, campaign_id: str | None, fmt: str) -> None:
-    """Show stored runs: procedure, key parameters, status and metrics (value ± uncertainty)."""
+def results(
+    db_path: Path | None,
+    run_id: str | None,
+    campaign_ref: str | None,
+    procedure: str | None,
+    status: str | None,
+    every_run: bool,
+    limit: int,
+    fmt: str,
+) -> None:
+    """Show stored runs: a summary per replicate group, every run, or one run in detail.
+
+    The table groups runs of a campaign and procedure whose unit keys differ only in seed and
+    repetition (shown as seed=* and rep=*): how many ended in each status, and per metric the
+    mean over the successful runs ± its standard error [number of runs]. Failed runs are
+    counted, never averaged. --all lists runs one by one; --format csv|json gives everything.
+    """
     path = db_path if db_path is not None else default_db_path()
     try:
         with Store(path) as store:
             if run_id is not None:
                 detail = _run_detail(store, store.find_run(run_id)["uid"])
                 _show_detail(detail, fmt)
+                return
+            campaign_uid = None
+            if campaign_ref:
+                campaign_uid, note = store.resolve_campaign(campaign_ref)
+                if note:
+                    click.echo(note, err=True)
+            flt = RunFilter(campaign_uid, procedure, status)
+            if fmt == "json":
+                _write_json(path, store.iter_runs(flt))
+            elif fmt == "csv":
+                _write_csv(store.iter_runs(flt))
+            elif every_run:
+                _print_runs_table(store, flt, limit, path)
             else:
-                campaign_uid = store.resolve_campaign_uid(campaign_id) if campaign_id else None
-                runs = _run_summaries(store, campaign_uid)
-                _show_runs(runs, fmt, path)
+                _print_groups_table(store, flt, limit, path)
     except StoreError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None
 
 
 # -- gathering -------------------------------------------------------------------------------
-
-
-def _run_summaries(store: Store, campaign_uid: str | None) -> list[dict[str, Any]]:
-    by_run: dict[str, list[dict[str, Any]]] = {}
-    for metric in store.metrics():
-        by_run.setdefault(metric["run_uid"], []).append(_metric_view(metric))
-    runs = store.runs(campaign_uid)
-    for run in runs:
-        run["metrics"] = by_run.get(run["uid"], [])
-    return runs
 
 
 def _run_detail(store: Store, run_uid: str) -> dict[str, Any]:
@@ -101,34 +146,19 @@ def _metric_view(metric: dict[str, Any]) -> dict[str, Any]:
     return {k: metric[k] for k in ("name", "value", "uncertainty", "unit", "meta")}
 
 
-# -- output ----------------------------------------------------------------------------------
+# -- streamed output -------------------------------------------------------------------------
 
 
-def _show_runs(runs: list[dict[str, Any]], fmt: str, path: Path) -> None:
-    if fmt == "json":
-        _echo_json({"db": str(path), "runs": runs})
-    elif fmt == "csv":
-        _write_csv(runs)
-    elif not runs:
-        click.echo(f"no runs in {path}")
-    else:
-        _print_runs_table(runs)
+def _write_json(path: Path, runs: Iterable[dict[str, Any]]) -> None:
+    """One JSON document, ``{"db": …, "runs": […]}``, written run by run."""
+    out = sys.stdout
+    out.write(json.dumps({"db": str(path)})[:-1] + ', "runs": [')
+    for i, run in enumerate(runs):
+        out.write(("," if i else "") + "\n  " + json.dumps(run, default=str))
+    out.write("\n]}\n")
 
 
-def _show_detail(detail: dict[str, Any], fmt: str) -> None:
-    if fmt == "json":
-        _echo_json(detail)
-    elif fmt == "csv":
-        _write_csv([detail["run"]])
-    else:
-        _print_detail(detail)
-
-
-def _echo_json(document: dict[str, Any]) -> None:
-    click.echo(json.dumps(document, indent=2, default=str))
-
-
-def _write_csv(runs: list[dict[str, Any]]) -> None:
+def _write_csv(runs: Iterable[dict[str, Any]]) -> None:
     writer = csv.writer(sys.stdout, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for run in runs:
@@ -156,10 +186,65 @@ def _write_csv(runs: list[dict[str, Any]]) -> None:
             )
 
 
-def _print_runs_table(runs: list[dict[str, Any]]) -> None:
+def _show_detail(detail: dict[str, Any], fmt: str) -> None:
+    if fmt == "json":
+        click.echo(json.dumps(detail, indent=2, default=str))
+    elif fmt == "csv":
+        _write_csv([detail["run"]])
+    else:
+        _print_detail(detail)
+
+
+# -- tables ----------------------------------------------------------------------------------
+
+
+def _print_groups_table(store: Store, flt: RunFilter, limit: int, path: Path) -> None:
     from rich.table import Table
 
-    table = Table(title=f"{len(runs)} run(s)")
+    n_groups, shown = store.run_groups(flt, limit or None)
+    if not shown:
+        click.echo(f"no runs in {path}" + (" matching the filters" if flt != RunFilter() else ""))
+        return
+    n_runs = store.count_runs(flt)
+    table = Table(
+        title=f"{n_runs} run(s) in {n_groups} group(s)",
+        caption="metric: mean over successful runs ± standard error [runs]",
+    )
+    table.add_column("Campaign", overflow="fold")
+    table.add_column("Procedure / units", overflow="fold")
+    table.add_column("Runs")
+    table.add_column("Metrics")
+    for group in shown:
+        table.add_row(
+            _escape(group.campaign_name or group.campaign_uid[:SHORT_UID]),
+            _escape(f"{group.procedure}\n{group.key}".rstrip()),
+            _status_counts(group),
+            "\n".join(_summary_line(m) for m in group.metrics) or "—",
+        )
+    console = _console()
+    console.print(table)
+    more = ""
+    if len(shown) < n_groups:
+        more = f"showing {len(shown)} of {n_groups} groups (--limit 0 shows all); "
+    console.print(
+        f"{more}every run: --all, or --format csv|json; one campaign: --campaign NAME; "
+        "one run: --run ID",
+        highlight=False,
+        markup=False,
+    )
+
+
+def _print_runs_table(store: Store, flt: RunFilter, limit: int, path: Path) -> None:
+    from rich.table import Table
+
+    total = store.count_runs(flt)
+    if total == 0:
+        click.echo(f"no runs in {path}" + (" matching the filters" if flt != RunFilter() else ""))
+        return
+    # The newest runs when there are too many, printed oldest first.
+    runs = list(store.iter_runs(flt, limit=limit or None, newest_first=True))[::-1]
+    table = Table(title=f"{total} run(s)" + (f", the newest {len(runs)}" if len(runs) < total
+                                             else ""))
     table.add_column("Run", no_wrap=True)
     table.add_column("Procedure / unit", overflow="fold")
     table.add_column("Params", overflow="fold")
@@ -173,7 +258,15 @@ def _print_runs_table(runs: list[dict[str, Any]]) -> None:
             _status_cell(run),
             "\n".join(_metric_line(m) for m in run["metrics"]) or "—",
         )
-    _console().print(table)
+    console = _console()
+    console.print(table)
+    if len(runs) < total:
+        console.print(
+            f"showing {len(runs)} of {total} runs (--limit 0 shows all; --format csv|json "
+            "streams every run)",
+            highlight=False,
+            markup=False,
+        )
 
 
 def _console() -> Any:
@@ -265,6 +358,19 @@ def _key_params(params: dict[str, Any]) -> str:
     return text if len(text) <= PARAMS_WIDTH else text[: PARAMS_WIDTH - 1] + "…"
 
 
+def _status_counts(group: RunGroup) -> str:
+    parts = []
+    for status in STATUSES:
+        n = group.statuses.get(status)
+        if n:
+            style = STATUS_STYLE[status]
+            parts.append(f"[{style}]{n} {status}[/{style}]")
+    if group.simulation and parts:
+        # On the first line, so that the word sits beside the group's name.
+        parts[0] += " [bold magenta]SIMULATED[/bold magenta]"
+    return "\n".join(parts)
+
+
 def _status_cell(item: dict[str, Any], with_reason: bool = True) -> str:
     status = item["status"]
     style = STATUS_STYLE.get(status, "")
@@ -275,6 +381,11 @@ def _status_cell(item: dict[str, Any], with_reason: bool = True) -> str:
     if with_reason and item.get("reason"):
         text += f"\n{_escape(item['reason'])}"
     return text
+
+
+def _summary_line(summary: Any) -> str:
+    text = f"{summary.name}: {_value_text(summary.mean, summary.std_error)} {summary.unit}"
+    return _escape(f"{text.rstrip()} [{summary.n}]")
 
 
 def _metric_line(metric: dict[str, Any]) -> str:

@@ -16,10 +16,18 @@ from typing import Any
 import numpy as np
 
 from hilbench.store.codec import blob_to_array, from_json
+from hilbench.store.listing import (
+    INCOMPLETE,
+    RunFilter,
+    RunGroup,
+    count_runs,
+    install_functions,
+    iter_runs,
+    run_dict,
+    run_groups,
+)
 from hilbench.store.paths import default_db_path
 from hilbench.store.schema import StoreError, open_store
-
-INCOMPLETE = "incomplete"
 
 
 class Store:
@@ -29,6 +37,7 @@ class Store:
         self.path = Path(path) if path is not None else default_db_path()
         self._conn = open_store(self.path, "read")
         self._conn.row_factory = sqlite3.Row
+        install_functions(self._conn)
 
     def close(self) -> None:
         self._conn.close()
@@ -59,6 +68,25 @@ class Store:
                 return campaign
         raise StoreError(f"no campaign {uid} in {self.path}")
 
+    def resolve_campaign(self, ref: str) -> tuple[str, str | None]:
+        """The campaign named ``ref`` (the newest of that name), else the one whose uid is or
+        uniquely starts with ``ref``; with a note for the user when the name is ambiguous."""
+        rows = self._query(
+            "SELECT uid FROM campaigns WHERE name = ? ORDER BY wall_start DESC, rowid DESC",
+            (ref,),
+        )
+        if not rows:
+            return self.resolve_campaign_uid(ref), None
+        uid = rows[0]["uid"]
+        note = None
+        if len(rows) > 1:
+            older = ", ".join(row["uid"][:8] for row in rows[1:6])
+            note = (
+                f"{len(rows)} campaigns are named {ref!r}; showing the newest, {uid[:8]} "
+                f"(older: {older}{', …' if len(rows) > 6 else ''}; give a uid to pick one)"
+            )
+        return uid, note
+
     def completed_unit_keys(self, campaign_uid: str) -> set[str]:
         """Units of the campaign that already finished with success: skip them on resume."""
         rows = self._query(
@@ -78,6 +106,32 @@ class Store:
                 (campaign_uid,),
             )
         return [_run(row) for row in rows]
+
+    def iter_runs(
+        self, flt: RunFilter | None = None, *, limit: int | None = None, newest_first: bool = False
+    ) -> Iterator[dict[str, Any]]:
+        """Runs matching ``flt``, each with its metrics, streamed (memory does not grow)."""
+        try:
+            yield from iter_runs(self._conn, flt or RunFilter(), limit=limit,
+                                 newest_first=newest_first)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: reading the store failed: {exc}") from exc
+
+    def count_runs(self, flt: RunFilter | None = None) -> int:
+        try:
+            return count_runs(self._conn, flt or RunFilter())
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: reading the store failed: {exc}") from exc
+
+    def run_groups(
+        self, flt: RunFilter | None = None, limit: int | None = None
+    ) -> tuple[int, list[RunGroup]]:
+        """Replicate groups (runs differing only in seed and repetition), summarised in SQL:
+        how many there are, and the first ``limit`` of them."""
+        try:
+            return run_groups(self._conn, flt or RunFilter(), limit)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: reading the store failed: {exc}") from exc
 
     def run(self, uid: str) -> dict[str, Any]:
         rows = self._query("SELECT * FROM runs WHERE uid = ?", (uid,))
@@ -291,23 +345,7 @@ def _duration(t_start: float, t_stop: float | None) -> float | None:
 
 
 def _run(row: sqlite3.Row) -> dict[str, Any]:
-    return {
-        "uid": row["uid"],
-        "campaign_uid": row["campaign_uid"],
-        "unit_key": row["unit_key"],
-        "procedure": row["procedure"],
-        "params": from_json(row["params"]),
-        "agents": from_json(row["agents"]),
-        "t_start": row["t_start"],
-        "t_stop": row["t_stop"],
-        "duration_s": _duration(row["t_start"], row["t_stop"]),
-        "wall_time": row["wall_time"],
-        "hilbench_version": row["hilbench_version"],
-        "simulated": bool(row["simulated"]),
-        "simulation": row["simulation"],
-        "status": row["exit_status"] or INCOMPLETE,
-        "reason": row["reason"],
-    }
+    return run_dict(row)
 
 
 def _campaign(row: sqlite3.Row) -> dict[str, Any]:

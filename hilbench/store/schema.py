@@ -12,6 +12,8 @@ import sqlite3
 from pathlib import Path
 from typing import Literal
 
+from hilbench.store.groups import install_functions
+
 APPLICATION_ID = 0x48494C42  # "HILB"
 SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_S = 10.0
@@ -94,6 +96,17 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE runs ADD COLUMN simulated INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE runs ADD COLUMN simulation TEXT NOT NULL DEFAULT ''",
     ),
+    # 3: `hilbench results` filters, orders and summarises in SQL, fast at 10 000s of runs:
+    # unit_group is the unit key with seed/repetition blanked (hilbench.store.groups).
+    (
+        "ALTER TABLE runs ADD COLUMN unit_group TEXT NOT NULL DEFAULT ''",
+        "UPDATE runs SET unit_group = replicate_key(unit_key)",
+        "CREATE INDEX runs_by_time ON runs (wall_time)",
+        "CREATE INDEX runs_by_campaign ON runs (campaign_uid, wall_time)",
+        "CREATE INDEX runs_by_procedure ON runs (procedure, wall_time)",
+        "CREATE INDEX runs_by_group ON runs (campaign_uid, procedure, unit_group, exit_status)",
+        "CREATE INDEX campaigns_by_name ON campaigns (name, wall_start)",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -148,6 +161,7 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
         conn.execute("BEGIN IMMEDIATE")
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         _refuse_newer(version, path)
+        install_functions(conn)  # functions a migration may call
         for statements in MIGRATIONS[version:]:
             for statement in statements:
                 conn.execute(statement)

@@ -33,6 +33,7 @@ from hilbench.documents import (
     Samples,
 )
 from hilbench.store.codec import array_to_blob, finite_or_none, to_json
+from hilbench.store.groups import replicate_key
 from hilbench.store.paths import default_db_path
 from hilbench.store.schema import StoreError, open_store
 
@@ -176,8 +177,8 @@ class StoreWriter(DocumentRouter):
         self._begin()
         conn.execute(
             "INSERT INTO runs (uid, campaign_uid, unit_key, procedure, params, agents, t_start,"
-            " wall_time, hilbench_version, simulated, simulation)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " wall_time, hilbench_version, simulated, simulation, unit_group)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 doc.uid,
                 doc.campaign_uid,
@@ -190,6 +191,7 @@ class StoreWriter(DocumentRouter):
                 doc.hilbench_version,
                 int(bool(doc.simulated)),
                 doc.simulation,
+                replicate_key(doc.unit_key),
             ),
         )
         self._runs[doc.uid] = _OpenRun()

@@ -105,9 +105,9 @@ def test_run_detail_by_prefix_shows_phases_events_and_samples(store):
         assert expected in table.stdout
 
 
-def test_table_shows_short_uid_status_and_metric_with_uncertainty(store):
+def test_all_table_shows_short_uid_status_and_metric_with_uncertainty(store):
     path, uids = store
-    result = _invoke("--db", str(path))
+    result = _invoke("--db", str(path), "--all")
     assert result.exit_code == EXIT_OK, result.output
     assert uids[0][:8] in result.stdout
     assert "30 ± 0.5 W" in result.stdout
@@ -152,7 +152,7 @@ def test_a_simulated_run_says_so_in_every_format(tmp_path):
                         simulated=True, simulation="instrument dmm0: simulated bench meter"))
         writer(Metric(sim, "idle_power_w", 12.0, "W", 0.1))
         writer(RunStop(sim, 1.0, "success"))
-    table = _invoke("--db", str(path))
+    table = _invoke("--db", str(path), "--all")
     assert table.exit_code == EXIT_OK, table.output
     (sim_line,) = [line for line in table.stdout.splitlines() if sim[:8] in line]
     assert "SIMULATED" in sim_line
@@ -161,5 +161,90 @@ def test_a_simulated_run_says_so_in_every_format(tmp_path):
     assert {r["simulated"] for r in rows if r["run_uid"] == sim} == {
         "instrument dmm0: simulated bench meter"}
     assert {r["simulated"] for r in rows if r["run_uid"] == real} == {""}
+    groups = _invoke("--db", str(path)).stdout.splitlines()
+    (sim_group,) = [line for line in groups if "asc.power" in line]
+    assert "SIMULATED" in sim_group
+    assert not any("SIMULATED" in line for line in groups if "qubo.fixed_timeout" in line)
     detail = _invoke("--db", str(path), "--run", sim[:8])
     assert "instrument dmm0: simulated bench meter" in detail.stdout
+# -- summaries, filters and campaign names ------------------------------------------------------
+
+KEY = "qubo/fixed_timeout/n={n}/d=0.05/seed={seed}/sa/timeout=0.01/rep={rep}"
+
+
+def _grid_campaign(writer, name, gaps_by_n, fail=()):
+    """A campaign whose runs differ in n, seed and repetition; ``fail`` lists failed (n, seed)."""
+    campaign = new_uid()
+    writer.begin_campaign(campaign, name, {})
+    for n, gaps in gaps_by_n.items():
+        for i, gap in enumerate(gaps):
+            seed, rep = i % 2, i // 2
+            uid = new_uid()
+            status = "fail" if (n, seed) in fail else "success"
+            writer(RunStart(uid, campaign, KEY.format(n=n, seed=seed, rep=rep),
+                            "qubo.fixed_timeout", {"nodes": n, "seed": seed}, {}, 0.0,
+                            time.time(), "0"))
+            writer(Metric(uid, "bks_gap", gap, "", 0.001))
+            writer(RunStop(uid, 1.0, status, "agent lost" if status == "fail" else ""))
+    writer.end_campaign(campaign, "success")
+    return campaign
+
+
+@pytest.fixture
+def grid(tmp_path):
+    path = tmp_path / "grid.sqlite"
+    with StoreWriter(path) as writer:
+        old = _grid_campaign(writer, "sweep", {10: [0.5, 0.5]})
+        new = _grid_campaign(writer, "sweep", {10: [0.01, 0.03, 0.02, 0.04], 25: [0.1, 9.9]},
+                             fail={(25, 1)})
+        other = _grid_campaign(writer, "other", {50: [0.2]})
+    return path, old, new, other
+
+
+def test_table_summarises_replicates_and_never_averages_failed_runs(grid):
+    path, *_ = grid
+    result = _invoke("--db", str(path), "--campaign", "sweep", "--format", "table")
+    assert result.exit_code == EXIT_OK, result.output
+    out = result.stdout
+    assert "6 run(s) in 2 group(s)" in out
+    assert "n=10/d=0.05/seed=*/sa/timeout=0.01/rep=*" in out
+    # seeds 0 and 1, repetitions 0 and 1: mean 0.025, sample std 0.0129, std error 0.0065
+    assert "bks_gap: 0.025 ± 0.0065 [4]" in out
+    # n=25: one success (0.1), the failed run's 9.9 is counted but not averaged
+    assert "bks_gap: 0.1 [1]" in out and "1 fail" in out and "9.9" not in out
+    assert "every run: --all, or --format csv|json" in out
+
+
+def test_campaign_name_picks_the_newest_of_that_name_and_says_so(grid):
+    path, old, new, _other = grid
+    result = _invoke("--db", str(path), "--campaign", "sweep", "--format", "json")
+    assert result.exit_code == EXIT_OK, result.output
+    assert {r["campaign_uid"] for r in json.loads(result.stdout)["runs"]} == {new}
+    assert f"2 campaigns are named 'sweep'; showing the newest, {new[:8]}" in result.stderr
+    assert old[:8] in result.stderr
+    by_uid = _invoke("--db", str(path), "--campaign", old[:10], "--format", "json")
+    assert {r["campaign_uid"] for r in json.loads(by_uid.stdout)["runs"]} == {old}
+    missing = _invoke("--db", str(path), "--campaign", "nosuch")
+    assert missing.exit_code == EXIT_USAGE and "no campaign matching 'nosuch'" in missing.stderr
+
+
+def test_procedure_and_status_filters(grid):
+    path, *_ = grid
+    failed = _invoke("--db", str(path), "--status", "fail", "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(failed.stdout)))
+    assert [r["status"] for r in rows] == ["fail"] and "seed=1" in rows[0]["unit_key"]
+    every = _invoke("--db", str(path), "--procedure", "qubo", "--format", "json")
+    assert len(json.loads(every.stdout)["runs"]) == 9
+    assert json.loads(_invoke("--db", str(path), "--procedure", "qub", "--format",
+                              "json").stdout)["runs"] == []
+    none = _invoke("--db", str(path), "--procedure", "asc")
+    assert none.exit_code == EXIT_OK and "matching the filters" in none.stdout
+
+
+def test_limits_say_what_was_left_out(grid):
+    path, *_ = grid
+    groups = _invoke("--db", str(path), "--limit", "1")
+    assert "showing 1 of 4 groups (--limit 0 shows all)" in groups.stdout
+    runs = _invoke("--db", str(path), "--all", "--limit", "2")
+    assert "9 run(s), the newest 2" in runs.stdout
+    assert "showing 2 of 9 runs" in runs.stdout

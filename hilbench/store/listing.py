@@ -1,0 +1,217 @@
+"""Listing stored runs at scale: filters and summaries computed by SQLite, rows streamed.
+
+`hilbench results` must answer in well under a second with tens of thousands of runs stored, so
+nothing here loads every run into Python: filters are SQL ``WHERE`` clauses on indexed columns,
+summaries are SQL aggregates, and full listings are cursors consumed row by row.
+
+Runs are summarised by replicate group (runs of one campaign and procedure whose unit keys
+differ only in seed and repetition, see :mod:`hilbench.store.groups`). A group's metric is the
+mean over its successful runs with the standard error of that mean; failed, aborted and
+unfinished runs are counted, never averaged.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from hilbench.store.codec import from_json
+from hilbench.store.groups import install_functions, replicate_key
+
+__all__ = [
+    "STATUSES",
+    "RunFilter",
+    "RunGroup",
+    "count_runs",
+    "install_functions",
+    "iter_runs",
+    "replicate_key",
+    "run_dict",
+    "run_groups",
+]
+
+INCOMPLETE = "incomplete"
+STATUSES = ("success", "fail", "abort", INCOMPLETE)
+@dataclass(frozen=True)
+class RunFilter:
+    """Which runs to read; every field narrows the set and becomes part of a ``WHERE``."""
+
+    campaign_uid: str | None = None
+    procedure: str | None = None  # "qubo.fixed_timeout", or "qubo" for every qubo.* procedure
+    status: str | None = None  # one of STATUSES
+
+    def where(self, alias: str = "r") -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        args: list[Any] = []
+        if self.campaign_uid is not None:
+            clauses.append(f"{alias}.campaign_uid = ?")
+            args.append(self.campaign_uid)
+        if self.procedure is not None:
+            # "qubo" also means every "qubo.*": a range ('/' follows '.'), which the index serves.
+            clauses.append(
+                f"({alias}.procedure = ? OR ({alias}.procedure > ? AND {alias}.procedure < ?))"
+            )
+            args += [self.procedure, self.procedure + ".", self.procedure + "/"]
+        if self.status == INCOMPLETE:
+            clauses.append(f"{alias}.exit_status IS NULL")
+        elif self.status is not None:
+            clauses.append(f"{alias}.exit_status = ?")
+            args.append(self.status)
+        return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
+
+
+def count_runs(conn: sqlite3.Connection, flt: RunFilter) -> int:
+    where, args = flt.where()
+    return int(conn.execute(f"SELECT COUNT(*) FROM runs r{where}", args).fetchone()[0])
+
+
+def iter_runs(conn: sqlite3.Connection, flt: RunFilter, *, limit: int | None = None,
+              newest_first: bool = False) -> Iterator[dict[str, Any]]:
+    """Runs with their metrics, one dict per run, streamed from a single cursor."""
+    where, args = flt.where()
+    order = "DESC" if newest_first else "ASC"
+    runs_sql = (
+        f"SELECT r.rowid AS rowid_, r.* FROM runs r{where}"
+        f" ORDER BY r.wall_time {order}, r.rowid {order}"
+    )
+    if limit is not None:
+        runs_sql += " LIMIT ?"
+        args = [*args, limit]
+    cursor = conn.execute(
+        f"SELECT r.*, m.name AS m_name, m.value AS m_value, m.uncertainty AS m_uncertainty,"
+        f" m.unit AS m_unit, m.meta AS m_meta FROM ({runs_sql}) r"
+        f" LEFT JOIN metrics m ON m.run_uid = r.uid"
+        f" ORDER BY r.wall_time {order}, r.rowid_ {order}, m.id",
+        args,
+    )
+    current: dict[str, Any] | None = None
+    for row in cursor:
+        if current is None or current["uid"] != row["uid"]:
+            if current is not None:
+                yield current
+            current = run_dict(row)
+            current["metrics"] = []
+        if row["m_name"] is not None:
+            current["metrics"].append(
+                {
+                    "name": row["m_name"],
+                    "value": row["m_value"],
+                    "uncertainty": row["m_uncertainty"],
+                    "unit": row["m_unit"],
+                    "meta": from_json(row["m_meta"]),
+                }
+            )
+    if current is not None:
+        yield current
+
+
+@dataclass
+class MetricSummary:
+    name: str
+    unit: str
+    n: int  # successful runs with a value
+    mean: float | None
+    std_error: float | None  # of the mean, over the runs; None with one run
+    minimum: float | None
+    maximum: float | None
+
+
+@dataclass
+class RunGroup:
+    campaign_uid: str
+    campaign_name: str | None
+    procedure: str
+    key: str  # the unit key with replicate segments as "=*"
+    statuses: dict[str, int]
+    metrics: list[MetricSummary]
+    simulation: str = ""  # what is simulated, when any run of the group is
+
+    @property
+    def n_runs(self) -> int:
+        return sum(self.statuses.values())
+
+
+def run_groups(
+    conn: sqlite3.Connection, flt: RunFilter, limit: int | None = None
+) -> tuple[int, list[RunGroup]]:
+    """How many replicate groups match, and the first ``limit`` of them (all with None) in the
+    order of their first run, with status counts and the metric summaries of their successful
+    runs; metrics are aggregated only for the groups returned."""
+    where, args = flt.where()
+    rows = conn.execute(
+        "SELECT r.campaign_uid, c.name AS campaign_name, r.procedure, r.unit_group,"
+        " COALESCE(r.exit_status, 'incomplete') AS run_status, COUNT(*) AS n,"
+        " MIN(r.wall_time) AS first, MAX(r.simulated) AS simulated,"
+        " MAX(r.simulation) AS simulation"
+        f" FROM runs r LEFT JOIN campaigns c ON c.uid = r.campaign_uid{where}"
+        " GROUP BY r.campaign_uid, r.procedure, r.unit_group, run_status",
+        args,
+    ).fetchall()
+    groups: dict[tuple[str, str, str], RunGroup] = {}
+    first: dict[tuple[str, str, str], float] = {}
+    for row in rows:
+        ident = (row["campaign_uid"], row["procedure"], row["unit_group"])
+        group = groups.get(ident)
+        if group is None:
+            group = groups[ident] = RunGroup(
+                row["campaign_uid"], row["campaign_name"], row["procedure"], row["unit_group"],
+                {}, [],
+            )
+            first[ident] = row["first"]
+        first[ident] = min(first[ident], row["first"])
+        group.statuses[row["run_status"]] = row["n"]
+        if row["simulated"]:
+            group.simulation = row["simulation"] or "simulated"
+    ordered = sorted(groups, key=lambda ident: first[ident])
+    shown = ordered if limit is None else ordered[:limit]
+    if not shown:
+        return len(groups), []
+    success = f"{where}{' AND' if where else ' WHERE'} r.exit_status = 'success'"
+    member_args: list[Any] = []
+    if len(shown) < len(groups):
+        success += " AND (r.campaign_uid, r.procedure, r.unit_group) IN (VALUES "
+        success += ", ".join("(?, ?, ?)" for _ in shown) + ")"
+        member_args = [part for ident in shown for part in ident]
+    metric_rows = conn.execute(
+        "SELECT r.campaign_uid, r.procedure, r.unit_group, m.name, m.unit, COUNT(m.value) AS n,"
+        " AVG(m.value) AS mean, std_error(m.value) AS std_error, MIN(m.value) AS lo,"
+        " MAX(m.value) AS hi, MIN(m.id) AS first"
+        f" FROM runs r JOIN metrics m ON m.run_uid = r.uid{success}"
+        " GROUP BY r.campaign_uid, r.procedure, r.unit_group, m.name, m.unit ORDER BY first",
+        [*args, *member_args],
+    )
+    for row in metric_rows:
+        group = groups.get((row["campaign_uid"], row["procedure"], row["unit_group"]))
+        if group is not None:
+            group.metrics.append(_summary(row))
+    return len(groups), [groups[ident] for ident in shown]
+
+
+def _summary(row: sqlite3.Row) -> MetricSummary:
+    return MetricSummary(
+        row["name"], row["unit"], row["n"], row["mean"], row["std_error"], row["lo"], row["hi"]
+    )
+
+
+def run_dict(row: sqlite3.Row) -> dict[str, Any]:
+    """A stored run as the reader returns it (status "incomplete" when it never stopped)."""
+    t_stop = row["t_stop"]
+    return {
+        "uid": row["uid"],
+        "campaign_uid": row["campaign_uid"],
+        "unit_key": row["unit_key"],
+        "procedure": row["procedure"],
+        "params": from_json(row["params"]),
+        "agents": from_json(row["agents"]),
+        "t_start": row["t_start"],
+        "t_stop": t_stop,
+        "duration_s": None if t_stop is None else t_stop - row["t_start"],
+        "wall_time": row["wall_time"],
+        "hilbench_version": row["hilbench_version"],
+        "simulated": bool(row["simulated"]),
+        "simulation": row["simulation"],
+        "status": row["exit_status"] or INCOMPLETE,
+        "reason": row["reason"],
+    }

@@ -1,0 +1,98 @@
+"""Run listings at scale: replicate groups, SQL-side summaries and the indexes filters use."""
+
+from __future__ import annotations
+
+import sqlite3
+import statistics
+import time
+
+import pytest
+
+from hilbench.documents import Metric, RunStart, RunStop, new_uid
+from hilbench.store import Store, StoreWriter
+from hilbench.store.groups import install_functions, replicate_key
+from hilbench.store.listing import RunFilter
+
+
+@pytest.mark.parametrize(
+    ("key", "group"),
+    [
+        ("qubo/fixed_timeout/n=10/d=0.1/seed=3/sa/timeout=0.01/rep=2",
+         "qubo/fixed_timeout/n=10/d=0.1/seed=*/sa/timeout=0.01/rep=*"),
+        ("asc/power/cpu0/1a2b3c4d/stream=5/rep=0", "asc/power/cpu0/1a2b3c4d/stream=5/rep=*"),
+        ("words/seedling/repetitions=1", "words/seedling/repetitions=1"),  # not replicate keys
+        ("", ""),
+    ],
+)
+def test_replicate_key_blanks_only_seed_and_repetition(key, group):
+    assert replicate_key(key) == group
+
+
+def test_std_error_aggregate_matches_statistics():
+    conn = sqlite3.connect(":memory:")
+    install_functions(conn)
+    values = [1e9 + v for v in (0.1, 0.4, 0.2, 0.9, 0.5)]  # large offset: no cancellation
+    conn.execute("CREATE TABLE t (v REAL)")
+    conn.executemany("INSERT INTO t VALUES (?)", [(v,) for v in [*values, None]])
+    got = conn.execute("SELECT std_error(v) FROM t").fetchone()[0]
+    assert got == pytest.approx(statistics.stdev(values) / len(values) ** 0.5, rel=1e-6)
+    assert conn.execute("SELECT std_error(v) FROM t WHERE v < 1e9 + 0.15").fetchone()[0] is None
+
+
+def test_procedure_filter_matches_the_family_not_a_prefix_of_its_name(tmp_path):
+    path = tmp_path / "p.sqlite"
+    with StoreWriter(path) as writer:
+        for procedure in ("qubo.fixed_timeout", "qubo.time_to_solution", "qubox.other",
+                          "qubo_like"):
+            uid = new_uid()
+            writer(RunStart(uid, "c", f"{procedure}/k", procedure, {}, {}, 0.0, time.time(), "0"))
+            writer(Metric(uid, "m", 1.0, ""))
+            writer(RunStop(uid, 1.0, "success"))
+    with Store(path) as store:
+        found = {r["procedure"] for r in store.iter_runs(RunFilter(procedure="qubo"))}
+        assert found == {"qubo.fixed_timeout", "qubo.time_to_solution"}
+        assert store.count_runs(RunFilter(procedure="qubo.fixed_timeout")) == 1
+        assert store.count_runs(RunFilter(procedure="qubo_")) == 0  # _ is not a wildcard
+
+
+@pytest.mark.parametrize(
+    ("flt", "index"),
+    [
+        (RunFilter(campaign_uid="c"), "runs_by_campaign"),
+        (RunFilter(procedure="qubo.fixed_timeout"), "runs_by_procedure"),
+        (RunFilter(), "runs_by_time"),
+    ],
+)
+def test_filters_and_ordering_use_an_index(tmp_path, flt, index):
+    path = tmp_path / "i.sqlite"
+    StoreWriter(path).close()
+    with Store(path) as store:
+        where, args = flt.where()
+        plan = store._conn.execute(
+            f"EXPLAIN QUERY PLAN SELECT * FROM runs r{where} ORDER BY r.wall_time", args
+        ).fetchall()
+    assert any(index in row[-1] for row in plan), plan
+
+
+def test_an_older_store_gets_its_groups_filled_in_when_opened(tmp_path):
+    from hilbench.store.schema import APPLICATION_ID, MIGRATIONS
+
+    path = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(path)
+    for statement in (s for step in MIGRATIONS[:2] for s in step):
+        conn.execute(statement)
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute("PRAGMA user_version = 2")
+    for seed in (0, 1):
+        conn.execute(
+            "INSERT INTO runs (uid, campaign_uid, unit_key, procedure, params, agents, t_start,"
+            " wall_time, hilbench_version, exit_status) VALUES (?, 'c', ?, 'qubo.fixed_timeout',"
+            " '{}', '{}', 0, 0, '0', 'success')",
+            (f"r{seed}", f"qubo/fixed_timeout/n=10/seed={seed}/rep=0"),
+        )
+    conn.commit()
+    conn.close()
+    with Store(path) as store:
+        total, groups = store.run_groups()
+    assert total == 1 and groups[0].key == "qubo/fixed_timeout/n=10/seed=*/rep=*"
+    assert groups[0].statuses == {"success": 2}
