@@ -105,13 +105,23 @@ class AgentClient:
             id=codec.new_correlation_id(),
             body={"versions": list(codec.SUPPORTED_VERSIONS)},
         )
+        started = now()
         try:
-            welcome = self._exchange(hello, timeout_s=self.connect_timeout_s, expect=codec.WELCOME)
+            # Silence is expected until the agent answers: the handshake timeout alone decides,
+            # not the liveness rule (which used to give up after 3 s of a 5 s timeout).
+            welcome = self._exchange(
+                hello,
+                timeout_s=self.connect_timeout_s,
+                expect=codec.WELCOME,
+                silence_limit_s=self.connect_timeout_s,
+            )
         except (AgentLost, TimeoutError):
+            waited = now() - started
             self.close()
             raise AgentUnreachable(
                 f"agent {self.name} at {self.address} did not answer the handshake within "
-                f"{self.connect_timeout_s:.1f} s (is `hilbench agent` running there?)"
+                f"{waited:.1f} s (is `hilbench agent` running there? [campaign] "
+                f"connect_timeout_s sets the wait)"
             ) from None
         if welcome.body.get("protocol_version") not in codec.SUPPORTED_VERSIONS:
             self.close()
@@ -202,6 +212,7 @@ class AgentClient:
         timeout_s: float | None,
         expect: str,
         while_waiting: Callable[[], None] | None = None,
+        silence_limit_s: float | None = None,
     ) -> Message:
         if self._sock is None:
             raise RuntimeError(f"agent {self.name} is not connected")
@@ -220,7 +231,7 @@ class AgentClient:
                 if while_waiting is not None:
                     while_waiting()
             silent = t - self._last_heard
-            if silent > self.heartbeat_s * self.liveness:
+            if silent > (silence_limit_s or self.heartbeat_s * self.liveness):
                 raise AgentLost(self.name, silent, what)
             wait = min(self._next_beat - t, self.heartbeat_s)
             if deadline is not None:

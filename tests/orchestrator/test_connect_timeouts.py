@@ -1,0 +1,88 @@
+"""Waiting for agents: the handshake wait is the configured one (not cut short by the liveness
+rule), and the message states the time actually waited."""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from hilbench.orchestrator.client import AgentClient, AgentUnreachable
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_handshake_waits_the_whole_timeout_and_says_how_long():
+    # Liveness alone would give up after 0.1 s × 3; the handshake timeout is 1 s.
+    client = AgentClient(f"tcp://127.0.0.1:{free_port()}", "silent", heartbeat_s=0.1,
+                         liveness=3, connect_timeout_s=1.0)
+    started = time.monotonic()
+    with pytest.raises(AgentUnreachable) as exc:
+        client.connect()
+    waited = time.monotonic() - started
+    assert waited >= 1.0
+    stated = float(re.search(r"within (\d+\.\d) s", str(exc.value)).group(1))
+    assert abs(stated - waited) <= 0.15
+
+
+def test_campaign_connect_timeout_is_used_and_stated(tmp_path):
+    path = tmp_path / "t.toml"
+    path.write_text(f"""
+[campaign]
+connect_timeout_s = 1.5
+
+[[agents]]
+id = "far"
+driver = "cpu"
+address = "tcp://127.0.0.1:{free_port()}"
+
+[[qubo]]
+nodes = [10]
+densities = [0.1]
+seeds = [0]
+solvers = ["sa"]
+timeouts_s = [0.01]
+""")
+    proc = subprocess.run([sys.executable, "-m", "hilbench", "run", str(path), "--db",
+                           str(tmp_path / "t.sqlite"), "-q"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 3
+    assert re.search(r"agent far at tcp://127\.0\.0\.1:\d+ did not answer the handshake within "
+                     r"1\.[5-9] s", proc.stderr), proc.stderr
+
+
+def test_campaign_listen_timeout_is_used_and_stated(tmp_path):
+    path = tmp_path / "t.toml"
+    path.write_text(f"""
+[campaign]
+listen = "tcp://127.0.0.1:{free_port()}"
+listen_timeout_s = 1.0
+
+[[agents]]
+id = "late"
+driver = "cpu"
+connects = true
+
+[[qubo]]
+nodes = [10]
+densities = [0.1]
+seeds = [0]
+solvers = ["sa"]
+timeouts_s = [0.01]
+""")
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "hilbench", "run", str(path), "--db",
+                           str(tmp_path / "t.sqlite"), "-q"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 3
+    assert "agent 'late' did not connect to tcp://127.0.0.1:" in proc.stderr
+    assert "within 1.0 s" in proc.stderr
+    assert time.monotonic() - started < 30  # not the 120 s default
