@@ -4,9 +4,19 @@ Write with :class:`StoreWriter` (a document consumer), read with :class:`Store`;
 are in :mod:`hilbench.store.frames`.
 """
 
+from typing import Any
+
 from hilbench.store.paths import default_db_path
 from hilbench.store.reader import Store
 from hilbench.store.schema import SCHEMA_VERSION, StoreError
-from hilbench.store.writer import StoreWriter
 
 __all__ = ["SCHEMA_VERSION", "Store", "StoreError", "StoreWriter", "default_db_path"]
+
+
+def __getattr__(name: str) -> Any:
+    # The writer (and numpy with it) is imported on first use: `hilbench results` only reads.
+    if name == "StoreWriter":
+        from hilbench.store.writer import StoreWriter
+
+        return StoreWriter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
-
-import numpy as np
+import sys
+from typing import TYPE_CHECKING, Any
 
 from hilbench.store.schema import StoreError
 
-FLOAT64_LE = np.dtype("<f8")
+if TYPE_CHECKING:
+    import numpy as np
+
+FLOAT64_LE = "<f8"  # numpy is imported where arrays are handled: reading runs does not need it
 
 
 def to_json(value: Any, what: str) -> str:
@@ -30,11 +32,15 @@ def from_json(text: str) -> Any:
 
 
 def array_to_blob(array: Any) -> bytes:
+    import numpy as np
+
     return np.ascontiguousarray(array, dtype=FLOAT64_LE).tobytes()
 
 
 def blob_to_array(blob: bytes) -> np.ndarray:
     """A read-only float64 view of the stored bytes (copy it to modify)."""
+    import numpy as np
+
     return np.frombuffer(blob, dtype=FLOAT64_LE)
 
 
@@ -47,9 +53,10 @@ def finite_or_none(value: float | None) -> float | None:
 
 
 def _json_default(obj: Any) -> Any:
-    if isinstance(obj, np.generic):
+    np = sys.modules.get("numpy")  # a numpy value means numpy is already imported
+    if np is not None and isinstance(obj, np.generic):
         return obj.item()
-    if isinstance(obj, np.ndarray):
+    if np is not None and isinstance(obj, np.ndarray):
         return obj.tolist()
     if isinstance(obj, (set, frozenset, tuple)):
         return list(obj)

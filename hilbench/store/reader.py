@@ -11,9 +11,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from hilbench.store.codec import blob_to_array, from_json
 from hilbench.store.listing import (
@@ -28,6 +26,9 @@ from hilbench.store.listing import (
 )
 from hilbench.store.paths import default_db_path
 from hilbench.store.schema import StoreError, open_store
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class Store:
@@ -238,6 +239,8 @@ class Store:
         ``source`` may be omitted when the run has exactly one. The arrays are filled in place
         batch by batch, so peak memory is the result plus one batch.
         """
+        import numpy as np  # only here: listing runs does not need it
+
         source = self._pick_source(run_uid, source)
         where, args = _sample_filter(run_uid, source, phase_uid)
         # One read transaction: the count and the batches come from the same snapshot even while
