@@ -225,7 +225,7 @@ def _print_groups_table(store: Store, flt: RunFilter, limit: int, path: Path) ->
     console.print(table)
     more = ""
     if len(shown) < n_groups:
-        more = f"showing {len(shown)} of {n_groups} groups (--limit 0 shows all); "
+        more = f"showing the newest {len(shown)} of {n_groups} groups (--limit 0 shows all); "
     console.print(
         f"{more}every run: --all, or --format csv|json; one campaign: --campaign NAME; "
         "one run: --run ID",

@@ -136,7 +136,7 @@ class RunGroup:
 def run_groups(
     conn: sqlite3.Connection, flt: RunFilter, limit: int | None = None
 ) -> tuple[int, list[RunGroup]]:
-    """How many replicate groups match, and the first ``limit`` of them (all with None) in the
+    """How many replicate groups match, and the newest ``limit`` of them (all with None) in the
     order of their first run, with status counts and the metric summaries of their successful
     runs; metrics are aggregated only for the groups returned."""
     where, args = flt.where()
@@ -165,7 +165,7 @@ def run_groups(
         if row["simulated"]:
             group.simulation = row["simulation"] or "simulated"
     ordered = sorted(groups, key=lambda ident: first[ident])
-    shown = ordered if limit is None else ordered[:limit]
+    shown = ordered if limit is None else ordered[-limit:]  # the newest, oldest first
     if not shown:
         return len(groups), []
     success = f"{where}{' AND' if where else ' WHERE'} r.exit_status = 'success'"

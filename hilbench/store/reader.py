@@ -128,7 +128,7 @@ class Store:
         self, flt: RunFilter | None = None, limit: int | None = None
     ) -> tuple[int, list[RunGroup]]:
         """Replicate groups (runs differing only in seed and repetition), summarised in SQL:
-        how many there are, and the first ``limit`` of them."""
+        how many there are, and the newest ``limit`` of them."""
         try:
             return run_groups(self._conn, flt or RunFilter(), limit)
         except sqlite3.Error as exc:

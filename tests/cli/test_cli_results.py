@@ -244,7 +244,8 @@ def test_procedure_and_status_filters(grid):
 def test_limits_say_what_was_left_out(grid):
     path, *_ = grid
     groups = _invoke("--db", str(path), "--limit", "1")
-    assert "showing 1 of 4 groups (--limit 0 shows all)" in groups.stdout
+    assert "showing the newest 1 of 4 groups (--limit 0 shows all)" in groups.stdout
+    assert "other" in groups.stdout and "sweep" not in groups.stdout
     runs = _invoke("--db", str(path), "--all", "--limit", "2")
     assert "9 run(s), the newest 2" in runs.stdout
     assert "showing 2 of 9 runs" in runs.stdout
