@@ -89,6 +89,14 @@ def power() -> None:
     help="± bound on the offset between sample and phase times, s (default: one sample interval).",
 )
 @click.option(
+    "--min-coverage",
+    type=click.FloatRange(0.0, 100.0, min_open=True),
+    default=95.0,
+    show_default=True,
+    help="Percent of each window the readings must cover; a log that starts late or ends "
+    "early is used as far as it covers the window, and refused below this.",
+)
+@click.option(
     "--json",
     "as_json",
     is_flag=True,
@@ -107,12 +115,13 @@ def analyze_command(
     resolution: float,
     aperture: float | None,
     timing_uncertainty: float | None,
+    min_coverage: float,
     as_json: bool,
 ) -> None:
     """Idle, active, dynamic power and energy per inference, each with a 95 % uncertainty."""
     try:
         trace = read_samples_csv(samples_path, volts=volts)
-        windows = read_phases_csv(phases_path, trace)
+        windows = read_phases_csv(phases_path)
         for label, value in (
             ("--accuracy-relative", accuracy_relative),
             ("--accuracy-absolute", accuracy_absolute),
@@ -139,6 +148,7 @@ def analyze_command(
             timing_uncertainty_s=timing_uncertainty,
             resolution=resolution,
             supply_relative_uncertainty=volts_accuracy,
+            min_coverage=min_coverage / 100.0,
         )
     except (TraceFormatError, ValueError) as exc:
         click.echo(f"error: {exc}", err=True)

@@ -72,6 +72,22 @@ def overlap_fractions(t: np.ndarray, aperture_s: float, start: float, end: float
     return np.clip((hi - lo) / aperture_s, 0.0, 1.0)
 
 
+def window_coverage(t: np.ndarray, start: float, end: float) -> float:
+    """Fraction of ``[start, end]`` that the readings cover: reading i covers
+    ``[t_i, t_i + step_i]`` with step_i its spacing to the next reading, at most the typical
+    interval (a gap of lost readings is not covered; the last reading covers one interval)."""
+    t = np.asarray(t, dtype=np.float64)
+    if not end > start:
+        raise ValueError(f"window end {end} s must be after its start {start} s")
+    if t.shape[0] == 0:
+        return 0.0
+    step = typical_interval(t) if t.shape[0] >= 2 else 0.0
+    spacing = np.append(np.diff(t), step)
+    reach = t + np.minimum(spacing, step)
+    covered = np.clip(np.minimum(reach, end) - np.maximum(t, start), 0.0, None).sum()
+    return float(min(1.0, covered / (end - start)))
+
+
 @dataclass(frozen=True)
 class WindowSelection:
     """Which samples stand for a window, with what weight, and how boundaries were treated."""

@@ -36,13 +36,19 @@ from typing import Any, Literal
 
 import numpy as np
 
-from hilbench.power.align import BoundaryPolicy, select_window, typical_interval
+from hilbench.power.align import (
+    BoundaryPolicy,
+    select_window,
+    typical_interval,
+    window_coverage,
+)
 from hilbench.power.source import SourceInfo
 
 PHASES: tuple[str, ...] = ("idle", "active")
 BATCHES = 20  # batch-means batches; the statistical error then has 19 degrees of freedom
 GAPLESS_DUTY = 0.95  # aperture / interval above which readings are taken to tile time
 EDGE_SAMPLES = 5  # fully-inside readings used as the in-window level next to a boundary
+DEFAULT_MIN_COVERAGE = 0.95  # a window whose readings cover less is refused, saying by how much
 MC_DRAWS = 20_000
 MC_SEED = 0x5EED
 _MAD_TO_SIGMA = 1.482602218505602
@@ -296,6 +302,7 @@ class PowerEstimate:
     mixing_half_width_w: float
     between_repetitions_se_w: float | None = None
     within_windows_se_w: float | None = None
+    coverage: float = 1.0  # fraction of the window the readings cover (lowest over windows)
 
     @cached_property
     def budget(self) -> UncertaintyBudget:
@@ -340,6 +347,7 @@ class PowerEstimate:
             "noise_w": self.noise_w,
             "between_repetitions_se_w": self.between_repetitions_se_w,
             "within_windows_se_w": self.within_windows_se_w,
+            "coverage": self.coverage,
             "uncertainty95": self.uncertainty95,
             "budget": self.budget.to_dict(),
         }
@@ -421,8 +429,12 @@ def phase_power(
     timing_uncertainty_s: float | None = None,
     resolution: float = 0.0,
     supply_relative_uncertainty: float = 0.0,
+    min_coverage: float = DEFAULT_MIN_COVERAGE,
 ) -> PowerEstimate:
     """Mean power over ``window`` from readings ``watts`` taken at orchestrator times ``t``.
+
+    The readings that cover the window are used; a window they cover less than
+    ``min_coverage`` of (a log that starts late or stops early) is refused, saying by how much.
 
     ``aperture_s`` is each reading's integration time (default: the sample interval).
     ``gapless`` says whether readings tile time without gaps; by default it is true only when
@@ -446,6 +458,14 @@ def phase_power(
         info, resolution=resolution, supply_relative=supply_relative_uncertainty
     )
 
+    coverage = window_coverage(t, window.start, window.end)
+    if coverage < min_coverage:
+        raise ValueError(
+            f"{window.name} window {window.start:g}..{window.end:g} s: the readings "
+            f"({t[0]:g}..{t[-1]:g} s) cover {100 * coverage:.1f} % of it, "
+            f"{100 * (min_coverage - coverage):.1f} points below the minimum "
+            f"{100 * min_coverage:g} %"
+        )
     sel = select_window(t, window.start, window.end, aperture_s=aperture, boundary=boundary)
     if sel.n < 2:
         raise ValueError(
@@ -469,8 +489,19 @@ def phase_power(
         later = _window_mean(
             t, watts, window.start + timing, window.end + timing, aperture, boundary
         )
-        per_s_pos = 0.0 if earlier is None else (mean - earlier) / timing
-        per_s_neg = 0.0 if later is None else (mean - later) / timing
+        # A shifted window without readings says nothing about the shift's effect: never
+        # take that as zero. Use the other side's slope, or with neither the widest the mean
+        # could move (the range of readings around the window).
+        if earlier is not None and later is not None:
+            per_s_pos, per_s_neg = (mean - earlier) / timing, (mean - later) / timing
+        elif earlier is not None:  # a linear trend moves the mean the other way
+            per_s_pos = (mean - earlier) / timing
+            per_s_neg = -per_s_pos
+        elif later is not None:
+            per_s_neg = (mean - later) / timing
+            per_s_pos = -per_s_neg
+        else:
+            per_s_pos = per_s_neg = _worst_shift_per_s(t, watts, window, timing, aperture)
 
     quant = accuracy.resolution_w / 2.0 if noise < accuracy.resolution_w / 2.0 else 0.0
     mixing = (
@@ -496,7 +527,18 @@ def phase_power(
         clock_per_s_negative=per_s_neg,
         quantisation_half_width_w=quant,
         mixing_half_width_w=mixing,
+        coverage=coverage,
     )
+
+
+def _worst_shift_per_s(
+    t: np.ndarray, watts: np.ndarray, window: PhaseWindow, timing: float, aperture: float
+) -> float:
+    """Bound (W/s of shift) when no shifted window can be evaluated: the mean can move at most
+    by the range of the readings within reach of the shifted window."""
+    near = (t + aperture >= window.start - timing) & (t <= window.end + timing)
+    x = watts[near]
+    return float(x.max() - x.min()) / timing if x.shape[0] >= 2 else 0.0
 
 
 def _boundary_mixing(
@@ -528,7 +570,7 @@ def pool_estimates(estimates: Sequence[PowerEstimate]) -> PowerEstimate:
     for e in estimates[1:]:
         if e.phase != first.phase:
             raise ValueError(f"cannot pool {first.phase!r} with {e.phase!r} windows")
-        if e.accuracy != first.accuracy or e.timing_half_width_s != first.timing_half_width_s:
+        if e.accuracy != first.accuracy:
             raise ValueError(f"{first.phase} windows were measured with different settings")
     weights = np.array([e.weight_sum for e in estimates])
     share = weights / weights.sum()
@@ -551,6 +593,19 @@ def pool_estimates(estimates: Sequence[PowerEstimate]) -> PowerEstimate:
     def avg(values: Sequence[float]) -> float:
         return float((share * np.asarray(values)).sum())
 
+    # Each window has its own timing error (its phase's offset probe and meter start), so
+    # their effects add in quadrature: one clock component of the largest half-width whose
+    # slopes give that combined spread.
+    timing = max(e.timing_half_width_s for e in estimates)
+
+    def independent_slope(attr: str) -> float:
+        if timing == 0:
+            return 0.0
+        terms = [s * getattr(e, attr) * e.timing_half_width_s for s, e in zip(share, estimates,
+                                                                             strict=True)]
+        signed = math.copysign(1.0, sum(terms)) if any(terms) else 1.0
+        return signed * math.sqrt(sum(x * x for x in terms)) / timing
+
     return PowerEstimate(
         phase=first.phase,
         mean_w=mean,
@@ -565,20 +620,22 @@ def pool_estimates(estimates: Sequence[PowerEstimate]) -> PowerEstimate:
         windows=sum(e.windows for e in estimates),
         noise_w=avg([e.noise_w for e in estimates]),
         accuracy=first.accuracy,
-        timing_half_width_s=first.timing_half_width_s,
-        clock_per_s_positive=avg([e.clock_per_s_positive for e in estimates]),
-        clock_per_s_negative=avg([e.clock_per_s_negative for e in estimates]),
+        timing_half_width_s=timing,
+        clock_per_s_positive=independent_slope("clock_per_s_positive"),
+        clock_per_s_negative=independent_slope("clock_per_s_negative"),
         quantisation_half_width_w=max(e.quantisation_half_width_w for e in estimates),
         mixing_half_width_w=avg([e.mixing_half_width_w for e in estimates]),
         between_repetitions_se_w=between,
         within_windows_se_w=within,
+        coverage=min(e.coverage for e in estimates),
     )
 
 
 def dynamic_power(idle: PowerEstimate, active: PowerEstimate) -> Quantity:
     """Active minus idle power. The shared instrument's gain error scales the difference, its
-    offset cancels, and one clock offset shifts both windows at once."""
-    if idle.accuracy != active.accuracy or idle.timing_half_width_s != active.timing_half_width_s:
+    offset cancels; idle and active windows come from separate phases with separate offset
+    probes and meter starts, so their timing errors are independent."""
+    if idle.accuracy != active.accuracy:
         raise ValueError("idle and active power were measured with different instrument settings")
     value = active.mean_w - idle.mean_w
     a = active.accuracy
@@ -595,12 +652,20 @@ def dynamic_power(idle: PowerEstimate, active: PowerEstimate) -> Quantity:
         ),
         UncertaintyComponent("supply voltage", "rectangular", a.supply_relative * abs(value)),
         UncertaintyComponent(
-            "clock offset",
+            "clock offset (active)",
             "clock_offset",
             active.timing_half_width_s,
-            per_s_positive=active.clock_per_s_positive - idle.clock_per_s_positive,
-            per_s_negative=active.clock_per_s_negative - idle.clock_per_s_negative,
-            note="one timing offset shifts idle and active windows together",
+            per_s_positive=active.clock_per_s_positive,
+            per_s_negative=active.clock_per_s_negative,
+            note="the active windows' own timing error",
+        ),
+        UncertaintyComponent(
+            "clock offset (idle)",
+            "clock_offset",
+            idle.timing_half_width_s,
+            per_s_positive=-idle.clock_per_s_positive,
+            per_s_negative=-idle.clock_per_s_negative,
+            note="the idle windows' timing error, independent of the active ones'",
         ),
         UncertaintyComponent(
             "quantisation (active)", "rectangular", active.quantisation_half_width_w
@@ -690,6 +755,8 @@ class PowerAnalysis:
         (half-width of the interval centred on the value), in the figure's unit."""
         energy = self.energy_per_inference
         return {
+            "idle_coverage": self.idle.coverage,
+            "active_coverage": self.active.coverage,
             "idle_w": self.idle.mean_w,
             "idle_w_uncertainty": self.idle.uncertainty95,
             "active_w": self.active.mean_w,
@@ -736,6 +803,7 @@ def analyze(
     timing_uncertainty_s: float | None = None,
     resolution: float = 0.0,
     supply_relative_uncertainty: float = 0.0,
+    min_coverage: float = DEFAULT_MIN_COVERAGE,
 ) -> PowerAnalysis:
     """Idle, active and dynamic power and energy per inference from one trace and its windows;
     repeated windows of a phase are pooled. Keyword options as in :func:`phase_power`."""
@@ -752,6 +820,7 @@ def analyze(
         "timing_uncertainty_s": timing_uncertainty_s,
         "resolution": resolution,
         "supply_relative_uncertainty": supply_relative_uncertainty,
+        "min_coverage": min_coverage,
     }
     per_window = tuple(phase_power(t, watts, w, info, **options) for w in windows)
     idle = pool_estimates([e for e in per_window if e.phase == "idle"])
@@ -762,6 +831,8 @@ def analyze(
         f"boundary readings: {boundary} ({idle.straddling} idle, {active.straddling} active)",
         f"statistical error: idle {idle.method}; active {active.method}",
         "uncertainties: 95 % expanded, GUM-S1 Monte Carlo of the listed components",
+        "coverage of each window by the readings: "
+        + ", ".join(f"{e.phase} {100 * e.coverage:.1f} %" for e in per_window),
     ]
     energy = None
     if execution is None:

@@ -148,8 +148,10 @@ def read_samples_csv(path: str | Path, *, volts: float | None = None) -> PowerTr
 def read_phases_csv(path: str | Path, trace: PowerTrace | None = None) -> list[PhaseWindow]:
     """Phase windows from ``path``: ``phase,start_s,end_s,inferences[,mean_execution_s]``.
 
-    With ``trace``, a window reaching outside the readings is refused: its power would be
-    made up from the readings that happen to be there.
+    A window may reach past the readings (a log from other software often starts a little
+    after the window opens): the analysis uses the readings that cover it and refuses only a
+    window covered less than its minimum (``--min-coverage``). ``trace`` is accepted for
+    callers that pass it and not used.
     """
     path = Path(path)
     rows = _rows(path)
@@ -184,11 +186,6 @@ def read_phases_csv(path: str | Path, trace: PowerTrace | None = None) -> list[P
                     raise TraceFormatError(
                         f"{path} line {line}: mean_execution_s {mean_exec:g} must be positive"
                     )
-        if trace is not None and (start < trace.start or end > trace.end):
-            raise TraceFormatError(
-                f"{path} line {line}: {phase} window {start:g}..{end:g} s lies outside the "
-                f"readings in {trace.path} ({trace.start:g}..{trace.end:g} s)"
-            )
         windows.append(PhaseWindow(phase, start, end, inferences, mean_exec))
     if not windows:
         raise TraceFormatError(f"{path}: no phase windows after the header")

@@ -22,13 +22,16 @@ KEYS = {
     "active_w_uncertainty",
     "dynamic_w_uncertainty",
     "energy_per_inference_j_uncertainty",
+    "idle_coverage",
+    "active_coverage",
 }
 
 
-def write_trace(path: Path, column: str, scale: float = 1.0) -> Path:
-    """3 Hz readings: 60 s idle at 79.40 mW then 60 s active at 100.72 mW, a little noise."""
+def write_trace(path: Path, column: str, scale: float = 1.0, late_s: float = 0.0) -> Path:
+    """3 Hz readings: 60 s idle at 79.40 mW then 60 s active at 100.72 mW, a little noise;
+    the first reading ``late_s`` after the idle window opens (a log from other software)."""
     rng = np.random.default_rng(1)
-    t = np.arange(0.0, 120.0, 1 / 3)
+    t = np.arange(0.0, 120.0, 1 / 3) + late_s
     watts = np.where(t < 60 - 1e-9, 0.07940, 0.10072) + rng.normal(0, 2e-6, t.size)
     lines = [f"time_s,{column}"] + [
         f"{a:.6f},{b * scale:.9f}" for a, b in zip(t, watts, strict=True)
@@ -99,7 +102,8 @@ def test_readable_table_without_json(tmp_path: Path) -> None:
         ("time_s,watts\n0,1\n2,1\n1,1\n", None, [], "S.csv line 4: time_s 1 is not after 2"),
         ("time_s,amps\n0,1\n1,1\n", None, [], "give the supply voltage"),
         (None, "phase,start_s,end_s,inferences\nrun,0,60,0\n", [], "P.csv line 2: phase 'run'"),
-        (None, "phase,start_s,end_s,inferences\nidle,0,500,0\n", [], "P.csv line 2: idle window"),
+        (None, "phase,start_s,end_s,inferences\nidle,0,500,0\nactive,60,119,9\n", [],
+         "idle window 0..500 s: the readings (0..119.667 s) cover 24.0 % of it"),
         (None, "phase,start_s,end_s,inferences\nidle,0,60,0\n", [], "no active window"),
         (None, None, ["--accuracy-relative", "-1"], "--accuracy-relative must be a number >= 0"),
     ],
@@ -153,3 +157,24 @@ def test_installed_command_prints_json_last_line(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert set(json.loads(done.stdout.splitlines()[-1])) == KEYS
+
+
+def test_a_log_that_starts_late_is_analysed_with_its_coverage(tmp_path: Path) -> None:
+    s = write_trace(tmp_path / "S.csv", "watts", late_s=0.3)
+    p = write_phases(tmp_path / "P.csv")
+    code, out, err = run("--samples", str(s), "--phases", str(p), "--json")
+    assert code == 0, err
+    figures = json.loads(out.strip().splitlines()[-1])
+    assert figures["idle_coverage"] == pytest.approx(59.7 / 60, abs=1e-3)
+    assert figures["active_coverage"] == pytest.approx(1.0)
+    assert figures["idle_w"] == pytest.approx(0.07940, rel=1e-4)
+    assert "coverage of each window by the readings: idle 99.5 %" in out
+
+
+def test_too_little_coverage_is_refused_saying_by_how_much(tmp_path: Path) -> None:
+    s = write_trace(tmp_path / "S.csv", "watts", late_s=0.3)
+    p = write_phases(tmp_path / "P.csv")
+    code, _, err = run("--samples", str(s), "--phases", str(p), "--min-coverage", "99.9")
+    assert code == EXIT_USAGE
+    assert "idle window 0..60 s" in err and "cover 99.5 % of it" in err
+    assert "0.4 points below the minimum 99.9 %" in err

@@ -101,3 +101,14 @@ def test_readings_fully_inside_a_window_count_at_large_clock_values():
     t = t0 - 0.00026207 + np.arange(103) * 0.001
     sel = select_window(t, t0, t0 + 0.1013, aperture_s=0.0004, boundary="exclude")
     assert sel.n == 101  # the reading before the start and the last one straddling are out
+
+
+def test_window_coverage_counts_what_the_readings_cover():
+    from hilbench.power.align import window_coverage
+
+    t = np.arange(0.3, 60.0, 0.5)  # 2 Hz, first reading 0.3 s late
+    assert window_coverage(t, 0.0, 60.0) == pytest.approx(59.7 / 60)
+    assert window_coverage(t, 10.0, 20.0) == pytest.approx(1.0)
+    gap = np.concatenate([np.arange(0, 10, 0.5), np.arange(15, 20, 0.5)])  # readings lost
+    assert window_coverage(gap, 0.0, 20.0) == pytest.approx(15 / 20)
+    assert window_coverage(t, 100.0, 110.0) == 0.0
