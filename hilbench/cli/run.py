@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 from importlib.resources import as_file, files
@@ -19,7 +20,8 @@ log = logging.getLogger(__name__)
 
 
 def _run_campaign(
-    campaign_path: Path, db: Path, resume: bool, record: Path | None, quiet: bool
+    campaign_path: Path, db: Path, resume: bool, record: Path | None, quiet: bool,
+    trials: int | None = None,
 ) -> None:
     from hilbench.orchestrator.campaign import CampaignError, load_campaign
     from hilbench.orchestrator.client import AgentUnreachable
@@ -34,6 +36,9 @@ def _run_campaign(
     errors = Console(stderr=True)  # errors are printed even with --quiet
     try:
         campaign = load_campaign(campaign_path)
+        if trials is not None:
+            # Every unit `trials` times, stored as repetitions; tables check the 5 % rule.
+            campaign = dataclasses.replace(campaign, repetitions=trials)
     except CampaignError as exc:
         echo_campaign_error(exc)
         raise SystemExit(EXIT_USAGE) from None
@@ -113,14 +118,22 @@ def _db_path(db: Path | None) -> Path:
     help="Also write every run document to this JSON-lines file.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
-def run(campaign: Path, db: Path | None, resume: bool, record: Path | None, quiet: bool) -> None:
+@click.option(
+    "--trials",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Run every unit this many times (NeuroBench: 5), overriding [campaign] repetitions; "
+    "tables show each metric's mean over trials and flag a trial more than 5 % from it.",
+)
+def run(campaign: Path, db: Path | None, resume: bool, record: Path | None, quiet: bool,
+        trials: int | None) -> None:
     """Run a campaign file (TOML): its agents, workloads and repetitions.
 
     Results go to the SQLite store; a summary table is printed at the end. Exit status:
     0 all runs succeeded, 1 some runs failed, 2 bad campaign or store, 3 an agent was
     unreachable or lost (completed runs stay in the store; run again to resume).
     """
-    _run_campaign(campaign, _db_path(db), resume, record, quiet)
+    _run_campaign(campaign, _db_path(db), resume, record, quiet, trials)
 
 
 @click.command()

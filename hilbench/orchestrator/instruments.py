@@ -151,10 +151,15 @@ def aperture_s(inst: Instrument) -> float | None:
     return float(aperture) if aperture else None
 
 
-def timing_uncertainty_s(inst: Instrument, clock_offset_uncertainty_s: float) -> float:
+def timing_uncertainty_s(
+    inst: Instrument, clock_offset_uncertainty_s: float, start_uncertainty_s: float | None = None
+) -> float:
     """How far a device window may sit from where the instrument's samples say it is: the
-    agent's clock-offset uncertainty plus the instrument's acquisition-start uncertainty."""
-    start = getattr(inst.source, "t0_uncertainty_s", None)
+    agent's clock-offset uncertainty (of that phase's probe) plus the acquisition-start
+    uncertainty of that phase's acquisition (default: the instrument's latest)."""
+    start = start_uncertainty_s
+    if start is None:
+        start = getattr(inst.source, "t0_uncertainty_s", None)
     return clock_offset_uncertainty_s + (start if start else DEFAULT_START_UNCERTAINTY_S)
 
 
@@ -176,6 +181,8 @@ class PhaseAcquisition:
         self.run_uid = run_uid
         self.phase_uid = phase_uid
         self.batches: list[SampleBatch] = []
+        # How well this acquisition's first-sample time is known (None: the source says not).
+        self.t0_uncertainty_s: float | None = None
 
     def start(self) -> None:
         try:
@@ -183,6 +190,7 @@ class PhaseAcquisition:
             self.instrument.source.start()
         except PowerSourceError as exc:
             raise InstrumentFault(f"instrument {self.instrument.spec.id}: {exc}") from exc
+        self.t0_uncertainty_s = getattr(self.instrument.source, "t0_uncertainty_s", None)
 
     def poll(self) -> None:
         try:
@@ -231,6 +239,7 @@ class PhaseAcquisition:
                     "instrument": info.name,
                     "supply_voltage_v": info.supply_voltage_v,
                     "time_resolution_s": info.time_resolution_s,
+                    "t0_uncertainty_s": self.t0_uncertainty_s,
                 },
             )
         )

@@ -24,6 +24,8 @@ class Phase:
     offsets: dict[str, ClockOffset]
     acquisitions: list[PhaseAcquisition] = field(default_factory=list)
     samples: dict[str, SampleBatch] = field(default_factory=dict)  # filled when the phase ends
+    # instrument id -> how well this phase's acquisition start is known (s), when it says
+    start_uncertainty_s: dict[str, float | None] = field(default_factory=dict)
 
     def poll(self) -> None:
         """Drain instruments; call this whenever the orchestrator waits."""
@@ -73,6 +75,7 @@ class RunContext:
             yield phase
             for acq in phase.acquisitions:
                 phase.samples[acq.instrument.spec.id] = acq.stop()
+                phase.start_uncertainty_s[acq.instrument.spec.id] = acq.t0_uncertainty_s
         except BaseException as exc:
             for acq in phase.acquisitions:
                 if acq.instrument.spec.id not in phase.samples:

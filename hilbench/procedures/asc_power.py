@@ -78,7 +78,8 @@ class _Window:
     start: float
     end: float
     batch: SampleBatch | None
-    offset_uncertainty_s: float
+    offset_uncertainty_s: float  # this phase's clock-offset probe
+    start_uncertainty_s: float | None  # this phase's acquisition start, when the meter says
     loop: dict[str, Any] | None = None
 
 
@@ -140,8 +141,8 @@ def _idle_window(
         end = ctx.now()
         ctx.emit(Event(ctx.run_uid, phase.uid, "idle_window", end,
                        {"repetition": rep, "start": start, "end": end}))
-    return _Window("idle", rep, start, end, _batch(phase, inst),
-                   phase.offsets[client.name].uncertainty_s)
+    # The idle window is the orchestrator's own: no agent clock maps it, only the meter's start.
+    return _Window("idle", rep, start, end, _batch(phase, inst), 0.0, _start_u(phase, inst))
 
 
 def _active_window(
@@ -170,11 +171,15 @@ def _active_window(
         ctx.emit(Event(ctx.run_uid, phase.uid, "repeat_result", ctx.now(),
                        {**loop, "repetition": rep, "start": start, "end": end}))
     return _Window(stage, rep, start, end, _batch(phase, inst),
-                   phase.offsets[client.name].uncertainty_s, loop)
+                   phase.offsets[client.name].uncertainty_s, _start_u(phase, inst), loop)
 
 
 def _batch(phase: Phase, inst: Instrument | None) -> SampleBatch | None:
     return None if inst is None else phase.samples.get(inst.spec.id)
+
+
+def _start_u(phase: Phase, inst: Instrument | None) -> float | None:
+    return None if inst is None else phase.start_uncertainty_s.get(inst.spec.id)
 
 
 def loop_time(loops: list[dict[str, Any]]) -> tuple[float, float]:
@@ -291,11 +296,13 @@ def _power_figures(
         return None
     info = inst.info
     aperture = aperture_s(inst)
-    # One timing uncertainty for all windows: idle and active must share it to be subtracted.
-    timing = timing_uncertainty_s(inst, max(w.offset_uncertainty_s for w in windows))
+    # Each window's timing is known as well as its own phase's offset probe and acquisition
+    # start: the errors of different windows are independent.
+    timings = [timing_uncertainty_s(inst, w.offset_uncertainty_s, w.start_uncertainty_s)
+               for w in windows]
     estimates: dict[str, list[PowerEstimate]] = {"idle": [], **{s: [] for s in STAGES}}
     try:
-        for w in windows:
+        for w, timing in zip(windows, timings, strict=True):
             if w.batch is None or len(w.batch) == 0:
                 raise ValueError(f"no readings from {inst.spec.id} in the {w.stage} window "
                                  f"(repetition {w.repetition})")
@@ -333,7 +340,8 @@ def _power_figures(
         "sample_interval_s": info.time_resolution_s,
         "aperture_s": aperture,
         "boundary": spec.boundary,
-        "timing_uncertainty_s": timing,
+        "timing_uncertainty_s": max(timings),
+        "timing_uncertainty_per_window_s": timings,
         "uncertainty": "95 % expanded (GUM-S1 Monte Carlo)",
         "windows": [
             {"stage": w.stage, "repetition": w.repetition, "start": w.start, "end": w.end}

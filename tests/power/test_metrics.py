@@ -56,6 +56,8 @@ def test_json_figures_have_exactly_the_documented_keys_and_serialise() -> None:
     windows = [PhaseWindow("idle", 0, 60), PhaseWindow("active", 60, 120, inferences=1000)]
     result = analyze(t, w, windows, EXACT)
     assert set(result.to_json_dict()) == {
+        "idle_coverage",
+        "active_coverage",
         "idle_w",
         "active_w",
         "dynamic_w",
@@ -68,7 +70,8 @@ def test_json_figures_have_exactly_the_documented_keys_and_serialise() -> None:
     stored = json.loads(json.dumps(result.to_dict()))
     assert stored["boundary"] == "exclude"
     names = [c["name"] for c in stored["dynamic"]["budget"]["components"]]
-    assert "instrument gain" in names and "clock offset" in names
+    assert "instrument gain" in names
+    assert "clock offset (active)" in names and "clock offset (idle)" in names
 
 
 def test_energy_from_duration_over_count_when_no_device_timer() -> None:
@@ -220,7 +223,7 @@ def test_missing_phase_and_empty_window_are_explained() -> None:
     t, w = two_phase_trace(IDLE_W, ACTIVE_W)
     with pytest.raises(ValueError, match="no idle window"):
         analyze(t, w, [PhaseWindow("active", 60, 120)], EXACT)
-    with pytest.raises(ValueError, match=r"active window 200..210 s holds 0 usable reading"):
+    with pytest.raises(ValueError, match=r"active window 200..210 s: the readings .* cover 0.0 %"):
         analyze(t, w, [PhaseWindow("idle", 0, 60), PhaseWindow("active", 200, 210)], EXACT)
     with pytest.raises(ValueError, match="not after its start"):
         PhaseWindow("idle", 5, 1)
@@ -234,3 +237,34 @@ def test_simulated_arduino_bench_is_accurate_and_honest(scenario) -> None:
     coverage = np.mean([r.covered for r in results])
     assert np.median(errors) < 0.005
     assert 0.85 <= coverage <= 1.0  # generous: 120 trials estimate 95 % to about ±4 %
+
+
+def test_idle_and_active_timing_errors_are_independent() -> None:
+    """Both windows sit at a power step: shared timing would cancel their clock errors in
+    active − idle; separate phases' errors add."""
+    from hilbench.power.metrics import dynamic_power, phase_power
+
+    t = np.arange(0.0, 40.0, 0.1)
+    watts = np.select([t < 10, t < 20, t < 30], [1.0, 2.0, 1.0], 3.0)
+    idle = phase_power(t, watts, PhaseWindow("idle", 20.0, 30.0), EXACT, timing_uncertainty_s=0.5)
+    active = phase_power(t, watts, PhaseWindow("active", 30.0, 40.0 - 0.1), EXACT,
+                         timing_uncertainty_s=0.5)
+    dyn = dynamic_power(idle, active)
+    clock = [c for c in dyn.budget.components if c.name.startswith("clock offset")]
+    assert [c.name for c in clock] == ["clock offset (active)", "clock offset (idle)"]
+    assert all(c.standard_uncertainty > 0 for c in clock)
+    combined = math.hypot(*(c.standard_uncertainty for c in clock))
+    assert combined > max(c.standard_uncertainty for c in clock)
+
+
+def test_a_shifted_window_without_readings_never_counts_as_no_timing_error() -> None:
+    from hilbench.power.metrics import phase_power
+
+    # Readings only inside the window and a timing error longer than the window's margins:
+    # the shifted windows hold nothing, yet the power inside changes.
+    t = np.arange(10.0, 12.0, 0.1)
+    watts = np.where(t < 11.0, 1.0, 3.0)
+    est = phase_power(t, watts, PhaseWindow("active", 10.0, 12.0), EXACT,
+                      timing_uncertainty_s=5.0, min_coverage=0.9)
+    clock = next(c for c in est.budget.components if c.name == "clock offset")
+    assert clock.standard_uncertainty > 0
