@@ -20,6 +20,7 @@ import numpy as np
 
 BoundaryPolicy = Literal["weight", "exclude"]
 BOUNDARY_POLICIES: tuple[str, ...] = ("weight", "exclude")
+GAP_FACTOR = 1.5  # readings further apart than this many typical intervals leave a gap
 
 
 @dataclass(frozen=True)
@@ -74,8 +75,9 @@ def overlap_fractions(t: np.ndarray, aperture_s: float, start: float, end: float
 
 def window_coverage(t: np.ndarray, start: float, end: float) -> float:
     """Fraction of ``[start, end]`` that the readings cover: reading i covers
-    ``[t_i, t_i + step_i]`` with step_i its spacing to the next reading, at most the typical
-    interval (a gap of lost readings is not covered; the last reading covers one interval)."""
+    ``[t_i, t_i + step_i]`` with step_i its spacing to the next reading, at most 1.5 typical
+    intervals (jitter is covered, a gap of lost readings is not; the last reading covers one
+    interval)."""
     t = np.asarray(t, dtype=np.float64)
     if not end > start:
         raise ValueError(f"window end {end} s must be after its start {start} s")
@@ -83,7 +85,7 @@ def window_coverage(t: np.ndarray, start: float, end: float) -> float:
         return 0.0
     step = typical_interval(t) if t.shape[0] >= 2 else 0.0
     spacing = np.append(np.diff(t), step)
-    reach = t + np.minimum(spacing, step)
+    reach = t + np.minimum(spacing, GAP_FACTOR * step)
     covered = np.clip(np.minimum(reach, end) - np.maximum(t, start), 0.0, None).sum()
     return float(min(1.0, covered / (end - start)))
 

@@ -110,5 +110,6 @@ def test_window_coverage_counts_what_the_readings_cover():
     assert window_coverage(t, 0.0, 60.0) == pytest.approx(59.7 / 60)
     assert window_coverage(t, 10.0, 20.0) == pytest.approx(1.0)
     gap = np.concatenate([np.arange(0, 10, 0.5), np.arange(15, 20, 0.5)])  # readings lost
-    assert window_coverage(gap, 0.0, 20.0) == pytest.approx(15 / 20)
+    # the reading before the gap covers 1.5 intervals (jitter allowance), then nothing
+    assert window_coverage(gap, 0.0, 20.0) == pytest.approx(15.25 / 20)
     assert window_coverage(t, 100.0, 110.0) == 0.0
