@@ -157,6 +157,12 @@ class ArduinoDriver:
                 exc.code,
             ) from exc
         except BoardError as exc:
+            if exc.code == "device_lost":  # unplugged or re-enumerated: reopen next time
+                self._held = None
+                try:
+                    self._close_board()
+                except Exception:  # the port is gone already
+                    self._board = None
             raise DriverError(f"{what}: {exc}", exc.code) from exc
 
     # -- driver protocol ----------------------------------------------------------------------
@@ -173,7 +179,8 @@ class ArduinoDriver:
             "asc": {
                 "sample_capacity": identity.capacity,
                 "modes": ["single_stream", "repeat"],
-                "stages": list(STAGES),
+                "stages": [s for s in STAGES if s != "idle"],  # timed stages; repeat takes idle
+                "stream_capacity": 0,  # no streams: the board holds one sample
                 "max_repeat_s": MAX_REPEAT_S,
                 "model_fingerprint": identity.model,
                 "classes": list(identity.classes),

@@ -231,3 +231,20 @@ def test_emulator_dies_with_its_parent(host_program):
     finally:
         if parent.poll() is None:
             parent.kill()
+
+
+def test_a_board_that_disappears_is_device_lost(host_program):
+    from hilbench_drivers.arduino.emulator import HostEmulator
+
+    emu = HostEmulator(program=host_program)
+    drv = ArduinoDriver(port=emu.start())
+    try:
+        drv.load({"workload": "asc", "part": "sample", "index": 0}, [np.zeros(16000, np.float32)])
+        emu.stop()  # the pty vanishes, as a USB port does when the board is unplugged
+        with pytest.raises(DriverError) as err:
+            drv.run({"workload": "asc", "mode": "single_stream", "index": 0}, threading.Event())
+        assert err.value.code == "device_lost", err.value
+        assert "unplugged or reset" in str(err.value)
+    finally:
+        drv.close()
+        emu.stop()
