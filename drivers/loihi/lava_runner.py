@@ -47,7 +47,8 @@ def _config(job: dict[str, Any]) -> Any:
     on_chip = job["backend"] == "Loihi2"
     # In chunks we compare with the target ourselves: Lava's own stop at the target pauses the
     # runtime from inside, and the next chunk's run() then fails ("Wrong Response for Pause").
-    target = None if job.get("chunk_steps") else job.get("target_cost")
+    chunked = job.get("chunk_steps") or job.get("calibration_chunks")
+    target = None if chunked else job.get("target_cost")
     return SolverConfig(
         timeout=int(job["steps"]),
         target_cost=NO_TARGET if target is None else int(target),
@@ -76,26 +77,34 @@ def _best_cost(solver: Any) -> int:
 
 
 def _run(solver: Any, condition: Any, job: dict[str, Any], t_start: float) -> list[list[float]]:
-    """Run the network: all steps at once (fixed timeout), or, for time to solution, in chunks
-    of ``chunk_steps`` until the target cost or ``max_time_s``, noting after each chunk the
-    time since ``t_start`` and the best cost so far (the reach times' resolution is a chunk)."""
-    if not job.get("chunk_steps"):
+    """Run the network: all steps at once (fixed timeout); in the given chunks (calibration);
+    or, for time to solution, in chunks of ``chunk_steps`` until the target cost or
+    ``max_time_s``. After each chunk: [time since ``t_start``, best cost so far, the chunk's own
+    run time] (the reach times' resolution is a chunk)."""
+    if not job.get("chunk_steps") and not job.get("calibration_chunks"):
         solver.solver_process.run(condition=condition)
         return []
     from lava.magma.core.run_conditions import RunSteps
 
-    chunk, max_time_s = int(job["chunk_steps"]), float(job["max_time_s"])
+    chunks = list(job.get("calibration_chunks") or [])
     target = job.get("target_cost")
     progress: list[list[float]] = []
-    step_s = 0.0
+    longest = 0.0
     while True:
+        chunk = int(chunks.pop(0)) if job.get("calibration_chunks") else int(job["chunk_steps"])
         t0 = time.monotonic()
         solver.solver_process.run(condition=RunSteps(num_steps=chunk))
+        ran = time.monotonic() - t0
         best = _best_cost(solver)
         now = time.monotonic()
-        progress.append([now - t_start, best])
-        step_s = max(step_s, now - t0)
-        if (target is not None and best <= target) or now - t_start + step_s > max_time_s:
+        progress.append([now - t_start, best, ran])
+        longest = max(longest, now - t0)
+        if job.get("calibration_chunks"):
+            if not chunks:
+                return progress
+        elif (target is not None and best <= target) or now - t_start + longest > float(
+            job["max_time_s"]
+        ):
             return progress
 
 

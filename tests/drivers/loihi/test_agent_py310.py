@@ -70,7 +70,7 @@ def test_agent_runs_on_python_3_10_and_survives_a_hung_lava_run(agent, lava_pyth
         assert caught.value.code == "timeout" and "killed" in str(caught.value)
         assert client.request("status").body["state"] == "idle"
         reply = client.request(
-            "run", {"workload": "qubo", "mode": "fixed_timeout", "timeout_s": 0.2}, timeout_s=120
+            "run", {"workload": "qubo", "mode": "fixed_timeout", "timeout_s": 0.5}, timeout_s=120
         )
         (state,) = reply.arrays
         assert reply.body["cost"] == SparseQubo.from_matrix(matrix).cost(state)
