@@ -12,8 +12,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 from enum import IntEnum
-
-from cobs import cobs
+from typing import Any
 
 PROTOCOL_VERSION = 1
 MAX_PAYLOAD = 1100
@@ -65,6 +64,17 @@ class Stage(IntEnum):
     INFERENCE = 2
 
 
+def _cobs() -> Any:
+    """cobs, imported on first use: the core's --help must work without the arduino extra."""
+    try:
+        from cobs import cobs
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "the arduino driver needs the cobs package: pip install 'hilbench[arduino]'"
+        ) from exc
+    return cobs
+
+
 class FrameError(ValueError):
     """Bytes between two delimiters that are not a valid frame (garbage, truncation, bit errors)."""
 
@@ -82,11 +92,12 @@ def encode_frame(msg_type: int, seq: int, payload: bytes = b"") -> bytes:
         raise ValueError(f"payload of {len(payload)} bytes exceeds {MAX_PAYLOAD}")
     raw = bytes((msg_type, seq)) + payload
     raw += struct.pack("<I", zlib.crc32(raw))
-    return cobs.encode(raw) + DELIMITER
+    return _cobs().encode(raw) + DELIMITER
 
 
 def decode_frame(encoded: bytes) -> Frame:
     """The frame in ``encoded`` (without its delimiter); FrameError says what is wrong."""
+    cobs = _cobs()
     try:
         raw = cobs.decode(encoded)
     except cobs.DecodeError as exc:
