@@ -14,7 +14,7 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -q
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}"
 fi
-echo "== firmware: model header is generated from protocols/vectors/asc_int8/model.npz"
+echo "== firmware: model headers are generated from the packaged model and the vectors' model"
 .venv/bin/python -m hilbench_drivers.arduino.model_header --check
 echo "== firmware: host build + C++ unit tests"
 cmake -S firmware -B firmware/build/host -DCMAKE_BUILD_TYPE=Release >/dev/null

@@ -145,13 +145,23 @@ def render_header(model: QuantisedModel, source: str) -> str:
     return "\n".join(parts)
 
 
+def _source_name(model_path: Path) -> str:
+    """The model's path as the header's comment names it: relative to the source tree."""
+    import hilbench
+
+    resolved = model_path.resolve()
+    for root in (REPO_ROOT, Path(hilbench.__file__).resolve().parents[1]):
+        try:
+            return str(resolved.relative_to(root))
+        except ValueError:
+            continue
+    return model_path.name
+
+
 def write_header(model_path: Path, out: Path, check: bool = False) -> bool:
     """Write (or with ``check``, compare) the header for ``model_path``; False if stale."""
     model = QuantisedModel.load(model_path)
-    try:
-        source = str(model_path.resolve().relative_to(REPO_ROOT))
-    except ValueError:
-        source = model_path.name
+    source = _source_name(model_path)
     text = render_header(model, source)
     if check:
         current = out.read_text("utf-8") if out.is_file() else None
