@@ -248,3 +248,38 @@ def test_a_board_that_disappears_is_device_lost(host_program):
     finally:
         drv.close()
         emu.stop()
+
+
+def test_corruption_that_passes_the_frame_crc_is_caught_by_the_sample_crc(link):
+    """A chunk altered before its frame checksum was computed (a host-side bug, a repeated
+    chunk): the whole-sample CRC at LOAD_END refuses it and the driver sends the sample again."""
+    from cobs import cobs
+
+    board = Board(link)
+    board.identify()
+
+    def alter(data: bytes) -> bytes:
+        raw = bytearray(cobs.decode(data[1:-1]))
+        raw[10] ^= 0xFF  # a data byte of the chunk
+        return b"\x00" + encode_frame(raw[0], raw[1], bytes(raw[2:-4]))
+
+    link.port = Tamper(link.port, MsgType.LOAD_CHUNK, 2, alter)
+    board.load(0, Kind.AUDIO_PCM16, PCM)  # first attempt refused, second one clean
+    assert link.port._count > 32  # every chunk went twice (32 per attempt)
+
+
+def test_commands_during_a_repeat_are_busy_and_stop_ends_it(link):
+    from hilbench_drivers.arduino.protocol import Stage, parse_repeat, repeat
+
+    Board(link).identify()
+    repeat_seq = link.send(MsgType.REPEAT, repeat(0, Stage.IDLE, 20_000))
+    time.sleep(0.1)
+    with pytest.raises(BoardRefused) as err:
+        link.request(MsgType.IDENTIFY, expect={MsgType.IDENT}, resend_on_timeout=False)
+    assert err.value.code == "busy"
+    stop_seq = link.send(MsgType.STOP)
+    assert stop_seq != repeat_seq
+    done = link._wait(repeat_seq, {MsgType.REPEAT_DONE}, 5.0, None)
+    assert not isinstance(done, str), done
+    result = parse_repeat(done.payload)
+    assert result.stopped_early and result.elapsed_us < 5_000_000
