@@ -287,6 +287,16 @@ def _agent(table: AgentTable, where: str, head: CampaignHead, base_dir: Path) ->
         raise CampaignError([f'{where}: connects = true needs [campaign] listen = "tcp://…"'])
     if table.address is not None:
         _endpoint(table.address, f"{where} address", bind=False)
+    if table.spawn and table.python is None:
+        # Spawned here with this interpreter, so its driver must be installed here too.
+        from hilbench.agent.driver import available_drivers
+
+        known = available_drivers()
+        if table.driver not in known:
+            raise CampaignError(
+                [f"{where} driver: no driver named {table.driver!r} is installed here "
+                 f"(installed: {', '.join(sorted(known)) or 'none'})"]
+            )
     python = None
     if table.python is not None:
         if not table.spawn:

@@ -92,6 +92,10 @@ MISTAKES = [
         "{f} [[agents]] #1 address: 'tcp://host:99999': port 99999 is outside 1…65535",
     ),
     (
+        GOOD.replace('driver = "cpu"', 'driver = "cpux"'),
+        "{f} [[agents]] #1 driver: no driver named 'cpux' is installed here (installed: ",
+    ),
+    (
         GOOD.replace("spawn = true", "connects = true"),
         '{f} [[agents]] #1: connects = true needs [campaign] listen = "tcp://…"',
     ),
