@@ -295,3 +295,22 @@ def test_time_to_solution_campaign_reports_latency_per_gap(tmp_path):
     assert loose["meta"]["target_source"] == "exact"
     # No meter and no RAPL here: the energy to solution is absent, not invented.
     assert metrics["tts_energy_j@0.1"]["value"] is None
+
+
+def test_spawned_agent_starts_with_the_campaigns_python(tmp_path):
+    # Another environment's interpreter, named relative to the campaign file: a wrapper that
+    # leaves a mark and runs this interpreter.
+    env = tmp_path / "other-env" / "bin"
+    env.mkdir(parents=True)
+    mark = tmp_path / "used"
+    wrapper = env / "python"
+    wrapper.write_text(f'#!/bin/sh\necho "$@" > "{mark}"\nexec "{sys.executable}" "$@"\n')
+    wrapper.chmod(0o755)
+    text = SMALL.format(timeout=0.001).replace(
+        "spawn = true", 'spawn = true\npython = "other-env/bin/python"'
+    )
+    campaign = load_campaign(write(tmp_path, text))
+    assert campaign.agents[0].python == str(wrapper)
+    outcome = CampaignRunner(campaign, tmp_path / "py.sqlite").run()
+    assert outcome.completed == 4
+    assert mark.read_text().startswith("-m hilbench agent --driver cpu")
