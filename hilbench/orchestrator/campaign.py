@@ -30,10 +30,10 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
@@ -57,6 +57,7 @@ __all__ = [
 ]
 
 CORE_TABLES = ("campaign", "agents", "instruments")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -215,50 +216,82 @@ def _tables(data: dict[str, Any], key: str, source: str) -> list[Any]:
     return value
 
 
+class _Problems:
+    """Collects every section's problems, so one check names all of them, not only the first."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def check(self, step: Callable[[], T], fallback: T) -> T:
+        try:
+            return step()
+        except CampaignError as exc:
+            self.lines.extend(exc.problems)
+            return fallback
+
+
 def parse_campaign(data: dict[str, Any], source: str = "<campaign>") -> Campaign:
-    """Validate a campaign (as parsed from TOML); CampaignError names file, section and key."""
+    """Validate a campaign (as parsed from TOML); CampaignError names file, section and key,
+    one line per problem, for every section of the file."""
     registry = procedures()
     base_dir = Path(source).parent if Path(source).suffix else Path.cwd()
+    problems = _Problems()
     unknown = sorted(set(data) - set(CORE_TABLES) - set(registry))
-    if unknown:
-        raise CampaignError(
-            [
-                f"{source}: unknown table [[{name}]]; campaign tables are "
-                f"{[*CORE_TABLES, *sorted(registry)]} (procedures come from installed plugins)"
-                for name in unknown
-            ]
-        )
-    head = _validate(CampaignHead, data.get("campaign", {}), source, "[campaign]")
+    problems.lines.extend(
+        f"{source}: unknown table [[{name}]]; campaign tables are "
+        f"{[*CORE_TABLES, *sorted(registry)]} (procedures come from installed plugins)"
+        for name in unknown
+    )
+    head = problems.check(
+        lambda: _validate(CampaignHead, data.get("campaign", {}), source, "[campaign]"),
+        CampaignHead(),
+    )
     if head.listen is not None:
-        _endpoint(head.listen, f"{source} [campaign] listen", bind=True)
-    agents = [
-        _agent(
-            _validate(AgentTable, table, source, f"[[agents]] #{i + 1}"),
-            f"{source} [[agents]] #{i + 1}",
-            head,
-            base_dir,
+        problems.check(lambda: _endpoint(head.listen, f"{source} [campaign] listen", bind=True),
+                       None)
+    agents: list[AgentSpec] = []
+    raw_agents = problems.check(lambda: _tables(data, "agents", source), [])
+    for i, table in enumerate(raw_agents):
+        section = f"[[agents]] #{i + 1}"
+        agent = problems.check(
+            lambda table=table, section=section: _agent(
+                _validate(AgentTable, table, source, section), f"{source} {section}", head,
+                base_dir,
+            ),
+            None,
         )
-        for i, table in enumerate(_tables(data, "agents", source))
-    ]
-    if not agents:
-        raise CampaignError([f"{source}: no [[agents]] given"])
-    ids = tuple(a.id for a in agents)
-    if len(set(ids)) != len(ids):
-        raise CampaignError([f"{source} [[agents]]: agent ids must be unique, got {list(ids)}"])
+        if agent is not None:
+            agents.append(agent)
+    # Tables are checked against the ids written, even when an agent entry has other faults.
+    ids = tuple(str(t["id"]) for t in raw_agents if isinstance(t, dict) and "id" in t)
+    if not raw_agents:
+        problems.lines.append(f"{source}: no [[agents]] given")
+    elif len(set(ids)) != len(ids):
+        problems.lines.append(f"{source} [[agents]]: agent ids must be unique, got {list(ids)}")
     context = TableContext(agent_ids=ids, base_dir=base_dir)
     tables: dict[str, tuple[CampaignTable, ...]] = {}
     for name in data:
-        if name in CORE_TABLES:
+        if name in CORE_TABLES or name in unknown:
             continue
         model = registry[name].table
-        tables[name] = tuple(
-            _validate(model, table, source, f"[[{name}]] #{i + 1}", context)
-            for i, table in enumerate(_tables(data, name, source))
-        )
-    if not any(tables.values()):
+        valid = []
+        for i, table in enumerate(problems.check(lambda name=name: _tables(data, name, source),
+                                                 [])):
+            valid.append(problems.check(
+                lambda table=table, i=i, name=name, model=model: _validate(
+                    model, table, source, f"[[{name}]] #{i + 1}", context
+                ),
+                None,
+            ))
+        tables[name] = tuple(t for t in valid if t is not None)
+    if not any(data.get(name) for name in registry):
         names = " or ".join(f"[[{n}]]" for n in sorted(registry))
-        raise CampaignError([f"{source}: no workloads ({names}) given"])
-    instruments = _instruments(_tables(data, "instruments", source), ids, source)
+        problems.lines.append(f"{source}: no workloads ({names}) given")
+    instruments = problems.check(
+        lambda: _instruments(_tables(data, "instruments", source), ids, source), ()
+    )
+    if problems.lines:
+        raise CampaignError(problems.lines)
     return Campaign(
         name=head.name or Path(source).stem,
         repetitions=head.repetitions,

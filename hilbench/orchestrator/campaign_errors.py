@@ -25,15 +25,32 @@ def describe_errors(
     exc: ValidationError, source: str, section: str, known_keys: Sequence[str] = ()
 ) -> list[str]:
     """One line per problem pydantic found in one table (``known_keys``: for suggestions)."""
-    lines = []
+    # A value refused by every member of a union (str | int | …) is one problem, not four:
+    # such errors are gathered under their key and written once, where the first one was.
+    entries: list[str | tuple[str, ...]] = []
+    unions: dict[tuple[str, ...], tuple[Any, list[str]]] = {}
     for error in exc.errors(include_url=False):
         loc = [str(p) for p in error["loc"]]
-        if error["type"] == "extra_forbidden":
-            key = loc[-1] if loc else "?"
+        if loc and loc[-1] in _UNION_TAGS and error["type"] in _KIND:
+            key = tuple(loc[:-1])
+            if key not in unions:
+                unions[key] = (error.get("input"), [])
+                entries.append(key)
+            unions[key][1].append(_KIND[error["type"]])
+        elif error["type"] == "extra_forbidden":
+            key_name = loc[-1] if loc else "?"
             where = _where(source, section, loc[:-1])
-            lines.append(f"{where}: unknown key {key!r}{_suggest(key, known_keys)}")
+            entries.append(f"{where}: unknown key {key_name!r}{_suggest(key_name, known_keys)}")
         else:
-            lines.append(f"{_where(source, section, loc)}: {_message(error)}")
+            entries.append(f"{_where(source, section, loc)}: {_message(error)}")
+    lines = []
+    for entry in entries:
+        if isinstance(entry, str):
+            lines.append(entry)
+            continue
+        value, kinds = unions[entry]
+        listed = kinds[0] if len(kinds) == 1 else ", ".join(kinds[:-1]) + f" or {kinds[-1]}"
+        lines.append(f"{_where(source, section, list(entry))}: {value!r} is not {listed}")
     return lines
 
 
@@ -53,6 +70,7 @@ def _suggest(key: str, known: Sequence[str]) -> str:
     return f" (known: {', '.join(sorted(known))})" if known else ""
 
 
+_UNION_TAGS = {"str", "int", "float", "bool", "none"}
 _KIND = {
     "int_type": "an integer",
     "int_from_float": "an integer",

@@ -156,3 +156,22 @@ def test_each_mistake_is_named_exit_2_and_nothing_starts(tmp_path, text, message
     assert not db.exists()  # refused before the store was opened or any process started
     check = CliRunner().invoke(cli, ["campaign", "check", str(path)])
     assert check.exit_code == 2 and message.format(f=path) in check.stderr
+
+
+def test_every_problem_of_a_file_is_named_at_once(tmp_path):
+    path = tmp_path / "t.toml"
+    path.write_text(
+        GOOD.replace('name = "t"', 'name = "t"\nrepetitions = true')
+        .replace("spawn = true", "spawn = true\noptions = {x = [1, 2]}")
+        .replace("nodes = [10]", "nodes = [10, 1]")
+        .replace('solvers = ["sa"]', 'solvers = ["sa", "gurobi"]')
+    )
+    result = CliRunner().invoke(cli, ["campaign", "check", str(path)])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"error: {path} [campaign] repetitions: True is not an integer",
+        f"error: {path} [[agents]] #1 options.x: [1, 2] is not a string, an integer, a number "
+        "or true or false",
+        f"error: {path} [[qubo]] #1 nodes[2]: 1 must be >= 2",
+        f"error: {path} [[qubo]] #1 solvers[2]: 'gurobi' is not one of 'sa', 'tabu' or 'anytime'",
+    ]
