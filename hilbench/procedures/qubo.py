@@ -25,6 +25,7 @@ from hilbench.orchestrator.procedure import Procedure
 from hilbench.power.metrics import PhaseWindow, phase_power
 from hilbench.procedures.qubo_table import QuboTable
 from hilbench.workloads.qubo import SparseQubo, Target, bks_gap, find_target, generate_qubo
+from hilbench.workloads.qubo.best_known import BestKnownStore
 from hilbench.workloads.qubo.check import (
     SolutionError,
     StateCheck,
@@ -55,6 +56,7 @@ class QuboUnit:
     max_time_s: float
     repetition: int
     _target: Target | None = field(default=None, repr=False, compare=False)
+    _best_known: int | None = field(default=None, repr=False, compare=False)
 
     @property
     def procedure(self) -> str:
@@ -85,14 +87,18 @@ class QuboUnit:
     def prepare(self) -> dict[str, Any]:
         """Look up the target cost (exact, published or Tabu) before the run starts."""
         self._target = find_target(self.nodes, self.density, self.seed)
+        best = BestKnownStore().get(self.nodes, self.density, self.seed)
+        self._best_known = None if best is None else best.cost
         return {
             "target": self._target.cost,
             "target_source": self._target.source,
             "target_detail": self._target.detail,
+            "best_known": None if best is None else best.cost,
+            "best_known_provenance": None if best is None else best.provenance,
         }
 
     def run(self, ctx: RunContext, client: AgentClient, instruments: Sequence[Instrument]) -> None:
-        run_unit(ctx, self, client, self._target, instruments)
+        run_unit(ctx, self, client, self._target, instruments, self._best_known)
 
 
 def expand_units(tables: Sequence[QuboTable], campaign: Campaign) -> list[QuboUnit]:
@@ -140,6 +146,7 @@ def run_unit(
     client: AgentClient,
     target: Target,
     instruments: Sequence[Instrument] = (),
+    best_known: int | None = None,
 ) -> None:
     """Load, then solve; check the returned state here; emit the result and derived metrics.
 
@@ -193,7 +200,7 @@ def run_unit(
             raise AgentError(client.name, "bad_solution", str(exc)) from exc
         ctx.emit(Event(ctx.run_uid, phase.uid, "solution_check", ctx.now(), check.to_dict()))
     power = _window_power(phase, client.name, result, None, instruments)
-    _emit_metrics(ctx, unit, result, check, target, power)
+    _emit_metrics(ctx, unit, result, check, target, power, best_known)
     if unit.scenario == "time_to_solution":
         _emit_time_to_solution(ctx, phase, client.name, unit, result, check, target, instruments)
 
@@ -260,6 +267,7 @@ def _emit_metrics(
     check: StateCheck,
     target: Target,
     power: dict[str, Any],
+    best_known: int | None = None,
 ) -> None:
     run = ctx.run_uid
     requested_s = float(result["requested_s"])
@@ -319,6 +327,16 @@ def _emit_metrics(
         gap = None
         gap_meta.update(status="infeasible", reason=f"{check.violated_edges} violated edges")
     ctx.emit(Metric(run, "bks_gap", gap, "", meta=gap_meta))
+    # The gap to the best feasible cost any solver here recorded (None: nothing recorded yet).
+    known_meta: dict[str, Any] = {"best_known": best_known}
+    known_gap: float | None = None
+    if best_known is None:
+        known_meta["reason"] = "no best-known value recorded for this workload"
+    elif not check.feasible:
+        known_meta.update(status="infeasible")
+    else:
+        known_gap = bks_gap(check.cost, best_known)
+    ctx.emit(Metric(run, "best_known_gap", known_gap, "", meta=known_meta))
     if unit.scenario == "fixed_timeout":
         ctx.emit(Metric(run, "cost_check_s", float(result.get("cost_check_s", 0.0)), "s"))
 

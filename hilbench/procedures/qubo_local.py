@@ -53,7 +53,8 @@ def solve_fixed_timeout(
     run_seed: int,
     target: int | None,
 ) -> dict[str, Any]:
-    """One fixed-timeout run, checked; the summary a user reads (gap None when infeasible)."""
+    """One fixed-timeout run, checked; the summary a user reads (gap None when infeasible) and
+    the returned ``state``."""
     reply = driver.run(
         {
             "workload": "qubo",
@@ -65,7 +66,8 @@ def solve_fixed_timeout(
         threading.Event(),
     )
     body = reply.body
-    check = check_state(workload.sparse, state_vector(reply.arrays, workload.nodes))
+    state = state_vector(reply.arrays, workload.nodes)
+    check = check_state(workload.sparse, state)
     verify_claim(check, body.get("cost"))
     requested, actual = float(body["requested_s"]), float(body["actual_s"])
     return {
@@ -83,4 +85,5 @@ def solve_fixed_timeout(
         "gap": bks_gap(check.cost, target) if (target is not None and check.feasible) else None,
         "target": target,
         "solver_params": body.get("solver_params", {}),
+        "state": state,
     }

@@ -13,7 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from hilbench.cli import EXIT_USAGE, cli
-from hilbench.workloads.qubo import generate_qubo, matrix_sha256
+from hilbench.workloads.qubo import generate_qubo, matrix_sha256, qubo_graph
+from hilbench.workloads.qubo.exact import maximum_independent_set
 
 
 @pytest.fixture(autouse=True)
@@ -197,3 +198,42 @@ def test_solve_names_an_unknown_solver() -> None:
     )
     assert result.exit_code != 0
     assert "unknown solver 'magic'" in result.output
+
+
+def test_target_bound_says_it_is_a_proven_bound(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("HILBENCH_BEST_KNOWN", str(tmp_path / "bk.json"))
+    result = run("target", "--nodes", "30", "--density", "0.1", "--kind", "bound")
+    assert result.exit_code == 0, result.output
+    lines = result.output.strip().splitlines()
+    assert "proven bound (OR-Tools CP-SAT" in lines[-2] and "certified" in lines[-2]
+    assert int(lines[-1]) == -len(maximum_independent_set(qubo_graph(30, 0.1, 0)))
+
+
+def test_target_best_known_without_a_record_says_how_to_get_one(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("HILBENCH_BEST_KNOWN", str(tmp_path / "bk.json"))
+    result = run("target", "--nodes", "60", "--density", "0.1", "--kind", "best-known")
+    assert result.exit_code != 0
+    assert "no best-known value recorded" in result.output and "qubo targets" in result.output
+
+
+def test_target_grid_on_dask_records_best_known_values(tmp_path: Path) -> None:
+    env = {**os.environ, "HILBENCH_BEST_KNOWN": str(tmp_path / "bk.json")}
+    grid = subprocess.run(
+        # n=25: exact official target; n=100: published (no minutes of Tabu for the official one)
+        [sys.executable, "-m", "hilbench", "qubo", "targets", "--nodes", "25,100", "--seeds", "0",
+         "--densities", "0.05", "--budget", "0.05", "--workers", "1", "--json"],
+        capture_output=True, text=True, timeout=180, env=env,
+    )
+    assert grid.returncode == 0, grid.stderr
+    cells = [json.loads(line) for line in grid.stdout.strip().splitlines()]
+    assert sorted(c["nodes"] for c in cells) == [25, 100]
+    assert all(c["feasible"] and c["recorded"] for c in cells)
+    lookup = subprocess.run(
+        [sys.executable, "-m", "hilbench", "qubo", "target", "--nodes", "100", "--density",
+         "0.05", "--kind", "best-known"],
+        capture_output=True, text=True, timeout=60, env=env,
+    )
+    assert lookup.returncode == 0, lookup.stderr
+    lines = lookup.stdout.strip().splitlines()
+    assert "best known" in lines[-2] and "anytime" in lines[-2]
+    assert int(lines[-1]) == next(c["cost"] for c in cells if c["nodes"] == 100)

@@ -1,0 +1,57 @@
+"""A run stores its gap to the official target and to the best-known value, with provenance."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from hilbench.store import Store
+from hilbench.workloads.qubo.best_known import BestKnownStore
+
+CAMPAIGN = """
+[campaign]
+name = "gaps"
+
+[[agents]]
+id = "cpu0"
+driver = "cpu"
+spawn = true
+
+[[qubo]]
+agent = "cpu0"
+nodes = [25]
+densities = [0.1]
+seeds = [0, 1]
+solvers = ["anytime"]
+timeouts_s = [0.01]
+"""
+
+
+def test_runs_store_the_gap_to_both_targets(tmp_path):
+    book = tmp_path / "bk.json"
+    weak = np.zeros(25, dtype=np.uint8)
+    weak[0] = 1  # a one-node set: a poor best-known value, so the runs beat it
+    BestKnownStore(book).offer(25, 0.1, 0, weak, {"solver": "test", "by": "this test"})
+    path = tmp_path / "c.toml"
+    path.write_text(CAMPAIGN)
+    db = tmp_path / "r.sqlite"
+    proc = subprocess.run(
+        [sys.executable, "-m", "hilbench", "run", str(path), "--db", str(db), "-q"],
+        capture_output=True, text=True, timeout=180,
+        env={**os.environ, "HILBENCH_BEST_KNOWN": str(book)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    with Store(db) as store:
+        runs = {run["params"]["seed"]: run for run in store.runs()}
+        known = {s: {m["name"]: m for m in store.metrics(r["uid"])} for s, r in runs.items()}
+    assert runs[0]["params"]["best_known"] == -1
+    assert runs[0]["params"]["best_known_provenance"]["by"] == "this test"
+    seed0 = known[0]
+    assert seed0["bks_gap"]["value"] == 0.0  # n=25: the exact optimum is the official target
+    cost = seed0["cost"]["value"]
+    assert seed0["best_known_gap"]["value"] == (cost + 1) / 1  # far below the weak record
+    assert known[1]["best_known_gap"]["value"] is None  # nothing recorded for seed 1
+    assert "no best-known value" in known[1]["best_known_gap"]["meta"]["reason"]
