@@ -15,26 +15,26 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _insert(v, in_set, tight, indptr, indices):
     in_set[v] = 1
     for k in range(indptr[v], indptr[v + 1]):
         tight[indices[k]] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _remove(v, in_set, tight, indptr, indices):
     in_set[v] = 0
     for k in range(indptr[v], indptr[v + 1]):
         tight[indices[k]] -= 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def seed_rng(seed):
     np.random.seed(seed)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def greedy(indptr, indices, in_set, tight):
     """Static minimum-degree greedy with random tie-breaks; returns the set size."""
     n = in_set.shape[0]
@@ -51,7 +51,7 @@ def greedy(indptr, indices, in_set, tight):
     return size
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _push(stack, top, v):
     """Queue ``v`` for local search; when the queue is full the candidate is dropped, which
     only forgoes a possible improvement."""
@@ -61,7 +61,7 @@ def _push(stack, top, v):
     return top
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _solution_neighbour(y, in_set, indptr, indices):
     for k in range(indptr[y], indptr[y + 1]):
         if in_set[indices[k]]:
@@ -69,7 +69,7 @@ def _solution_neighbour(y, in_set, indptr, indices):
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _after_removal(r, in_set, tight, indptr, indices, stack, top, log, nlog):
     """Around a removed vertex: insert what became free, queue the owners of 1-tight vertices."""
     added = 0
@@ -88,7 +88,7 @@ def _after_removal(r, in_set, tight, indptr, indices, stack, top, log, nlog):
     return top, nlog, added
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def local_search(indptr, indices, in_set, tight, stack, top, mark, stamp, log, nlog, buf):
     """(1,2)-swaps from the queued set vertices until none applies.
 
@@ -139,7 +139,7 @@ def local_search(indptr, indices, in_set, tight, stack, top, mark, stamp, log, n
     return gained, nlog, stamp
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _undo(log, nlog, in_set, tight, indptr, indices):
     for i in range(nlog - 1, -1, -1):
         e = log[i]
@@ -149,7 +149,7 @@ def _undo(log, nlog, in_set, tight, indptr, indices):
             _insert(-e - 1, in_set, tight, indptr, indices)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def initial_local_search(indptr, indices, in_set, tight, stack, mark, log, buf):
     """Local search from every set vertex (after the greedy start); returns the gain."""
     top = 0
@@ -163,7 +163,7 @@ def initial_local_search(indptr, indices, in_set, tight, stack, mark, log, buf):
     return gained
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def iterate(indptr, indices, in_set, tight, size, best, best_size, iterations, stack, mark,
             log, buf, stamp):
     """``iterations`` ILS steps: perturb (force 1, sometimes more, outside vertices in and their
@@ -217,7 +217,7 @@ def iterate(indptr, indices, in_set, tight, size, best, best_size, iterations, s
     return size, best_size, stamp
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def qubo_cost(indptr, indices, weights, diag, x):
     """x^T Q x in int64 from the symmetric CSR couplings (each pair counted once)."""
     total = np.int64(0)
