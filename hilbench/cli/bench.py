@@ -13,6 +13,7 @@ BENCHMARKS: dict[str, str] = {
     "store-stream": "hilbench.bench.store_stream:store_stream",
     "asc-harness": "hilbench.bench.asc_harness:asc_harness",
     "qubo-cpu": "hilbench.bench.qubo_cpu:qubo_cpu",
+    "qubo-generator": "hilbench.bench.qubo_generator:qubo_generator",
     "xylo": "hilbench.bench.xylo:xylo",
     "arduino-serial": "hilbench_drivers.arduino.bench:arduino_serial",
     "results": "hilbench.bench.results_scale:results_scale",
