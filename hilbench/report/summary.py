@@ -10,7 +10,11 @@ from rich.console import Console
 from hilbench.report.qubo_table import gap_rows, gap_table
 
 # Further procedures add a module with print_summary(store_path, campaign_uid, console, title).
-SUMMARY_MODULES = ("hilbench.report.qubo_tts_table", "hilbench.report.asc_table")
+SUMMARY_MODULES = (
+    "hilbench.report.qubo_tts_table",
+    "hilbench.report.qubo_largest_table",
+    "hilbench.report.asc_table",
+)
 
 
 def print_summary(store_path: Path, campaign_uid: str, console: Console, name: str) -> None:
