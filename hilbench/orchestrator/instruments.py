@@ -20,12 +20,13 @@ from hilbench.documents import Samples
 from hilbench.orchestrator.spawn import SpawnedProcess, SpawnError, spawn_announcing
 from hilbench.power.source import PowerSource, PowerSourceError, SampleBatch, SourceInfo
 from hilbench.sim.power_model import ARDUINO_NANO_33_BLE, SIMULATED_CPU, DevicePowerModel
+from hilbench.sim.xylo_power import XYLO_AUDIO_2
 
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "hilbench.instruments"
 POWER_MODELS: dict[str, DevicePowerModel] = {
-    m.name: m for m in (ARDUINO_NANO_33_BLE, SIMULATED_CPU)
+    m.name: m for m in (ARDUINO_NANO_33_BLE, SIMULATED_CPU, XYLO_AUDIO_2)
 }
 
 

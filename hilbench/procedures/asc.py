@@ -107,7 +107,7 @@ class AscResources:
         if self.test is not None:
             return self.provenance
         from hilbench.workloads.asc import load_split
-        from hilbench.workloads.asc.quant import QuantisedModel
+        from hilbench.workloads.asc.model_files import load_model_file
 
         spec = self.spec
         if spec.fixture:
@@ -124,10 +124,10 @@ class AscResources:
             self.model_path = model_cache_path(spec, self.data_root)
             if not self.model_path.is_file():
                 trained = self._train(self.model_path)
-        self.model = QuantisedModel.load(self.model_path)
-        if self.model.mfe_config.sample_rate != spec.sample_rate:
+        self.model = load_model_file(self.model_path)
+        if self.model.sample_rate != spec.sample_rate:
             raise ValueError(
-                f"model {self.model_path} takes {self.model.mfe_config.sample_rate} Hz audio; "
+                f"model {self.model_path} takes {self.model.sample_rate} Hz audio; "
                 f"the [[asc]] table says sample_rate = {spec.sample_rate}"
             )
         self.test = load_split(self.data_root, "test", sample_rate=spec.sample_rate,

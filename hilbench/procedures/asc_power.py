@@ -111,9 +111,10 @@ def run_power_unit(
         }))
     inst = instruments[0] if instruments else None
     windows: list[_Window] = []
+    stages = device_stages(client)
     for rep in range(spec.repetitions):
         windows.append(_idle_window(ctx, client, instruments, inst, spec.idle_s, rep))
-        for stage in STAGES:
+        for stage in stages:
             windows.append(_active_window(ctx, client, instruments, inst, stage, rows,
                                           spec.active_s, rep))
     if stream == 1:
@@ -121,6 +122,13 @@ def run_power_unit(
     else:
         unload_stream(client)
     _emit_power_metrics(ctx, spec, stream, windows, inst, len(instruments), times)
+
+
+def device_stages(client: AgentClient) -> tuple[str, ...]:
+    """The stages the device can time in a power window (``capabilities.asc.stages``; default
+    both). A simulated Xylo, whose front end is simulated on the host, times only inference."""
+    declared = (client.info.get("capabilities") or {}).get("asc", {}).get("stages")
+    return tuple(s for s in STAGES if declared is None or s in declared)
 
 
 def _idle_window(
@@ -247,8 +255,9 @@ def _emit_power_metrics(
         "single_stream_run": times.run_uid,
     }
     loops = {stage: [w.loop for w in windows if w.stage == stage and w.loop] for stage in STAGES}
-    loop_times = {stage: loop_time(loops[stage]) for stage in STAGES}
-    for stage in STAGES:
+    measured = tuple(stage for stage in STAGES if loops[stage])
+    loop_times = {stage: loop_time(loops[stage]) for stage in measured}
+    for stage in measured:
         mean, se = loop_times[stage]
         ctx.emit(Metric(run, f"loop_time_s.{stage}", mean, "s", se, meta={
             **common, "uncertainty": "standard error of the mean",
@@ -259,7 +268,8 @@ def _emit_power_metrics(
         if internal and all(p.get("measured") for p in internal):
             ctx.emit(Metric(run, f"internal_active_power_w.{stage}",
                             statistics.fmean(float(p["avg_power_w"]) for p in internal), "W",
-                            meta={**common, "source": "rapl", "domains": internal[0]["domains"]}))
+                            meta={**common, "source": internal[0].get("source", "rapl"),
+                                  "domains": internal[0]["domains"]}))
 
     figures = _power_figures(spec, windows, inst, times, loop_times)
     if instrument_count > 1:
@@ -271,6 +281,11 @@ def _emit_power_metrics(
         return
     meta = {**common, **figures.pop("meta")}
     for name, unit in POWER_METRICS:
+        if name not in figures:  # a stage the device cannot time: no active window was run
+            ctx.emit(Metric(run, name, None, unit, meta={
+                **common, "reason": "the device does not time this stage in a power window "
+                                    "(capabilities asc.stages)"}))
+            continue
         value, uncertainty, extra = figures[name]
         ctx.emit(Metric(run, name, value, unit, uncertainty, meta={**meta, **extra}))
 
@@ -316,7 +331,7 @@ def _power_figures(
         idle = pool_estimates(estimates["idle"])
         out: dict[str, Any] = {"idle_power_w": (idle.mean_w, idle.uncertainty95,
                                                 {"estimate": idle.to_dict()})}
-        for stage in STAGES:
+        for stage in loop_times:
             active = pool_estimates(estimates[stage])
             dyn = dynamic_power(idle, active)
             out[f"active_power_w.{stage}"] = (active.mean_w, active.uncertainty95,

@@ -270,6 +270,11 @@ class QuantisedModel:
         return x
 
     @property
+    def sample_rate(self) -> int:
+        """Audio rate the model's features are computed at (the ASC procedures read this)."""
+        return self.mfe_config.sample_rate
+
+    @property
     def weight_bytes(self) -> int:
         """Bytes of weights, biases and requantisation constants (what a firmware must store)."""
         arrays = [a for c in self.convs for a in (c.weight, c.bias, c.multiplier, c.shift)]

@@ -1,0 +1,61 @@
+"""ASC model files of any kind: an ``.npz`` whose JSON ``meta`` names its ``format``; the reader
+for that format comes from the entry-point group ``hilbench.asc_models``.
+
+The ASC procedures only move a model from disk into a device (``metadata()`` and ``arrays()``
+for the load message, ``sample_rate`` of its audio, ``info`` for the record), so a spiking
+network for Xylo and the int8 CNN of the CPU and Arduino baselines travel the same way and the
+core names neither.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+ENTRY_POINT_GROUP = "hilbench.asc_models"
+
+
+class AscModel(Protocol):
+    info: dict[str, Any]
+
+    @property
+    def sample_rate(self) -> int: ...
+
+    def metadata(self) -> dict[str, Any]: ...
+
+    def arrays(self) -> dict[str, np.ndarray]: ...
+
+
+def model_format(path: str | Path) -> str:
+    """The ``format`` a model file declares; ValueError naming the file when it has none."""
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            meta = json.loads(str(npz["meta"])) if "meta" in npz.files else None
+    except FileNotFoundError:
+        raise ValueError(f"{path}: model file not found") from None
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise ValueError(f"{path}: not a readable .npz model file ({exc})") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("format"), str):
+        raise ValueError(f"{path}: no 'meta' with a 'format'; not a hilbench model file")
+    return meta["format"]
+
+
+def readers() -> dict[str, str]:
+    """Installed model readers: format -> "module:Class"."""
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def load_model_file(path: str | Path) -> AscModel:
+    """Read a model file with the reader registered for its format."""
+    fmt = model_format(path)
+    matches = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == fmt]
+    if not matches:
+        raise ValueError(f"{path}: model format {fmt!r} has no reader installed "
+                         f"(installed: {sorted(readers()) or 'none'})")
+    return matches[0].load().load(path)

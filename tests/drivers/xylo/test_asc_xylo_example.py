@@ -1,0 +1,103 @@
+"""`hilbench run examples/asc-xylo.toml` end to end, shortened: the xylo agent spawned from the
+Xylo environment (campaign key `python`), single stream over fixture samples with AFESim and
+XyloSim, power on the simulated path (simulated meter reading the xylo-audio-2 model), the
+Table-6 rows labelled simulated, pre-processing not measured with its reason."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from hilbench.procedures.asc import ensure_fixture
+from hilbench.store import Store
+from tests.drivers.xylo.conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+EXAMPLE = REPO / "examples" / "asc-xylo.toml"
+
+
+@pytest.fixture(scope="module")
+def example_run(xylo_python, tmp_path_factory):
+    cache = tmp_path_factory.mktemp("xdg-cache")
+    ensure_fixture(cache / "hilbench" / "asc-fixture-0", seed=0)
+    text = EXAMPLE.read_text()
+    short = re.sub(r"^(idle_s|active_s) = [0-9.]+", r"\1 = 1.0", text, flags=re.M)
+    short = re.sub(r"^limit = \d+", "limit = 1", short, flags=re.M)
+    short = re.sub(r"^stream_s = \[10\]", "stream_s = [3]", short, flags=re.M)
+    short = short.replace('python = "../.venv-xylo/bin/python"', f'python = "{xylo_python}"')
+    short = short.replace('model = "../drivers/xylo/data/', f'model = "{REPO}/drivers/xylo/data/')
+    assert len(re.findall(r"^(idle_s|active_s) = 1.0", short, flags=re.M)) == 2
+    assert "limit = 1" in short and "stream_s = [3]" in short
+    tmp = tmp_path_factory.mktemp("xylo-example")
+    campaign = tmp / "asc-xylo.toml"
+    campaign.write_text(short)
+    db = tmp / "r.sqlite"
+    proc = subprocess.run(
+        [sys.executable, "-m", "hilbench", "run", str(campaign), "--db", str(db), "-q"],
+        capture_output=True, text=True, timeout=600,
+        env={**os.environ, "XDG_CACHE_HOME": str(cache), "COLUMNS": "180"},
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    with Store(db) as store:
+        details = {r["unit_key"]: {"run": r,
+                                   "metrics": {m["name"]: m for m in store.metrics(r["uid"])},
+                                   "samples": store.events(r["uid"], "sample")}
+                   for r in store.runs()}
+    return proc, details
+
+
+def _one(details, procedure, stream=None):
+    found = [d for d in details.values() if d["run"]["procedure"] == procedure and
+             (stream is None or d["run"]["params"]["stream_samples"] == stream)]
+    assert len(found) == 1
+    return found[0]
+
+
+def test_runs_succeed_and_every_row_says_simulated(example_run):
+    proc, details = example_run
+    assert all(d["run"]["status"] == "success" for d in details.values())
+    assert sorted(d["run"]["procedure"] for d in details.values()) == [
+        "asc.power", "asc.power", "asc.single_stream"]
+    table = proc.stdout
+    assert "NeuroBench Table 6 layout" in table
+    rows = [ln for ln in table.splitlines() if ln.startswith("│")]
+    for row in ("accuracy", "execution time", "idle power", "active power", "dynamic energy"):
+        found = [ln for ln in rows if ln.lstrip("│ ").startswith(row)]
+        assert found and all("simulated" in ln for ln in found), (row, found)
+    assert "SIMULATED single stream: device xylo0: Xylo Audio 2 simulated" in table
+
+
+def test_single_stream_on_xylosim_reports_preprocessing_as_not_measured(example_run):
+    _, details = example_run
+    ss = _one(details, "asc.single_stream")
+    samples = ss["samples"]
+    assert len(samples) == 10
+    records = [e["data"] for e in samples]
+    for data in records:
+        assert data["preprocess_s"] is None
+        assert "AFESim" in data["preprocess_reason"]
+        assert data["correct"] == (data["predicted"] == data["label"])
+    metrics = ss["metrics"]
+    assert metrics["accuracy"]["value"] == pytest.approx(
+        sum(d["correct"] for d in records) / len(records))
+    assert metrics["inference_time_s"]["value"] == pytest.approx(
+        sum(d["inference_s"] for d in records) / len(records))
+    assert metrics["preprocess_time_s"]["value"] is None
+
+
+def test_power_on_the_simulated_path_recovers_the_model(example_run):
+    _, details = example_run
+    one = _one(details, "asc.power", 1)["metrics"]
+    idle, active = one["idle_power_w"], one["active_power_w.inference"]
+    # the xylo-audio-2 model: 0.351 mW idle, 0.692 mW while inferring
+    assert idle["value"] == pytest.approx(0.000351, abs=max(3 * idle["uncertainty"], 2e-5))
+    assert active["value"] == pytest.approx(0.000692, abs=max(3 * active["uncertainty"], 4e-5))
+    assert one["energy_per_inference_j.preprocessing"]["value"] is None
+    assert one["energy_per_inference_j.inference"]["value"] > 0
+    stream = _one(details, "asc.power", 3)["metrics"]
+    assert stream["loop_time_s.inference"]["meta"]["amortised"] is True
