@@ -56,6 +56,11 @@ void send_error(uint8_t seq, uint8_t code, const char* message) {
   send(HB_ERROR, seq, g_payload, n + 1);
 }
 
+// A frame that could not be read: the host resends what it asked (seq 0: its seq is unknown).
+void report_unreadable(uint8_t error) {
+  send_error(0, error, error == HB_E_BAD_CRC ? "frame checksum wrong" : "bad frame");
+}
+
 size_t identity(uint8_t* out) {
   int n = snprintf((char*)out, HB_MAX_PAYLOAD,
                    "board=%s fw=%s proto=%d model=%s classes=%s sample_rate=%d sample_count=%d "
@@ -226,7 +231,7 @@ bool stop_requested() {
       if (frame.type == HB_STOP) stop = true;
       else send_error(frame.seq, HB_E_BUSY, "busy repeating: send STOP first");
     } else if (r == FEED_ERROR) {
-      send_error(0, error, error == HB_E_BAD_CRC ? "frame checksum wrong" : "bad frame");
+      report_unreadable(error);
     }
   }
   return stop;
@@ -328,9 +333,7 @@ void app_poll() {
       dispatch(frame);
       return;
     }
-    if (r == FEED_ERROR) {
-      send_error(0, error, error == HB_E_BAD_CRC ? "frame checksum wrong" : "bad frame");
-    }
+    if (r == FEED_ERROR) report_unreadable(error);
   }
 }
 
