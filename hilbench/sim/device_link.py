@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import socket
 
-from hilbench.clock import now
+from hilbench.clock import bench_now
 
 
 class SimulatedDeviceLink:
@@ -27,7 +27,7 @@ class SimulatedDeviceLink:
         """Report that the device entered state ``name`` at ``t`` (default: now), on the
         monotonic clock it shares with the meter: stamping on arrival would add the meter's
         own latency to every state change."""
-        stamp = now() if t is None else t
+        stamp = bench_now() if t is None else t
         self._sock.sendall(f"SIM:STAT {name},{stamp!r}\n".encode())
 
     def close(self) -> None:

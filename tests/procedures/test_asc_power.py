@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from hilbench.clock import OFFSET_ENV
 from hilbench.orchestrator.campaign import load_campaign
 from hilbench.orchestrator.runner import CampaignRunner
 from hilbench.report.asc_table import print_summary
@@ -88,7 +89,13 @@ def model_path(tmp_path: Path) -> Path:
     return fixed_model().save(tmp_path / "model.npz")
 
 
-def test_dynamic_power_and_energy_match_the_simulated_truth(tmp_path, asc_cache, model_path):
+@pytest.mark.parametrize("agent_offset_s", [3.0, -3.0])
+def test_dynamic_power_and_energy_match_the_simulated_truth(tmp_path, asc_cache, model_path,
+                                                            monkeypatch, agent_offset_s):
+    # The agent's clock is off by a known amount, as on another host: its loop start and end
+    # must be mapped onto the orchestrator's timeline with the measured offset, the right way
+    # round, or the active windows miss the device's work.
+    monkeypatch.setenv(OFFSET_ENV, str(agent_offset_s))
     meter = SimulatedMeter(SIMULATED_CPU, noise_std_w=0.05)
     meter.start()
     try:
@@ -122,6 +129,11 @@ def test_dynamic_power_and_energy_match_the_simulated_truth(tmp_path, asc_cache,
             assert energy["meta"]["execution_time_s"] == single_s
             assert energy["value"] == pytest.approx(true_dynamic * single_s, rel=0.01)
             assert energy["uncertainty"] > 0 and energy["meta"]["budget"]["components"]
+        with Store(db) as store:
+            (power_run,) = [r for r in store.runs() if r["procedure"] == "asc.power"]
+            offsets = [p["clock_offsets"]["cpu0"]["offset_s"] for p in store.phases(
+                power_run["uid"])]
+        assert offsets and all(o == pytest.approx(agent_offset_s, abs=0.01) for o in offsets)
         # The agent's device holds one sample at a time, like an Arduino: the procedures
         # loaded, ran and unloaded each sample in turn.
         assert single_run["agents"]["cpu0"]["capabilities"]["asc"]["sample_capacity"] == 1

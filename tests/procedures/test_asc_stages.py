@@ -1,0 +1,102 @@
+"""The single-stream procedure keeps each device-reported time with its own stage, loads one
+sample at a time into a device that holds one, and stores every figure from the records."""
+
+from __future__ import annotations
+
+import statistics
+import threading
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+
+from hilbench.agent.driver import DriverError, DriverResult
+from hilbench.agent.runtime import AgentRuntime
+from hilbench.documents import DocumentStream, Metric
+from hilbench.orchestrator.client import AgentClient
+from hilbench.orchestrator.phases import RunContext
+from hilbench.procedures.asc_device import run_single_stream
+from hilbench.procedures.asc_single_stream import emit_single_stream_metrics
+
+PRE_S, INF_S = 0.004, 0.001  # what the device reports: distinct, so a swap shows
+
+
+class OneSampleDevice:
+    """A device holding one sample, reporting fixed stage times (like a µs timer would)."""
+
+    name: ClassVar[str] = "one-sample"
+
+    def __init__(self) -> None:
+        self.held: int | None = None
+        self.loads: list[int] = []
+
+    def capabilities(self) -> dict[str, Any]:
+        return {"simulated": True, "simulation": "test device",
+                "asc": {"sample_capacity": 1}}
+
+    def configure(self, params: dict[str, Any]) -> DriverResult:
+        return DriverResult({})
+
+    def load(self, params: dict[str, Any], arrays: list[np.ndarray]) -> DriverResult:
+        if params["part"] == "sample":
+            if self.held is not None and self.held != params["index"]:
+                raise DriverError("holds one sample", "device_full")
+            self.held = params["index"]
+            self.loads.append(params["index"])
+            return DriverResult({"index": self.held, "held": [self.held], "capacity": 1})
+        if params["part"] == "unload":
+            self.held = None
+            return DriverResult({"index": params["index"], "held": []})
+        raise DriverError("unexpected", "bad_arguments")
+
+    def run(self, params: dict[str, Any], stop: threading.Event) -> DriverResult:
+        index = params["index"]
+        if index != self.held:
+            raise DriverError(f"sample {index} not held", "not_loaded")
+        return DriverResult({"index": index, "predicted": index % 4, "scores": [0, 1, 2, 3],
+                             "preprocess_s": PRE_S * (1 + index), "inference_s": INF_S,
+                             "t_start": 0.0, "t_end": 0.01})
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def device_client():
+    device = OneSampleDevice()
+    runtime = AgentRuntime(device, "one", bind="tcp://127.0.0.1:*", heartbeat_s=0.1, liveness=50)
+    thread = threading.Thread(target=runtime.serve, daemon=True)
+    thread.start()
+    assert runtime.wait_ready()
+    client = AgentClient(runtime.endpoint, "one")
+    client.connect()
+    yield device, client
+    client.close()
+    runtime.request_shutdown()
+    thread.join(5)
+
+
+def test_each_time_stays_with_its_stage_and_every_metric_follows(device_client):
+    device, client = device_client
+    audio = np.zeros((4, 16), dtype=np.float32)
+    records = run_single_stream(client, audio)
+    assert device.loads == [0, 1, 2, 3]  # one at a time, each after the previous unloaded
+    assert [r.preprocess_s for r in records] == [PRE_S * (1 + i) for i in range(4)]
+    assert all(r.inference_s == INF_S for r in records)
+
+    docs: list[Any] = []
+    ctx = RunContext(DocumentStream([docs.append]), "run")
+    labels = np.array([0, 1, 0, 3])
+    emit_single_stream_metrics(ctx, records, labels, ["a", "a", "b", "b"])
+    metrics = {d.name: d for d in docs if isinstance(d, Metric)}
+    assert set(metrics) == {"accuracy", "preprocess_time_s", "inference_time_s",
+                            "harness_overhead_median_s", "harness_overhead_p99_s", "samples"}
+    assert metrics["preprocess_time_s"].value == pytest.approx(PRE_S * 2.5)
+    assert metrics["preprocess_time_s"].uncertainty == pytest.approx(
+        statistics.stdev(PRE_S * (1 + i) for i in range(4)) / 2)
+    assert metrics["inference_time_s"].value == pytest.approx(INF_S)
+    assert metrics["inference_time_s"].uncertainty == 0
+    assert metrics["accuracy"].value == 0.75  # predicted 0,1,2,3 against labels 0,1,0,3
+    assert metrics["samples"].value == 4
+    overhead = sorted(r.round_trip_s - r.device_s for r in records)
+    assert metrics["harness_overhead_median_s"].value == pytest.approx(statistics.median(overhead))
