@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -87,7 +88,7 @@ class Instrument:
         return self.meter.address if self.meter is not None else None
 
 
-def _start_simulated_meter(spec: InstrumentSpec) -> SpawnedProcess:
+def _start_simulated_meter(spec: InstrumentSpec, log_dir: Path | None) -> SpawnedProcess:
     """The simulated meter runs as a process of its own, like a real DMM: sharing the
     orchestrator's interpreter would delay its timing by whatever the orchestrator is doing."""
     if spec.simulate not in POWER_MODELS:
@@ -97,7 +98,7 @@ def _start_simulated_meter(spec: InstrumentSpec) -> SpawnedProcess:
         )
     args = ["sim-meter", "--model", str(spec.simulate), "--noise", str(spec.noise_std_w)]
     try:
-        return spawn_announcing(f"simulated meter {spec.id}", args)
+        return spawn_announcing(f"simulated meter {spec.id}", args, log_dir=log_dir)
     except SpawnError as exc:
         raise InstrumentFault(str(exc)) from exc
 
@@ -122,12 +123,13 @@ def check_instrument_settings(spec: InstrumentSpec) -> str | None:
     return None
 
 
-def open_instrument(spec: InstrumentSpec) -> Instrument:
-    """Start the simulated meter if asked, build the driver and configure it (I/O happens here)."""
+def open_instrument(spec: InstrumentSpec, log_dir: Path | None = None) -> Instrument:
+    """Start the simulated meter if asked (its log in ``log_dir``), build the driver and
+    configure it (I/O happens here)."""
     meter = None
     resource, library = spec.resource, spec.visa_library
     if spec.simulate is not None:
-        meter = _start_simulated_meter(spec)
+        meter = _start_simulated_meter(spec, log_dir)
         host, _, port = meter.address.rpartition(":")
         resource, library = f"TCPIP::{host}::{port}::SOCKET", "@py"
     cls = _instrument_class(spec.driver)
@@ -249,13 +251,14 @@ class PhaseAcquisition:
 class InstrumentSet:
     """The campaign's instruments, opened at start and closed at the end."""
 
-    def __init__(self, specs: list[InstrumentSpec]) -> None:
+    def __init__(self, specs: list[InstrumentSpec], log_dir: Path | None = None) -> None:
         self.specs = specs
+        self.log_dir = log_dir  # where a simulated meter's log goes
         self.instruments: dict[str, Instrument] = {}
 
     def open(self) -> None:
         for spec in self.specs:
-            self.instruments[spec.id] = open_instrument(spec)
+            self.instruments[spec.id] = open_instrument(spec, self.log_dir)
             log.info("instrument %s ready: %s", spec.id, self.instruments[spec.id].info.name)
 
     def measuring(self, agent_id: str) -> list[Instrument]:

@@ -8,6 +8,8 @@ the file, rather than being written into or misread.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 from pathlib import Path
 from typing import Literal
@@ -125,7 +127,7 @@ def open_store(path: Path, mode: Mode) -> sqlite3.Connection:
     """
     _check_file(path, create=mode == "write")
     if mode == "write":
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _create_private(path)
         conn = _connect(path, readonly=False)
         try:
             _check_identity(conn, path, allow_empty=True)
@@ -189,6 +191,14 @@ def _check_file(path: Path, create: bool) -> None:
             f"{path} is not a SQLite database (it starts with {head[:8]!r}), "
             "so it is not a hilbench store"
         )
+
+
+def _create_private(path: Path) -> None:
+    """A new store is readable by its owner only; SQLite gives its -wal and -shm files the
+    same mode. (Results, host names and agent addresses are nobody else's business.)"""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 def _connect(path: Path, readonly: bool) -> sqlite3.Connection:
