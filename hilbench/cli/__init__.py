@@ -1,7 +1,8 @@
 """The ``hilbench`` command: one entry point, one sub-command module per area, imported lazily.
 
-Exit codes: 0 success; 1 a run failed or was invalid; 2 bad usage or input (click's own);
-3 an agent or instrument could not be reached or was lost.
+Exit codes: 0 success; 1 a run failed; 2 bad usage or input (click's own); 3 an agent or
+instrument could not be reached, was lost or failed; 128 + N stopped by signal N (130 Ctrl-C,
+143 SIGTERM), after a clean stop.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import shlex
 import sys
 from importlib.resources import as_file, files
 from pathlib import Path
@@ -20,20 +21,31 @@ log = logging.getLogger(__name__)
 
 
 def _run_campaign(
-    campaign_path: Path, db: Path, resume: bool, record: Path | None, quiet: bool,
+    campaign_path: Path,
+    db: Path,
+    resume: bool,
+    record: Path | None,
+    quiet: bool,
+    resume_command: list[str],
     trials: int | None = None,
 ) -> None:
     from hilbench.orchestrator.campaign import CampaignError, load_campaign
     from hilbench.orchestrator.client import AgentUnreachable
     from hilbench.orchestrator.instruments import InstrumentFault
+    from hilbench.orchestrator.interrupt import Interrupted, signals_interrupt
     from hilbench.orchestrator.recorder import JsonlRecorder
+    from hilbench.orchestrator.runlog import RunLog
     from hilbench.orchestrator.runner import CampaignAborted, CampaignRunner, CampaignSetupError
     from hilbench.orchestrator.spawn import SpawnError
     from hilbench.report.summary import print_summary
     from hilbench.store import StoreError
+    from hilbench.store.paths import logs_dir
 
     console = Console(stderr=True, quiet=quiet)  # progress
     errors = Console(stderr=True)  # errors are printed even with --quiet
+
+    def error(message: str) -> None:
+        errors.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
     try:
         campaign = load_campaign(campaign_path)
         if trials is not None:
@@ -42,8 +54,15 @@ def _run_campaign(
     except CampaignError as exc:
         echo_campaign_error(exc)
         raise SystemExit(EXIT_USAGE) from None
+    hint = f"to resume: {shlex.join(resume_command)}"
     recorder = JsonlRecorder(record) if record else None
-    runner = CampaignRunner(campaign, db, consumers=[recorder] if recorder else [], resume=resume)
+    # A person reading a log (stdout not a terminal) gets one line per finished run; the same
+    # lines always go to a file beside the store.
+    runlog = RunLog.for_campaign(
+        logs_dir(db), campaign.name, None if sys.stdout.isatty() else sys.stdout
+    )
+    consumers = [runlog, *([recorder] if recorder else [])]
+    runner = CampaignRunner(campaign, db, consumers=consumers, resume=resume)
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -58,22 +77,38 @@ def _run_campaign(
     def on_unit_done(unit, status: str, run_uid: str | None) -> None:
         progress.update(task, advance=1, last=f"{status}: {unit.key}")
         if status == "fail":
-            errors.print(f"[red]run {run_uid[:8] if run_uid else ''} failed[/red] ({unit.key})")
+            errors.print(
+                f"[red]run {run_uid[:8] if run_uid else ''} failed[/red] ({escape(unit.key)})"
+            )
 
     runner.on_unit_done = on_unit_done
+    runlog.note(f"campaign {campaign.name} starting: {len(runner.units)} unit(s), store {db}")
     try:
-        with progress:
+        with signals_interrupt(), progress:
             outcome = runner.run()
+    except Interrupted as exc:
+        error(
+            f"campaign {campaign.name} {exc}: the run in progress is marked aborted, the "
+            f"processes hilbench started are stopped; completed runs are in {db}"
+        )
+        errors.print(hint, highlight=False, soft_wrap=True, markup=False)
+        runlog.note(f"campaign {campaign.name} {exc}; {hint}")
+        raise SystemExit(exc.exit_code) from None
     except CampaignAborted as exc:
-        errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        error(str(exc))
+        errors.print(hint, highlight=False, soft_wrap=True, markup=False)
+        runlog.note(f"{exc}; {hint}")
         raise SystemExit(EXIT_UNREACHABLE) from None
     except (AgentUnreachable, SpawnError, InstrumentFault) as exc:
-        errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        error(str(exc))
+        runlog.note(f"campaign {campaign.name} could not start: {exc}")
         raise SystemExit(EXIT_UNREACHABLE) from None
     except (StoreError, CampaignSetupError) as exc:
-        errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        error(str(exc))
+        runlog.note(f"campaign {campaign.name} stopped: {exc}")
         raise SystemExit(EXIT_USAGE) from None
     finally:
+        runlog.close()
         if recorder:
             recorder.close()
     # Piped or logged output is not cut to 80 columns: the tables are the result.
@@ -81,7 +116,8 @@ def _run_campaign(
     print_summary(db, outcome.campaign_uid, out, campaign.name)
     out.print(
         f"campaign {outcome.campaign_uid[:8]}: {outcome.completed} run(s) completed, "
-        f"{outcome.skipped} resumed from earlier, {outcome.failed} failed; store {db}",
+        f"{outcome.skipped} resumed from earlier, {outcome.failed} failed; store {db}; "
+        f"run log {runlog.path}",
         highlight=False,
     )
     if outcome.failed:
@@ -129,11 +165,19 @@ def run(campaign: Path, db: Path | None, resume: bool, record: Path | None, quie
         trials: int | None) -> None:
     """Run a campaign file (TOML): its agents, workloads and repetitions.
 
-    Results go to the SQLite store; a summary table is printed at the end. Exit status:
-    0 all runs succeeded, 1 some runs failed, 2 bad campaign or store, 3 an agent was
-    unreachable or lost (completed runs stay in the store; run again to resume).
+    Results go to the SQLite store; a summary table is printed at the end; one line per
+    finished run goes to STORE.logs/NAME.log (and to stdout when it is not a terminal).
+
+    Exit status: 0 all runs succeeded, 1 some runs failed, 2 bad campaign or store, 3 an
+    agent or instrument was unreachable, lost or failed (the campaign stops), 130 stopped by
+    Ctrl-C (SIGINT), 143 stopped by SIGTERM. After 3, 130 and 143 the run in progress is
+    marked in the store, completed runs stay, and the same command resumes.
     """
-    _run_campaign(campaign, _db_path(db), resume, record, quiet, trials)
+    db = _db_path(db)
+    again = ["hilbench", "run", str(campaign), "--db", str(db)]
+    if trials is not None:
+        again += ["--trials", str(trials)]
+    _run_campaign(campaign, db, resume, record, quiet, again, trials)
 
 
 @click.command()
@@ -146,5 +190,6 @@ def demo(db: Path | None, quiet: bool) -> None:
     fixed timeouts on NeuroBench MIS workloads, stores every run and prints a BKS-gap table.
     """
     resource = files("hilbench.campaigns").joinpath("qubo-cpu.toml")
+    db = _db_path(db)
     with as_file(resource) as path:
-        _run_campaign(path, _db_path(db), resume=True, record=None, quiet=quiet)
+        _run_campaign(path, db, True, None, quiet, ["hilbench", "demo", "--db", str(db)])

@@ -1,17 +1,22 @@
 """Run a campaign: start or connect agents, run every unit as a run, resume where it stopped.
 
 Each unit becomes one run of documents. A unit already finished with success in an earlier,
-interrupted attempt of the same campaign (same configuration hash, same store) is skipped. A lost
-agent stops the campaign: the run in progress is stopped with status "fail" and a reason that
-names the agent, and the runs committed before it stay in the store.
+interrupted attempt of the same campaign (same configuration hash, same store) is skipped; runs
+that attempt left without a status (its orchestrator was killed) are marked "abort" with the
+reason. A lost agent or a failing instrument stops the campaign: the run in progress is stopped
+with status "fail" and a reason that names the agent or instrument, and the runs committed
+before it stay in the store. Every campaign row ends with a status, whatever stopped it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
+import os
 import socket
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -21,18 +26,25 @@ from hilbench.documents import DocumentConsumer, DocumentStream, RunStart, RunSt
 from hilbench.orchestrator.campaign import Campaign
 from hilbench.orchestrator.client import AgentClient, AgentError, AgentLost
 from hilbench.orchestrator.instruments import InstrumentFault, InstrumentSet
+from hilbench.orchestrator.interrupt import Interrupted
 from hilbench.orchestrator.listener import AgentListener
 from hilbench.orchestrator.phases import RunContext
 from hilbench.orchestrator.procedure import Unit, expand_all
 from hilbench.orchestrator.spawn import SpawnedProcess, spawn_agent
 from hilbench.simulation import run_simulation
-from hilbench.store import Store, StoreWriter
+from hilbench.store import Store, StoreError, StoreWriter
+from hilbench.store.paths import logs_dir
 
 log = logging.getLogger(__name__)
 
+UNFINISHED_REASON = (
+    "the orchestrator stopped before this run ended (killed or crashed); found on resume"
+)
+
 
 class CampaignAborted(RuntimeError):
-    """The campaign could not go on (an agent was lost); completed runs are in the store."""
+    """The campaign could not go on (an agent or instrument was lost or failed); completed runs
+    are in the store."""
 
     def __init__(self, message: str, outcome: CampaignOutcome) -> None:
         super().__init__(message)
@@ -69,6 +81,30 @@ def _find_resumable(store_path: Path, campaign: Campaign) -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def _campaign_lock(log_dir: Path, campaign: Campaign, store_path: Path) -> Iterator[None]:
+    """Hold a lock on this campaign in this store while it runs. The kernel releases it when
+    the process dies, however it dies, so a resume knows that an unfinished run it finds was
+    left by a dead orchestrator, never by one still running."""
+    log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = log_dir / f"campaign-{campaign.config_hash()[:16]}.lock"
+    with open(path, "a+", encoding="utf-8") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "another process"
+            raise CampaignSetupError(
+                f"campaign {campaign.name} is already running against {store_path} "
+                f"({holder}); wait for it or stop it first"
+            ) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+        fh.flush()
+        yield
+
+
 class CampaignRunner:
     """Runs one campaign against its agents, feeding documents to the store and any consumers."""
 
@@ -85,7 +121,8 @@ class CampaignRunner:
         self.resume = resume
         self.clients: dict[str, AgentClient] = {}
         self.spawned: dict[str, SpawnedProcess] = {}
-        self.instruments = InstrumentSet(list(campaign.instruments))
+        self.log_dir = logs_dir(self.store_path)  # spawned processes' logs, kept on failure
+        self.instruments = InstrumentSet(list(campaign.instruments), log_dir=self.log_dir)
         self.listener: AgentListener | None = None
         self.units = expand_all(campaign)
         self.on_unit_done = None  # callable(unit, status, run_uid) for progress display
@@ -110,7 +147,7 @@ class CampaignRunner:
                 # A device on the simulated bench tells the simulated meter what it is doing.
                 spec = replace(spec, options={**spec.options, "sim_meter": sim})
             if spec.spawn:
-                agent = spawn_agent(spec)
+                agent = spawn_agent(spec, log_dir=self.log_dir)
                 self.spawned[spec.id] = agent
                 address = agent.address
             assert address is not None
@@ -135,6 +172,10 @@ class CampaignRunner:
 
     # ------------------------------------------------------------------- run
     def run(self) -> CampaignOutcome:
+        with _campaign_lock(self.log_dir, self.campaign, self.store_path):
+            return self._run_locked()
+
+    def _run_locked(self) -> CampaignOutcome:
         resume_uid = _find_resumable(self.store_path, self.campaign) if self.resume else None
         campaign_uid = resume_uid or new_uid()
         done: set[str] = set()
@@ -147,6 +188,10 @@ class CampaignRunner:
                 log.info("resuming campaign %s: %d units already done", campaign_uid[:8], len(done))
             config = {**self.campaign.config_dict(), "config_hash": self.campaign.config_hash()}
             writer.begin_campaign(campaign_uid, self.campaign.name, config)
+            if resume_uid:
+                for run_uid in writer.abort_unfinished_runs(campaign_uid, UNFINISHED_REASON):
+                    log.warning("run %s of the earlier attempt marked aborted: %s",
+                                run_uid[:8], UNFINISHED_REASON)
             stream = DocumentStream([writer, *self.extra_consumers])
             self.instruments.open()
             self.start_agents()
@@ -159,8 +204,13 @@ class CampaignRunner:
                 outcome.run_uids.append(run_uid)
             writer.end_campaign(campaign_uid, "success" if not outcome.failed else "fail")
             return outcome
-        except (CampaignAborted, CampaignSetupError):
-            writer.end_campaign(campaign_uid, "abort")
+        except BaseException:
+            # Whatever stopped it (a lost agent, a silent instrument at start, a signal), the
+            # campaign row ends with a status; the error says why.
+            try:
+                writer.end_campaign(campaign_uid, "abort")
+            except StoreError as exc:  # the error that stopped the campaign is the one to report
+                log.error("could not mark campaign %s aborted: %s", campaign_uid[:8], exc)
             raise
         finally:
             self.stop_agents()
@@ -214,11 +264,18 @@ class CampaignRunner:
                 outcome,
             ) from exc
         except InstrumentFault as exc:
+            # One rule for every instrument fault (an error, no answer, overload, lost readings):
+            # the run is invalid and the campaign stops, as for a lost agent. Later runs would
+            # be measured by the same instrument; run again to resume once it is fixed.
             stream.emit(RunStop(run_uid, now(), "fail", f"invalid: {exc}"))
             outcome.failed += 1
             self._notify(unit, "fail", run_uid)
-            log.error("run %s (%s) is invalid: %s", run_uid[:8], unit.key, exc)
-            return run_uid
+            raise CampaignAborted(
+                f"campaign {self.campaign.name} stopped: {exc} during run {run_uid[:8]} "
+                f"({unit.key}); the run is marked invalid; {outcome.completed} run(s) completed "
+                f"before it are in {self.store_path}",
+                outcome,
+            ) from exc
         except (AgentError, TimeoutError) as exc:
             stream.emit(RunStop(run_uid, now(), "fail", str(exc)))
             outcome.failed += 1
@@ -226,7 +283,9 @@ class CampaignRunner:
             log.error("run %s (%s) failed: %s", run_uid[:8], unit.key, exc)
             return run_uid
         except BaseException as exc:
-            stream.emit(RunStop(run_uid, now(), "abort", f"{type(exc).__name__}: {exc}"))
+            reason = str(exc) if isinstance(exc, Interrupted) else f"{type(exc).__name__}: {exc}"
+            stream.emit(RunStop(run_uid, now(), "abort", reason))
+            self._notify(unit, "abort", run_uid)
             raise
         stream.emit(RunStop(run_uid, now(), "success"))
         outcome.completed += 1

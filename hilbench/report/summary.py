@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 
 from hilbench.report.qubo_table import gap_rows, gap_table
+from hilbench.store import Store
 
 # Further procedures add a module with print_summary(store_path, campaign_uid, console, title).
 SUMMARY_MODULES = (
@@ -37,3 +38,26 @@ def print_summary(store_path: Path, campaign_uid: str, console: Console, name: s
                 continue
             raise
         module.print_summary(store_path, campaign_uid, console, name)
+    for note in unreadable_power_sources(store_path, campaign_uid):
+        console.print(note, highlight=False, markup=False, soft_wrap=True)
+
+
+def unreadable_power_sources(store_path: Path, campaign_uid: str) -> list[str]:
+    """One line per power source an agent declared but could not read (e.g. RAPL in a VM, or
+    root-only counters), with the agent's reason: a missing figure is explained, not silent.
+
+    An agent declares its own power source in ``capabilities()["power"]`` as
+    ``{"source", "available", "reason"}``; the handshake stores it with every run."""
+    with Store(store_path) as store:
+        runs = store.runs(campaign_uid)
+    found: dict[tuple[str, str], str] = {}
+    for run in runs:
+        for agent_id, info in (run.get("agents") or {}).items():
+            power = (info.get("capabilities") or {}).get("power") or {}
+            if power and not power.get("available", True):
+                source = str(power.get("source") or "internal power")
+                found[(agent_id, source)] = str(power.get("reason") or "no reason given")
+    return [
+        f"power source {source} of agent {agent} could not be read: {reason}"
+        for (agent, source), reason in sorted(found.items())
+    ]

@@ -152,6 +152,35 @@ class StoreWriter(DocumentRouter):
             )
             self._commit()
 
+    def abort_unfinished_runs(self, campaign_uid: str, reason: str) -> list[str]:
+        """Give every run of the campaign that has no status (its writer died before the run
+        stopped) the status "abort" and ``reason``; return their uids. Call only when no other
+        process writes this campaign (a resume holds the campaign's lock)."""
+        with self._lock:
+            conn = self._connection()
+            self._begin()
+            uids = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT uid FROM runs WHERE campaign_uid = ? AND exit_status IS NULL"
+                    " ORDER BY wall_time, rowid",
+                    (campaign_uid,),
+                )
+                if row[0] not in self._runs
+            ]
+            for uid in uids:
+                conn.execute(
+                    "UPDATE runs SET exit_status = 'abort', reason = ? WHERE uid = ?",
+                    (reason, uid),
+                )
+                conn.execute(
+                    "UPDATE phases SET exit_status = 'abort', reason = ?"
+                    " WHERE run_uid = ? AND exit_status IS NULL",
+                    (reason, uid),
+                )
+            self._commit()
+            return uids
+
     # -- documents -----------------------------------------------------------------------------
 
     def run_start(self, doc: RunStart) -> None:

@@ -1,0 +1,49 @@
+"""SIGINT and SIGTERM stop a campaign cleanly: the signal becomes an exception in the main
+thread, so the run in progress is closed with status "abort" and the reason, spawned processes
+are stopped, and the command exits with 128 + the signal number (130 for Ctrl-C, 143 for
+SIGTERM, as shells report them)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+log = logging.getLogger(__name__)
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Interrupted(BaseException):
+    """A stop signal arrived; a BaseException so that no ``except Exception`` swallows it."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        self.signal_name = signal.Signals(signum).name
+        super().__init__(f"interrupted by {self.signal_name}")
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+@contextmanager
+def signals_interrupt() -> Iterator[None]:
+    """While inside, SIGINT and SIGTERM raise ``Interrupted`` once; a second signal during the
+    clean-up that follows is logged and ignored, so the clean-up itself is not cut short."""
+    received: list[int] = []
+
+    def _handler(signum: int, _frame: object) -> None:
+        if received:
+            log.warning("%s received while stopping; still stopping", signal.Signals(signum).name)
+            return
+        received.append(signum)
+        raise Interrupted(signum)
+
+    previous = {sig: signal.signal(sig, _handler) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,201 @@
+"""`hilbench run` stopped by SIGKILL, SIGTERM or Ctrl-C at three points (agent start-up, mid-run,
+instrument acquisition): nothing it started outlives it, the store says what happened, and the
+same command resumes so that every unit ends with exactly one success. Real processes only."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+import pytest
+
+from hilbench.orchestrator.runner import UNFINISHED_REASON
+from hilbench.store import Store
+
+pytestmark = pytest.mark.slow
+
+CAMPAIGN = """
+[campaign]
+name = "lifecycle"
+
+[[agents]]
+id = "cpu0"
+driver = "cpu"
+spawn = true
+
+[[qubo]]
+agent = "cpu0"
+nodes = [10]
+densities = [0.1]
+seeds = [0, 1]
+solvers = ["sa"]
+timeouts_s = [{timeout}]
+"""
+
+SIMULATED_METER = """
+[[instruments]]
+id = "dmm"
+driver = "keysight34465a"
+measures = "cpu0"
+simulate = "simulated-cpu"
+noise_std_w = 0.01
+
+[instruments.settings]
+function = "current"
+range = 10.0
+nplc = 0.02
+autozero = false
+sample_interval_s = 0.001
+supply_voltage_v = 12.0
+"""
+
+
+def _query(db: Path, sql: str) -> list[tuple]:
+    if not db.exists():
+        return []
+    try:
+        with sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=5) as conn:
+            return conn.execute(sql).fetchall()
+    except sqlite3.OperationalError:  # schema not created yet
+        return []
+
+
+def agent_starting(proc: subprocess.Popen, db: Path) -> bool:
+    """The agent process exists and no run has begun."""
+    children = psutil.Process(proc.pid).children(recursive=True)
+    has_agent = any("agent" in c.cmdline() for c in children if c.is_running())
+    return has_agent and not _query(db, "SELECT 1 FROM runs")
+
+
+def run_open(proc: subprocess.Popen, db: Path) -> bool:
+    """A run has begun and not stopped."""
+    return bool(_query(db, "SELECT 1 FROM runs WHERE exit_status IS NULL"))
+
+
+def acquiring(proc: subprocess.Popen, db: Path) -> bool:
+    """An open phase already has samples from the meter stored."""
+    return bool(
+        _query(
+            db,
+            "SELECT 1 FROM samples s JOIN phases p ON s.phase_uid = p.uid WHERE p.t_stop IS NULL",
+        )
+    )
+
+
+POINTS: dict[str, tuple[Callable[[subprocess.Popen, Path], bool], str]] = {
+    "agent-start-up": (agent_starting, CAMPAIGN.format(timeout=0.2)),
+    "mid-run": (run_open, CAMPAIGN.format(timeout=0.3)),
+    "acquisition": (acquiring, CAMPAIGN.format(timeout=0.8) + SIMULATED_METER),
+}
+
+
+class Descendants:
+    """Every process below ``pid``, remembered from the moment it is seen until the end."""
+
+    def __init__(self, pid: int) -> None:
+        self.root = psutil.Process(pid)
+        self.seen: dict[int, psutil.Process] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def scan(self) -> None:
+        try:
+            for child in self.root.children(recursive=True):
+                self.seen.setdefault(child.pid, child)
+        except psutil.NoSuchProcess:
+            pass
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            self.scan()
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def alive(self) -> list[str]:
+        living = []
+        for p in self.seen.values():
+            try:
+                if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                    living.append(f"{p.pid} {' '.join(p.cmdline())}")
+            except psutil.NoSuchProcess:
+                pass
+        return living
+
+
+def run_cmd(path: Path, db: Path) -> list[str]:
+    return [sys.executable, "-m", "hilbench", "run", str(path), "--db", str(db), "-q"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT],
+                         ids=["SIGKILL", "SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("point", list(POINTS))
+def test_stopped_campaign_leaves_no_process_and_resumes(tmp_path, point, sig):
+    reached, text = POINTS[point]
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    db = tmp_path / "l.sqlite"
+    proc = subprocess.Popen(run_cmd(path, db), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    tree = Descendants(proc.pid)
+    try:
+        deadline = time.monotonic() + 90
+        while not reached(proc, db):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, f"never reached {point}"
+            time.sleep(0.01)
+        tree.scan()
+        assert tree.seen, "hilbench started no process"
+        os.kill(proc.pid, sig)
+        t_signal = time.monotonic()
+        _out, err = proc.communicate(timeout=30)
+    finally:
+        tree.stop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    time.sleep(max(0.0, t_signal + 2.0 - time.monotonic()))
+    assert tree.alive() == [], f"still alive 2 s after {sig.name}"
+
+    open_runs = [r for r in _runs(db) if r["status"] == "incomplete"]
+    if sig == signal.SIGKILL:
+        assert proc.returncode == -signal.SIGKILL
+    else:
+        # A clean stop: exit 128 + signal, the run in progress aborted with the reason, a hint.
+        assert proc.returncode == 128 + sig, err
+        assert f"to resume: hilbench run {path} --db {db}" in err
+        assert open_runs == []
+        aborted = [r for r in _runs(db) if r["status"] == "abort"]
+        if point != "agent-start-up":
+            assert [r["reason"] for r in aborted] == [f"interrupted by {sig.name}"]
+        with Store(db) as store:
+            assert [c["status"] for c in store.campaigns()] == ["abort"]
+
+    again = subprocess.run(run_cmd(path, db), capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    runs = _runs(db)
+    assert all(r["status"] != "incomplete" for r in runs)
+    successes = [r["unit_key"] for r in runs if r["status"] == "success"]
+    assert sorted(successes) == sorted(set(successes)) and len(successes) == 2
+    for run in open_runs:  # left open by the killed orchestrator: closed by the resume
+        assert {r["uid"]: r for r in runs}[run["uid"]]["status"] == "abort"
+        assert {r["uid"]: r for r in runs}[run["uid"]]["reason"] == UNFINISHED_REASON
+    with Store(db) as store:
+        campaigns = store.campaigns()
+    assert [c["status"] for c in campaigns] == ["success"] and campaigns[0]["resumes"] == 1
+
+
+def _runs(db: Path) -> list[dict]:
+    with Store(db) as store:
+        return store.runs()
