@@ -70,9 +70,21 @@ def _query(db: Path, sql: str) -> list[tuple]:
 
 def agent_starting(proc: subprocess.Popen, db: Path) -> bool:
     """The agent process exists and no run has begun."""
-    children = psutil.Process(proc.pid).children(recursive=True)
-    has_agent = any("agent" in c.cmdline() for c in children if c.is_running())
-    return has_agent and not _query(db, "SELECT 1 FROM runs")
+    return _has_agent(proc.pid) and not _query(db, "SELECT 1 FROM runs")
+
+
+def _has_agent(pid: int) -> bool:
+    try:
+        children = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return False
+    for child in children:
+        try:
+            if "agent" in child.cmdline():
+                return True
+        except psutil.Error:  # gone, or a zombie, since it was listed
+            continue
+    return False
 
 
 def run_open(proc: subprocess.Popen, db: Path) -> bool:
@@ -129,7 +141,7 @@ class Descendants:
             try:
                 if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
                     living.append(f"{p.pid} {' '.join(p.cmdline())}")
-            except psutil.NoSuchProcess:
+            except (psutil.NoSuchProcess, psutil.ZombieProcess):
                 pass
         return living
 
