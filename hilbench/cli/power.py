@@ -100,7 +100,8 @@ def power() -> None:
     "--json",
     "as_json",
     is_flag=True,
-    help="Print one JSON object on the last line (uncertainties are 95 % expanded).",
+    help="Print one JSON object, and nothing else, on stdout (notes go to stderr; "
+    "uncertainties are 95 % expanded).",
 )
 @click.pass_context
 def analyze_command(
@@ -154,8 +155,9 @@ def analyze_command(
         click.echo(f"error: {exc}", err=True)
         ctx.exit(EXIT_USAGE)
     if as_json:
+        # stdout is pure JSON for a program to parse; the notes are for a person: stderr.
         for note in result.notes:
-            click.echo(f"# {note}")
+            click.echo(f"note: {note}", err=True)
         click.echo(json.dumps(result.to_json_dict()))
     else:
         click.echo(_table(result))

@@ -51,14 +51,18 @@ def _write_npy_atomically(path: Path, matrix: np.ndarray) -> None:
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as exc:
-        raise click.BadParameter(f"cannot write in {directory}: {exc.strerror}", "--out") from exc
+        raise click.BadParameter(
+            f"cannot write in {directory}: {exc.strerror}", param_hint="--out"
+        ) from exc
     try:
         with os.fdopen(fd, "wb") as handle:
             np.save(handle, matrix, allow_pickle=False)
         os.replace(tmp_name, path)
     except OSError as exc:
         Path(tmp_name).unlink(missing_ok=True)
-        raise click.BadParameter(f"cannot write {path}: {exc.strerror}", "--out") from exc
+        raise click.BadParameter(
+            f"cannot write {path}: {exc.strerror}", param_hint="--out"
+        ) from exc
 
 
 @click.group()

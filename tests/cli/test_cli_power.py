@@ -50,7 +50,7 @@ def run(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def test_watts_trace_gives_json_figures_on_the_last_line(tmp_path: Path) -> None:
+def test_watts_trace_gives_pure_json_figures(tmp_path: Path) -> None:
     s = write_trace(tmp_path / "S.csv", "watts")
     p = write_phases(tmp_path / "P.csv")
     code, out, _ = run(
@@ -65,7 +65,7 @@ def test_watts_trace_gives_json_figures_on_the_last_line(tmp_path: Path) -> None
         "0.01",
     )
     assert code == 0
-    figures = json.loads(out.strip().splitlines()[-1])
+    figures = json.loads(out)  # stdout is JSON and nothing else
     assert set(figures) == KEYS
     assert figures["idle_w"] == pytest.approx(0.07940, rel=1e-4)
     assert figures["dynamic_w"] == pytest.approx(0.02132, rel=2e-3)
@@ -80,8 +80,8 @@ def test_amps_with_volts_give_the_same_figures_as_watts(tmp_path: Path) -> None:
     _, out_w, _ = run("--samples", str(watts), "--phases", str(p), "--json")
     code, out_a, _ = run("--samples", str(amps), "--phases", str(p), "--volts", "5", "--json")
     assert code == 0
-    from_watts = json.loads(out_w.splitlines()[-1])
-    from_amps = json.loads(out_a.splitlines()[-1])
+    from_watts = json.loads(out_w)
+    from_amps = json.loads(out_a)
     for key in ("idle_w", "active_w", "dynamic_w", "energy_per_inference_j"):
         assert from_amps[key] == pytest.approx(from_watts[key], rel=1e-6)
 
@@ -134,7 +134,7 @@ def test_missing_file_is_a_usage_error(tmp_path: Path) -> None:
     assert "nope.csv" in err
 
 
-def test_installed_command_prints_json_last_line(tmp_path: Path) -> None:
+def test_installed_command_prints_pure_json_and_notes_on_stderr(tmp_path: Path) -> None:
     s = write_trace(tmp_path / "S.csv", "watts")
     p = write_phases(tmp_path / "P.csv")
     done = subprocess.run(
@@ -156,7 +156,7 @@ def test_installed_command_prints_json_last_line(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert set(json.loads(done.stdout.splitlines()[-1])) == KEYS
+    assert set(json.loads(done.stdout)) == KEYS
 
 
 def test_a_log_that_starts_late_is_analysed_with_its_coverage(tmp_path: Path) -> None:
@@ -164,11 +164,11 @@ def test_a_log_that_starts_late_is_analysed_with_its_coverage(tmp_path: Path) ->
     p = write_phases(tmp_path / "P.csv")
     code, out, err = run("--samples", str(s), "--phases", str(p), "--json")
     assert code == 0, err
-    figures = json.loads(out.strip().splitlines()[-1])
+    figures = json.loads(out)  # stdout is JSON and nothing else
     assert figures["idle_coverage"] == pytest.approx(59.7 / 60, abs=1e-3)
     assert figures["active_coverage"] == pytest.approx(1.0)
     assert figures["idle_w"] == pytest.approx(0.07940, rel=1e-4)
-    assert "coverage of each window by the readings: idle 99.5 %" in out
+    assert "coverage of each window by the readings: idle 99.5 %" in err  # notes: stderr
 
 
 def test_too_little_coverage_is_refused_saying_by_how_much(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ import pytest
 from hilbench.orchestrator.campaign import CampaignError, load_campaign, parse_campaign
 from hilbench.orchestrator.procedure import expand_all
 from hilbench.orchestrator.runner import CampaignRunner
+from hilbench.power.rapl import probe_rapl
 from hilbench.store import Store, StoreError
 
 SMALL = """
@@ -51,7 +52,9 @@ def hilbench(*args: str, **kw) -> subprocess.CompletedProcess:
 def test_campaign_runs_every_unit_through_a_real_agent(tmp_path):
     db = tmp_path / "r.sqlite"
     proc = hilbench("run", str(write(tmp_path, SMALL.format(timeout=0.01))), "--db", str(db))
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 0, proc.stderr  # README exit-code table, row 0
+    # This machine decides whether the agent can read RAPL; the test does not assume it.
+    rapl, rapl_reason = probe_rapl()
     with Store(db) as store:
         runs = store.runs()
         assert len(runs) == 4 and all(r["status"] == "success" for r in runs)
@@ -63,14 +66,94 @@ def test_campaign_runs_every_unit_through_a_real_agent(tmp_path):
             assert metrics["actual_s"]["value"] > 0
             assert metrics["feasible"]["value"] == 1.0
             assert metrics["overrun"]["meta"]["tolerance_s"] == 0.5e-3
-            # No RAPL here: power is absent with a reason, never a number.
-            assert metrics["avg_power_w"]["value"] is None
-            assert "powercap" in metrics["avg_power_w"]["meta"]["reason"]
+            if rapl is None:  # power is absent with the reason, never a number
+                assert metrics["avg_power_w"]["value"] is None
+                assert metrics["avg_power_w"]["meta"]["reason"] == rapl_reason
+            else:
+                assert metrics["avg_power_w"]["value"] > 0
             phases = store.phases(run["uid"])
             assert [p["name"] for p in phases] == ["load", "solve"]
             assert all("cpu0" in p["clock_offsets"] for p in phases)
     assert "gap mean" in proc.stdout and "feasible" in proc.stdout
     assert "4 run(s) completed" in proc.stdout
+    # stdout is not a terminal here: one line per finished run, also kept beside the store.
+    per_run = [line for line in proc.stdout.splitlines() if " run " in line and "bks_gap=" in line]
+    assert len(per_run) == 4 and all(" success; " in line for line in per_run)
+    log_file = db.with_name("r.sqlite.logs") / "small.log"
+    assert sum(" success; " in line for line in log_file.read_text().splitlines()) == 4
+    assert [p.name for p in log_file.parent.glob("spawn-*")] == []  # clean stop: no spawn logs
+    assert oct(db.stat().st_mode & 0o777) == "0o600"
+    assert oct(log_file.parent.stat().st_mode & 0o777) == "0o700"
+    unreadable = f"power source rapl of agent cpu0 could not be read: {rapl_reason}"
+    assert (unreadable in proc.stdout) == (rapl is None)
+
+
+def test_runs_the_agent_refuses_exit_1_and_the_campaign_goes_on(tmp_path):
+    """README exit-code table, row 1: some runs failed, the others ran."""
+    text = SMALL.format(timeout=0.01).replace(
+        "spawn = true", 'spawn = true\noptions = { num_sweeps = "-1" }'
+    )
+    db = tmp_path / "one.sqlite"
+    proc = hilbench("run", str(write(tmp_path, text)), "--db", str(db))
+    assert proc.returncode == 1, proc.stderr
+    assert "num_sweeps" in proc.stderr
+    with Store(db) as store:
+        runs = store.runs()
+        assert len(runs) == 4  # every unit was tried
+        failed = [r for r in runs if r["status"] == "fail"]
+        assert failed and all("num_sweeps" in r["reason"] for r in failed)
+        assert [c["status"] for c in store.campaigns()] == ["fail"]
+    assert f"{len(failed)} failed" in proc.stdout
+
+
+def test_silent_instrument_at_start_exits_3_and_the_campaign_row_has_a_status(tmp_path):
+    """An instrument that accepts the connection and never answers: nothing runs, exit 3, the
+    campaign row says "abort" and the agent hilbench started is stopped."""
+    from hilbench.sim import SimulatedMeter
+
+    db = tmp_path / "silent.sqlite"
+    with SimulatedMeter() as meter:
+        meter.stall()
+        text = SMALL.format(timeout=0.01) + (
+            "\n[[instruments]]\nid = \"dmm\"\ndriver = \"keysight34465a\"\n"
+            f'measures = "cpu0"\nresource = "{meter.resource}"\nvisa_library = "@py"\n'
+            "[instruments.settings]\ntimeout_s = 1.0\n"
+        )
+        proc = hilbench("run", str(write(tmp_path, text)), "--db", str(db))
+        meter.resume()
+    assert proc.returncode == 3, proc.stderr
+    assert "instrument dmm" in proc.stderr
+    with Store(db) as store:
+        assert store.runs() == []
+        assert [c["status"] for c in store.campaigns()] == ["abort"]
+
+
+def test_the_same_campaign_twice_at_once_is_refused(tmp_path):
+    """A second `hilbench run` of a campaign still running against the same store would take
+    its open runs for a dead orchestrator's; it is refused (exit 2) and names the holder."""
+    path = write(tmp_path, SMALL.format(timeout=1.0))
+    db = tmp_path / "twice.sqlite"
+    first = subprocess.Popen([sys.executable, "-m", "hilbench", "run", str(path), "--db", str(db),
+                              "-q"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not (db.exists() and _has_run(db)):
+            assert time.monotonic() < deadline and first.poll() is None
+            time.sleep(0.1)
+        second = hilbench("run", str(path), "--db", str(db))
+    finally:
+        first.terminate()
+        first.wait(30)
+    assert second.returncode == 2, second.stderr
+    assert "already running" in second.stderr and f"pid {first.pid}" in second.stderr
+
+
+def _has_run(db: Path) -> bool:
+    try:
+        with Store(db) as store:
+            return bool(store.runs())
+    except StoreError:
+        return False
 
 
 def test_killing_the_agent_names_agent_and_run_and_keeps_completed_runs(tmp_path):

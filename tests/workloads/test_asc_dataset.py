@@ -309,6 +309,7 @@ REAL_DATA = os.environ.get("HILBENCH_ASC_DATA")
 
 
 @pytest.mark.slow
+@pytest.mark.outside_ci
 @pytest.mark.skipif(not REAL_DATA, reason="set HILBENCH_ASC_DATA to the real DCASE 2020 set")
 def test_real_data_gives_the_published_split_sizes() -> None:
     counts = split_counts(scan_dataset(REAL_DATA or ""))

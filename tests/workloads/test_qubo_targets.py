@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,9 @@ from hilbench.workloads.qubo.published import published_rows, published_target
 from hilbench.workloads.qubo.target_cache import default_cache_path
 
 QUICK_TABU = TabuSettings(num_reads=3, num_restarts=2)
-REFERENCE_CSV = Path("/work/shared/reference/qubo_targets.csv")
+# The shared reference folder is wherever this machine keeps it (not part of the repository).
+REFERENCE_DIR = Path(os.environ.get("HILBENCH_REFERENCE_DIR", "/work/shared/reference"))
+REFERENCE_CSV = REFERENCE_DIR / "qubo_targets.csv"
 
 
 @pytest.fixture(autouse=True)
@@ -37,8 +40,12 @@ def test_table_is_complete() -> None:
     assert all(r.cost < 0 for r in rows)
 
 
-@pytest.mark.skipif(not REFERENCE_CSV.exists(), reason="shared reference not mounted")
+@pytest.mark.outside_ci
 def test_shipped_table_is_the_reference_copy() -> None:
+    if not REFERENCE_CSV.exists():
+        if "HILBENCH_REFERENCE_DIR" in os.environ:  # asked for it: its absence is an error
+            pytest.fail(f"HILBENCH_REFERENCE_DIR has no qubo_targets.csv: {REFERENCE_CSV}")
+        pytest.skip(f"no shared reference at {REFERENCE_CSV} (set HILBENCH_REFERENCE_DIR)")
     shipped = Path(__file__).resolve().parents[2] / "hilbench/workloads/qubo/data/qubo_targets.csv"
     assert shipped.read_bytes() == REFERENCE_CSV.read_bytes()
 
