@@ -6,12 +6,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import psutil
 import pytest
 
+from hilbench.agent.runtime import AgentRuntime
 from hilbench.orchestrator.campaign import CampaignError, load_campaign, parse_campaign
 from hilbench.orchestrator.procedure import expand_all
 from hilbench.orchestrator.runner import CampaignRunner
@@ -88,22 +90,33 @@ def test_campaign_runs_every_unit_through_a_real_agent(tmp_path):
     assert (unreadable in proc.stdout) == (rapl is None)
 
 
-def test_runs_the_agent_refuses_exit_1_and_the_campaign_goes_on(tmp_path):
-    """README exit-code table, row 1: some runs failed, the others ran."""
+def test_runs_that_fail_exit_1_and_the_campaign_goes_on(tmp_path):
+    """README exit-code table, row 1: some runs failed, the others ran. The agent (a real
+    runtime on loopback) claims a cost its returned state does not have: each run fails."""
+    from tests.procedures.test_qubo_checks import TamperingDriver
+
+    runtime = AgentRuntime(TamperingDriver("wrong_cost", str(tmp_path / "no-powercap")),
+                           "tamper", bind="tcp://127.0.0.1:*")
+    thread = threading.Thread(target=runtime.serve, daemon=True)
+    thread.start()
+    assert runtime.wait_ready()
     text = SMALL.format(timeout=0.01).replace(
-        "spawn = true", 'spawn = true\noptions = { num_sweeps = "-1" }'
-    )
+        "spawn = true", f'address = "{runtime.endpoint}"'
+    ).replace('driver = "cpu"', 'driver = "tampering"')
     db = tmp_path / "one.sqlite"
-    proc = hilbench("run", str(write(tmp_path, text)), "--db", str(db))
+    try:
+        proc = hilbench("run", str(write(tmp_path, text)), "--db", str(db))
+    finally:
+        runtime.request_shutdown()
+        thread.join(5)
     assert proc.returncode == 1, proc.stderr
-    assert "num_sweeps" in proc.stderr
+    assert "failed" in proc.stderr
     with Store(db) as store:
         runs = store.runs()
         assert len(runs) == 4  # every unit was tried
-        failed = [r for r in runs if r["status"] == "fail"]
-        assert failed and all("num_sweeps" in r["reason"] for r in failed)
+        assert all(r["status"] == "fail" and "claimed cost" in r["reason"] for r in runs)
         assert [c["status"] for c in store.campaigns()] == ["fail"]
-    assert f"{len(failed)} failed" in proc.stdout
+    assert "4 failed" in proc.stdout
 
 
 def test_silent_instrument_at_start_exits_3_and_the_campaign_row_has_a_status(tmp_path):

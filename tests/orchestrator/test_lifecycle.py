@@ -165,6 +165,7 @@ def test_stopped_campaign_leaves_no_process_and_resumes(tmp_path, point, sig):
         while True:
             tree.scan()
             if reached(proc, db):
+                tree.scan()  # whatever appeared while checking
                 break
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, f"never reached {point}"
