@@ -130,7 +130,8 @@ def test_silent_instrument_at_start_exits_3_and_the_campaign_row_has_a_status(tm
         text = SMALL.format(timeout=0.01) + (
             "\n[[instruments]]\nid = \"dmm\"\ndriver = \"keysight34465a\"\n"
             f'measures = "cpu0"\nresource = "{meter.resource}"\nvisa_library = "@py"\n'
-            "[instruments.settings]\ntimeout_s = 1.0\n"
+            "[instruments.settings]\nfunction = \"current\"\nrange = 10.0\n"
+            "supply_voltage_v = 12.0\ntimeout_s = 1.0\n"
         )
         proc = hilbench("run", str(write(tmp_path, text)), "--db", str(db))
         meter.resume()
