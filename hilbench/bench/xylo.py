@@ -25,7 +25,13 @@ import numpy as np
 @click.option("--seed", default=0, show_default=True, type=int)
 def xylo(samples: int, network: Path | None, seed: int) -> None:
     """Host AFE simulation time and XyloSim time per 1 s sample, versus real time."""
+    from hilbench.agent.driver import DriverError
     from hilbench_drivers.xylo import vendor
+
+    try:
+        vendor.rockpool_xylo_a2()
+    except DriverError as exc:  # run it with .venv-xylo/bin/hilbench
+        raise click.ClickException(str(exc)) from None
     from hilbench_drivers.xylo.afe import HostFrontEnd
     from hilbench_drivers.xylo.network import AfeSettings, XyloNetwork
     from hilbench_drivers.xylo.train import build_network, to_network
