@@ -98,7 +98,7 @@ def _budget(metric: dict[str, Any]) -> list[dict[str, Any]] | None:
     return None if not budget else budget.get("components")
 
 
-def _mean_uncertainty(found: list[dict[str, Any]]) -> float | None:
+def mean_uncertainty(found: list[dict[str, Any]]) -> float | None:
     """95 % uncertainty of the mean over runs. With stored budgets, the common-mode part
     (same instrument) is averaged as fully correlated and the rest as independent; without,
     all of it is taken as independent."""
@@ -141,7 +141,7 @@ def combine(runs: list[dict[str, dict[str, Any]]], name: str) -> Figure | None:
     worst = None
     if len(values) > 1 and mean != 0:
         worst = max(abs(v - mean) for v in values) / abs(mean)
-    return Figure(mean, _mean_uncertainty(found), unit, len(found), worst)
+    return Figure(mean, mean_uncertainty(found), unit, len(found), worst)
 
 
 def format_figure(fig: Figure | None, *, percent: bool = False) -> str:

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hilbench.clock import now
+# The meter shares the bench's physical clock with the devices it measures (never offset).
+from hilbench.clock import bench_now as now
 from hilbench.sim.power_model import (
     ARDUINO_NANO_33_BLE,
     DevicePowerModel,
