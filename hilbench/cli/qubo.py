@@ -126,6 +126,13 @@ def generate(nodes: int, density: float, seed: int, out: Path) -> None:
     help="Tabu sampler seed  [default: the workload seed].",
 )
 @click.option(
+    "--tabu-budget",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Wall-clock budget in seconds for all Tabu reads, recorded with the target; reads "
+    "stop when it is spent (a target cut short is marked as not the published definition).",
+)
+@click.option(
     "--kind",
     type=click.Choice(["official", "best-known", "bound"]),
     default="official",
@@ -150,6 +157,7 @@ def target(
     tabu_reads: int,
     tabu_restarts: int,
     tabu_seed: int | None,
+    tabu_budget: float | None,
     kind: str,
     time_limit: float,
 ) -> None:
@@ -175,7 +183,9 @@ def target(
             density,
             seed,
             cache=not no_cache,
-            tabu_settings=TabuSettings(num_reads=tabu_reads, num_restarts=tabu_restarts),
+            tabu_settings=TabuSettings(
+                num_reads=tabu_reads, num_restarts=tabu_restarts, time_budget_s=tabu_budget
+            ),
             tabu_seed=tabu_seed,
         )
     except RuntimeError as exc:

@@ -177,3 +177,14 @@ def test_unwritable_cache_does_not_stop_a_campaign(
     target = find_target(70, 0.1, 8, tabu_settings=QUICK_TABU)
     assert target.source == "tabu"
     assert target.cost < 0
+
+
+def test_a_tabu_time_budget_is_recorded_with_the_target() -> None:
+    settings = TabuSettings(num_reads=1000, num_restarts=50, time_budget_s=0.5)
+    target = find_target(300, 0.05, 7, cache=False, tabu_settings=settings)
+    d = target.detail
+    assert d["time_budget_s"] == 0.5 and d["budget_exhausted"] is True
+    assert 1 <= d["reads_done"] < 1000  # 1000 reads of 50 restarts do not fit in 0.5 s
+    assert d["published_parameters"] is False and d["is_independent_set"] is True
+    assert target.cost == -d["set_size"] < 0
+    assert "cut short" in target.describe()
