@@ -39,6 +39,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -555,7 +556,11 @@ class SocWatchPowerSource:
         )
         if resource is not None:
             raise ValueError("SoC Watch runs on this machine; it takes no resource")
-        output_dir = settings.get("output_dir") or tempfile.mkdtemp(prefix="hilbench-socwatch-")
+        # Named here, created at the first collection: building the source (which a campaign
+        # check does to validate settings) leaves nothing behind.
+        output_dir = settings.get("output_dir") or Path(
+            tempfile.gettempdir(), f"hilbench-socwatch-{uuid.uuid4().hex[:12]}"
+        )
         run = SocWatchRun(
             output_dir=Path(output_dir),
             duration_s=float(settings.get("max_window_s", 3600.0)),  # stopped early by stop()
