@@ -41,8 +41,13 @@ def campaign() -> None:
 def schema(out: Path | None) -> None:
     """Print the JSON Schema of campaign files, including every installed procedure's table."""
     from hilbench.orchestrator.campaign import campaign_schema
+    from hilbench.orchestrator.procedure import ProcedureError
 
-    text = json.dumps(campaign_schema(), indent=2)
+    try:
+        text = json.dumps(campaign_schema(), indent=2)
+    except ProcedureError as exc:
+        echo_campaign_error(exc)
+        raise SystemExit(EXIT_USAGE) from None
     if out is None:
         click.echo(text)
     else:

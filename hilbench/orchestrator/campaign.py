@@ -40,7 +40,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from hilbench.orchestrator.campaign_errors import CampaignError, describe_errors
 from hilbench.orchestrator.endpoints import check_endpoint
 from hilbench.orchestrator.instruments import InstrumentSpec, check_instrument_settings
-from hilbench.orchestrator.procedure import CampaignTable, TableContext, procedures
+from hilbench.orchestrator.procedure import (
+    CampaignTable,
+    ProcedureError,
+    TableContext,
+    load_procedure,
+    procedure_names,
+    procedures,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -233,7 +240,7 @@ class _Problems:
 def parse_campaign(data: dict[str, Any], source: str = "<campaign>") -> Campaign:
     """Validate a campaign (as parsed from TOML); CampaignError names file, section and key,
     one line per problem, for every section of the file."""
-    registry = procedures()
+    registry = procedure_names()
     base_dir = Path(source).parent if Path(source).suffix else Path.cwd()
     problems = _Problems()
     unknown = sorted(set(data) - set(CORE_TABLES) - set(registry))
@@ -273,7 +280,11 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>") -> Campaign
     for name in data:
         if name in CORE_TABLES or name in unknown:
             continue
-        model = registry[name].table
+        try:
+            model = load_procedure(name).table
+        except ProcedureError as exc:
+            problems.lines.append(f"{source} [[{name}]]: {exc}")
+            continue
         valid = []
         for i, table in enumerate(problems.check(lambda name=name: _tables(data, name, source),
                                                  [])):

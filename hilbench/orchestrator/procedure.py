@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -117,32 +117,43 @@ class ProcedureError(RuntimeError):
 
 
 @cache
-def procedures() -> dict[str, Procedure]:
-    """Every installed procedure by table name, loaded once per process."""
-    found: dict[str, Procedure] = {}
+def procedure_names() -> dict[str, EntryPoint]:
+    """Installed procedures by table name, not yet imported (a broken plugin only matters to
+    campaigns that use its table)."""
+    found: dict[str, EntryPoint] = {}
     for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-        if ep.name in found:
-            continue  # the same distribution seen twice on sys.path
-        try:
-            plugin = ep.load()
-        except Exception as exc:
-            raise ProcedureError(
-                f"procedure {ep.name!r} ({ep.value}) could not be loaded: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
-        if not isinstance(plugin, Procedure) or not issubclass(plugin.table, CampaignTable):
-            raise ProcedureError(
-                f"procedure {ep.name!r} ({ep.value}) is not a hilbench Procedure "
-                "with a CampaignTable model"
-            )
-        found[ep.name] = plugin
+        found.setdefault(ep.name, ep)  # the same distribution may be seen twice on sys.path
     return found
+
+
+@cache
+def load_procedure(name: str) -> Procedure:
+    """The procedure owning table ``name``; ProcedureError says why it cannot be used."""
+    ep = procedure_names()[name]
+    try:
+        plugin = ep.load()
+    except Exception as exc:
+        raise ProcedureError(
+            f"procedure {name!r} ({ep.value}) could not be loaded: {type(exc).__name__}: {exc}"
+        ) from exc
+    if not isinstance(plugin, Procedure) or not (
+        isinstance(plugin.table, type) and issubclass(plugin.table, CampaignTable)
+    ):
+        raise ProcedureError(
+            f"procedure {name!r} ({ep.value}) is not a hilbench Procedure with a "
+            "CampaignTable model"
+        )
+    return plugin
+
+
+def procedures() -> dict[str, Procedure]:
+    """Every installed procedure by table name, loaded (for the schema of all tables)."""
+    return {name: load_procedure(name) for name in procedure_names()}
 
 
 def expand_all(campaign: Campaign) -> list[Unit]:
     """Every unit of the campaign, procedure by procedure in the order the file gives them."""
-    registry = procedures()
     units: list[Unit] = []
     for name, tables in campaign.tables.items():
-        units.extend(registry[name].expand(tables, campaign))
+        units.extend(load_procedure(name).expand(tables, campaign))
     return units

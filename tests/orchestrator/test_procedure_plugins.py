@@ -127,19 +127,21 @@ PROCEDURE = Procedure(table=WordsTable, expand=expand, summary="echo words (thir
 '''
 
 
-@pytest.fixture
-def third_party(tmp_path) -> dict[str, str]:
-    """A distribution `hilbench-words` installed on a PYTHONPATH entry, entry point only."""
-    site = tmp_path / "site"
-    (site / "hilbench_words-0.1.dist-info").mkdir(parents=True)
-    (site / "hilbench_words.py").write_text(PLUGIN)
+def install(site: Path, entry_points: str) -> dict[str, str]:
+    """A distribution `hilbench-words` on a PYTHONPATH entry: the environment to run with."""
     info = site / "hilbench_words-0.1.dist-info"
+    info.mkdir(parents=True)
+    (site / "hilbench_words.py").write_text(PLUGIN)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hilbench-words\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(
-        f"[{ENTRY_POINT_GROUP}]\nwords = hilbench_words:PROCEDURE\n"
-    )
+    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\n{entry_points}")
     path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
     return {**os.environ, "PYTHONPATH": path}
+
+
+@pytest.fixture
+def third_party(tmp_path) -> dict[str, str]:
+    """The plugin registered by an entry point only."""
+    return install(tmp_path / "site", "words = hilbench_words:PROCEDURE\n")
 
 
 CAMPAIGN = """
@@ -198,3 +200,19 @@ def test_without_the_plugin_its_table_is_an_unknown_table(tmp_path):
     proc = hilbench("campaign", "check", str(path), env=dict(os.environ))
     assert proc.returncode == 2
     assert f"error: {path}: unknown table [[words]]" in proc.stderr
+
+
+def test_a_broken_plugin_is_named_and_harms_only_campaigns_that_use_it(tmp_path):
+    env = install(tmp_path / "site", "words = hilbench_words:PROCEDURE\n"
+                  "broken = hilbench_not_installed:PROCEDURE\n")
+    path = tmp_path / "words.toml"
+    path.write_text(CAMPAIGN)
+    assert hilbench("campaign", "check", str(path), env=env).returncode == 0
+    path.write_text(CAMPAIGN + "\n[[broken]]\nx = 1\n")
+    proc = hilbench("campaign", "check", str(path), env=env)
+    assert proc.returncode == 2
+    assert (f"error: {path} [[broken]]: procedure 'broken' (hilbench_not_installed:PROCEDURE) "
+            "could not be loaded: ModuleNotFoundError") in proc.stderr
+    schema = hilbench("campaign", "schema", env=env)
+    assert schema.returncode == 2 and "procedure 'broken'" in schema.stderr
+    assert "Traceback" not in proc.stderr + schema.stderr
