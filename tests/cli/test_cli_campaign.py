@@ -62,6 +62,7 @@ def test_example_campaigns_pass_check_and_the_json_schema(example):
 
 def test_schema_catches_what_an_editor_should_underline():
     schema = json.loads(hilbench("campaign", "schema").stdout)
+    jsonschema.Draft202012Validator.check_schema(schema)
     good = tomllib.loads(GOOD)
     jsonschema.validate(good, schema)
     for bad in (
