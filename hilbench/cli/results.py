@@ -384,6 +384,8 @@ def _status_cell(item: dict[str, Any], with_reason: bool = True) -> str:
 
 
 def _summary_line(summary: Any) -> str:
+    if summary.n == 0:
+        return _escape(f"{summary.name}: —")  # stored without a value in every run
     text = f"{summary.name}: {_value_text(summary.mean, summary.std_error)} {summary.unit}"
     return _escape(f"{text.rstrip()} [{summary.n}]")
 
