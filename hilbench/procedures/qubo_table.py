@@ -7,7 +7,7 @@ scenario = "fixed_timeout"        # or "time_to_solution"
 nodes = [10, 25, 50]
 densities = [0.05]
 seeds = [0, 1]
-solvers = ["sa", "tabu"]          # "anytime": the cpu driver's own MIS solver
+solvers = ["sa", "tabu"]          # "anytime": the cpu driver's own MIS solver; "lava": loihi's
 timeouts_s = [0.001, 0.01]        # fixed_timeout only
 # gaps = [0.1, 0.05, 0.01]; max_time_s = 10   (time_to_solution only)
 ```
@@ -21,8 +21,10 @@ from pydantic import Field, model_validator
 
 from hilbench.orchestrator.procedure import CampaignTable
 
-SOLVERS = ("sa", "tabu", "anytime")
-Solver = Literal["sa", "tabu", "anytime"]
+# The solvers the drivers offer (cpu: sa, tabu, anytime; loihi: lava); each driver refuses the
+# ones it lacks (capabilities()["qubo"]["solvers"] lists its own).
+SOLVERS = ("sa", "tabu", "anytime", "lava")
+Solver = Literal["sa", "tabu", "anytime", "lava"]
 
 
 class QuboTable(CampaignTable):
