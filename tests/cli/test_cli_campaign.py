@@ -189,5 +189,6 @@ def test_every_problem_of_a_file_is_named_at_once(tmp_path):
         f"error: {path} [[agents]] #1 options.x: [1, 2] is not a string, an integer, a number "
         "or true or false",
         f"error: {path} [[qubo]] #1 nodes[2]: 1 must be >= 2",
-        f"error: {path} [[qubo]] #1 solvers[2]: 'gurobi' is not one of 'sa', 'tabu' or 'anytime'",
+        f"error: {path} [[qubo]] #1 solvers[2]: 'gurobi' is not one of "
+        "'sa', 'tabu', 'anytime' or 'lava'",
     ]
