@@ -3,7 +3,8 @@ and killed as a group (Lava's own worker processes included) when it overruns or
 
 The child (``lava_runner.py``) prints one JSON event per line; this side reads them with a
 deadline per stage: ``setup_timeout_s`` until it has started the timed region, then the run's
-own budget. Its stderr goes to a log file in the job folder, quoted when it fails.
+own budget until it has solved, then ``setup_timeout_s`` again for stopping Lava. Its stderr
+goes to a log file in the job folder, quoted when it fails.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def run_child(
             if stop.is_set():
                 raise DriverError(f"stopped on request during {stage}", "stopped")
             if now >= deadline:
-                limit = setup_timeout_s if "started" not in result.events else run_budget_s
+                limit = run_budget_s if stage == "run" else setup_timeout_s
                 raise DriverError(
                     f"Lava did not finish its {stage} within {limit:.3g} s: killed its process "
                     f"group (pid {proc.pid}); runner log: {_stderr_tail(log_path) or '(empty)'}",
@@ -144,6 +145,10 @@ def run_child(
                 if event["event"] == "started":
                     deadline = time.monotonic() + run_budget_s
                     stage = "run"
+                elif event["event"] == "solved":
+                    # Stopping Lava's runtime is teardown, not solving: it gets set-up's limit.
+                    deadline = time.monotonic() + setup_timeout_s
+                    stage = "teardown (stopping Lava's runtime)"
             if "done" in result.events or "error" in result.events:
                 break
     except BaseException:

@@ -61,7 +61,7 @@ class LoihiDriver:
         calibration_steps: str | int = 250,
         hyperparameters: str | None = None,
         setup_timeout_s: str | float = 120.0,
-        margin_s: str | float = 2.0,
+        margin_s: str | float = 5.0,
         allow_inject: str | bool = False,
     ) -> None:
         if backend not in BACKENDS:
@@ -118,8 +118,14 @@ class LoihiDriver:
         if "time_per_step_s" in params:
             value = params["time_per_step_s"]
             self.configured_step_s = float(value) if value else None
+        if "margin_s" in params:
+            self.margin_s = float(params["margin_s"])
         return DriverResult(
-            {"hyperparameters": self.hyperparameters, "time_per_step_s": self.configured_step_s}
+            {
+                "hyperparameters": self.hyperparameters,
+                "time_per_step_s": self.configured_step_s,
+                "margin_s": self.margin_s,
+            }
         )
 
     # ------------------------------------------------------------------- load

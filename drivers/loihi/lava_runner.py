@@ -10,6 +10,7 @@ per line on stdout, in this order::
 
     {"event": "ready", "import_s", "setup_s"}        solver built, compiled, runtime initialised
     {"event": "started", "t_start"}                   the timed region begins (CLOCK_MONOTONIC)
+    {"event": "solved", "t_end"}                      it ends; Lava's runtime is stopped next
     {"event": "done", ...}                            see ``_solve``; the state is a 0/1 list
     {"event": "error", "message"}                     anything that went wrong, then exit 1
 
@@ -142,6 +143,7 @@ def _solve(job: dict[str, Any], q: np.ndarray) -> None:
     valid = bool(state.shape == (q.shape[0],) and np.isin(state, (0, 1)).all())
     recomputed = int(state @ q64 @ state) if state.shape == (q.shape[0],) else None
     t_end = time.monotonic()
+    emit("solved", t_end=t_end)  # the timed region is over; what follows is teardown
     steps = _steps_run(solver, int(job["steps"]))
     solver.solver_process.stop()
     # On Loihi 2 the profiler's results are read after the run has stopped.
