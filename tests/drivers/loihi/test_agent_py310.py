@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from hilbench.orchestrator.client import AgentClient, AgentError
-from hilbench.orchestrator.spawn import SpawnedProcess
 from hilbench.workloads.qubo import SparseQubo, generate_qubo
 
 pytestmark = pytest.mark.slow
@@ -43,9 +42,14 @@ def agent(lava_python):
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert line.startswith("READY "), line
-    spawned = SpawnedProcess("loihi0", proc, line.split()[1], "")
-    yield spawned
-    spawned.stop()
+    yield proc, line.split()[1]
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def test_agent_runs_on_python_3_10_and_survives_a_hung_lava_run(agent, lava_python):
@@ -57,7 +61,8 @@ def test_agent_runs_on_python_3_10_and_survives_a_hung_lava_run(agent, lava_pyth
     ).stdout.strip()
     assert version == "(3, 10)"
     matrix = generate_qubo(25, 0.05, 0)
-    with AgentClient(agent.address) as client:
+    process, address = agent
+    with AgentClient(address) as client:
         caps = client.info["capabilities"]
         assert caps["simulated"] is True and "Lava CPU back end" in caps["simulation"]
         client.request("load", {"workload": "qubo"}, [matrix], timeout_s=120)
@@ -78,4 +83,4 @@ def test_agent_runs_on_python_3_10_and_survives_a_hung_lava_run(agent, lava_pyth
         assert reply.body["cost"] == SparseQubo.from_matrix(matrix).cost(state)
         assert state.dtype == np.int8
         client.request("shutdown")
-    assert agent.process.wait(timeout=10) == 0
+    assert process.wait(timeout=10) == 0
