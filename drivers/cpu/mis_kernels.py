@@ -54,7 +54,11 @@ def greedy(indptr, indices, in_set, tight):
 @njit(cache=True, nogil=True)
 def _push(stack, top, v):
     """Queue ``v`` for local search; when the queue is full the candidate is dropped, which
-    only forgoes a possible improvement."""
+    only forgoes a possible improvement. A repeat of the last queued vertex is dropped too: on
+    dense graphs every 1-tight neighbour of a removed vertex names the same set vertex, and
+    searching it once per neighbour costs O(n^3)."""
+    if top > 0 and stack[top - 1] == v:
+        return top
     if top < stack.shape[0]:
         stack[top] = v
         return top + 1
