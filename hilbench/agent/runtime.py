@@ -1,14 +1,16 @@
 """The agent runtime: hosts one driver and serves the agent protocol over ZeroMQ.
 
 One serving thread owns the socket and answers at once what needs no device work (hello, ping,
-heartbeat, status, stop, echo, shutdown); device commands (configure, load, run) go to a worker
-thread so that heartbeats and clock probes keep flowing while the device is busy. A malformed
-message gets a typed error reply (or, past the size limit, ZeroMQ drops the connection) and the
-agent goes on serving.
+heartbeat, status, stop, echo, shutdown); device commands (configure, load, run, and the no-op
+``noop`` that measures this path) go to a worker thread so that heartbeats and clock probes keep
+flowing while the device is busy. No message can stop the agent: a malformed one gets a typed
+error reply, and anything unforeseen while handling one becomes an ``internal`` error whose
+incident id finds the traceback in the log.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import queue
@@ -22,14 +24,23 @@ import zmq
 
 from hilbench import __version__
 from hilbench.agent.driver import Driver, DriverError, DriverResult
-from hilbench.clock import now, now_ns
-from hilbench.wire import codec
+from hilbench.agent.guard import DEFAULT_MEMORY_BUDGET_BYTES, BadMessageLog, MemoryBudget
+from hilbench.clock import now
+from hilbench.wire import codec, keys
 from hilbench.wire.codec import Message, ProtocolError
 
 log = logging.getLogger(__name__)
 
-DEVICE_COMMANDS = frozenset({"configure", "load", "run"})
+DEVICE_COMMANDS = frozenset({"configure", "load", "run", "noop"})
 INLINE_COMMANDS = frozenset({"status", "stop", "echo", "shutdown"})
+# Socket queues per connection, in messages: few, so ZeroMQ holds little that the agent has
+# not yet seen or that a peer has not yet read.
+RECEIVE_QUEUE = 8
+SEND_QUEUE = 64
+
+
+class InsecureAddress(ValueError):
+    """Plaintext on an address other hosts can reach, without ``insecure``."""
 
 
 @dataclass
@@ -40,16 +51,30 @@ class _Peer:
 
 
 @dataclass
+class _Job:
+    route: list[bytes]
+    msg: Message
+    frames: list[Any]
+    reserved: int  # bytes counted in the memory budget while the job is held
+
+
+@dataclass
 class AgentStats:
     served: int = 0
     errors: int = 0
+    internal_errors: int = 0
     heartbeats_sent: int = 0
     heartbeats_received: int = 0
     started: float = field(default_factory=now)
 
 
 class AgentRuntime:
-    """Serve ``driver`` on a ROUTER bound at ``bind`` or a DEALER connected to ``connect``."""
+    """Serve ``driver`` on a ROUTER bound at ``bind`` or a DEALER connected to ``connect``.
+
+    With ``key`` (this agent's pair) the link is CurveZMQ: a bound agent admits only the
+    ``authorized`` public keys; a connecting agent checks the orchestrator's ``server_key``.
+    Without a key the address must be loopback unless ``insecure`` is set.
+    """
 
     def __init__(
         self,
@@ -61,10 +86,27 @@ class AgentRuntime:
         heartbeat_s: float = 0.5,
         liveness: int = 6,
         max_payload_bytes: int = codec.DEFAULT_MAX_PAYLOAD_BYTES,
+        memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES,
+        key: keys.KeyPair | None = None,
+        authorized: dict[bytes, str] | None = None,
+        server_key: bytes | None = None,
+        insecure: bool = False,
         context: zmq.Context | None = None,
     ) -> None:
         if (bind is None) == (connect is None):
             raise ValueError("give exactly one of bind= or connect=")
+        address = bind if bind is not None else connect
+        assert address is not None
+        if key is None and not insecure and not keys.is_loopback(address):
+            raise InsecureAddress(
+                f"refusing plaintext on {address}, which other hosts can reach: give a key "
+                "(--key and --authorized), use a loopback address such as tcp://127.0.0.1:5555, "
+                "or accept the risk with --insecure"
+            )
+        if key is not None and bind is not None and not authorized:
+            raise ValueError("a keyed agent that binds needs the authorized public keys")
+        if key is not None and connect is not None and server_key is None:
+            raise ValueError("a keyed agent that connects needs the orchestrator's public key")
         self.driver = driver
         self.agent_id = agent_id or f"{driver.name}@{socket.gethostname()}:{os.getpid()}"
         self.bind_address = bind
@@ -72,20 +114,32 @@ class AgentRuntime:
         self.heartbeat_s = heartbeat_s
         self.liveness = liveness
         self.max_payload_bytes = max_payload_bytes
+        self.key = key
+        self.authorized = dict(authorized or {})
+        self.server_key = server_key
+        self.insecure = insecure and key is None and not keys.is_loopback(address)
         self.stats = AgentStats()
-        self._ctx = context or zmq.Context.instance()
+        self.budget = MemoryBudget(memory_budget_bytes)
+        self.bad_messages = BadMessageLog()
+        # A keyed agent runs its own ZAP authenticator, which needs a context of its own.
+        self._own_context = context is None and key is not None
+        self._ctx = context or (zmq.Context() if key is not None else zmq.Context.instance())
         self._peers: dict[bytes, _Peer] = {}
-        self._jobs: queue.Queue[tuple[list[bytes], Message] | None] = queue.Queue()
-        self._done: queue.Queue[tuple[list[bytes], Message]] = queue.Queue()
+        self._jobs: queue.Queue[_Job | None] = queue.Queue()
+        self._done: queue.Queue[tuple[_Job, Message]] = queue.Queue()
         self._busy_with: str | None = None
         self._stop_run = threading.Event()
         self._shutdown = threading.Event()
+        self._incidents = itertools.count(1)
         self.endpoint: str | None = None  # the address actually bound (port resolved)
         self._ready = threading.Event()
 
     # ----------------------------------------------------------------- public
     def serve(self) -> None:
         """Serve until a shutdown command or :meth:`request_shutdown`."""
+        gate = None
+        if self.key is not None and self.bind_address is not None:
+            gate = keys.Gatekeeper(self._ctx, self.authorized)
         sock = self._open_socket()
         wake_rx = self._ctx.socket(zmq.PAIR)
         wake_addr = f"inproc://agent-wake-{id(self)}"
@@ -99,7 +153,14 @@ class AgentRuntime:
         poller.register(wake_rx, zmq.POLLIN)
         next_beat = now()
         self._ready.set()
-        log.info("agent %s serving driver %s on %s", self.agent_id, self.driver.name, self.endpoint)
+        log.info("%s", self.banner())
+        if self.insecure:
+            log.warning(
+                "INSECURE: agent %s serves plaintext on %s with no key: any process that reaches "
+                "this address can drive the device and shut the agent down",
+                self.agent_id,
+                self.endpoint,
+            )
         try:
             while not self._shutdown.is_set():
                 timeout_ms = max(0, int((next_beat - now()) * 1000))
@@ -112,6 +173,7 @@ class AgentRuntime:
                     self._send_finished(sock)
                 if now() >= next_beat:
                     self._beat(sock)
+                    self.bad_messages.flush()
                     next_beat = now() + self.heartbeat_s
             self._send_finished(sock)
         finally:
@@ -125,7 +187,28 @@ class AgentRuntime:
             sock.close(linger=200)
             wake_rx.close(linger=0)
             wake_tx.close(linger=0)
+            if gate is not None:
+                gate.stop()
+            if self._own_context:
+                self._ctx.term()
             log.info("agent %s stopped", self.agent_id)
+
+    def banner(self) -> str:
+        """One line saying where the agent serves, which driver, and with which key."""
+        where = "listening on" if self.bind_address is not None else "connected to"
+        if self.key is not None:
+            security = f"key fingerprint {self.key.fingerprint}"
+            if self.bind_address is not None:
+                security += f", {len(self.authorized)} authorized key(s)"
+            else:
+                security += f", orchestrator key {keys.fingerprint(self.server_key or b'')}"
+        elif self.insecure:
+            security = "NO KEY (--insecure: plaintext, reachable from other hosts)"
+        else:
+            security = "no key (plaintext, loopback only)"
+        return (
+            f"agent {self.agent_id}: driver {self.driver.name}, {where} {self.endpoint}, {security}"
+        )
 
     def request_shutdown(self) -> None:
         self._shutdown.set()
@@ -139,15 +222,22 @@ class AgentRuntime:
         if self.bind_address is not None:
             sock = self._ctx.socket(zmq.ROUTER)
             sock.setsockopt(zmq.ROUTER_MANDATORY, 0)
-            sock.setsockopt(zmq.MAXMSGSIZE, limit)
-            sock.setsockopt(zmq.LINGER, 200)
+        else:
+            sock = self._ctx.socket(zmq.DEALER)
+            sock.setsockopt_string(zmq.IDENTITY, self.agent_id)
+        sock.setsockopt(zmq.MAXMSGSIZE, limit)
+        sock.setsockopt(zmq.LINGER, 200)
+        sock.setsockopt(zmq.RCVHWM, RECEIVE_QUEUE)
+        sock.setsockopt(zmq.SNDHWM, SEND_QUEUE)
+        if self.key is not None:
+            if self.bind_address is not None:
+                keys.make_server(sock, self.key)
+            else:
+                keys.make_client(sock, self.key, self.server_key or b"")
+        if self.bind_address is not None:
             sock.bind(self.bind_address)
             self.endpoint = sock.getsockopt_string(zmq.LAST_ENDPOINT)
         else:
-            sock = self._ctx.socket(zmq.DEALER)
-            sock.setsockopt(zmq.MAXMSGSIZE, limit)
-            sock.setsockopt(zmq.LINGER, 200)
-            sock.setsockopt_string(zmq.IDENTITY, self.agent_id)
             sock.connect(self.connect_address)
             self.endpoint = self.connect_address
             # A connecting agent speaks first, so the orchestrator's ROUTER learns its identity.
@@ -158,66 +248,151 @@ class AgentRuntime:
     def _drain_socket(self, sock: zmq.Socket) -> None:
         # Poll says a message is waiting; read what is there without raising zmq.Again (an
         # exception per message is measurable on the dispatch hot path).
+        routed = self.bind_address is not None
         while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
             frames = sock.recv_multipart(copy=False)
-            if self.bind_address is not None:
+            if routed:
                 route, frames = [frames[0].bytes], frames[1:]
+                if len(frames) > 1 and not len(frames[0]):
+                    self._refuse_req_socket(sock, route)
+                    continue
             else:
                 route = []
             self._handle(sock, route, frames)
 
-    def _send(self, sock: zmq.Socket, route: list[bytes], msg: Message) -> None:
+    def _send(self, sock: zmq.Socket, route: list[bytes], msg: Message) -> Any:
+        """Encode and send ``msg``; returns the send's tracker for a large payload, else None."""
         try:
             parts = codec.encode(msg)
         except ProtocolError as exc:
             parts = codec.encode(codec.error_message(exc.code, str(exc), msg.id))
-        self._send_parts(sock, route, parts, msg.type)
+        except Exception:  # e.g. a driver put a non-msgpack value in its reply body
+            parts = codec.encode(self._incident(route, msg.id, f"encoding a {msg.type}"))
+        return self._send_parts(sock, route, parts, msg.type)
 
-    def _send_parts(
-        self, sock: zmq.Socket, route: list[bytes], parts: list[Any], what: str
-    ) -> None:
+    def _send_parts(self, sock: zmq.Socket, route: list[bytes], parts: list[Any], what: str) -> Any:
+        payload = sum(len(p) for p in parts[1:])  # bytes, uint8 arrays or zmq.Frames
+        track = payload >= codec.COPY_THRESHOLD_BYTES
         try:
-            sock.send_multipart([*route, *parts], copy=False, flags=zmq.NOBLOCK)
+            return sock.send_multipart([*route, *parts], copy=False, flags=zmq.NOBLOCK, track=track)
         except zmq.Again:
             log.warning("dropped a %s to a peer that is not reading", what)
+            return None
+
+    def _send_error(
+        self, sock: zmq.Socket, route: list[bytes], code: str, text: str, cid: str | None, **detail
+    ) -> None:
+        self.stats.errors += 1
+        self._send(sock, route, codec.error_message(code, text, cid, **detail))
+
+    def _refuse_req_socket(self, sock: zmq.Socket, route: list[bytes]) -> None:
+        """A REQ socket puts an empty delimiter first; answer in its framing so it hears why."""
+        text = (
+            "this agent speaks to DEALER sockets only (no empty delimiter frame); "
+            "a REQ socket cannot interleave heartbeats with replies"
+        )
+        self.stats.errors += 1
+        self.bad_messages.note(route[0] if route else b"", "req_socket", text)
+        error = codec.encode(codec.error_message("req_socket", text, None))
+        self._send_parts(sock, [*route, b""], error, "error")
+
+    def _incident(self, route: list[bytes], cid: str | None, during: str) -> Message:
+        """Log the exception being handled under a new incident id; the reply that names it."""
+        incident = f"{os.getpid()}-{next(self._incidents)}"
+        self.stats.internal_errors += 1
+        log.error(
+            "internal error, incident %s, while %s for peer %r",
+            incident,
+            during,
+            route[0] if route else b"",
+            exc_info=True,
+        )
+        return codec.error_message(
+            "internal",
+            f"the agent failed while {during}; its log has the traceback under incident {incident}",
+            cid,
+            incident=incident,
+        )
 
     # --------------------------------------------------------------- messages
     def _handle(self, sock: zmq.Socket, route: list[bytes], frames: list[Any]) -> None:
+        """Handle one message; whatever goes wrong, answer and go on serving."""
+        msg = None
+        try:
+            msg = self._handle_message(sock, route, frames)
+        except Exception:
+            cid = msg.id if msg is not None else None
+            try:
+                self.stats.errors += 1
+                self._send(sock, route, self._incident(route, cid, "handling a message"))
+            except Exception:  # even the error reply failed: the log has it, serve on
+                log.exception("could not send an internal-error reply")
+
+    def _handle_message(
+        self, sock: zmq.Socket, route: list[bytes], frames: list[Any]
+    ) -> Message | None:
         key = route[0] if route else b""
-        peer = self._peers.get(key)
-        if peer is None:
-            peer = self._peers[key] = _Peer(route=route, last_seen=0.0)
-        peer.last_seen = now()
-        t_recv = now_ns()
+        t_recv = now()
         try:
             msg = codec.decode(frames, self.max_payload_bytes)
         except ProtocolError as exc:
-            self.stats.errors += 1
-            log.warning("bad message from %r: %s", key, exc)
-            self._send(sock, route, codec.error_message(exc.code, str(exc), exc.correlation_id))
-            return
-        if msg.type == codec.HEARTBEAT:
-            self.stats.heartbeats_received += 1
-            return
-        if msg.type == codec.PING:
-            body = {"t1": msg.body.get("t1"), "t2": t_recv, "t3": now_ns()}
+            self.bad_messages.note(key, exc.code, str(exc))
+            self._send_error(sock, route, exc.code, str(exc), exc.correlation_id)
+            return None
+        peer = self._peers.get(key)
+        if peer is not None:
+            peer.last_seen = t_recv
+            if not peer.greeted:
+                peer = None  # a connecting agent's orchestrator has not said hello yet
+        mtype = msg.type
+        if mtype == codec.REQUEST and peer is not None:
+            self._handle_request(sock, route, msg, frames)
+        elif mtype == codec.HEARTBEAT:
+            self.stats.heartbeats_received += 1  # from a peer not greeted: no reply, no state
+        elif mtype == codec.PING and peer is not None:
+            body = {"t1": msg.body.get("t1"), "t2": t_recv, "t3": now()}
             self._send(sock, route, Message(type=codec.PONG, id=msg.id, body=body))
-            return
-        if msg.type == codec.HELLO:
-            peer.greeted = True
-            self._send(sock, route, Message(type=codec.WELCOME, id=msg.id, body=self._welcome()))
-            return
-        if msg.type != codec.REQUEST:
-            self.stats.errors += 1
-            self._send(
+        elif mtype == codec.HELLO:
+            self._hello(sock, route, key, msg)
+        elif mtype in (codec.REQUEST, codec.PING):
+            self.bad_messages.note(key, "hello_first", mtype)
+            self._send_error(
                 sock,
                 route,
-                codec.error_message(
-                    "unexpected_type", f"an agent does not accept {msg.type} messages", msg.id
-                ),
+                "hello_first",
+                f"send hello before any {mtype} (this agent has no handshake with you, "
+                "or forgot it after you were silent for its liveness window)",
+                msg.id,
+            )
+        else:
+            self.bad_messages.note(key, "unexpected_type", mtype)
+            self._send_error(
+                sock, route, "unexpected_type", f"an agent does not accept {mtype} messages", msg.id
+            )
+        return msg
+
+    def _hello(self, sock: zmq.Socket, route: list[bytes], key: bytes, msg: Message) -> None:
+        versions = msg.body.get("versions")
+        if type(versions) is not list or not all(type(v) is int for v in versions):
+            self._send_error(
+                sock, route, "bad_arguments", "hello needs versions: a list of integers", msg.id
             )
             return
-        self._handle_request(sock, route, msg, frames)
+        common = [v for v in codec.SUPPORTED_VERSIONS if v in versions]
+        if not common:
+            self._send_error(
+                sock,
+                route,
+                "unsupported_version",
+                f"no common protocol version: you offer {versions[:8]}, this agent speaks "
+                f"{list(codec.SUPPORTED_VERSIONS)}",
+                msg.id,
+                supported=list(codec.SUPPORTED_VERSIONS),
+            )
+            return
+        self._peers[key] = _Peer(route=route, last_seen=now(), greeted=True)
+        body = self._welcome(max(common))
+        self._send(sock, route, Message(type=codec.WELCOME, id=msg.id, body=body))
 
     def _handle_request(
         self, sock: zmq.Socket, route: list[bytes], msg: Message, frames: list[Any]
@@ -225,32 +400,37 @@ class AgentRuntime:
         cmd = msg.cmd
         if cmd in DEVICE_COMMANDS:
             if self._busy_with is not None:
-                err = codec.error_message(
-                    "busy", f"agent is busy with {self._busy_with!r}; send stop first", msg.id
+                self._send_error(
+                    sock,
+                    route,
+                    "busy",
+                    f"agent is busy with {self._busy_with!r}; send stop first",
+                    msg.id,
                 )
-                self._send(sock, route, err)
+                return
+            reserved = self._admit(sock, route, msg)
+            if reserved < 0:
                 return
             self._busy_with = cmd
             self._stop_run.clear()
-            self._jobs.put((route, msg))
+            self._jobs.put(_Job(route, msg, frames, reserved))
             return
         if cmd not in INLINE_COMMANDS:
             known = sorted(DEVICE_COMMANDS | INLINE_COMMANDS)
-            self.stats.errors += 1
-            self._send(
-                sock,
-                route,
-                codec.error_message(
-                    "unknown_command", f"unknown command {cmd!r}", msg.id, known=known
-                ),
+            self._send_error(
+                sock, route, "unknown_command", f"unknown command {cmd!r}", msg.id, known=known
             )
             return
         self.stats.served += 1
         if cmd == "echo":
+            reserved = self._admit(sock, route, msg)
+            if reserved < 0:
+                return
             # The payload goes back in the very frames it came in (as a bare ZeroMQ echo would):
             # the header is encoded and validated like any reply, the bytes are not copied.
             reply = Message(type=codec.REPLY, id=msg.id, body=msg.body, arrays=msg.arrays)
-            self._send_parts(sock, route, [codec.encode(reply)[0], *frames[1:]], "echo")
+            tracker = self._send_parts(sock, route, [codec.encode(reply)[0], *frames[1:]], "echo")
+            self.budget.release_when_sent(tracker, reserved)
             return
         if cmd == "status":
             reply = Message(type=codec.REPLY, id=msg.id, body=self._status())
@@ -263,6 +443,22 @@ class AgentRuntime:
             reply = Message(type=codec.REPLY, id=msg.id, body={"shutdown": True})
         self._send(sock, route, reply)
 
+    def _admit(self, sock: zmq.Socket, route: list[bytes], msg: Message) -> int:
+        """Bytes reserved in the memory budget for ``msg``, or -1 after refusing it."""
+        nbytes = sum(a.nbytes for a in msg.arrays)
+        if self.budget.admit(nbytes):
+            return nbytes
+        self.bad_messages.note(route[0] if route else b"", "over_budget", msg.cmd or "")
+        self._send_error(
+            sock,
+            route,
+            "over_budget",
+            f"the agent already holds {self.budget.used} bytes of messages in flight; "
+            f"{nbytes} more would pass its budget of {self.budget.limit} bytes: retry later",
+            msg.id,
+        )
+        return -1
+
     def _beat(self, sock: zmq.Socket) -> None:
         horizon = now() - self.heartbeat_s * self.liveness
         for key, peer in list(self._peers.items()):
@@ -273,17 +469,18 @@ class AgentRuntime:
             self._send(sock, peer.route, beat)
             self.stats.heartbeats_sent += 1
 
-    def _welcome(self) -> dict[str, Any]:
+    def _welcome(self, version: int) -> dict[str, Any]:
         return {
             "agent_id": self.agent_id,
             "driver": self.driver.name,
-            "protocol_version": codec.PROTOCOL_VERSION,
+            "protocol_version": version,
             "capabilities": self.driver.capabilities(),
             "hilbench_version": __version__,
             "host": socket.gethostname(),
             "pid": os.getpid(),
             "heartbeat_s": self.heartbeat_s,
             "liveness": self.liveness,
+            "key_fingerprint": self.key.fingerprint if self.key is not None else None,
         }
 
     def _status(self) -> dict[str, Any]:
@@ -295,6 +492,11 @@ class AgentRuntime:
             "uptime_s": now() - self.stats.started,
             "served": self.stats.served,
             "errors": self.stats.errors,
+            "internal_errors": self.stats.internal_errors,
+            "bad_messages": self.bad_messages.total,
+            "peers": len(self._peers),
+            "in_flight_bytes": self.budget.used,
+            "memory_budget_bytes": self.budget.limit,
             "heartbeats_sent": self.stats.heartbeats_sent,
             "heartbeats_received": self.stats.heartbeats_received,
         }
@@ -305,12 +507,14 @@ class AgentRuntime:
             job = self._jobs.get()
             if job is None:
                 return
-            route, msg = job
-            reply = self._run_device_command(msg)
-            self._done.put((route, reply))
+            reply = self._run_device_command(job)
+            self._done.put((job, reply))
             wake.send(b"")
 
-    def _run_device_command(self, msg: Message) -> Message:
+    def _run_device_command(self, job: _Job) -> Message:
+        msg = job.msg
+        if msg.cmd == "noop":  # the worker path without a device: what `bench dispatch` times
+            return Message(type=codec.REPLY, id=msg.id, body=msg.body, arrays=msg.arrays)
         t0 = time.perf_counter()
         try:
             if msg.cmd == "configure":
@@ -337,7 +541,7 @@ class AgentRuntime:
     def _send_finished(self, sock: zmq.Socket) -> None:
         while True:
             try:
-                route, reply = self._done.get_nowait()
+                job, reply = self._done.get_nowait()
             except queue.Empty:
                 return
             self._busy_with = None
@@ -345,4 +549,9 @@ class AgentRuntime:
                 self.stats.errors += 1
             else:
                 self.stats.served += 1
-            self._send(sock, route, reply)
+            fresh = reply.arrays and reply.arrays is not job.msg.arrays
+            extra = sum(a.nbytes for a in reply.arrays) if fresh else 0
+            self.budget.add(extra)
+            tracker = self._send(sock, job.route, reply)
+            self.budget.release_when_sent(tracker, job.reserved)
+            self.budget.release_when_sent(tracker, extra)

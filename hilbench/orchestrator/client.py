@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import zmq
 
-from hilbench.clock import now, now_ns
-from hilbench.wire import codec
+from hilbench.clock import now
+from hilbench.wire import codec, keys
 from hilbench.wire.codec import Message, ProtocolError
 
 log = logging.getLogger(__name__)
@@ -81,9 +81,15 @@ class AgentClient:
         heartbeat_s: float = 0.5,
         liveness: int = 6,
         connect_timeout_s: float = 5.0,
+        key: keys.KeyPair | None = None,
+        agent_key: bytes | None = None,
         context: zmq.Context | None = None,
     ) -> None:
+        if (key is None) != (agent_key is None):
+            raise ValueError("CurveZMQ needs both the orchestrator's key pair and the agent's key")
         self.address = address
+        self.key = key
+        self.agent_key = agent_key
         self.name = name or address
         self.heartbeat_s = heartbeat_s
         self.liveness = liveness
@@ -100,6 +106,9 @@ class AgentClient:
         """Open the link and check the handshake; returns the agent's welcome info."""
         self._sock = self._open_socket()
         self._last_heard = now()
+        return self._handshake()
+
+    def _handshake(self) -> dict[str, Any]:
         hello = Message(
             type=codec.HELLO,
             id=codec.new_correlation_id(),
@@ -118,10 +127,19 @@ class AgentClient:
         except (AgentLost, TimeoutError):
             waited = now() - started
             self.close()
+            hint = "is `hilbench agent` running there?"
+            if self.key is not None:
+                hint += " Does it list this orchestrator's public key in --authorized?"
+            else:
+                hint += " A keyed agent answers nothing to a client without keys."
             raise AgentUnreachable(
                 f"agent {self.name} at {self.address} did not answer the handshake within "
-                f"{waited:.1f} s (is `hilbench agent` running there? [campaign] "
-                f"connect_timeout_s sets the wait)"
+                f"{waited:.1f} s ({hint} [campaign] connect_timeout_s sets the wait)"
+            ) from None
+        except AgentError as exc:
+            self.close()
+            raise AgentUnreachable(
+                f"agent {self.name} at {self.address} refused the handshake: {exc}"
             ) from None
         if welcome.body.get("protocol_version") not in codec.SUPPORTED_VERSIONS:
             self.close()
@@ -144,6 +162,8 @@ class AgentClient:
         sock = self._ctx.socket(zmq.DEALER)
         sock.setsockopt(zmq.LINGER, 0)
         sock.copy_threshold = codec.COPY_THRESHOLD_BYTES
+        if self.key is not None and self.agent_key is not None:
+            keys.make_client(sock, self.key, self.agent_key)
         sock.connect(self.address)
         return sock
 
@@ -171,7 +191,8 @@ class AgentClient:
         """Send a command and wait for its reply; raise AgentError/AgentLost/TimeoutError.
 
         ``while_waiting`` is called about every heartbeat interval while the reply is awaited
-        (the orchestrator drains its instruments there).
+        (the orchestrator drains its instruments there). An agent forgets an orchestrator that
+        was silent for its liveness window; the link then greets it again and retries once.
         """
         msg = Message(
             type=codec.REQUEST,
@@ -180,30 +201,42 @@ class AgentClient:
             body=body or {},
             arrays=arrays or [],
         )
-        reply = self._exchange(
-            msg, timeout_s=timeout_s, expect=codec.REPLY, while_waiting=while_waiting
-        )
+        try:
+            reply = self._exchange(
+                msg, timeout_s=timeout_s, expect=codec.REPLY, while_waiting=while_waiting
+            )
+        except AgentError as exc:
+            if exc.code != "hello_first":
+                raise
+            log.info("agent %s forgot this orchestrator; greeting it again", self.name)
+            self._handshake()
+            msg.id = codec.new_correlation_id()
+            reply = self._exchange(
+                msg, timeout_s=timeout_s, expect=codec.REPLY, while_waiting=while_waiting
+            )
         return Reply(reply.body, reply.arrays)
 
     def clock_offset(self, probes: int = 8) -> ClockOffset:
         """NTP-style offset of the agent's clock, keeping the lowest-RTT probe."""
         best: tuple[float, float] | None = None
         for _ in range(probes):
-            t1 = now_ns()
+            t1 = now()
             pong = self._exchange(
                 Message(type=codec.PING, id=codec.new_correlation_id(), body={"t1": t1}),
                 timeout_s=None,
                 expect=codec.PONG,
             )
-            t4 = now_ns()
-            t2, t3 = int(pong.body["t2"]), int(pong.body["t3"])
+            t4 = now()
+            t2, t3 = pong.body.get("t2"), pong.body.get("t3")
+            if type(t2) is not float or type(t3) is not float:
+                raise AgentError(self.name, "bad_reply", "pong needs float seconds t2 and t3")
             rtt = (t4 - t1) - (t3 - t2)
             offset = ((t2 - t1) + (t3 - t4)) / 2
             if best is None or rtt < best[0]:
                 best = (rtt, offset)
         assert best is not None
-        rtt_ns, offset_ns = best
-        return ClockOffset(offset_ns / 1e9, max(rtt_ns, 0) / 2e9, rtt_ns / 1e9, probes)
+        rtt, offset = best
+        return ClockOffset(offset, max(rtt, 0.0) / 2, rtt, probes)
 
     # --------------------------------------------------------------- engine
     def _exchange(

@@ -26,7 +26,7 @@ import zmq
 
 from hilbench.clock import now
 from hilbench.orchestrator.client import AgentClient, AgentUnreachable
-from hilbench.wire import codec
+from hilbench.wire import codec, keys
 from hilbench.wire.codec import Message, ProtocolError
 
 log = logging.getLogger(__name__)
@@ -163,15 +163,27 @@ class AgentListener:
         *,
         handshake_timeout_s: float = 5.0,
         max_payload_bytes: int = codec.DEFAULT_MAX_PAYLOAD_BYTES,
+        key: keys.KeyPair | None = None,
+        agent_keys: dict[str, bytes] | None = None,
         context: zmq.Context | None = None,
     ) -> None:
+        """With ``key``, agents must dial in over CurveZMQ with the public key that
+        ``agent_keys`` gives for their agent id; any other key gets no connection, and an agent
+        presenting another agent's key is ignored."""
+        if key is not None and not agent_keys:
+            raise ValueError("a keyed listener needs the public key of each agent that dials in")
+        self.key = key
+        self.agent_keys = dict(agent_keys or {})
+        self._gate: keys.Gatekeeper | None = None
         self.bind = bind
         self.heartbeat_s = heartbeat_s
         self.liveness = liveness
         self.handshake_timeout_s = handshake_timeout_s
         self.max_payload_bytes = max_payload_bytes
         self.endpoint: str | None = None
-        self._ctx = context or zmq.Context.instance()
+        # A keyed listener runs its own ZAP authenticator, which needs a context of its own.
+        self._own_context = context is None and key is not None
+        self._ctx = context or (zmq.Context() if key is not None else zmq.Context.instance())
         self._router: zmq.Socket | None = None
         self._peers: dict[bytes, _Peer] = {}
         self._next_beat = now()
@@ -187,6 +199,10 @@ class AgentListener:
         sock.setsockopt(zmq.ROUTER_HANDOVER, 1)
         sock.setsockopt(zmq.MAXMSGSIZE, codec.MAX_HEADER_BYTES + self.max_payload_bytes)
         sock.copy_threshold = codec.COPY_THRESHOLD_BYTES
+        if self.key is not None:
+            allowed = {pub: agent_id for agent_id, pub in self.agent_keys.items()}
+            self._gate = keys.Gatekeeper(self._ctx, allowed)
+            keys.make_server(sock, self.key)
         try:
             sock.bind(self.bind)
         except zmq.ZMQError as exc:
@@ -205,6 +221,11 @@ class AgentListener:
         if self._router is not None:
             self._router.close(linger=0)
             self._router = None
+        if self._gate is not None:
+            self._gate.stop()
+            self._gate = None
+            if self._own_context:
+                self._ctx.term()
 
     def __enter__(self) -> AgentListener:
         self.start()
@@ -318,6 +339,8 @@ class AgentListener:
             # ZeroMQ made this identity up: the peer set none, so it is no hilbench agent.
             log.debug("ignoring a message from anonymous peer %r", identity)
             return
+        if self.key is not None and not self._key_matches(identity, frames[-1]):
+            return
         t = now()
         peer = self._peers.get(identity)
         if peer is None:
@@ -333,12 +356,29 @@ class AgentListener:
             return
         peer.inbox.append(body)
 
+    def _key_matches(self, identity: bytes, frame: Any) -> bool:
+        """True when the message came with the CurveZMQ key configured for that agent id."""
+        agent_id = identity.decode("utf-8", errors="backslashreplace")
+        user = frame.get("User-Id") if hasattr(frame, "get") else None
+        want = self.agent_keys.get(agent_id)
+        if want is not None and user == want.decode():
+            return True
+        log.warning(
+            "ignoring a message from agent id %r: it did not come with that agent's key", agent_id
+        )
+        return False
+
     def _beat(self, skip: _Peer | None) -> None:
         frames = codec.encode(Message(type=codec.HEARTBEAT))
-        for peer in self._peers.values():
-            # The waiting link beats its own agent; a long-silent one is not spoken to.
-            if peer is not skip and self._recently_heard(peer):
+        for identity, peer in list(self._peers.items()):
+            # The waiting link beats its own agent; a long-silent one is not spoken to, and one
+            # without a link is forgotten.
+            if peer is skip:
+                continue
+            if self._recently_heard(peer):
                 self._send(peer, frames, copy=True)
+            elif peer.link is None or peer.link.closed:
+                del self._peers[identity]
 
 
 def _is_heartbeat(frames: list[Any]) -> bool:

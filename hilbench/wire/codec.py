@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -46,6 +45,12 @@ CORRELATED = frozenset({HELLO, WELCOME, REQUEST, REPLY, PING, PONG})
 # dtype kinds allowed in payload frames: bool, signed/unsigned int, float, complex.
 _ALLOWED_DTYPE_KINDS = frozenset("biufc")
 _HEADER_KEYS = ("proto", "v", "type", "id", "cmd", "body", "payloads")
+_HEADER_KEY_SET = frozenset(_HEADER_KEYS)
+MAX_ID_CHARS = 128
+MAX_CMD_CHARS = 64
+MAX_DTYPE_CHARS = 16
+# numpy 1.x arrays have at most 32 dimensions (numpy 2: 64); the protocol allows what both take.
+MAX_DIMS = 32
 
 
 class ProtocolError(ValueError):
@@ -111,63 +116,127 @@ def _frame_bytes(frame: Any) -> memoryview:
 
 
 def decode(frames: Sequence[Any], max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> Message:
-    """Parse and validate frames; raise :class:`ProtocolError` saying what is wrong."""
+    """Parse and validate frames; raise :class:`ProtocolError` saying what is wrong.
+
+    Every field is type-checked before it is used (``type(x) is int`` refuses a bool where an
+    int is meant), so no input reaches numpy or a set lookup in a shape that raises anything
+    but :class:`ProtocolError`.
+    """
     if not frames:
         raise ProtocolError("bad_frame", "empty message")
     head = _frame_bytes(frames[0])
     if len(head) > MAX_HEADER_BYTES:
         raise ProtocolError("too_large", f"header is {len(head)} bytes, limit {MAX_HEADER_BYTES}")
+    if not len(head):
+        raise ProtocolError("bad_frame", "the header frame is empty")
     try:
-        header = msgpack.unpackb(head, raw=False, strict_map_key=True, max_bin_len=0)
+        header = msgpack.unpackb(head, raw=False, strict_map_key=True, max_bin_len=0, max_ext_len=0)
     except Exception as exc:  # msgpack raises several unrelated types on garbage
         raise ProtocolError("bad_frame", f"header is not valid msgpack: {exc}") from None
-    if not isinstance(header, dict):
+    if type(header) is not dict:
         raise ProtocolError("bad_header", "header must be a map")
-    cid = header.get("id") if isinstance(header.get("id"), str) else None
+    raw_id = header.get("id")
+    cid = raw_id if type(raw_id) is str and len(raw_id) <= MAX_ID_CHARS else None
     if header.get("proto") != PROTOCOL_NAME:
         raise ProtocolError("bad_header", f"not a {PROTOCOL_NAME} message", cid)
     version = header.get("v")
+    if type(version) is not int:
+        raise ProtocolError("bad_header", f"v must be an integer, not {_kind(version)}", cid)
     if version not in SUPPORTED_VERSIONS:
         raise ProtocolError(
             "unsupported_version",
-            f"protocol version {version!r} is not supported "
-            f"(supported: {list(SUPPORTED_VERSIONS)})",
+            f"protocol version {version} is not supported (supported: {list(SUPPORTED_VERSIONS)})",
             cid,
         )
-    unknown = set(header) - set(_HEADER_KEYS)
-    if unknown:
-        raise ProtocolError("bad_header", f"unknown header fields {sorted(unknown)}", cid)
-    mtype = header.get("type")
-    if mtype not in MESSAGE_TYPES:
-        raise ProtocolError("bad_header", f"unknown message type {mtype!r}", cid)
+    if len(header) != len(_HEADER_KEYS) or not _HEADER_KEY_SET.issuperset(header):
+        unknown = sorted(k for k in header if k not in _HEADER_KEY_SET)
+        missing = [k for k in _HEADER_KEYS if k not in header]
+        raise ProtocolError(
+            "bad_header",
+            "header fields must be exactly "
+            + ", ".join(_HEADER_KEYS)
+            + (f"; unknown {unknown}" if unknown else "")
+            + (f"; missing {missing}" if missing else ""),
+            cid,
+        )
+    mtype = header["type"]
+    if type(mtype) is not str or mtype not in MESSAGE_TYPES:
+        raise ProtocolError("bad_header", f"unknown message type {_short(mtype)}", cid)
+    if raw_id is not None and cid is None:
+        raise ProtocolError(
+            "bad_header", f"id must be a string of at most {MAX_ID_CHARS} characters or nil"
+        )
     if mtype in CORRELATED and cid is None:
         raise ProtocolError("bad_header", f"a {mtype} message needs a string id", None)
-    cmd = header.get("cmd")
-    if mtype == REQUEST and not isinstance(cmd, str):
-        raise ProtocolError("bad_header", "a request needs a string cmd", cid)
-    body = header.get("body")
+    cmd = header["cmd"]
+    if mtype == REQUEST:
+        if type(cmd) is not str or len(cmd) > MAX_CMD_CHARS:
+            raise ProtocolError(
+                "bad_header",
+                f"a request needs a string cmd of at most {MAX_CMD_CHARS} characters",
+                cid,
+            )
+    elif cmd is not None:
+        raise ProtocolError("bad_header", f"cmd must be nil in a {mtype} message", cid)
+    body = header["body"]
     if body is None:
         body = {}
-    if not isinstance(body, dict):
-        raise ProtocolError("bad_header", "body must be a map", cid)
-    descriptors = header.get("payloads") or []
-    if not isinstance(descriptors, list) or len(descriptors) != len(frames) - 1:
+    elif type(body) is not dict:
+        raise ProtocolError("bad_header", "body must be a map or nil", cid)
+    descriptors = header["payloads"]
+    if type(descriptors) is not list:
+        raise ProtocolError("bad_payload", "payloads must be an array", cid)
+    if len(descriptors) > MAX_PAYLOAD_FRAMES or len(frames) - 1 > MAX_PAYLOAD_FRAMES:
+        raise ProtocolError("too_large", f"more than {MAX_PAYLOAD_FRAMES} payload frames", cid)
+    if len(descriptors) != len(frames) - 1:
         raise ProtocolError(
             "bad_payload",
-            f"header describes {len(descriptors) if isinstance(descriptors, list) else '?'} "
-            f"payloads but {len(frames) - 1} payload frames arrived",
+            f"header describes {len(descriptors)} payloads but {len(frames) - 1} payload "
+            "frames arrived",
             cid,
         )
-    if len(descriptors) > MAX_PAYLOAD_FRAMES:
-        raise ProtocolError("too_large", f"more than {MAX_PAYLOAD_FRAMES} payload frames", cid)
-    arrays = []
+    if not descriptors:
+        return Message(type=mtype, id=cid, cmd=cmd, body=body, version=version)
+    checked = [
+        _check_descriptor(i, desc, max_payload_bytes, cid) for i, desc in enumerate(descriptors)
+    ]
+    bufs = [_frame_bytes(f) for f in frames[1:]]
     total = 0
-    for i, (desc, frame) in enumerate(zip(descriptors, frames[1:], strict=False)):
-        arrays.append(_decode_array(i, desc, _frame_bytes(frame), cid))
-        total += arrays[-1].nbytes
-        if total > max_payload_bytes:
-            raise ProtocolError("too_large", f"payload exceeds {max_payload_bytes} bytes", cid)
+    for i, ((dtype, shape, nbytes), buf) in enumerate(zip(checked, bufs, strict=True)):
+        if nbytes != len(buf):
+            raise ProtocolError(
+                "bad_payload",
+                f"payload {i}: {len(buf)} bytes but dtype {dtype} shape {shape} needs {nbytes}",
+                cid,
+            )
+        total += nbytes
+    if total > max_payload_bytes:
+        raise ProtocolError("too_large", f"payload exceeds {max_payload_bytes} bytes", cid)
+    arrays = [
+        np.frombuffer(buf, dtype=dtype).reshape(shape)
+        for (dtype, shape, _), buf in zip(checked, bufs, strict=True)
+    ]
     return Message(type=mtype, id=cid, cmd=cmd, body=body, arrays=arrays, version=version)
+
+
+def _kind(value: Any) -> str:
+    """The msgpack-level kind of a value, for error messages that do not echo the input."""
+    return {
+        bool: "a boolean",
+        float: "a float",
+        str: "a string",
+        list: "an array",
+        dict: "a map",
+        type(None): "nil",
+        bytes: "binary",
+    }.get(type(value), "an integer")
+
+
+def _short(value: Any) -> str:
+    """``value`` for an error message: strings cut short, containers named by kind."""
+    if type(value) is str:
+        return repr(value[:40])
+    return _kind(value)
 
 
 @functools.lru_cache(maxsize=256)
@@ -175,30 +244,45 @@ def _dtype(name: str) -> np.dtype | None:
     """The numpy dtype for a payload's type string, or None when it is not a plain numeric type."""
     try:
         dtype = np.dtype(name)
-    except (TypeError, ValueError):
+    except Exception:  # numpy raises TypeError, ValueError and others on odd strings
         return None
     if dtype.kind not in _ALLOWED_DTYPE_KINDS or dtype.hasobject or dtype.names is not None:
+        return None
+    if dtype.subdtype is not None or dtype.itemsize == 0:
         return None
     return dtype
 
 
-def _decode_array(i: int, desc: Any, buf: memoryview, cid: str | None) -> np.ndarray:
-    if not isinstance(desc, dict) or set(desc) != {"dtype", "shape"}:
+def _check_descriptor(
+    i: int, desc: Any, max_payload_bytes: int, cid: str | None
+) -> tuple[np.dtype, list[int], int]:
+    """(dtype, shape, byte count) of one payload descriptor, every part checked."""
+    if type(desc) is not dict or len(desc) != 2 or "dtype" not in desc or "shape" not in desc:
         raise ProtocolError("bad_payload", f"payload {i}: descriptor must be {{dtype, shape}}", cid)
-    dtype = _dtype(desc["dtype"]) if isinstance(desc["dtype"], str) else None
+    name = desc["dtype"]
+    dtype = _dtype(name) if type(name) is str and len(name) <= MAX_DTYPE_CHARS else None
     if dtype is None:
-        raise ProtocolError("bad_payload", f"payload {i}: dtype {desc['dtype']!r} not allowed", cid)
+        raise ProtocolError("bad_payload", f"payload {i}: dtype {_short(name)} not allowed", cid)
     shape = desc["shape"]
-    if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
-        raise ProtocolError("bad_payload", f"payload {i}: bad shape {shape!r}", cid)
-    expected = math.prod(shape) * dtype.itemsize
-    if expected != len(buf):
+    if type(shape) is not list or len(shape) > MAX_DIMS:
         raise ProtocolError(
-            "bad_payload",
-            f"payload {i}: {len(buf)} bytes but dtype {dtype} shape {shape} needs {expected}",
-            cid,
+            "bad_payload", f"payload {i}: shape must be an array of at most {MAX_DIMS} sizes", cid
         )
-    return np.frombuffer(buf, dtype=dtype).reshape(shape)
+    limit = max_payload_bytes // dtype.itemsize  # elements that fit in the payload limit
+    extent = 1  # product of the non-zero sizes: bounded even for an empty array
+    count = 1
+    for d in shape:
+        if type(d) is not int or d < 0:
+            raise ProtocolError(
+                "bad_payload", f"payload {i}: sizes in a shape are integers >= 0", cid
+            )
+        extent *= max(d, 1)
+        count *= d
+        if extent > limit:
+            raise ProtocolError(
+                "too_large", f"payload {i}: shape exceeds the {max_payload_bytes}-byte limit", cid
+            )
+    return dtype, shape, count * dtype.itemsize
 
 
 def error_message(code: str, text: str, correlation_id: str | None, **detail: Any) -> Message:

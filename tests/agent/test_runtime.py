@@ -12,11 +12,15 @@ from hilbench.wire import codec
 from hilbench.wire.codec import Message
 
 
-def raw_socket(runtime) -> zmq.Socket:
+def raw_socket(runtime, greet: bool = True) -> zmq.Socket:
+    """A bare DEALER on the agent; ``greet`` does the hello/welcome a request must follow."""
     sock = zmq.Context.instance().socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
     sock.setsockopt(zmq.RCVTIMEO, 3000)
     sock.connect(runtime.endpoint)
+    if greet:
+        sock.send_multipart(codec.encode(Message(type="hello", id="h", body={"versions": [1]})))
+        assert recv_non_heartbeat(sock).type == codec.WELCOME
     return sock
 
 
