@@ -35,6 +35,7 @@ SUBCOMMANDS: dict[str, str] = {
     "sim-meter": "hilbench.cli.sim:sim_meter",
     "xylo": "hilbench.cli.xylo:xylo",
     "arduino": "hilbench_drivers.arduino.cli:arduino",
+    "keys": "hilbench.cli.keys:keys",
 }
 
 

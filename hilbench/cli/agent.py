@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import sys
 
 import click
 
@@ -39,6 +40,42 @@ from hilbench.cli import EXIT_USAGE
     help="Missed heartbeats before a peer counts as gone.",
 )
 @click.option(
+    "--key",
+    "key_file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="This agent's secret key file (NAME.key_secret from `hilbench keys generate`); "
+    "with it the link is CurveZMQ-encrypted and authenticated.",
+)
+@click.option(
+    "--authorized",
+    "authorized_dir",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Folder of public keys (*.key) of the orchestrators this agent obeys; any other key "
+    "gets no connection. With --connect it holds the one orchestrator's key.",
+)
+@click.option(
+    "--insecure",
+    is_flag=True,
+    help="Allow plaintext without keys on an address other hosts can reach (logged loudly). "
+    "Without keys and without this flag the agent binds or connects over loopback only.",
+)
+@click.option(
+    "--memory-budget-mib",
+    default=512,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Total MiB of large messages held in flight across all connections; beyond it "
+    "requests are refused with error over_budget.",
+)
+@click.option(
+    "--log-file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Also write the agent's log (start line, bad messages, incidents) to this file.",
+)
+@click.option(
     "--announce",
     is_flag=True,
     hidden=True,
@@ -52,21 +89,50 @@ def agent(
     options: tuple[str, ...],
     heartbeat: float,
     liveness: int,
+    key_file: str | None,
+    authorized_dir: str | None,
+    insecure: bool,
+    memory_budget_mib: int,
+    log_file: str | None,
     announce: bool,
 ) -> None:
     """Run an agent that hosts one device driver and serves orchestrators over ZeroMQ.
 
     Give --bind to listen (the usual case: the orchestrator connects to it) or --connect to
-    dial out to an orchestrator that listens. The agent keeps serving after bad messages and
-    stops on a `shutdown` command, SIGTERM or Ctrl-C.
+    dial out to an orchestrator that listens. On a network, give --key and --authorized (see
+    `hilbench keys generate --help`); without keys the agent serves loopback only unless
+    --insecure. It prints its endpoint, driver and key fingerprint at start, keeps serving after
+    bad messages and stops on a `shutdown` command, SIGTERM or Ctrl-C.
     """
     import threading
 
+    import zmq
+
     from hilbench.agent.driver import DriverError, load_driver
-    from hilbench.agent.runtime import AgentRuntime
+    from hilbench.agent.runtime import AgentRuntime, InsecureAddress
+    from hilbench.wire import keys
 
     if (bind is None) == (connect is None):
         raise click.UsageError("give exactly one of --bind or --connect")
+    _log_agent_to(log_file)
+    key = server_key = None
+    authorized: dict[bytes, str] = {}
+    if (key_file is None) != (authorized_dir is None):
+        raise click.UsageError("--key and --authorized go together")
+    try:
+        if key_file is not None and authorized_dir is not None:
+            key = keys.load_pair(key_file)
+            authorized = keys.load_authorized(authorized_dir)
+            if connect is not None:
+                if len(authorized) != 1:
+                    raise keys.KeyFileError(
+                        f"with --connect, {authorized_dir} must hold exactly the orchestrator's "
+                        f"public key; it holds {len(authorized)}"
+                    )
+                server_key = next(iter(authorized))
+    except keys.KeyFileError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(EXIT_USAGE) from None
     opts = {}
     for item in options:
         key, sep, value = item.partition("=")
@@ -81,24 +147,53 @@ def agent(
     except TypeError as exc:
         click.echo(f"error: driver {driver_name!r} rejected its options: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None
-    runtime = AgentRuntime(
-        driver, agent_id, bind=bind, connect=connect, heartbeat_s=heartbeat, liveness=liveness
-    )
+    try:
+        runtime = AgentRuntime(
+            driver,
+            agent_id,
+            bind=bind,
+            connect=connect,
+            heartbeat_s=heartbeat,
+            liveness=liveness,
+            memory_budget_bytes=memory_budget_mib * 1024 * 1024,
+            key=key,
+            authorized=authorized if bind is not None else None,
+            server_key=server_key,
+            insecure=insecure,
+        )
+    except InsecureAddress as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(EXIT_USAGE) from None
     signal.signal(signal.SIGTERM, lambda *_: runtime.request_shutdown())
-    if announce:
 
-        def _announce() -> None:
-            if runtime.wait_ready(30):
-                click.echo(f"READY {runtime.endpoint}", nl=True)
-                import sys
+    def _tell_ready() -> None:
+        if runtime.wait_ready(30):
+            click.echo(runtime.banner())
+            if announce:
+                click.echo(f"READY {runtime.endpoint}")
+            sys.stdout.flush()
 
-                sys.stdout.flush()
-
-        threading.Thread(target=_announce, daemon=True).start()
+    threading.Thread(target=_tell_ready, daemon=True).start()
     try:
         runtime.serve()
     except KeyboardInterrupt:
         logging.getLogger(__name__).info("interrupted")
+    except zmq.ZMQError as exc:
+        click.echo(f"error: agent cannot use {bind or connect}: {exc}", err=True)
+        raise SystemExit(EXIT_USAGE) from None
+
+
+def _log_agent_to(log_file: str | None) -> None:
+    """Agent lifecycle lines (start, incidents) are logged at INFO, also to ``log_file``."""
+    agent_log = logging.getLogger("hilbench.agent")
+    if agent_log.getEffectiveLevel() > logging.INFO:
+        agent_log.setLevel(logging.INFO)
+        if not logging.getLogger().handlers:
+            logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if log_file is not None:
+        handler = logging.FileHandler(log_file)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logging.getLogger("hilbench").addHandler(handler)
 
 
 @click.command()

@@ -249,17 +249,23 @@ class AgentClient:
     ) -> Message:
         if self._sock is None:
             raise RuntimeError(f"agent {self.name} is not connected")
-        self._sock.send_multipart(codec.encode(msg), copy=False)
+        # Never block on send: a DEALER whose connection is not up (or was refused, as a
+        # CurveZMQ server does with an unknown key) has no peer to queue to.
+        unsent: list[Any] | None = self._try_send(codec.encode(msg))
         # The agent gets a full liveness window from now: idle time before this call is no silence.
-        self._last_heard = now()
-        deadline = None if timeout_s is None else now() + timeout_s
+        started = self._last_heard = now()
+        deadline = None if timeout_s is None else started + timeout_s
         what = f"{msg.cmd or msg.type} ({msg.id})"
         while True:
             t = now()
             if deadline is not None and t >= deadline:
-                raise TimeoutError(f"agent {self.name} did not answer {what} within {timeout_s} s")
+                raise TimeoutError(
+                    f"agent {self.name} did not answer {what} within {t - started:.1f} s"
+                )
+            if unsent is not None:
+                unsent = self._try_send(unsent)
             if t >= self._next_beat:
-                self._sock.send_multipart(codec.encode(Message(type=codec.HEARTBEAT)))
+                self._try_send(codec.encode(Message(type=codec.HEARTBEAT)))
                 self._next_beat = t + self.heartbeat_s
                 if while_waiting is not None:
                     while_waiting()
@@ -296,6 +302,15 @@ class AgentClient:
                     self.name, "unexpected_type", f"got {reply.type}, expected {expect}"
                 )
             return reply
+
+    def _try_send(self, frames: list[Any]) -> list[Any] | None:
+        """Send without blocking; returns the frames when there is no connection to queue to."""
+        assert self._sock is not None
+        try:
+            self._sock.send_multipart(frames, copy=False, flags=zmq.NOBLOCK)
+        except zmq.Again:
+            return frames
+        return None
 
     def _error(self, reply: Message) -> AgentError:
         body = reply.body
