@@ -131,6 +131,7 @@ class AgentRuntime:
         self._stop_run = threading.Event()
         self._shutdown = threading.Event()
         self._incidents = itertools.count(1)
+        self._current_id: str | None = None  # correlation id of the message being handled
         self.endpoint: str | None = None  # the address actually bound (port resolved)
         self._ready = threading.Event()
 
@@ -152,7 +153,6 @@ class AgentRuntime:
         poller.register(sock, zmq.POLLIN)
         poller.register(wake_rx, zmq.POLLIN)
         next_beat = now()
-        self._ready.set()
         log.info("%s", self.banner())
         if self.insecure:
             log.warning(
@@ -161,6 +161,7 @@ class AgentRuntime:
                 self.agent_id,
                 self.endpoint,
             )
+        self._ready.set()
         try:
             while not self._shutdown.is_set():
                 timeout_ms = max(0, int((next_beat - now()) * 1000))
@@ -317,20 +318,18 @@ class AgentRuntime:
     # --------------------------------------------------------------- messages
     def _handle(self, sock: zmq.Socket, route: list[bytes], frames: list[Any]) -> None:
         """Handle one message; whatever goes wrong, answer and go on serving."""
-        msg = None
+        self._current_id = None
         try:
-            msg = self._handle_message(sock, route, frames)
+            self._handle_message(sock, route, frames)
         except Exception:
-            cid = msg.id if msg is not None else None
+            cid = self._current_id
             try:
                 self.stats.errors += 1
                 self._send(sock, route, self._incident(route, cid, "handling a message"))
             except Exception:  # even the error reply failed: the log has it, serve on
                 log.exception("could not send an internal-error reply")
 
-    def _handle_message(
-        self, sock: zmq.Socket, route: list[bytes], frames: list[Any]
-    ) -> Message | None:
+    def _handle_message(self, sock: zmq.Socket, route: list[bytes], frames: list[Any]) -> None:
         key = route[0] if route else b""
         t_recv = now()
         try:
@@ -338,7 +337,8 @@ class AgentRuntime:
         except ProtocolError as exc:
             self.bad_messages.note(key, exc.code, str(exc))
             self._send_error(sock, route, exc.code, str(exc), exc.correlation_id)
-            return None
+            return
+        self._current_id = msg.id
         peer = self._peers.get(key)
         if peer is not None:
             peer.last_seen = t_recv
@@ -369,7 +369,6 @@ class AgentRuntime:
             self._send_error(
                 sock, route, "unexpected_type", f"an agent does not accept {mtype} messages", msg.id
             )
-        return msg
 
     def _hello(self, sock: zmq.Socket, route: list[bytes], key: bytes, msg: Message) -> None:
         versions = msg.body.get("versions")

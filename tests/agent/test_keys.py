@@ -53,8 +53,12 @@ def client(runtime, keydir, who: str | None) -> AgentClient:
     pair = keys.load_pair(keydir / f"{who}.key_secret") if who else None
     agent_key = keys.load_public(keydir / "agent.key") if who else None
     return AgentClient(
-        runtime.endpoint, heartbeat_s=0.1, liveness=5, connect_timeout_s=1.0,
-        key=pair, agent_key=agent_key,
+        runtime.endpoint,
+        heartbeat_s=0.1,
+        liveness=5,
+        connect_timeout_s=1.0,
+        key=pair,
+        agent_key=agent_key,
     )
 
 
@@ -106,7 +110,9 @@ def test_without_keys_an_agent_refuses_addresses_other_hosts_can_reach():
 def _agent_cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "hilbench", "agent", "--driver", "cpu", *args],
-        capture_output=True, text=True, timeout=timeout,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -120,7 +126,9 @@ def test_cli_refuses_0_0_0_0_without_keys_and_names_the_way_out():
 def _start_agent_process(*args: str) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "hilbench", "agent", "--driver", "cpu", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdout is not None
     return proc, proc.stdout.readline()
@@ -129,9 +137,16 @@ def _start_agent_process(*args: str) -> tuple[subprocess.Popen, str]:
 def test_cli_prints_endpoint_driver_and_key_fingerprint_at_start(keydir, tmp_path):
     log_file = tmp_path / "agent.log"
     proc, line = _start_agent_process(
-        "--bind", "tcp://127.0.0.1:0", "--id", "a1",
-        "--key", str(keydir / "agent.key_secret"), "--authorized", str(keydir / "authorized"),
-        "--log-file", str(log_file),
+        "--bind",
+        "tcp://127.0.0.1:0",
+        "--id",
+        "a1",
+        "--key",
+        str(keydir / "agent.key_secret"),
+        "--authorized",
+        str(keydir / "authorized"),
+        "--log-file",
+        str(log_file),
     )
     try:
         fp = keys.load_pair(keydir / "agent.key_secret").fingerprint
@@ -156,17 +171,27 @@ def test_cli_insecure_says_so_loudly():
 def test_keyed_listener_admits_only_the_agents_own_keys(keydir):
     orchestrator = keys.load_pair(keydir / "orchestrator.key_secret")
     listener = AgentListener(
-        heartbeat_s=0.1, liveness=5, handshake_timeout_s=2.0, key=orchestrator,
-        agent_keys={"a1": keys.load_public(keydir / "agent.key"),
-                    "a2": keys.load_public(keydir / "other_agent.key")},
+        heartbeat_s=0.1,
+        liveness=5,
+        handshake_timeout_s=2.0,
+        key=orchestrator,
+        agent_keys={
+            "a1": keys.load_public(keydir / "agent.key"),
+            "a2": keys.load_public(keydir / "other_agent.key"),
+        },
     )
     listener.start()
     started = []
 
     def dial(agent_id: str, key_name: str) -> None:
         runtime = AgentRuntime(
-            SleepyDriver(), agent_id, connect=listener.endpoint, heartbeat_s=0.1, liveness=5,
-            key=keys.load_pair(keydir / f"{key_name}.key_secret"), server_key=orchestrator.public,
+            SleepyDriver(),
+            agent_id,
+            connect=listener.endpoint,
+            heartbeat_s=0.1,
+            liveness=5,
+            key=keys.load_pair(keydir / f"{key_name}.key_secret"),
+            server_key=orchestrator.public,
         )
         thread = threading.Thread(target=runtime.serve, daemon=True)
         thread.start()
