@@ -168,9 +168,10 @@ def agent(
 
     def _tell_ready() -> None:
         if runtime.wait_ready(30):
-            click.echo(runtime.banner())
+            # READY first: a parent reading line by line stops at it (see orchestrator/spawn.py).
             if announce:
                 click.echo(f"READY {runtime.endpoint}")
+            click.echo(runtime.banner())
             sys.stdout.flush()
 
     threading.Thread(target=_tell_ready, daemon=True).start()
