@@ -115,13 +115,13 @@ def agent(
     if (bind is None) == (connect is None):
         raise click.UsageError("give exactly one of --bind or --connect")
     _log_agent_to(log_file)
-    key = server_key = None
+    key_pair = server_key = None
     authorized: dict[bytes, str] = {}
     if (key_file is None) != (authorized_dir is None):
         raise click.UsageError("--key and --authorized go together")
     try:
         if key_file is not None and authorized_dir is not None:
-            key = keys.load_pair(key_file)
+            key_pair = keys.load_pair(key_file)
             authorized = keys.load_authorized(authorized_dir)
             if connect is not None:
                 if len(authorized) != 1:
@@ -156,7 +156,7 @@ def agent(
             heartbeat_s=heartbeat,
             liveness=liveness,
             memory_budget_bytes=memory_budget_mib * 1024 * 1024,
-            key=key,
+            key=key_pair,
             authorized=authorized if bind is not None else None,
             server_key=server_key,
             insecure=insecure,
