@@ -22,7 +22,11 @@ def _valid() -> list[tuple[str, Message]]:
     return [
         ("hello", Message(type="hello", id="1", body={"versions": [1]})),
         ("heartbeat", Message(type="heartbeat", body={"busy": None})),
-        ("ping", Message(type="ping", id="p-7", body={"t1": 123456789012})),
+        ("ping", Message(type="ping", id="p-7", body={"t1": 1234.567891})),
+        (
+            "pong",
+            Message(type="pong", id="p-7", body={"t1": 1234.567891, "t2": 99.5, "t3": 99.50001}),
+        ),
         (
             "request_run",
             Message(
@@ -109,6 +113,154 @@ def _invalid() -> list[tuple[str, list[bytes], str]]:
             "bad_payload",
         ),
         ("oversized_header", [b"\x00" * (codec.MAX_HEADER_BYTES + 1)], "too_large"),
+        ("empty_header_frame", [b""], "bad_frame"),
+        ("type_is_a_list", [_raw_header(type=["request"])], "bad_header"),
+        ("type_is_a_map", [_raw_header(type={"a": 1})], "bad_header"),
+        ("v_is_a_bool", [_raw_header(v=True)], "bad_header"),
+        ("v_is_a_float", [_raw_header(v=1.0)], "bad_header"),
+        ("missing_key", [_raw_header(payloads=...)], "bad_header"),
+        ("id_not_a_string", [_raw_header(id=7)], "bad_header"),
+        ("id_too_long", [_raw_header(id="x" * (codec.MAX_ID_CHARS + 1))], "bad_header"),
+        ("cmd_in_a_heartbeat", [_raw_header(type="heartbeat", id=None, cmd="run")], "bad_header"),
+        ("body_not_a_map", [_raw_header(body=[1])], "bad_header"),
+        ("bin_in_body", [_raw_header(body={"b": b"xy"})], "bad_frame"),
+        ("ext_in_body", [_raw_header(body={"e": msgpack.ExtType(1, b"z")})], "bad_frame"),
+        ("payloads_not_an_array", [_raw_header(payloads={})], "bad_payload"),
+        (
+            "shape_holds_a_bool",
+            [_raw_header(payloads=[{"dtype": "|u1", "shape": [True]}]), b"\x00"],
+            "bad_payload",
+        ),
+        (
+            "shape_negative",
+            [_raw_header(payloads=[{"dtype": "|u1", "shape": [-1]}]), b""],
+            "bad_payload",
+        ),
+        (
+            "shape_too_many_dimensions",
+            [_raw_header(payloads=[{"dtype": "|u1", "shape": [1] * 65}]), b"\x00"],
+            "bad_payload",
+        ),
+        (
+            "shape_2_pow_64_minus_1",
+            [_raw_header(payloads=[{"dtype": "|u1", "shape": [2**64 - 1]}]), b"\x00"],
+            "too_large",
+        ),
+        (
+            "shape_empty_but_huge",
+            [_raw_header(payloads=[{"dtype": "<f8", "shape": [0, 2**62]}]), b""],
+            "too_large",
+        ),
+        (
+            "dtype_subarray",
+            [_raw_header(payloads=[{"dtype": "(2,)<f4", "shape": [1]}]), b"\x00" * 8],
+            "bad_payload",
+        ),
+        (
+            "dtype_too_long",
+            [_raw_header(payloads=[{"dtype": "<" + "f" * 40, "shape": [1]}]), b"\x00"],
+            "bad_payload",
+        ),
+        (
+            "descriptor_extra_key",
+            [_raw_header(payloads=[{"dtype": "|u1", "shape": [1], "x": 1}]), b"\x00"],
+            "bad_payload",
+        ),
+    ]
+
+
+def _hello(versions: list[int], cid: str = "h") -> list[bytes]:
+    return [
+        bytes(f) for f in codec.encode(Message(type="hello", id=cid, body={"versions": versions}))
+    ]
+
+
+def _request(cmd: str, cid: str, body: dict | None = None) -> list[bytes]:
+    msg = Message(type="request", id=cid, cmd=cmd, body=body or {})
+    return [bytes(f) for f in codec.encode(msg)]
+
+
+def _exchanges() -> list[dict]:
+    """Behaviour across messages: what an agent answers to a sequence sent on one connection.
+
+    ``socket`` is the client's ZeroMQ socket type; ``expect`` gives the answer's type and, for
+    an error, its code (heartbeats in between are skipped).
+    """
+
+    def step(frames: list[bytes], mtype: str, code: str | None = None) -> dict:
+        return {"send": [f.hex() for f in frames], "expect": {"type": mtype, "code": code}}
+
+    return [
+        {
+            "name": "request_before_hello",
+            "socket": "DEALER",
+            "steps": [step(_request("status", "s1"), "error", "hello_first")],
+        },
+        {
+            "name": "ping_before_hello",
+            "socket": "DEALER",
+            "steps": [
+                step(
+                    [
+                        bytes(f)
+                        for f in codec.encode(Message(type="ping", id="p1", body={"t1": 1.0}))
+                    ],
+                    "error",
+                    "hello_first",
+                )
+            ],
+        },
+        {
+            "name": "hello_then_request",
+            "socket": "DEALER",
+            "steps": [step(_hello([1]), "welcome"), step(_request("status", "s2"), "reply")],
+        },
+        {
+            "name": "hello_unknown_version",
+            "socket": "DEALER",
+            "steps": [step(_hello([2]), "error", "unsupported_version")],
+        },
+        {
+            "name": "hello_highest_common_version",
+            "socket": "DEALER",
+            "steps": [step(_hello([9, 1]), "welcome")],
+        },
+        {
+            "name": "hello_without_versions",
+            "socket": "DEALER",
+            "steps": [
+                step(
+                    [bytes(f) for f in codec.encode(Message(type="hello", id="h"))],
+                    "error",
+                    "bad_arguments",
+                )
+            ],
+        },
+        {
+            "name": "unknown_command",
+            "socket": "DEALER",
+            "steps": [
+                step(_hello([1]), "welcome"),
+                step(_request("format_disk", "u1"), "error", "unknown_command"),
+            ],
+        },
+        {
+            "name": "a_reply_is_not_accepted",
+            "socket": "DEALER",
+            "steps": [
+                step(_hello([1]), "welcome"),
+                step(
+                    [bytes(f) for f in codec.encode(Message(type="reply", id="r"))],
+                    "error",
+                    "unexpected_type",
+                ),
+            ],
+        },
+        {
+            "name": "req_socket",
+            "socket": "REQ",
+            "steps": [step(_hello([1]), "error", "req_socket")],
+        },
     ]
 
 
@@ -141,6 +293,7 @@ def build() -> dict:
         "version": codec.PROTOCOL_VERSION,
         "valid": valid,
         "invalid": invalid,
+        "exchanges": _exchanges(),
     }
 
 

@@ -191,8 +191,7 @@ class AgentClient:
         """Send a command and wait for its reply; raise AgentError/AgentLost/TimeoutError.
 
         ``while_waiting`` is called about every heartbeat interval while the reply is awaited
-        (the orchestrator drains its instruments there). An agent forgets an orchestrator that
-        was silent for its liveness window; the link then greets it again and retries once.
+        (the orchestrator drains its instruments there).
         """
         msg = Message(
             type=codec.REQUEST,
@@ -201,19 +200,9 @@ class AgentClient:
             body=body or {},
             arrays=arrays or [],
         )
-        try:
-            reply = self._exchange(
-                msg, timeout_s=timeout_s, expect=codec.REPLY, while_waiting=while_waiting
-            )
-        except AgentError as exc:
-            if exc.code != "hello_first":
-                raise
-            log.info("agent %s forgot this orchestrator; greeting it again", self.name)
-            self._handshake()
-            msg.id = codec.new_correlation_id()
-            reply = self._exchange(
-                msg, timeout_s=timeout_s, expect=codec.REPLY, while_waiting=while_waiting
-            )
+        reply = self._exchange(
+            msg, timeout_s=timeout_s, expect=codec.REPLY, while_waiting=while_waiting
+        )
         return Reply(reply.body, reply.arrays)
 
     def clock_offset(self, probes: int = 8) -> ClockOffset:
@@ -246,6 +235,28 @@ class AgentClient:
         expect: str,
         while_waiting: Callable[[], None] | None = None,
         silence_limit_s: float | None = None,
+    ) -> Message:
+        """Send ``msg`` and wait for its answer.
+
+        An agent forgets an orchestrator that was silent for its liveness window (between
+        phases, say) and then answers ``hello_first``: the link greets it again and retries once.
+        """
+        try:
+            return self._exchange_once(msg, timeout_s, expect, while_waiting)
+        except AgentError as exc:
+            if exc.code != "hello_first" or msg.type == codec.HELLO:
+                raise
+        log.info("agent %s forgot this orchestrator; greeting it again", self.name)
+        self._handshake()
+        msg.id = codec.new_correlation_id()
+        return self._exchange_once(msg, timeout_s, expect, while_waiting)
+
+    def _exchange_once(
+        self,
+        msg: Message,
+        timeout_s: float | None,
+        expect: str,
+        while_waiting: Callable[[], None] | None,
     ) -> Message:
         if self._sock is None:
             raise RuntimeError(f"agent {self.name} is not connected")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any, ClassVar
 
 import msgpack
@@ -228,3 +229,12 @@ def test_noop_goes_through_the_worker_and_returns_its_payload(agent):
         client.request("stop")
         assert recv_non_heartbeat(sock).body["stopped"] is True
         sock.close()
+
+
+def test_an_orchestrator_silent_past_the_liveness_window_is_greeted_again(agent):
+    with AgentClient(agent.endpoint) as client:
+        time.sleep(agent.heartbeat_s * agent.liveness * 2.5)  # the agent forgets us meanwhile
+        assert client.request("status").body["peers"] == 1  # re-greeted, then served
+        time.sleep(agent.heartbeat_s * agent.liveness * 2.5)
+        offset = client.clock_offset(probes=2)
+        assert abs(offset.offset_s) <= offset.uncertainty_s + 0.01
