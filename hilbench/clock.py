@@ -26,17 +26,11 @@ def _offset_from_environment() -> float:
 
 
 _OFFSET_S = _offset_from_environment()
-_OFFSET_NS = round(_OFFSET_S * 1e9)
 
 
 def now() -> float:
     """Seconds on the monotonic clock (CLOCK_MONOTONIC on Linux); immune to wall-clock steps."""
     return time.monotonic() + _OFFSET_S
-
-
-def now_ns() -> int:
-    """Nanoseconds on the same monotonic clock, for clock-offset probes."""
-    return time.monotonic_ns() + _OFFSET_NS
 
 
 def bench_now() -> float:

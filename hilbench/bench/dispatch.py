@@ -1,17 +1,24 @@
-"""`hilbench bench dispatch`: round-trip cost of one protocol request, next to bare pyzmq.
+"""`hilbench bench dispatch`: round trip of one device command through an agent, next to bare pyzmq.
 
-Both servers run as separate processes on loopback and are measured in the same run with the
-same payload, taking turns in blocks so that a busy machine weighs on both alike: an agent
-answering `echo` (full protocol: header codec, validation, heartbeats, correlation ids) and a
-bare REQ/REP echo. The ratio on the last line is the protocol's overhead factor.
+Both servers run as separate processes on loopback and are measured in the same run, taking
+turns in blocks so that a busy machine weighs on both alike:
+
+* bare: a pyzmq REQ/REP echo, the least any ZeroMQ round trip costs;
+* worker: the agent protocol's ``noop``, a device command that goes the way ``run`` goes (header
+  codec and checks, hello-first state, busy rule, the worker thread and back, heartbeats and
+  correlation ids) without touching a device;
+* inline: the protocol's ``echo``, answered by the serving thread (for reference).
+
+Each payload size is measured in turn (default 1 KiB and 64 KiB; 0 works too). The last line is
+the headline: the worker path's median ratio to bare pyzmq at each size.
 """
 
 from __future__ import annotations
 
-import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 import click
 import numpy as np
@@ -28,12 +35,11 @@ s = ctx.socket(zmq.REP)
 port = s.bind_to_random_port("tcp://127.0.0.1")
 print(port, flush=True)
 while True:
-    msg = s.recv(copy=False)
-    if len(msg) == 0:
-        s.send(b"")
-        break
-    s.send(msg, copy=False)
+    s.send(s.recv(copy=False), copy=False)
 """
+
+BLOCK = 100  # round trips per turn; the paths take turns so all see the same machine
+PATHS = ("bare", "worker", "inline")
 
 
 def _percentiles(samples_ns: list[int]) -> tuple[float, float]:
@@ -41,76 +47,104 @@ def _percentiles(samples_ns: list[int]) -> tuple[float, float]:
     return float(np.median(arr)), float(np.percentile(arr, 99))
 
 
-BLOCK = 100  # round trips per turn; the two paths take turns so both see the same machine
+def _timed(call: Callable[[], object]) -> int:
+    t0 = time.perf_counter_ns()
+    call()
+    return time.perf_counter_ns() - t0
 
 
-def _interleaved_round_trips(
-    payload: np.ndarray, n: int, warmup: int
-) -> tuple[list[int], list[int]]:
-    """Round-trip times (ns) of a bare REQ/REP echo and of the agent protocol's ``echo``,
-    taking turns in blocks so that load on a shared machine affects both alike."""
+def measure(payload_kib: tuple[int, ...], n: int, warmup: int) -> dict[int, dict[str, list[int]]]:
+    """Round-trip times (ns) per payload size and path, the paths taking turns in blocks."""
     bare_server = subprocess.Popen(
         [sys.executable, "-c", _BARE_SERVER], stdout=subprocess.PIPE, text=True
     )
     agent = spawn_agent(AgentSpec(id="bench", driver="cpu", spawn=True))
     sock = zmq.Context.instance().socket(zmq.REQ)
     sock.setsockopt(zmq.LINGER, 0)
+    results: dict[int, dict[str, list[int]]] = {}
     try:
+        assert bare_server.stdout is not None
         sock.connect(f"tcp://127.0.0.1:{int(bare_server.stdout.readline())}")
         with AgentClient(agent.address, "bench") as client:
+            for kib in payload_kib:
+                payload = np.random.default_rng(kib).integers(0, 255, kib * 1024, dtype=np.uint8)
 
-            def bare_once() -> int:
-                t0 = time.perf_counter_ns()
-                sock.send(payload, copy=False)
-                sock.recv(copy=False)
-                return time.perf_counter_ns() - t0
+                def bare(payload: np.ndarray = payload) -> None:
+                    sock.send(payload, copy=False)
+                    sock.recv(copy=False)
 
-            def protocol_once() -> int:
-                t0 = time.perf_counter_ns()
-                reply = client.request("echo", {}, [payload])
-                elapsed = time.perf_counter_ns() - t0
-                assert reply.arrays[0].nbytes == payload.nbytes
-                return elapsed
+                def worker(payload: np.ndarray = payload) -> None:
+                    reply = client.request("noop", {}, [payload])
+                    assert reply.arrays[0].nbytes == payload.nbytes
 
-            for _ in range(warmup):
-                bare_once()
-                protocol_once()
-            bare: list[int] = []
-            proto: list[int] = []
-            while len(bare) < n:
-                bare += [bare_once() for _ in range(min(BLOCK, n - len(bare)))]
-                proto += [protocol_once() for _ in range(min(BLOCK, n - len(proto)))]
+                def inline(payload: np.ndarray = payload) -> None:
+                    reply = client.request("echo", {}, [payload])
+                    assert reply.arrays[0].nbytes == payload.nbytes
+
+                calls = {"bare": bare, "worker": worker, "inline": inline}
+                for _ in range(warmup):
+                    for call in calls.values():
+                        call()
+                times: dict[str, list[int]] = {path: [] for path in PATHS}
+                while len(times["bare"]) < n:
+                    size = min(BLOCK, n - len(times["bare"]))
+                    for path in PATHS:
+                        times[path] += [_timed(calls[path]) for _ in range(size)]
+                results[kib] = times
             client.request("shutdown", timeout_s=5)
-        sock.send(b"")
-        sock.recv()
-        return bare, proto
+        return results
     finally:
         sock.close()
         agent.stop()
+        bare_server.kill()
         bare_server.wait(timeout=5)
 
 
 @click.command()
-@click.option("--requests", "n", default=3000, show_default=True, help="Timed round trips (≥2000).")
-@click.option("--payload-kib", default=64, show_default=True, help="Payload size in KiB.")
+@click.option(
+    "--requests",
+    "n",
+    default=3000,
+    show_default=True,
+    help="Timed round trips per path and size (≥2000).",
+)
+@click.option(
+    "--payload-kib",
+    multiple=True,
+    type=click.IntRange(min=0),
+    default=(1, 64),
+    show_default=True,
+    help="Payload size in KiB; repeat for several sizes (0: no payload frame content).",
+)
 @click.option("--warmup", default=200, show_default=True, help="Untimed round trips first.")
-def dispatch(n: int, payload_kib: int, warmup: int) -> None:
-    """Round trip of one request with a payload: agent protocol vs bare pyzmq REQ/REP."""
+def dispatch(n: int, payload_kib: tuple[int, ...], warmup: int) -> None:
+    """Round trip of a device command through the agent's worker vs bare pyzmq REQ/REP.
+
+    Targets (issue 10): the worker path within 2× bare pyzmq at 1 KiB and 1.5× at 64 KiB. The
+    machine's load weighs on all paths alike (they take turns); rerun when it is quiet.
+    """
     if n < 2000:
         raise click.BadParameter(
             "use at least 2000 requests for a stable p99", param_hint="--requests"
         )
-    payload = np.random.default_rng(0).integers(0, 255, payload_kib * 1024, dtype=np.uint8)
-    bare, proto = _interleaved_round_trips(payload, n, warmup)
-    bare_med, bare_p99 = _percentiles(bare)
-    proto_med, proto_p99 = _percentiles(proto)
+    results = measure(tuple(payload_kib), n, warmup)
     click.echo(
-        f"payload {payload_kib} KiB, {n} timed round trips each, loopback TCP, "
-        f"the two paths taking turns in blocks of {BLOCK}"
+        f"{n} timed round trips per path and size, loopback TCP, the paths taking turns in "
+        f"blocks of {BLOCK}"
     )
-    click.echo(f"bare pyzmq REQ/REP   median {bare_med:8.1f} us   p99 {bare_p99:8.1f} us")
-    click.echo(f"hilbench protocol    median {proto_med:8.1f} us   p99 {proto_p99:8.1f} us")
-    click.echo(
-        f"mean overhead {statistics.fmean(proto) / 1e3 - statistics.fmean(bare) / 1e3:.1f} us"
-    )
-    click.echo(f"ratio (protocol/bare, median) {proto_med / bare_med:.2f}")
+    click.echo(f"{'payload':>8} {'path':<34} {'median us':>10} {'p99 us':>10} {'ratio':>6}")
+    labels = {
+        "bare": "bare pyzmq REQ/REP",
+        "worker": "hilbench noop (worker thread)",
+        "inline": "hilbench echo (serving thread)",
+    }
+    headline = []
+    for kib, times in results.items():
+        bare_med = _percentiles(times["bare"])[0]
+        for path in PATHS:
+            med, p99 = _percentiles(times[path])
+            click.echo(
+                f"{kib:>5} KiB {labels[path]:<34} {med:>10.1f} {p99:>10.1f} {med / bare_med:>6.2f}"
+            )
+        headline.append(f"{kib} KiB {_percentiles(times['worker'])[0] / bare_med:.2f}")
+    click.echo("worker/bare median ratio: " + ", ".join(headline))
