@@ -242,14 +242,14 @@ class AgentClient:
         phases, say) and then answers ``hello_first``: the link greets it again and retries once.
         """
         try:
-            return self._exchange_once(msg, timeout_s, expect, while_waiting)
+            return self._exchange_once(msg, timeout_s, expect, while_waiting, silence_limit_s)
         except AgentError as exc:
             if exc.code != "hello_first" or msg.type == codec.HELLO:
                 raise
         log.info("agent %s forgot this orchestrator; greeting it again", self.name)
         self._handshake()
         msg.id = codec.new_correlation_id()
-        return self._exchange_once(msg, timeout_s, expect, while_waiting)
+        return self._exchange_once(msg, timeout_s, expect, while_waiting, silence_limit_s)
 
     def _exchange_once(
         self,
@@ -257,6 +257,7 @@ class AgentClient:
         timeout_s: float | None,
         expect: str,
         while_waiting: Callable[[], None] | None,
+        silence_limit_s: float | None,
     ) -> Message:
         if self._sock is None:
             raise RuntimeError(f"agent {self.name} is not connected")
