@@ -98,7 +98,7 @@ def run_power_unit(
     if times is None:
         # Resumed campaign or a power-only unit: measure the test-set times in this run.
         times = stage_times(ctx.run_uid, run_single_stream_phase(ctx, res, client))
-    rows = [int(r) for r in (spec.power_sample + np.arange(stream)) % len(test)]
+    rows = power_rows(spec.power_sample, stream, len(test))
     with ctx.phase("load", [client]) as phase:
         model_reply = send_model(client, res.model)
         if stream == 1:
@@ -129,6 +129,12 @@ def device_stages(client: AgentClient) -> tuple[str, ...]:
     both). A simulated Xylo, whose front end is simulated on the host, times only inference."""
     declared = (client.info.get("capabilities") or {}).get("asc", {}).get("stages")
     return tuple(s for s in STAGES if declared is None or s in declared)
+
+
+def power_rows(first: int, stream: int, test_size: int) -> list[int]:
+    """The test samples a power run holds: ``stream`` consecutive ones from ``first``,
+    wrapping round the end of the test split."""
+    return [int(r) for r in (first + np.arange(stream)) % test_size]
 
 
 def _idle_window(

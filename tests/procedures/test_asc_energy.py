@@ -38,3 +38,10 @@ def test_loop_time_weights_windows_by_their_samples():
     mean, se = loop_time(loops)
     assert mean == pytest.approx(1.25e-3)
     assert 0 < se < 1e-6
+
+
+def test_power_runs_take_consecutive_samples_wrapping_round_the_test_split():
+    from hilbench.procedures.asc_power import power_rows
+
+    assert power_rows(0, 1, 80) == [0]
+    assert power_rows(3, 5, 6) == [3, 4, 5, 0, 1]

@@ -100,3 +100,33 @@ def test_each_time_stays_with_its_stage_and_every_metric_follows(device_client):
     assert metrics["samples"].value == 4
     overhead = sorted(r.round_trip_s - r.device_s for r in records)
     assert metrics["harness_overhead_median_s"].value == pytest.approx(statistics.median(overhead))
+
+
+def test_a_device_that_cannot_time_preprocessing_gives_no_preprocessing_figure(device_client):
+    device, client = device_client
+    run = device.run
+
+    def without_preprocessing(params, stop):
+        result = run(params, stop)
+        result.body.update(preprocess_s=None, preprocess_reason="simulation has no AFE timer")
+        return result
+
+    device.run = without_preprocessing
+    records = run_single_stream(client, np.zeros((2, 16), dtype=np.float32))
+    assert all(r.preprocess_s is None and r.device_s == INF_S for r in records)
+    assert all(r.overhead_s == pytest.approx(r.round_trip_s - INF_S) for r in records)
+    docs: list[Any] = []
+    emit_single_stream_metrics(RunContext(DocumentStream([docs.append]), "run"), records,
+                               np.array([0, 1]), ["a", "a"])
+    metrics = {d.name: d for d in docs if isinstance(d, Metric)}
+    assert metrics["preprocess_time_s"].value is None
+    assert "does not measure" in metrics["preprocess_time_s"].meta["reason"]
+    assert metrics["inference_time_s"].value == pytest.approx(INF_S)
+
+
+def test_no_records_is_an_error_not_a_figure():
+    from hilbench.procedures.asc_device import mean_and_std_error
+
+    with pytest.raises(ValueError, match="no values"):
+        mean_and_std_error([])
+    assert mean_and_std_error([2.0]) == (2.0, 0.0)
