@@ -31,6 +31,8 @@ def test_instrument_accuracy_in_watts_from_watts_and_from_amps():
     amps = SourceInfo("a", "A", 0.1, accuracy_relative=1e-3, accuracy_absolute=0.02,
                       supply_voltage_v=12.0)
     assert InstrumentAccuracy.from_source(amps).absolute_w == pytest.approx(0.24)
+    assert InstrumentAccuracy.from_source(amps, resolution=1e-6).resolution_w == pytest.approx(
+        1.2e-5)
 
 
 def _flat(level: float = 10.0):
@@ -67,11 +69,15 @@ def test_a_timing_error_on_a_ramp_moves_the_mean_by_the_ramp_rate():
     est = phase_power(t, w, PhaseWindow("active", 10.0, 20.0), EXACT, timing_uncertainty_s=0.3)
     assert est.clock_per_s_positive == pytest.approx(1.7, rel=0.03)
     assert est.clock_per_s_negative == pytest.approx(-1.7, rel=0.03)
+    clock = next(c for c in est.budget.components if c.name == "clock offset")
+    # uniform shift within ±0.3 s times a 1.7 W/s slope
+    assert clock.standard_uncertainty == pytest.approx(0.3 / math.sqrt(3) * 1.7, rel=0.03)
 
 
 def test_without_shifted_readings_the_bound_is_the_nearby_range_per_second():
-    t = np.arange(10.0, 12.0, 0.1)
-    w = np.where(t < 11.0, 1.0, 3.0)
+    # Readings inside the window, and far-off ones (100 W) the bound must not reach for.
+    t = np.concatenate([np.arange(0.0, 1.0, 0.1), np.arange(10.0, 12.0, 0.1)])
+    w = np.where(t < 5.0, 100.0, np.where(t < 11.0, 1.0, 3.0))
     est = phase_power(t, w, PhaseWindow("active", 10.0, 12.0), EXACT,
                       timing_uncertainty_s=5.0, min_coverage=0.9)
     assert est.clock_per_s_positive == pytest.approx(2.0 / 5.0)
@@ -87,3 +93,13 @@ def test_pooled_windows_add_their_independent_timing_errors_in_quadrature():
     assert pooled.timing_half_width_s == 0.4
     # equal shares: sqrt((0.5*2*0.2)^2 + (0.5*2*0.4)^2) / 0.4
     assert pooled.clock_per_s_positive == pytest.approx(math.hypot(0.2, 0.4) / 0.4, rel=1e-3)
+
+
+def test_two_readings_are_enough_and_a_negative_aperture_is_refused():
+    from hilbench.power.align import overlap_fractions
+
+    t = np.array([0.0, 0.1])
+    est = phase_power(t, np.array([1.0, 3.0]), PhaseWindow("idle", 0.0, 0.2), EXACT)
+    assert est.n == 2 and est.mean_w == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="aperture must be positive"):
+        overlap_fractions(t, -0.1, 0.0, 1.0)
