@@ -20,7 +20,7 @@ EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "qubo-loihi.toml"
 def test_the_loihi_example_compares_lava_with_the_cpu_solvers(tmp_path, lava_python):
     text = EXAMPLE.read_text()
     for old, new in [
-        ('python = ".venv-loihi/bin/python"', f'python = "{lava_python}"'),
+        ('python = "../.venv-loihi/bin/python"', f'python = "{lava_python}"'),
         ("nodes = [25, 50]", "nodes = [25]"),
         ("seeds = [0, 1]", "seeds = [0]"),
     ]:
