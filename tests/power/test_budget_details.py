@@ -103,3 +103,15 @@ def test_two_readings_are_enough_and_a_negative_aperture_is_refused():
     assert est.n == 2 and est.mean_w == pytest.approx(2.0)
     with pytest.raises(ValueError, match="aperture must be positive"):
         overlap_fractions(t, -0.1, 0.0, 1.0)
+
+
+def test_pooled_degrees_of_freedom_follow_welch_satterthwaite():
+    import dataclasses
+
+    t, w = _flat()
+    one = phase_power(t, w, PhaseWindow("idle", 2.0, 9.0), EXACT)
+    a = dataclasses.replace(one, mean_w=10.0, std_error_w=0.01, dof=10.0)
+    b = dataclasses.replace(one, mean_w=10.0, std_error_w=0.01, dof=10.0)
+    pooled = pool_estimates([a, b])  # equal means: the within-window errors are used
+    assert pooled.std_error_w == pytest.approx(0.01 / math.sqrt(2))
+    assert pooled.dof == pytest.approx(20.0)
