@@ -203,7 +203,7 @@ def _print_groups_table(store: Store, flt: RunFilter, limit: int, path: Path) ->
 
     n_groups, shown = store.run_groups(flt, limit or None)
     if not shown:
-        click.echo(f"no runs in {path}" + (" matching the filters" if flt != RunFilter() else ""))
+        _say_no_runs(path, flt)
         return
     n_runs = store.count_runs(flt)
     table = Table(
@@ -239,7 +239,7 @@ def _print_runs_table(store: Store, flt: RunFilter, limit: int, path: Path) -> N
 
     total = store.count_runs(flt)
     if total == 0:
-        click.echo(f"no runs in {path}" + (" matching the filters" if flt != RunFilter() else ""))
+        _say_no_runs(path, flt)
         return
     # The newest runs when there are too many, printed oldest first.
     runs = list(store.iter_runs(flt, limit=limit or None, newest_first=True))[::-1]
@@ -267,6 +267,10 @@ def _print_runs_table(store: Store, flt: RunFilter, limit: int, path: Path) -> N
             highlight=False,
             markup=False,
         )
+
+
+def _say_no_runs(path: Path, flt: RunFilter) -> None:
+    click.echo(f"no runs in {path}" + (" matching the filters" if flt != RunFilter() else ""))
 
 
 def _console() -> Any:

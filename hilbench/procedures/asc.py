@@ -4,22 +4,8 @@
 single-stream scenario with one sample at a time in device memory; ``asc.power``
 (:mod:`hilbench.procedures.asc_power`) the power windows (one sample repeated, or k-second
 streams of consecutive samples, always at batch size 1) and energy per inference from the
-single-stream time. This module prepares data and model and makes the units; the table is
-:class:`hilbench.procedures.asc_table.AscSpec`.
-
-Campaign table::
-
-    [[asc]]
-    agent = "cpu0"
-    fixture = true            # generate the synthetic data set (into `data`, or a cache dir)
-    # data = "path/to/TAU-urban-acoustic-scenes-2020-mobile-development"
-    # model = "asc-int8.npz"  # else trained on the train split (train_epochs, train_seed)
-    limit = 20                # test clips (ten 1 s samples each) for quick runs
-    power = true
-    idle_s = 60
-    active_s = 60
-    stream_s = [5, 10]
-    repetitions = 1           # idle + active windows per power run
+single-stream time. This module prepares data and model and makes the units; the campaign
+table, with an example, is :class:`hilbench.procedures.asc_table.AscSpec`.
 """
 
 from __future__ import annotations

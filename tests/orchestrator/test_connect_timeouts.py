@@ -13,6 +13,15 @@ import pytest
 
 from hilbench.orchestrator.client import AgentClient, AgentUnreachable
 
+QUBO = """
+[[qubo]]
+nodes = [10]
+densities = [0.1]
+seeds = [0]
+solvers = ["sa"]
+timeouts_s = [0.01]
+"""
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -43,14 +52,7 @@ connect_timeout_s = 1.5
 id = "far"
 driver = "cpu"
 address = "tcp://127.0.0.1:{free_port()}"
-
-[[qubo]]
-nodes = [10]
-densities = [0.1]
-seeds = [0]
-solvers = ["sa"]
-timeouts_s = [0.01]
-""")
+""" + QUBO)
     proc = subprocess.run([sys.executable, "-m", "hilbench", "run", str(path), "--db",
                            str(tmp_path / "t.sqlite"), "-q"], capture_output=True, text=True,
                           timeout=60)
@@ -70,14 +72,7 @@ listen_timeout_s = 1.0
 id = "late"
 driver = "cpu"
 connects = true
-
-[[qubo]]
-nodes = [10]
-densities = [0.1]
-seeds = [0]
-solvers = ["sa"]
-timeouts_s = [0.01]
-""")
+""" + QUBO)
     started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "hilbench", "run", str(path), "--db",
                            str(tmp_path / "t.sqlite"), "-q"], capture_output=True, text=True,
