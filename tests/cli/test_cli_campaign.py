@@ -58,7 +58,8 @@ def _require_interpreters(example: Path, data: dict) -> None:
     it must be there; elsewhere the example is checked where it can be."""
     for agent in data.get("agents", []):
         python = agent.get("python")
-        if python and not (example.parent / python).is_file():
+        # Relative to the campaign file's folder or the working directory (the repository's).
+        if python and not any((base / python).is_file() for base in (example.parent, ROOT)):
             message = f"{example.name} needs {python}, which .ci/run makes"
             if os.environ.get("CI") == "true":
                 pytest.fail(message)
