@@ -80,6 +80,7 @@ class XyloDriver:
                 "modes": ["single_stream", "repeat", "stream"],
                 "stages": ["inference"],
                 "preprocessing": PREPROCESS_REASON,
+                "timing": self.backend.timing,
             },
             "device": self.backend.describe(),
             "power": self.backend.power(),

@@ -80,6 +80,10 @@ class HardwareXylo:
 
     simulated = False
     simulation = ""
+    timing = ("pre-processing not measured (analog front end simulated on the host by Rockpool "
+              "AFESim, spikes sent to the chip over USB); inference on the Xylo Audio 2 HDK, "
+              "timed on the agent's clock around XyloSamna.evolve (accelerated time, includes "
+              "the USB transfer)")
 
     def __init__(self, hdk: Any, module: ModuleType, modules: VendorModules,
                  core_clock_mhz: float, power_hz: float) -> None:

@@ -96,6 +96,13 @@ class XyloNetwork:
         return int(self.spec["weights_out"].shape[1])
 
     @property
+    def description(self) -> str:
+        """What the model computes, one line for reports (where the AFE runs is the device's)."""
+        return (f"AFE spikes ({self.inputs} channels) + spiking network for Xylo Audio 2 "
+                f"({self.inputs}-{self.hidden}-{self.outputs} LIF neurons, dt "
+                f"{1000 * self.dt:g} ms; class = output with most spikes)")
+
+    @property
     def steps_per_sample(self) -> int:
         """Network time steps in one 1 s sample."""
         return round(1.0 / self.dt)

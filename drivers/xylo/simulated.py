@@ -43,6 +43,10 @@ class SimulatedXylo:
 
     simulated = True
     simulation = SIMULATION
+    timing = ("pre-processing not measured (analog front end simulated on the host by Rockpool "
+              "AFESim before the sample is in device memory); inference in XyloSim "
+              "(bit-accurate), its time estimated by Rockpool's cycle model at the core clock "
+              "(simulated, not measured)")
 
     def __init__(self, core_clock_hz: float = 50e6) -> None:
         self.core_clock_hz = float(core_clock_hz)

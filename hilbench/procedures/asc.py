@@ -126,6 +126,7 @@ class AscResources:
             "model": str(self.model_path),
             "model_sha256": _sha256(self.model_path),
             "model_info": self.model.info,
+            "model_description": self.model.description,
             "trained_now": trained,
             "test_slices": len(self.test),
             "test_clips": len(set(self.test.clip_ids)),

@@ -28,6 +28,7 @@ STAGES = ("preprocessing", "inference")
 TRIAL_TOLERANCE = 0.05  # NeuroBench: the mean of 5 trials within 5 % of the reported result
 # Budget components that one instrument contributes identically to every run.
 COMMON_MODE = ("instrument gain", "instrument offset", "supply voltage")
+DEFAULT_TIMING = "pre-processing and inference timed on the device's clock"
 _PREFIXES = ((1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
 
 
@@ -61,6 +62,8 @@ class AscGroup:
     failed: list[str] = field(default_factory=list)
     # What is simulated in the runs, keyed "single" or the stream length; absent: measured.
     simulation: dict[str | int, str] = field(default_factory=dict)
+    # How the device's stage times come about (its capabilities ``asc.timing``).
+    timing: str = DEFAULT_TIMING
 
     def simulated(self, part: str | int) -> bool:
         return part in self.simulation
@@ -76,7 +79,10 @@ def asc_groups(store_path: Path, campaign_uid: str) -> list[AscGroup]:
             params = run["params"]
             parts = str(run["unit_key"]).split("/")
             key = (str(params.get("agent")), parts[3] if len(parts) > 3 else "")
-            group = groups.setdefault(key, AscGroup(agent=key[0], params=params))
+            if key not in groups:
+                groups[key] = AscGroup(agent=key[0], params=params,
+                                       timing=_device_timing(run, key[0]))
+            group = groups[key]
             if run["status"] != "success":
                 group.failed.append(f"{run['unit_key']}: {run['status']} {run['reason'] or ''}")
                 continue
@@ -90,6 +96,13 @@ def asc_groups(store_path: Path, campaign_uid: str) -> list[AscGroup]:
             if run.get("simulated"):
                 group.simulation[part] = run.get("simulation") or "simulated"
     return list(groups.values())
+
+
+def _device_timing(run: dict[str, Any], agent: str) -> str:
+    """The line a device declares on how it times its stages (``capabilities.asc.timing``)."""
+    caps = ((run.get("agents") or {}).get(agent) or {}).get("capabilities") or {}
+    timing = (caps.get("asc") or {}).get("timing")
+    return str(timing) if timing else DEFAULT_TIMING
 
 
 def _budget(metric: dict[str, Any]) -> list[dict[str, Any]] | None:
@@ -242,8 +255,7 @@ def describe(group: AscGroup) -> list[str]:
         lines.append(
             f"accuracy and execution time: single stream over {n} test samples "
             f"({len(group.single)} run(s)); samples in device memory before timing, one at a "
-            "time; pre-processing and inference timed on the device's clock; classification "
-            "not timed"
+            f"time; {group.timing}; classification not timed"
         )
         if overhead and p99:
             lines.append(
@@ -251,7 +263,8 @@ def describe(group: AscGroup) -> list[str]:
                 f"{format_figure(overhead)}, p99 {format_figure(p99)}"
             )
     data = "synthetic fixture" if p.get("fixture") else f"data set {p.get('data')}"
-    lines.append(f"workload: {data}, {p.get('sample_rate')} Hz, MFE features + int8 CNN")
+    model = p.get("model_description") or f"model {p.get('model', 'unstated')}"
+    lines.append(f"workload: {data}, {p.get('sample_rate')} Hz, {model}")
     if not group.power:
         lines.append("power: not measured (power = false)")
     for stream in sorted(group.power):

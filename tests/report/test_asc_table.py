@@ -36,3 +36,17 @@ def test_every_trial_within_5_percent_or_flagged():
     assert fig.trials_agree is False
     assert "NOT all within 5 %, worst 15.4 %" in format_figure(fig)
     assert combine(agree[:1], "p").trials_agree is None
+
+
+def test_the_int8_models_own_line_names_its_features_and_network():
+    from hilbench.report.asc_table import AscGroup, describe
+    from hilbench.workloads.asc import packaged_model_path
+    from hilbench.workloads.asc.model_files import load_model_file
+
+    model = load_model_file(packaged_model_path())
+    group = AscGroup(agent="cpu0", params={"fixture": True, "sample_rate": 16000,
+                                           "model_description": model.description})
+    workload = [ln for ln in describe(group) if ln.startswith("workload:")]
+    assert workload == [f"workload: synthetic fixture, 16000 Hz, MFE features (40 filters × "
+                        f"{model.input_frames} frames) + int8 CNN ({len(model.convs)} conv "
+                        f"blocks, {len(model.classes)} classes)"]

@@ -2,7 +2,8 @@
 for that format comes from the entry-point group ``hilbench.asc_models``.
 
 The ASC procedures only move a model from disk into a device (``metadata()`` and ``arrays()``
-for the load message, ``sample_rate`` of its audio, ``info`` for the record), so a spiking
+for the load message, ``sample_rate`` of its audio, ``info`` and a one-line ``description`` for
+the record and the report), so a spiking
 network for Xylo and the int8 CNN of the CPU and Arduino baselines travel the same way and the
 core names neither.
 """
@@ -25,6 +26,9 @@ class AscModel(Protocol):
 
     @property
     def sample_rate(self) -> int: ...
+
+    @property
+    def description(self) -> str: ...
 
     def metadata(self) -> dict[str, Any]: ...
 

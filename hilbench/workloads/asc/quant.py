@@ -275,6 +275,13 @@ class QuantisedModel:
         return self.mfe_config.sample_rate
 
     @property
+    def description(self) -> str:
+        """What the model computes, one line for reports."""
+        m = self.mfe_config
+        return (f"MFE features ({m.num_filters} filters × {self.input_frames} frames) + int8 CNN "
+                f"({len(self.convs)} conv blocks, {len(self.classes)} classes)")
+
+    @property
     def weight_bytes(self) -> int:
         """Bytes of weights, biases and requantisation constants (what a firmware must store)."""
         arrays = [a for c in self.convs for a in (c.weight, c.bias, c.multiplier, c.shift)]

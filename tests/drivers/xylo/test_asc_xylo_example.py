@@ -70,6 +70,11 @@ def test_runs_succeed_and_every_row_says_simulated(example_run):
         found = [ln for ln in rows if ln.lstrip("│ ").startswith(row)]
         assert found and all("simulated" in ln for ln in found), (row, found)
     assert "SIMULATED single stream: device xylo0: Xylo Audio 2 simulated" in table
+    # the description is the device's and the model's, not the CNN baseline's
+    flat = " ".join(table.split())
+    assert "int8 CNN" not in flat and "timed on the device's clock" not in flat
+    assert "pre-processing not measured (analog front end simulated on the host" in flat
+    assert "inference in XyloSim" in flat and "spiking network for Xylo Audio 2" in flat
 
 
 def test_single_stream_on_xylosim_reports_preprocessing_as_not_measured(example_run):
