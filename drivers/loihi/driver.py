@@ -33,6 +33,7 @@ SOLVERS = ("lava",)
 MIN_TIMEOUT_S = 1e-3
 MAX_TIMEOUT_S = 1e3
 CPU_SIMULATION = "Lava CPU back end: says nothing about Loihi's speed or power"
+NO_PROBES = "the Lava CPU back end has no on-chip power probes (Loihi 2 only)"
 # Tuned on Lava's CPU back end (n = 25 and 50, density 5–10 %, 1 000 steps): the default
 # temperature 1 leaves the network nearly frozen (cost -2 where the optimum is -20 at n = 50).
 # Refractory periods keep a neuron from flipping straight back. See drivers/loihi/README.md.
@@ -103,9 +104,11 @@ class LoihiDriver:
             "lava_python": self.lava_python,
             "hyperparameters": self.hyperparameters,
             "simulated": self.simulated,
+            # Both back ends name the probes; only Loihi 2 has them.
             "power": {
-                "source": "loihi2-probes" if not self.simulated else None,
+                "source": "loihi2-probes",
                 "available": not self.simulated,
+                "reason": None if not self.simulated else NO_PROBES,
             },
         }
         if self.simulated:
@@ -313,7 +316,7 @@ class LoihiDriver:
         return {
             "measured": False,
             "source": None,
-            "reason": f"{CPU_SIMULATION}; no on-chip probes on the CPU back end",
+            "reason": f"{CPU_SIMULATION}; {NO_PROBES}",
         }
 
     def _reached(self, done: dict[str, Any], target: int, gaps: list[float]) -> list[dict]:

@@ -54,7 +54,7 @@ def test_on_loihi2_the_driver_reports_probe_power_and_is_not_labelled_simulated(
     driver = LoihiDriver(backend="Loihi2")
     caps = driver.capabilities()
     assert caps["simulated"] is False and "simulation" not in caps
-    assert caps["power"] == {"source": "loihi2-probes", "available": True}
+    assert caps["power"] == {"source": "loihi2-probes", "available": True, "reason": None}
     power = driver._power({"profile": read_profiler(StandInLoihi2Profiler())})
     assert power["source"] == "loihi2-probes" and power["measured"] is True
     driver.close()
@@ -65,8 +65,9 @@ def test_the_cpu_back_end_is_labelled_simulated_and_measures_no_power():
     caps = driver.capabilities()
     assert caps["simulated"] is True
     assert caps["simulation"] == "Lava CPU back end: says nothing about Loihi's speed or power"
+    assert caps["power"]["available"] is False and "no on-chip" in caps["power"]["reason"]
     power = driver._power({"profile": None})
-    assert power["measured"] is False and "no on-chip probes" in power["reason"]
+    assert power["measured"] is False and "no on-chip power probes" in power["reason"]
     driver.close()
 
 
