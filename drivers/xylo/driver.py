@@ -81,6 +81,7 @@ class XyloDriver:
                 "stages": ["inference"],
                 "preprocessing": PREPROCESS_REASON,
                 "timing": self.backend.timing,
+                "onboard_power": bool(self.backend.onboard_power),
             },
             "device": self.backend.describe(),
             "power": self.backend.power(),

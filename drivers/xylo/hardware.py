@@ -80,6 +80,7 @@ class HardwareXylo:
 
     simulated = False
     simulation = ""
+    onboard_power = True  # window replies carry measured per-rail power
     timing = ("pre-processing not measured (analog front end simulated on the host by Rockpool "
               "AFESim, spikes sent to the chip over USB); inference on the Xylo Audio 2 HDK, "
               "timed on the agent's clock around XyloSamna.evolve (accelerated time, includes "

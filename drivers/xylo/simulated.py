@@ -43,6 +43,7 @@ class SimulatedXylo:
 
     simulated = True
     simulation = SIMULATION
+    onboard_power = False  # window replies carry measured per-rail power
     timing = ("pre-processing not measured (analog front end simulated on the host by Rockpool "
               "AFESim before the sample is in device memory); inference in XyloSim "
               "(bit-accurate), its time estimated by Rockpool's cycle model at the core clock "

@@ -51,6 +51,7 @@ from hilbench.procedures.asc_device import (
     unload_sample,
     unload_stream,
 )
+from hilbench.procedures.asc_onboard import declares_onboard_power, onboard_figures
 from hilbench.procedures.asc_single_stream import (
     StageTimes,
     run_single_stream_phase,
@@ -112,8 +113,13 @@ def run_power_unit(
     inst = instruments[0] if instruments else None
     windows: list[_Window] = []
     stages = device_stages(client)
+    # No external meter on this agent, but the device measures its own rails: use those.
+    onboard = inst is None and declares_onboard_power(client)
     for rep in range(spec.repetitions):
-        windows.append(_idle_window(ctx, client, instruments, inst, spec.idle_s, rep))
+        if onboard:
+            windows.append(_device_idle_window(ctx, client, rows, spec.idle_s, rep))
+        else:
+            windows.append(_idle_window(ctx, client, instruments, inst, spec.idle_s, rep))
         for stage in stages:
             windows.append(_active_window(ctx, client, instruments, inst, stage, rows,
                                           spec.active_s, rep))
@@ -121,7 +127,7 @@ def run_power_unit(
         unload_sample(client, rows[0])
     else:
         unload_stream(client)
-    _emit_power_metrics(ctx, spec, stream, windows, inst, len(instruments), times)
+    _emit_power_metrics(ctx, spec, stream, windows, inst, len(instruments), times, onboard)
 
 
 def device_stages(client: AgentClient) -> tuple[str, ...]:
@@ -157,6 +163,25 @@ def _idle_window(
                        {"repetition": rep, "start": start, "end": end}))
     # The idle window is the orchestrator's own: no agent clock maps it, only the meter's start.
     return _Window("idle", rep, start, end, _batch(phase, inst), 0.0, _start_u(phase, inst))
+
+
+def _device_idle_window(
+    ctx: RunContext, client: AgentClient, rows: list[int], idle_s: float, rep: int
+) -> _Window:
+    """Idle on the device's own timeline, so its on-board monitor reports the window: the
+    network configured and the sample(s) in memory, nothing processed."""
+    body: dict[str, Any] = {"workload": "asc", "stage": "idle", "duration_s": idle_s}
+    body.update({"mode": "repeat", "index": rows[0]} if len(rows) == 1 else {"mode": "stream"})
+    with ctx.phase("idle", [client]) as phase:
+        reply = client.request("run", body, timeout_s=idle_s + REPLY_MARGIN_S)
+        loop = reply.body
+        start = phase.to_orchestrator_time(client.name, float(loop["t_start"]))
+        end = phase.to_orchestrator_time(client.name, float(loop["t_end"]))
+        ctx.emit(Event(ctx.run_uid, phase.uid, "idle_window", ctx.now(),
+                       {"repetition": rep, "start": start, "end": end,
+                        "power": loop.get("power")}))
+    return _Window("idle", rep, start, end, None, phase.offsets[client.name].uncertainty_s,
+                   None, loop)
 
 
 def _active_window(
@@ -245,6 +270,7 @@ def _emit_power_metrics(
     inst: Instrument | None,
     instrument_count: int,
     times: StageTimes,
+    onboard: bool = False,
 ) -> None:
     run = ctx.run_uid
     common: dict[str, Any] = {
@@ -261,6 +287,8 @@ def _emit_power_metrics(
         "single_stream_run": times.run_uid,
     }
     loops = {stage: [w.loop for w in windows if w.stage == stage and w.loop] for stage in STAGES}
+    if onboard:  # the device's own readings are the figures; an internal copy adds nothing
+        loops = {stage: [{**lp, "power": {}} for lp in found] for stage, found in loops.items()}
     measured = tuple(stage for stage in STAGES if loops[stage])
     loop_times = {stage: loop_time(loops[stage]) for stage in measured}
     for stage in measured:
@@ -277,7 +305,8 @@ def _emit_power_metrics(
                             meta={**common, "source": internal[0].get("source", "rapl"),
                                   "domains": internal[0]["domains"]}))
 
-    figures = _power_figures(spec, windows, inst, times, loop_times)
+    figures = (onboard_figures(windows, spec.boundary, times, loop_times) if onboard
+               else _power_figures(spec, windows, inst, times, loop_times))
     if instrument_count > 1:
         common["note"] = f"{instrument_count} instruments measure this agent; figures use the first"
     if figures is None or "reason" in figures:

@@ -309,16 +309,29 @@ def _power_description(stream: int, runs: list[dict[str, dict[str, Any]]]) -> st
     if idle.get("value") is None:
         return f"{head}; not measured: {meta.get('reason', 'unknown reason')}"
     aperture = meta.get("aperture_s")
-    parts = [
-        head,
-        f"instrument {meta.get('instrument')} ({meta.get('source')})",
-        f"domains: {', '.join(meta.get('domains') or []) or 'unstated'}",
-        f"sample interval {meta.get('sample_interval_s'):g} s"
-        + (f", aperture {aperture:g} s" if aperture else ""),
-        f"boundary readings: {meta.get('boundary')}",
-        f"timing ± {meta.get('timing_uncertainty_s'):.2g} s at most (each window its own "
-        "phase's clock probe and meter start, independent)",
-        "active window = device loop start..end mapped by the clock offset",
+    if meta.get("category") == "on-board instrument":
+        rails = idle.get("meta", {}).get("rails_w") or {}
+        parts = [
+            head,
+            f"ON-BOARD INSTRUMENT: {meta.get('instrument')} ({meta.get('source')}), rails "
+            + ", ".join(f"{r} {format_figure(Figure(w, None, 'W', 1))}"
+                        for r, w in sorted(rails.items())) + " (idle)",
+            "idle and active windows timed by the device, its readings spread over each",
+            str(meta.get("calibration", "")),
+        ]
+    else:
+        parts = [
+            head,
+            f"instrument {meta.get('instrument')} ({meta.get('source')})",
+            f"domains: {', '.join(meta.get('domains') or []) or 'unstated'}",
+            f"sample interval {meta.get('sample_interval_s'):g} s"
+            + (f", aperture {aperture:g} s" if aperture else ""),
+            f"boundary readings: {meta.get('boundary')}",
+            f"timing ± {meta.get('timing_uncertainty_s'):.2g} s at most (each window its own "
+            "phase's clock probe and meter start, independent)",
+            "active window = device loop start..end mapped by the clock offset",
+        ]
+    parts += [
         "dynamic = active − idle",
         "energy = dynamic power × mean single-stream time of the stage over the test set "
         "(device timers); the power-window loop time is shown beside it",
