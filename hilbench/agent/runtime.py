@@ -274,6 +274,8 @@ class AgentRuntime:
     def _send_parts(self, sock: zmq.Socket, route: list[bytes], parts: list[Any], what: str) -> Any:
         payload = sum(len(p) for p in parts[1:])  # bytes, uint8 arrays or zmq.Frames
         track = payload >= codec.COPY_THRESHOLD_BYTES
+        if track:  # a received Frame cannot be re-sent tracked; its buffer can (no copy)
+            parts = [p.buffer if isinstance(p, zmq.Frame) else p for p in parts]
         try:
             return sock.send_multipart([*route, *parts], copy=False, flags=zmq.NOBLOCK, track=track)
         except zmq.Again:
@@ -483,6 +485,7 @@ class AgentRuntime:
         }
 
     def _status(self) -> dict[str, Any]:
+        self.budget.reap()
         return {
             "agent_id": self.agent_id,
             "driver": self.driver.name,

@@ -1,0 +1,97 @@
+"""Bounds that keep a long-running agent small: memory in flight, log volume, forgotten peers."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from hilbench.agent.guard import COUNTED_FROM_BYTES, BadMessageLog, MemoryBudget
+from hilbench.agent.runtime import AgentRuntime
+from hilbench.orchestrator.client import AgentClient, AgentError
+from hilbench.wire import codec
+from tests.agent.conftest import SleepyDriver
+from tests.agent.test_runtime import raw_socket, recv_non_heartbeat
+
+
+class Tracker:
+    def __init__(self) -> None:
+        self.done = False
+
+
+def test_budget_admits_until_full_and_frees_what_zmq_has_sent():
+    budget = MemoryBudget(limit=3 * COUNTED_FROM_BYTES)
+    assert budget.admit(100)  # small messages are not counted
+    assert budget.admit(2 * COUNTED_FROM_BYTES)
+    assert not budget.admit(2 * COUNTED_FROM_BYTES)  # would pass the limit
+    tracker = Tracker()
+    budget.release_when_sent(tracker, 2 * COUNTED_FROM_BYTES)
+    assert not budget.admit(2 * COUNTED_FROM_BYTES)  # the reply is still queued to its peer
+    tracker.done = True
+    assert budget.admit(2 * COUNTED_FROM_BYTES) and budget.used == 2 * COUNTED_FROM_BYTES
+
+
+@pytest.fixture
+def small_budget_agent():
+    runtime = AgentRuntime(SleepyDriver(), "budget", bind="tcp://127.0.0.1:*", heartbeat_s=0.1,
+                           liveness=5, memory_budget_bytes=2 * COUNTED_FROM_BYTES)
+    thread = threading.Thread(target=runtime.serve, daemon=True)
+    thread.start()
+    assert runtime.wait_ready()
+    yield runtime
+    runtime.request_shutdown()
+    thread.join(5)
+
+
+def test_a_message_past_the_memory_budget_is_refused_and_the_agent_serves_on(small_budget_agent):
+    with AgentClient(small_budget_agent.endpoint) as client:
+        big = np.zeros(3 * COUNTED_FROM_BYTES, np.uint8)
+        with pytest.raises(AgentError) as info:
+            client.request("noop", {}, [big])
+        assert info.value.code == "over_budget"
+        fits = np.ones(COUNTED_FROM_BYTES + 1, np.uint8)
+        assert client.request("echo", {}, [fits]).arrays[0].nbytes == fits.nbytes
+        deadline = time.monotonic() + 5
+        while client.request("status").body["in_flight_bytes"] and time.monotonic() < deadline:
+            time.sleep(0.05)  # zmq lets go of the echo's frames once they are written
+        assert client.request("status").body["in_flight_bytes"] == 0
+
+
+def test_bad_messages_are_logged_a_few_per_interval_then_counted(caplog):
+    caplog.set_level(logging.WARNING, logger="hilbench.agent.runtime")
+    log = BadMessageLog(interval_s=0.2, burst=3)
+    for _ in range(1000):
+        log.note(b"peer", "bad_frame", "garbage")
+    assert len(caplog.records) == 3
+    time.sleep(0.25)
+    log.flush()
+    assert len(caplog.records) == 4
+    assert "997 more bad messages" in caplog.records[-1].getMessage()
+    assert "bad_frame 997" in caplog.records[-1].getMessage()
+    assert log.total == 1000
+
+
+def test_a_flood_of_garbage_costs_a_few_log_lines(agent, caplog):
+    caplog.set_level(logging.WARNING, logger="hilbench.agent.runtime")
+    sock = raw_socket(agent, greet=False)
+    for _ in range(300):
+        sock.send_multipart([b"\xc1garbage"])
+    for _ in range(300):
+        assert recv_non_heartbeat(sock).body["code"] == "bad_frame"
+    sock.close()
+    lines = [r for r in caplog.records if "bad message" in r.getMessage()]
+    assert len(lines) <= BadMessageLog().burst
+
+
+def test_a_silent_orchestrator_is_forgotten_after_the_liveness_window(agent):
+    silent = raw_socket(agent)  # greets, then says nothing more
+    with AgentClient(agent.endpoint, heartbeat_s=0.1, liveness=5) as client:
+        assert client.request("status").body["peers"] == 2
+        time.sleep(agent.heartbeat_s * agent.liveness * 3)
+        assert client.request("status").body["peers"] == 1  # the client itself (re-greeted)
+    sock_reply = codec.decode(silent.recv_multipart())  # it heard heartbeats before
+    assert sock_reply.type == codec.HEARTBEAT
+    silent.close()
