@@ -16,7 +16,12 @@ import click
     show_default=True,
     help="Power model of the simulated device (see hilbench/sim/power_model.py).",
 )
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Loopback address to listen on (127.0.0.1, ::1 or localhost: the meter has no keys).",
+)
 @click.option("--port", default=0, show_default=True, help="TCP port (0 picks a free one).")
 @click.option(
     "--noise",
@@ -61,14 +66,17 @@ def sim_meter(
         raise click.BadParameter(
             f"{model!r} is not one of {sorted(POWER_MODELS)}", param_hint="--model"
         )
-    meter = SimulatedMeter(
-        POWER_MODELS[model],
-        host=host,
-        port=port,
-        noise_std_w=noise_std_w,
-        memory_readings=memory_readings,
-        seed=seed,
-    )
+    try:
+        meter = SimulatedMeter(
+            POWER_MODELS[model],
+            host=host,
+            port=port,
+            noise_std_w=noise_std_w,
+            memory_readings=memory_readings,
+            seed=seed,
+        )
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--host") from None
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with meter:

@@ -76,6 +76,7 @@ class AgentSpec:
     options: dict[str, str] = field(default_factory=dict)
     connects: bool = False  # the agent dials in (`hilbench agent --connect`) to [campaign] listen
     python: str | None = None  # interpreter for a spawned agent (absolute); None: this one
+    key: str | None = None  # the agent's public key file (CurveZMQ); None: plaintext
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ class Campaign:
     listen: str | None = None  # where agents with connects = true dial in
     connect_timeout_s: float = 5.0
     listen_timeout_s: float = 120.0
+    key: str | None = None  # this orchestrator's secret key file (CurveZMQ)
     source: str = ""
 
     def tables_of(self, procedure: str) -> tuple[CampaignTable, ...]:
@@ -115,6 +117,8 @@ class Campaign:
         config = self.config_dict()
         for key in ("connect_timeout_s", "listen_timeout_s"):
             config.pop(key)
+        for agent in config["agents"]:
+            agent.pop("key", None)  # new keys for the same agents: the same campaign
         blob = json.dumps(config, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
@@ -140,6 +144,12 @@ class CampaignHead(_Strict):
     listen_timeout_s: float = Field(
         120.0, gt=0, description="how long to wait for an agent with connects = true to dial in"
     )
+    key: str | None = Field(
+        None,
+        description="this orchestrator's secret key file (NAME.key_secret from `hilbench keys "
+        "generate`), relative to the campaign file's folder; agents with a key are then reached "
+        "over CurveZMQ",
+    )
 
 
 class AgentTable(_Strict):
@@ -157,6 +167,11 @@ class AgentTable(_Strict):
     )
     options: dict[str, str | int | float | bool] = Field(
         default_factory=dict, description="driver options, passed as -o key=value"
+    )
+    key: str | None = Field(
+        None,
+        description="the agent's public key file (NAME.key), relative to the campaign file's "
+        "folder; needs [campaign] key",
     )
 
 
@@ -301,6 +316,9 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>") -> Campaign
     instruments = problems.check(
         lambda: _instruments(_tables(data, "instruments", source), ids, source), ()
     )
+    own_key = problems.check(
+        lambda: _key_file(head.key, base_dir, f"{source} [campaign] key", secret=True), None
+    )
     if problems.lines:
         raise CampaignError(problems.lines)
     return Campaign(
@@ -312,6 +330,7 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>") -> Campaign
         listen=head.listen,
         connect_timeout_s=head.connect_timeout_s,
         listen_timeout_s=head.listen_timeout_s,
+        key=own_key,
         source=source,
     )
 
@@ -347,9 +366,37 @@ def _agent(table: AgentTable, where: str, head: CampaignHead, base_dir: Path) ->
             raise CampaignError([f"{where} python: only a spawned agent (spawn = true) takes one"])
         python = _interpreter(table.python, base_dir, f"{where} python")
     options = {k: str(v) for k, v in table.options.items()}
+    key = None
+    if table.key is not None:
+        if head.key is None:
+            raise CampaignError(
+                [f"{where} key: an agent key needs [campaign] key (this orchestrator's secret key)"]
+            )
+        if table.spawn:
+            raise CampaignError([f"{where} key: a spawned agent serves loopback without keys"])
+        key = _key_file(table.key, base_dir, f"{where} key", secret=False)
+    elif table.connects and head.key is not None:
+        raise CampaignError(
+            [f"{where} key: with [campaign] key, an agent that dials in needs its public key "
+             "file (the listener admits no other)"]
+        )
     return AgentSpec(
-        table.id, table.driver, table.address, table.spawn, options, table.connects, python
+        table.id, table.driver, table.address, table.spawn, options, table.connects, python, key
     )
+
+
+def _key_file(value: str | None, base_dir: Path, where: str, *, secret: bool) -> str | None:
+    """The key file's resolved path, after checking it holds the key it should."""
+    if value is None:
+        return None
+    from hilbench.wire import keys
+
+    path = Path(value) if Path(value).is_absolute() else base_dir / value
+    try:
+        keys.load_pair(path) if secret else keys.load_public(path)
+    except keys.KeyFileError as exc:
+        raise CampaignError([f"{where}: {exc}"]) from None
+    return str(path)
 
 
 def _interpreter(value: str, base_dir: Path, where: str) -> str:

@@ -19,11 +19,12 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from hilbench import __version__
 from hilbench.clock import now
 from hilbench.documents import DocumentConsumer, DocumentStream, RunStart, RunStop, new_uid
-from hilbench.orchestrator.campaign import Campaign
+from hilbench.orchestrator.campaign import AgentSpec, Campaign
 from hilbench.orchestrator.client import AgentClient, AgentError, AgentLost
 from hilbench.orchestrator.instruments import InstrumentFault, InstrumentSet
 from hilbench.orchestrator.interrupt import Interrupted
@@ -34,6 +35,7 @@ from hilbench.orchestrator.spawn import SpawnedProcess, spawn_agent
 from hilbench.simulation import run_simulation
 from hilbench.store import Store, StoreError, StoreWriter
 from hilbench.store.paths import logs_dir
+from hilbench.wire import keys
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +134,9 @@ class CampaignRunner:
         if any(spec.connects for spec in self.campaign.agents):
             assert self.campaign.listen is not None
             self.listener = AgentListener(
-                self.campaign.listen, handshake_timeout_s=self.campaign.connect_timeout_s
+                self.campaign.listen,
+                handshake_timeout_s=self.campaign.connect_timeout_s,
+                **self._listener_keys(),
             )
             log.warning("waiting for agents to connect to %s", self.listener.start())
         for spec in self.campaign.agents:
@@ -152,11 +156,28 @@ class CampaignRunner:
                 address = agent.address
             assert address is not None
             client = AgentClient(
-                address, spec.id, connect_timeout_s=self.campaign.connect_timeout_s
+                address,
+                spec.id,
+                connect_timeout_s=self.campaign.connect_timeout_s,
+                **self._client_keys(spec),
             )
             client.connect()
             self.clients[spec.id] = client
             log.info("agent %s connected: %s", spec.id, client.info.get("agent_id"))
+
+    def _client_keys(self, spec: AgentSpec) -> dict[str, Any]:
+        """CurveZMQ settings for an agent the campaign gives a key (see `hilbench keys`)."""
+        if spec.key is None or self.campaign.key is None:
+            return {}
+        return {"key": keys.load_pair(self.campaign.key), "agent_key": keys.load_public(spec.key)}
+
+    def _listener_keys(self) -> dict[str, Any]:
+        if self.campaign.key is None:
+            return {}
+        dialling = {
+            s.id: keys.load_public(s.key) for s in self.campaign.agents if s.connects and s.key
+        }
+        return {"key": keys.load_pair(self.campaign.key), "agent_keys": dialling}
 
     def stop_agents(self) -> None:
         for spec_id, client in self.clients.items():

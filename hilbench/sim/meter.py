@@ -208,6 +208,13 @@ class SimulatedMeter:
             raise ValueError(f"line_frequency_hz must be 50, 60 or 400, got {line_frequency_hz}")
         model.watts(initial_state)  # fail early on an unknown state
         self.model = model
+        from hilbench.wire.keys import is_loopback
+
+        if not is_loopback(f"tcp://{host}:0"):
+            raise ValueError(
+                f"the simulated meter listens on loopback only, not {host!r}: it has no "
+                "authentication, and its SIM: commands steer the readings"
+            )
         self.host = host
         self.noise_std_w = noise_std_w
         self.memory_readings = memory_readings
