@@ -26,7 +26,7 @@ import zmq
 
 from hilbench.orchestrator.campaign import AgentSpec
 from hilbench.orchestrator.client import AgentClient
-from hilbench.orchestrator.spawn import spawn_agent
+from hilbench.orchestrator.spawn import dies_with_parent, spawn_agent
 
 _BARE_SERVER = """
 import sys, zmq
@@ -56,7 +56,8 @@ def _timed(call: Callable[[], object]) -> int:
 def measure(payload_kib: tuple[int, ...], n: int, warmup: int) -> dict[int, dict[str, list[int]]]:
     """Round-trip times (ns) per payload size and path, the paths taking turns in blocks."""
     bare_server = subprocess.Popen(
-        [sys.executable, "-c", _BARE_SERVER], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", _BARE_SERVER], stdout=subprocess.PIPE, text=True,
+        **dies_with_parent(),
     )
     agent = spawn_agent(AgentSpec(id="bench", driver="cpu", spawn=True))
     sock = zmq.Context.instance().socket(zmq.REQ)
