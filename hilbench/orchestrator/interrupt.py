@@ -28,22 +28,37 @@ class Interrupted(BaseException):
         return 128 + self.signum
 
 
+_received: list[int] = []  # the stop signal of the current ``signals_interrupt`` block
+
+
+def raise_if_interrupted() -> None:
+    """Raise ``Interrupted`` again if a stop signal arrived. The handler's own exception can be
+    lost: pyzmq retries a blocking call that a signal interrupted and drops the exception the
+    handler raised, so the orchestrator also checks here, at every phase start, every wait
+    and between units. While the first exception unwinds, none of these places is reached."""
+    if _received:
+        raise Interrupted(_received[0])
+
+
 @contextmanager
 def signals_interrupt() -> Iterator[None]:
-    """While inside, SIGINT and SIGTERM raise ``Interrupted`` once; a second signal during the
-    clean-up that follows is logged and ignored, so the clean-up itself is not cut short."""
-    received: list[int] = []
+    """While inside, SIGINT and SIGTERM raise ``Interrupted`` (once from the handler, then from
+    ``raise_if_interrupted``); a second signal during the clean-up that follows is logged and
+    ignored, so the clean-up itself is not cut short."""
+    _received.clear()
 
     def _handler(signum: int, _frame: object) -> None:
-        if received:
+        if _received:
             log.warning("%s received while stopping; still stopping", signal.Signals(signum).name)
             return
-        received.append(signum)
+        _received.append(signum)
         raise Interrupted(signum)
 
     previous = {sig: signal.signal(sig, _handler) for sig in STOP_SIGNALS}
     try:
         yield
+        raise_if_interrupted()  # a signal whose exception was lost, after the last checkpoint
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        _received.clear()

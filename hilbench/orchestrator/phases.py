@@ -12,6 +12,7 @@ from hilbench.clock import now
 from hilbench.documents import Document, DocumentStream, PhaseStart, PhaseStop, new_uid
 from hilbench.orchestrator.client import AgentClient, ClockOffset
 from hilbench.orchestrator.instruments import Instrument, PhaseAcquisition
+from hilbench.orchestrator.interrupt import raise_if_interrupted
 from hilbench.power.source import SampleBatch
 
 
@@ -29,6 +30,7 @@ class Phase:
 
     def poll(self) -> None:
         """Drain instruments; call this whenever the orchestrator waits."""
+        raise_if_interrupted()
         for acq in self.acquisitions:
             acq.poll()
 
@@ -60,6 +62,7 @@ class RunContext:
 
         A phase left by an exception is stopped with status "fail" and the error as its reason.
         """
+        raise_if_interrupted()
         offsets = {c.name: c.clock_offset() for c in clients}
         phase = Phase(new_uid(), name, offsets)
         self.emit(

@@ -27,7 +27,7 @@ from hilbench.documents import DocumentConsumer, DocumentStream, RunStart, RunSt
 from hilbench.orchestrator.campaign import AgentSpec, Campaign
 from hilbench.orchestrator.client import AgentClient, AgentError, AgentLost
 from hilbench.orchestrator.instruments import InstrumentFault, InstrumentSet
-from hilbench.orchestrator.interrupt import Interrupted
+from hilbench.orchestrator.interrupt import Interrupted, raise_if_interrupted
 from hilbench.orchestrator.listener import AgentListener
 from hilbench.orchestrator.phases import RunContext
 from hilbench.orchestrator.procedure import Unit, expand_all
@@ -217,6 +217,7 @@ class CampaignRunner:
             self.instruments.open()
             self.start_agents()
             for unit in self.units:
+                raise_if_interrupted()
                 if unit.key in done:
                     outcome.skipped += 1
                     self._notify(unit, "skipped", None)

@@ -187,7 +187,7 @@ def test_stopped_campaign_leaves_no_process_and_resumes(tmp_path, point, sig):
         assert proc.returncode == -signal.SIGKILL
     else:
         # A clean stop: exit 128 + signal, the run in progress aborted with the reason, a hint.
-        assert proc.returncode == 128 + sig, err
+        assert proc.returncode == 128 + sig, (err, _out, _runs(db))
         assert f"to resume: hilbench run {path} --db {db}" in err
         assert open_runs == []
         aborted = [r for r in _runs(db) if r["status"] == "abort"]
