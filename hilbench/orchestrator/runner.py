@@ -255,7 +255,10 @@ class CampaignRunner:
         run_uid = new_uid()
         agents = {unit.agent: {**client.info, "address": client.address}}
         instruments = self.instruments.measuring(unit.agent)
-        simulation = run_simulation(agents, instruments)
+        # A unit that reads no instrument (e.g. ASC single stream) is not built on one.
+        simulation = run_simulation(
+            agents, instruments if getattr(unit, "uses_instruments", True) else []
+        )
         stream.emit(
             RunStart(
                 run_uid,

@@ -17,7 +17,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from hilbench.orchestrator.client import AgentClient
 from hilbench.orchestrator.instruments import Instrument
@@ -155,6 +155,8 @@ class AscSingleStreamUnit:
     spec: AscSpec
     repetition: int
     resources: AscResources = field(repr=False, compare=False)
+    # Accuracy and device times only: no power instrument's figure goes into this run.
+    uses_instruments: ClassVar[bool] = False
 
     @property
     def agent(self) -> str:

@@ -138,7 +138,8 @@ def test_dynamic_power_and_energy_match_the_simulated_truth(tmp_path, asc_cache,
         # loaded, ran and unloaded each sample in turn.
         assert single_run["agents"]["cpu0"]["capabilities"]["asc"]["sample_capacity"] == 1
         # A meter that answers *IDN? as hilbench's simulated one marks the runs simulated.
-        assert single_run["simulated"] and "simulated 34465A" in single_run["simulation"]
+        assert power_run["simulated"] and "simulated 34465A" in power_run["simulation"]
+        assert not single_run["simulated"]  # no instrument figure in the single-stream run
     finally:
         meter.stop()
 
