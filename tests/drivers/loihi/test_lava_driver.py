@@ -36,7 +36,7 @@ def driver(lava_python):
 
 def test_fixed_timeout_returns_a_checked_state_and_both_times(driver):
     result = driver.run(
-        {"mode": "fixed_timeout", "solver": "lava", "timeout_s": 0.5, "seed": 1},
+        {"mode": "fixed_timeout", "solver": "lava", "timeout_s": 2.0, "seed": 1},
         threading.Event(),
     )
     body, (state,) = result.body, result.arrays
@@ -45,12 +45,12 @@ def test_fixed_timeout_returns_a_checked_state_and_both_times(driver):
     assert set(np.unique(state)) <= {0, 1}
     assert body["cost"] == q.cost(state)  # the claim is what the state costs
     assert body["cost"] >= find_target(NODES, DENSITY, SEED).cost  # never beats the optimum
-    assert body["requested_s"] == 0.5
+    assert body["requested_s"] == 2.0
     assert body["t_end"] - body["t_start"] == pytest.approx(body["actual_s"])
     steps = body["time_per_step_s"]
     assert steps["used_from"] == "measured" and steps["measured"] > 0
     assert body["steps_requested"] == max(
-        1, math.floor((0.5 - driver.run_overhead_s) / steps["measured"])
+        1, math.floor((2.0 - driver.run_overhead_s) / steps["measured"])
     )
     assert body["simulated"] is True
     assert "says nothing about Loihi's speed or power" in body["simulation"]
@@ -96,7 +96,7 @@ def test_time_to_solution_reports_when_each_gap_was_reached(driver):
 def test_a_wrong_claimed_cost_fails_the_run_naming_both_costs(driver):
     with pytest.raises(DriverError) as caught:
         driver.run(
-            {"mode": "fixed_timeout", "timeout_s": 0.5, "inject": "wrong_cost"},
+            {"mode": "fixed_timeout", "timeout_s": 2.0, "inject": "wrong_cost"},
             threading.Event(),
         )
     assert caught.value.code == "bad_solution"
@@ -125,7 +125,7 @@ def test_a_hang_is_killed_within_its_budget_and_leaves_no_process(driver):
     pgid = driver.last_child_pid
     assert pgid is not None and not group_members(pgid)
     # the driver serves the next run
-    body = driver.run({"mode": "fixed_timeout", "timeout_s": 0.5}, threading.Event()).body
+    body = driver.run({"mode": "fixed_timeout", "timeout_s": 2.0}, threading.Event()).body
     assert body["cost"] <= 0
 
 
