@@ -372,7 +372,34 @@ def _status_counts(group: RunGroup) -> str:
     if group.simulation and parts:
         # On the first line, so that the word sits beside the group's name.
         parts[0] += " [bold magenta]SIMULATED[/bold magenta]"
+    parts.extend(_group_flags(group))
     return "\n".join(parts)
+
+
+def _group_flags(group: RunGroup) -> list[str]:
+    """Overruns and infeasible answers counted beside the statuses, so a figure filed under a
+    nominal timeout, or a gap averaged over fewer runs than ran, cannot pass unnoticed."""
+    flags = []
+    by_name = {m.name: m for m in group.metrics}
+    overrun = by_name.get("overrun")
+    if overrun is not None and overrun.n and overrun.mean:
+        flags.append(f"[bold red]OVERRUN {round(overrun.mean * overrun.n)}/{overrun.n}[/bold red]")
+    feasible = by_name.get("feasible")
+    if feasible is not None and feasible.n and feasible.mean is not None and feasible.mean < 1:
+        bad = round((1 - feasible.mean) * feasible.n)
+        flags.append(f"[bold red]INFEASIBLE {bad}/{feasible.n}[/bold red]")
+    return flags
+
+
+def _run_flags(run: dict[str, Any]) -> str:
+    """The same flags for one run."""
+    values = {m["name"]: m["value"] for m in run.get("metrics", ())}
+    text = ""
+    if values.get("overrun"):
+        text += " [bold red]OVERRUN[/bold red]"
+    if values.get("feasible") == 0:
+        text += " [bold red]INFEASIBLE[/bold red]"
+    return text
 
 
 def _status_cell(item: dict[str, Any], with_reason: bool = True) -> str:
@@ -382,6 +409,7 @@ def _status_cell(item: dict[str, Any], with_reason: bool = True) -> str:
     if item.get("simulated"):
         # A simulated figure must not pass for a measured one: the word sits beside the status.
         text += " [bold magenta]SIMULATED[/bold magenta]"
+    text += _run_flags(item)
     if with_reason and item.get("reason"):
         text += f"\n{_escape(item['reason'])}"
     return text

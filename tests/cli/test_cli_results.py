@@ -249,3 +249,28 @@ def test_limits_say_what_was_left_out(grid):
     runs = _invoke("--db", str(path), "--all", "--limit", "2")
     assert "9 run(s), the newest 2" in runs.stdout
     assert "showing 2 of 9 runs" in runs.stdout
+
+
+def test_overruns_and_infeasible_answers_are_flagged_in_the_table(tmp_path):
+    """An overrun or an infeasible answer is said beside the statuses, per group and per run,
+    not left to a metric mean that a reader has to interpret."""
+    path = tmp_path / "flags.sqlite"
+    with StoreWriter(path) as writer:
+        writer.begin_campaign("flags-1", "flags", {})
+        for seed, overrun, feasible in [(0, 1.0, 1.0), (1, 0.0, 0.0), (2, 0.0, 1.0)]:
+            uid = new_uid()
+            unit = f"qubo/fixed_timeout/n=50/d=0.05/seed={seed}/sa/timeout=0.001/rep=0"
+            params = {"nodes": 50, "density": 0.05, "seed": seed}
+            writer(RunStart(uid, "flags-1", unit, "qubo.fixed_timeout", params, {}, 1.0,
+                            time.time(), "0"))
+            writer(Metric(uid, "overrun", overrun, "", None))
+            writer(Metric(uid, "feasible", feasible, "", None))
+            writer(RunStop(uid, 2.0, "success", ""))
+    grouped = _invoke("--db", str(path))
+    assert grouped.exit_code == EXIT_OK, grouped.output
+    assert "OVERRUN 1/3" in grouped.output
+    assert "INFEASIBLE 1/3" in grouped.output
+    every = _invoke("--db", str(path), "--all")
+    assert every.exit_code == EXIT_OK, every.output
+    assert every.output.count("OVERRUN") == 1
+    assert every.output.count("INFEASIBLE") == 1
