@@ -19,9 +19,7 @@ import numpy as np
 from hilbench.power.metrics import (
     PhaseWindow,
     PowerEstimate,
-    dynamic_power,
     phase_power,
-    pool_estimates,
 )
 from hilbench.power.source import SourceInfo
 
@@ -66,7 +64,7 @@ def onboard_figures(
 ) -> dict[str, Any]:
     """Idle, active, dynamic power and energy per stage from the device's own readings, in the
     shape :func:`hilbench.procedures.asc_power._power_figures` returns."""
-    from hilbench.procedures.asc_power import energy_figure
+    from hilbench.procedures.asc_power import stage_power_figures
 
     estimates: dict[str, list[PowerEstimate]] = {}
     rails_w: dict[str, list[dict[str, float]]] = {}
@@ -95,23 +93,8 @@ def onboard_figures(
         found = rails_w[stage]
         return {rail: float(np.mean([r[rail] for r in found])) for rail in found[0]}
 
-    idle = pool_estimates(estimates["idle"])
-    out: dict[str, Any] = {"idle_power_w": (idle.mean_w, idle.uncertainty95, {
-        "estimate": idle.to_dict(), "rails_w": per_rail("idle")})}
-    for stage in loop_times:
-        active = pool_estimates(estimates[stage])
-        dyn = dynamic_power(idle, active)
-        out[f"active_power_w.{stage}"] = (active.mean_w, active.uncertainty95, {
-            "estimate": active.to_dict(), "rails_w": per_rail(stage)})
-        out[f"dynamic_power_w.{stage}"] = (dyn.value, dyn.uncertainty95,
-                                           {"budget": dyn.budget.to_dict()})
-        mean_s, se_s = times.means[stage]
-        if mean_s is None:
-            out[f"energy_per_inference_j.{stage}"] = (None, None, {
-                "reason": f"the device does not measure its {stage} time"})
-            continue
-        energy, extra = energy_figure(dyn, (mean_s, se_s or 0.0), loop_times[stage])
-        out[f"energy_per_inference_j.{stage}"] = (energy.value, energy.uncertainty95, extra)
+    out = stage_power_figures(estimates, loop_times, times,
+                              lambda stage: {"rails_w": per_rail(stage)})
     rails = sorted(per_rail("idle"))
     rate = first.get("rate_hz")
     out["meta"] = {

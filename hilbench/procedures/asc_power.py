@@ -19,7 +19,7 @@ import logging
 import math
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -363,23 +363,7 @@ def _power_figures(
                 boundary=spec.boundary,  # type: ignore[arg-type]
                 aperture_s=aperture, timing_uncertainty_s=timing,
             ))
-        idle = pool_estimates(estimates["idle"])
-        out: dict[str, Any] = {"idle_power_w": (idle.mean_w, idle.uncertainty95,
-                                                {"estimate": idle.to_dict()})}
-        for stage in loop_times:
-            active = pool_estimates(estimates[stage])
-            dyn = dynamic_power(idle, active)
-            out[f"active_power_w.{stage}"] = (active.mean_w, active.uncertainty95,
-                                              {"estimate": active.to_dict()})
-            out[f"dynamic_power_w.{stage}"] = (dyn.value, dyn.uncertainty95,
-                                               {"budget": dyn.budget.to_dict()})
-            mean_s, se_s = times.means[stage]
-            if mean_s is None:
-                out[f"energy_per_inference_j.{stage}"] = (None, None, {
-                    "reason": f"the device does not measure its {stage} time"})
-                continue
-            energy, extra = energy_figure(dyn, (mean_s, se_s or 0.0), loop_times[stage])
-            out[f"energy_per_inference_j.{stage}"] = (energy.value, energy.uncertainty95, extra)
+        out = stage_power_figures(estimates, loop_times, times)
     except ValueError as exc:
         return {"reason": f"instrument {inst.spec.id}: {exc}"}
     out["meta"] = {
@@ -399,3 +383,36 @@ def _power_figures(
         ],
     }
     return out
+
+
+def stage_power_figures(
+    estimates: dict[str, list[PowerEstimate]],
+    loop_times: dict[str, Any],
+    times: Any,
+    extra: Callable[[str], dict[str, Any]] = lambda stage: {},
+) -> dict[str, Any]:
+    """Idle, active and dynamic power and energy per inference from pooled window estimates:
+    one rule whether the windows were read by an external meter or by a device's on-board
+    monitor. Energy = dynamic power x the stage's mean single-stream time (the rules); the
+    loop time inside the power windows only goes beside it as a check. ``extra(stage)`` adds
+    source-specific detail (e.g. per-rail watts) to the idle and active figures."""
+    idle = pool_estimates(estimates["idle"])
+    out: dict[str, Any] = {"idle_power_w": (idle.mean_w, idle.uncertainty95,
+                                            {"estimate": idle.to_dict(), **extra("idle")})}
+    for stage in loop_times:
+        active = pool_estimates(estimates[stage])
+        dyn = dynamic_power(idle, active)
+        out[f"active_power_w.{stage}"] = (active.mean_w, active.uncertainty95,
+                                          {"estimate": active.to_dict(), **extra(stage)})
+        out[f"dynamic_power_w.{stage}"] = (dyn.value, dyn.uncertainty95,
+                                           {"budget": dyn.budget.to_dict()})
+        mean_s, se_s = times.means[stage]
+        if mean_s is None:
+            out[f"energy_per_inference_j.{stage}"] = (None, None, {
+                "reason": f"the device does not measure its {stage} time"})
+            continue
+        energy, extra_energy = energy_figure(dyn, (mean_s, se_s or 0.0), loop_times[stage])
+        out[f"energy_per_inference_j.{stage}"] = (energy.value, energy.uncertainty95,
+                                                  extra_energy)
+    return out
+
