@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from hilbench.workloads.asc.model_files import read_model_npz, write_model_npz
 
 FORMAT_NAME = "hilbench.xylo.snn"
 FORMAT_VERSION = 1
@@ -182,32 +183,15 @@ class XyloNetwork:
                 for name in SPEC_ARRAYS}
 
     def save(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        meta = np.array(json.dumps(self.metadata(), sort_keys=True))
-        with path.open("wb") as fh:
-            np.savez(fh, meta=meta, **self.arrays())
-        return path
+        return write_model_npz(path, self.metadata(), self.arrays())
 
     @classmethod
     def load(cls, path: str | Path) -> XyloNetwork:
-        path = Path(path)
+        meta, arrays = read_model_npz(path, NetworkFileError, "network", FORMAT_NAME)
         try:
-            with np.load(path, allow_pickle=False) as npz:
-                arrays = {name: npz[name] for name in npz.files}
-        except FileNotFoundError:
-            raise NetworkFileError(f"{path}: network file not found") from None
-        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-            raise NetworkFileError(f"{path}: not a readable .npz network file ({exc})") from None
-        if "meta" not in arrays:
-            raise NetworkFileError(f"{path}: no 'meta' entry; not a {FORMAT_NAME} file")
-        try:
-            meta = json.loads(str(arrays.pop("meta")))
             return cls.from_parts(meta, arrays)
-        except json.JSONDecodeError as exc:
-            raise NetworkFileError(f"{path}: 'meta' is not valid JSON ({exc})") from None
         except NetworkFileError as exc:
-            raise NetworkFileError(f"{path}: {exc}") from None
+            raise NetworkFileError(f"{Path(path)}: {exc}") from None
 
     @classmethod
     def from_parts(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> XyloNetwork:

@@ -37,14 +37,7 @@ class AscModel(Protocol):
 
 def model_format(path: str | Path) -> str:
     """The ``format`` a model file declares; ValueError naming the file when it has none."""
-    path = Path(path)
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            meta = json.loads(str(npz["meta"])) if "meta" in npz.files else None
-    except FileNotFoundError:
-        raise ValueError(f"{path}: model file not found") from None
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-        raise ValueError(f"{path}: not a readable .npz model file ({exc})") from None
+    meta, _ = read_model_npz(path, ValueError)
     if not isinstance(meta, dict) or not isinstance(meta.get("format"), str):
         raise ValueError(f"{path}: no 'meta' with a 'format'; not a hilbench model file")
     return meta["format"]
@@ -63,3 +56,35 @@ def load_model_file(path: str | Path) -> AscModel:
         raise ValueError(f"{path}: model format {fmt!r} has no reader installed "
                          f"(installed: {sorted(readers()) or 'none'})")
     return matches[0].load().load(path)
+
+
+def write_model_npz(path: str | Path, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Path:
+    """One ``.npz``: the arrays plus a JSON ``meta`` string (never a pickled object)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as fh:
+        np.savez(fh, meta=np.array(json.dumps(meta, sort_keys=True)), **arrays)
+    return path
+
+
+def read_model_npz(
+    path: str | Path, error: type[Exception], noun: str = "model", format_name: str = "hilbench"
+) -> tuple[Any, dict[str, np.ndarray]]:
+    """The JSON ``meta`` and the arrays of a model file; ``error`` (naming the file) when it is
+    missing, not an ``.npz``, has no ``meta`` or a ``meta`` that is not JSON."""
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {name: npz[name] for name in npz.files}
+    except FileNotFoundError:
+        raise error(f"{path}: {noun} file not found") from None
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise error(f"{path}: not a readable .npz {noun} file ({exc})") from None
+    if "meta" not in arrays:
+        raise error(f"{path}: no 'meta' entry; not a {format_name} {noun} file")
+    try:
+        meta = json.loads(str(arrays.pop("meta")))
+    except (json.JSONDecodeError, TypeError) as exc:
+        raise error(f"{path}: 'meta' is not valid JSON ({exc})") from None
+    return meta, arrays
+

@@ -32,9 +32,7 @@ which is exact because every partial sum is an integer far below 2**53.
 
 from __future__ import annotations
 
-import json
 import math
-import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from hilbench.workloads.asc.features import FEATURE_SCALE, FEATURE_ZERO_POINT, MfeConfig
+from hilbench.workloads.asc.model_files import read_model_npz, write_model_npz
 
 FORMAT_NAME = "hilbench.asc.int8-cnn"
 FORMAT_VERSION = 1
@@ -344,34 +343,16 @@ class QuantisedModel:
 
     def save(self, path: str | Path) -> Path:
         """Write one ``.npz``: integer arrays plus a JSON ``meta`` string (no pickled objects)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        meta = np.array(json.dumps(self.metadata(), sort_keys=True))
-        with path.open("wb") as fh:
-            np.savez(fh, meta=meta, **self.arrays())
-        return path
+        return write_model_npz(path, self.metadata(), self.arrays())
 
     @classmethod
     def load(cls, path: str | Path) -> QuantisedModel:
         """Read and validate a file written by :meth:`save`; raises ModelFileError otherwise."""
-        path = Path(path)
-        try:
-            with np.load(path, allow_pickle=False) as npz:
-                arrays = {name: npz[name] for name in npz.files}
-        except FileNotFoundError:
-            raise ModelFileError(f"{path}: model file not found") from None
-        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-            raise ModelFileError(f"{path}: not a readable .npz model file ({exc})") from None
-        if "meta" not in arrays:
-            raise ModelFileError(f"{path}: no 'meta' entry; not a {FORMAT_NAME} model")
-        try:
-            meta = json.loads(str(arrays.pop("meta")))
-        except (json.JSONDecodeError, TypeError) as exc:
-            raise ModelFileError(f"{path}: 'meta' is not valid JSON ({exc})") from None
+        meta, arrays = read_model_npz(path, ModelFileError, "model", FORMAT_NAME)
         try:
             return cls.from_parts(meta, arrays)
         except ModelFileError as exc:
-            raise ModelFileError(f"{path}: {exc}") from None
+            raise ModelFileError(f"{Path(path)}: {exc}") from None
 
     @classmethod
     def from_parts(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> QuantisedModel:
