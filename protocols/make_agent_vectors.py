@@ -59,6 +59,42 @@ def _valid() -> list[tuple[str, Message]]:
             ),
         ),
         ("error", codec.error_message("busy", "agent is busy with 'run'", "a-5")),
+        *_workload_messages(),
+    ]
+
+
+def _workload_messages() -> list[tuple[str, Message]]:
+    """The workload bodies of protocols/agent-protocol.md ("QUBO workload", "Workload messages:
+    ASC"), one example each, so an implementer sees exact keys, types and payloads."""
+    state = np.array([1, 0, 1], dtype=np.uint8)
+    audio = np.linspace(-0.5, 0.5, 8, dtype="<f4")  # a real sample holds 1 s at the model's rate
+    return [
+        ("qubo_run_fixed_timeout", Message(type="request", id="q-1", cmd="run", body={
+            "workload": "qubo", "mode": "fixed_timeout", "solver": "anytime",
+            "timeout_s": 0.01, "seed": 0})),
+        ("qubo_run_reply_with_state", Message(type="reply", id="q-1", body={
+            "cost": -2, "requested_s": 0.01, "actual_s": 0.00998, "t_start": 12.5,
+            "t_end": 12.50998}, arrays=[state])),
+        ("qubo_tts_reply", Message(type="reply", id="q-2", body={
+            "cost": -2, "requested_s": 1.0, "actual_s": 0.004, "t_start": 20.0, "t_end": 20.004,
+            "reached": [{"gap": 0.1, "t_s": 0.001, "cost": -2}]}, arrays=[state])),
+        ("asc_load_sample", Message(type="request", id="s-1", cmd="load", body={
+            "workload": "asc", "part": "sample", "index": 7}, arrays=[audio])),
+        ("asc_load_sample_reply", Message(type="reply", id="s-1", body={
+            "index": 7, "held": [7], "capacity": 1})),
+        ("asc_run_single_stream", Message(type="request", id="s-2", cmd="run", body={
+            "workload": "asc", "mode": "single_stream", "index": 7})),
+        ("asc_single_stream_reply", Message(type="reply", id="s-2", body={
+            "index": 7, "predicted": 2, "scores": [-31, 4, 57, -12], "preprocess_s": 0.000233,
+            "inference_s": 0.000283, "t_start": 40.0, "t_end": 40.000521})),
+        ("asc_run_repeat", Message(type="request", id="s-3", cmd="run", body={
+            "workload": "asc", "mode": "repeat", "stage": "inference", "duration_s": 60.0,
+            "index": 7})),
+        ("asc_unload_sample", Message(type="request", id="s-4", cmd="load", body={
+            "workload": "asc", "part": "unload", "index": 7})),
+        ("asc_second_sample_refused", codec.error_message(
+            "device_full", "the device holds 1 sample (capacity 1): unload index 7 first",
+            "s-5")),
     ]
 
 
