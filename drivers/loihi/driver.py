@@ -26,7 +26,7 @@ import numpy as np
 
 from hilbench.agent.driver import DriverError, DriverResult
 from hilbench_drivers.loihi.child import run_child
-from hilbench_drivers.loihi.probes import power_report
+from hilbench_drivers.loihi.probe_source import LoihiProbeSource
 
 BACKENDS = ("CPU", "Loihi2")
 SOLVERS = ("lava",)
@@ -87,6 +87,10 @@ class LoihiDriver:
         self._calibration: dict[str, Any] | None = None
         self.last_child_pid: int | None = None  # also its process group: for tests and logs
         self.last_child_timeline: dict[str, float] = {}  # event -> monotonic time
+        # The only way probe readings reach a reply (see _power).
+        self.power_source = LoihiProbeSource(
+            available=not self.simulated, reason=NO_PROBES if self.simulated else None
+        )
 
     @property
     def simulated(self) -> bool:
@@ -106,9 +110,11 @@ class LoihiDriver:
             "simulated": self.simulated,
             # Both back ends name the probes; only Loihi 2 has them.
             "power": {
-                "source": "loihi2-probes",
-                "available": not self.simulated,
-                "reason": None if not self.simulated else NO_PROBES,
+                "source": self.power_source.info.name,
+                "available": self.power_source.available,
+                "reason": self.power_source.reason,
+                "rails": list(self.power_source.info.domains),
+                "simulated": self.power_source.info.simulated,
             },
         }
         if self.simulated:
@@ -233,6 +239,8 @@ class LoihiDriver:
             )
         else:
             raise DriverError(f"unknown qubo mode {mode!r}", "bad_arguments")
+        if self.power_source.available:
+            self.power_source.start()
         done = self._child(job, requested + overhead_s + self.margin_s, stop)
         body = self._reply(done, mode, requested, job)
         if mode == "time_to_solution":
@@ -311,13 +319,13 @@ class LoihiDriver:
         return body
 
     def _power(self, done: dict[str, Any]) -> dict[str, Any]:
+        """The reply's ``power`` entry, from the samples the probe source gives for this run."""
+        source = self.power_source
+        if not source.available:
+            return source.report()
         if done.get("profile"):
-            return power_report(done["profile"])
-        return {
-            "measured": False,
-            "source": None,
-            "reason": f"{CPU_SIMULATION}; {NO_PROBES}",
-        }
+            source.record(done["profile"], float(done["t_start"]))
+        return source.report(source.stop())
 
     def _reached(self, done: dict[str, Any], target: int, gaps: list[float]) -> list[dict]:
         """When the best cost first reached each gap, in seconds since t_start: the clock

@@ -13,7 +13,8 @@ NECOTIS/TemporalLearningInRSNNs, ``loihi_experiment/delay.py``; lava-optimizatio
 
 The rails: VDD feeds the neuro cores' logic, VDD_M their SRAM, VDD_IO the chip's I/O. The board,
 its FPGA and the host are on none of them, so a figure from these probes covers the chip only.
-This file needs only numpy (it runs inside the Lava child process as well as in tests).
+This file needs only numpy (it runs inside the Lava child process as well as in tests);
+probe_source.py turns its readings into a hilbench power source.
 """
 
 from __future__ import annotations
@@ -42,26 +43,4 @@ def read_profiler(profiler: Any) -> dict[str, Any]:
         "power_w": power,
         "energy_j": {k: v * 1e-6 for k, v in energy_uj.items()},
         "step_s": (step_us * 1e-6).tolist(),
-    }
-
-
-def power_report(profile: dict[str, Any]) -> dict[str, Any]:
-    """The driver's ``power`` reply entry from probe readings, in the shape RAPL readings use."""
-    energy = profile["energy_j"]
-    steps = profile.get("step_s") or []
-    duration = float(sum(steps)) if steps else None
-    if duration is None and profile["power_w"]["total"] > 0:
-        duration = energy["total"] / profile["power_w"]["total"]
-    return {
-        "measured": True,
-        "source": "loihi2-probes",
-        "simulated": False,
-        "domains": {rail: energy[rail] for rail in RAILS},
-        "rails": dict(RAILS),
-        "covers": COVERS,
-        "energy_j": energy["total"],
-        "duration_s": duration,
-        "avg_power_w": profile["power_w"]["total"],
-        "static_power_w": profile["power_w"]["static"],
-        "dynamic_power_w": profile["power_w"]["dynamic"],
     }
