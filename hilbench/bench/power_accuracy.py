@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import click
 import numpy as np
 
-from hilbench.power.align import BOUNDARY_POLICIES, BoundaryPolicy
+from hilbench.power.align import BOUNDARY_POLICIES, BoundaryPolicy, estimate_interval
 from hilbench.power.metrics import PhaseWindow, analyze
 from hilbench.power.source import SourceInfo
 from hilbench.sim.power_model import (
@@ -60,11 +60,13 @@ class Scenario:
     noise_a: float  # rms reading noise
     resolution_a: float
     timing_half_width_s: float  # meter-to-orchestrator offset is uniform within ± this
+    drift_ppm: float = 0.0  # the meter's timebase runs this much slow (+) or fast (-)
 
 
 SCENARIOS = (
     Scenario("3 Hz NPLC10 60 s", 1 / 3, 0.200, 60.0, 60.0, 5.0, 0.1e-6, 0.1e-6, 0.010),
     Scenario("1 kHz gapless 2 s", 1e-3, 1e-3, 2.0, 2.0, 0.5, 2e-6, 1e-6, 1e-3),
+    Scenario("1 kHz 200 ppm 20 s", 1e-3, 1e-3, 20.0, 20.0, 0.5, 2e-6, 1e-6, 1e-3, 200.0),
 )
 
 
@@ -107,25 +109,38 @@ def run_trial(
     rng: np.random.Generator,
     boundary: BoundaryPolicy = "exclude",
     instrument_error: tuple[float, float] | None = None,
+    correct_drift: bool = True,
 ) -> TrialResult:
     """One simulated measurement. ``instrument_error`` (gain, offset in A) fixes the meter's
-    calibration error, as for several runs with one instrument; else it is drawn."""
+    calibration error, as for several runs with one instrument; else it is drawn. A scenario
+    with a drifting timebase has its interval re-estimated from the reading count and the end
+    time, as the Keysight path does, unless ``correct_drift`` is false (to show what the
+    nominal interval alone would do)."""
     timeline, count, active_end = _timeline(sc, rng)
     gain, offset = instrument_error if instrument_error is not None else draw_instrument(rng)
     delta = rng.uniform(-sc.timing_half_width_s, sc.timing_half_width_s)
 
     first = -sc.pad_s + rng.uniform(0.0, sc.interval_s)
-    n = int((active_end + sc.pad_s - sc.aperture_s - first) / sc.interval_s)
-    t_true = first + np.arange(n) * sc.interval_s
+    true_dt = sc.interval_s * (1.0 + sc.drift_ppm * 1e-6)
+    n = int((active_end + sc.pad_s - sc.aperture_s - first) / true_dt)
+    t_true = first + np.arange(n) * true_dt
     true_w = simulate_readings(DEVICE, timeline, t_true, sc.aperture_s, 0.0, 0.0, rng)
     amps = true_w / SUPPLY_V * (1.0 + gain) + offset + rng.normal(0.0, sc.noise_a, n)
     watts = quantise(amps, sc.resolution_a) * SUPPLY_V
-    t_reported = t_true - delta  # the meter's clock is off by delta
-
     windows = [
         PhaseWindow("idle", 0.0, sc.idle_s),
         PhaseWindow("active", sc.idle_s, active_end, inferences=count),
     ]
+    t0_reported = first - delta  # the orchestrator's idea of the first reading is off by delta
+    timing = sc.timing_half_width_s
+    if sc.drift_ppm and correct_drift:
+        # Seen at the end: n readings done, the next one not yet (ABOR lands in between).
+        t_end = t_true[-1] + sc.aperture_s + rng.uniform(0.0, true_dt)
+        est = estimate_interval(n, t0_reported, t_end, sc.interval_s, sc.aperture_s)
+        t_reported = t0_reported + np.arange(n) * est.dt_s
+        timing += est.stamp_half_width_s(windows[-1].end, t0_reported)
+    else:
+        t_reported = t0_reported + np.arange(n) * sc.interval_s
     info = SourceInfo(
         name="Keysight 34465A (simulated)",
         unit="A",
@@ -141,7 +156,7 @@ def run_trial(
         info,
         boundary=boundary,
         aperture_s=sc.aperture_s,
-        timing_uncertainty_s=sc.timing_half_width_s,
+        timing_uncertainty_s=timing,
         resolution=sc.resolution_a,
     )
     energy = result.energy_per_inference

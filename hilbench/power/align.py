@@ -140,3 +140,51 @@ def select_window(
         straddling=int(partial.sum()),
         policy=boundary,
     )
+
+
+@dataclass(frozen=True)
+class IntervalEstimate:
+    """A meter's real sample interval, learned from how many readings it took by a known time."""
+
+    dt_s: float  # best estimate of the real interval
+    half_width_s: float  # the real interval lies within dt_s ± this
+    dt_nominal_s: float
+
+    @property
+    def drift_ppm(self) -> float:
+        return (self.dt_s / self.dt_nominal_s - 1.0) * 1e6
+
+    def stamp_half_width_s(self, t: float, t0: float) -> float:
+        """How far the stamp of a reading taken at ``t`` may be off because of the interval's
+        residual uncertainty: the error grows with the number of intervals since ``t0``."""
+        return abs(t - t0) / self.dt_s * self.half_width_s
+
+
+def estimate_interval(
+    count: int,
+    t0: float,
+    t_end: float,
+    dt_nominal_s: float,
+    aperture_s: float,
+    *,
+    time_half_width_s: float = 0.0,
+) -> IntervalEstimate:
+    """The interval of a meter that, started at ``t0``, had finished ``count`` readings (and not
+    ``count + 1``) by ``t_end``: ``t0 + (count-1)·dt + aperture <= t_end < t0 + count·dt +
+    aperture``. ``time_half_width_s`` bounds the error of ``t_end``. An error δ of ``t0``
+    needs no term here: stamps ``t0 + i·dt_s`` run from ``t0`` to the exact end, so they carry
+    δ·(1 - i/count), never more than the start uncertainty already in the timing budget. The
+    result is the middle of the possible range and its half-width, so a drifting timebase is
+    corrected and what remains goes into the timing budget."""
+    if count < 2:
+        raise ValueError(f"need at least two readings to measure the sample interval, got {count}")
+    if not dt_nominal_s > 0:
+        raise ValueError(f"sample interval must be positive, got {dt_nominal_s} s")
+    span = t_end - t0 - aperture_s
+    if span <= 0:
+        raise ValueError(f"end time {t_end} s is not after start {t0} s plus one aperture")
+    lo = (span - time_half_width_s) / count
+    hi = (span + time_half_width_s) / (count - 1)
+    return IntervalEstimate(
+        dt_s=(lo + hi) / 2, half_width_s=(hi - lo) / 2, dt_nominal_s=dt_nominal_s
+    )

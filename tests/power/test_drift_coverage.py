@@ -1,0 +1,53 @@
+"""A meter whose timebase drifts: the interval is re-estimated from its own reading count and
+end time, the residual goes into the budget, and the 95 % interval still covers the truth."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hilbench.bench.power_accuracy import SCENARIOS, run_trial
+from hilbench.power.align import estimate_interval
+
+DRIFT = next(s for s in SCENARIOS if s.drift_ppm)
+
+
+def _coverage(trials: int, seed: int, correct: bool) -> float:
+    rng = np.random.default_rng(seed)
+    results = [run_trial(DRIFT, rng, correct_drift=correct) for _ in range(trials)]
+    return float(np.mean([r.covered for r in results]))
+
+
+def test_drift_corrected_interval_covers_the_truth():
+    assert DRIFT.drift_ppm == 200.0
+    coverage = _coverage(200, seed=11, correct=True)
+    assert 0.90 <= coverage <= 0.99, coverage
+
+
+def test_nominal_interval_under_drift_does_not_cover():
+    # Same meter, stamps at the nominal interval: 200 ppm × 41 s ≈ 8 ms walk is outside the budget.
+    assert _coverage(60, seed=11, correct=False) < 0.75
+
+
+def test_interval_estimate_brackets_the_true_interval():
+    dt_true = 1e-3 * (1 + 200e-6)
+    n = 20_000
+    t_end = 5.0 + (n - 1) * dt_true + 1e-3 + 0.3 * dt_true  # n done, the next not yet
+    est = estimate_interval(n, 5.0, t_end, 1e-3, 1e-3)
+    assert abs(est.dt_s - dt_true) <= est.half_width_s
+    assert est.drift_ppm == pytest.approx(200.0, abs=30.0)
+    # The stamp of the last reading is known to about half an interval, not to 200 ppm × 20 s.
+    assert est.stamp_half_width_s(5.0 + n * 1e-3, 5.0) < 0.6e-3
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((1, 0.0, 1.0, 1e-3, 1e-3), "at least two readings"),
+        ((10, 0.0, 1.0, 0.0, 1e-3), "must be positive"),
+        ((10, 1.0, 1.0, 1e-3, 1e-3), "not after start"),
+    ],
+)
+def test_interval_estimate_refuses_bad_input(args, message):
+    with pytest.raises(ValueError, match=message):
+        estimate_interval(*args)
