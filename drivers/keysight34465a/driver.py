@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from hilbench.clock import now
+from hilbench.power.align import IntervalEstimate, estimate_interval
 from hilbench.power.source import Health, PowerSourceError, SampleBatch, SourceInfo
 
 from .scpi import (
@@ -93,6 +94,7 @@ class Keysight34465A:
         )
         self.t0: float | None = None
         self.t0_uncertainty_s: float | None = None
+        self.interval_estimate: IntervalEstimate | None = None
         self.idn: str | None = None
         self._rm: Any = None
         self._inst: Any = None
@@ -131,8 +133,10 @@ class Keysight34465A:
         if len(fields) >= 4 and fields[3] == SIMULATED_FIRMWARE:
             # hilbench's simulated bench meter identifies itself by its firmware field.
             self.info = dataclasses.replace(
-                self.info, simulated=True,
-                simulation=f"readings from hilbench's simulated 34465A at {self.resource}")
+                self.info,
+                simulated=True,
+                simulation=f"readings from hilbench's simulated 34465A at {self.resource}",
+            )
         self._send_checked("*RST")
         self._send_checked("*CLS")
         line_hz = float(self._query("SYST:LFR?"))
@@ -221,7 +225,29 @@ class Keysight34465A:
         for code, message in self._pending_errors():
             self._note(f'{self.resource} reported SCPI error {code},"{message}" while acquiring')
         self._check_count(t_abort)
+        self._estimate_interval(t_abort)
         return batch
+
+    def _estimate_interval(self, t_abort: float) -> None:
+        """The meter's real interval from the readings it had finished by ``ABOR`` (its own
+        count) and when that was: a drifting timebase shows here. The campaign path does not
+        restamp with it yet (its samples are stored while acquiring); the analysis-level
+        correction and budget term are :func:`hilbench.power.align.estimate_interval`."""
+        s = self.settings
+        assert self.t0 is not None
+        self.interval_estimate = None
+        if self._received >= 2 and not self._health.dropped and self._received < s.sample_count:
+            try:
+                self.interval_estimate = estimate_interval(
+                    self._received,
+                    self.t0,
+                    t_abort,
+                    s.sample_interval_s,
+                    s.aperture_s,
+                    time_half_width_s=self.t0_uncertainty_s or 0.0,
+                )
+            except ValueError:
+                self.interval_estimate = None
 
     def health(self) -> Health:
         h = self._health

@@ -201,6 +201,7 @@ class SimulatedMeter:
         shunt_ohms: float = 0.1,
         initial_state: str = "idle",
         seed: int | None = None,
+        drift_ppm: float = 0.0,
     ) -> None:
         if memory_readings < 1:
             raise ValueError(f"memory_readings must be at least 1, got {memory_readings}")
@@ -220,6 +221,9 @@ class SimulatedMeter:
         self.memory_readings = memory_readings
         self.line_frequency_hz = float(line_frequency_hz)
         self.shunt_ohms = shunt_ohms
+        # The meter's timebase runs slow by this much (fast when negative): its readings come
+        # every interval × (1 + drift_ppm·1e-6), the truth a drift-correction test checks.
+        self.drift_ppm = float(drift_ppm)
         self._requested_port = port
         self._rng = np.random.default_rng(seed)
         self._lock = threading.RLock()
@@ -546,6 +550,7 @@ class SimulatedMeter:
         if interval < minimum:
             self._ques_event |= QUES_SAMPLE_TIMING
             interval = minimum
+        interval *= 1.0 + self.drift_ppm * 1e-6
         self._memory.clear()
         start = t_init + settings.trigger_delay_s
         self._acq = _Acquisition(

@@ -201,3 +201,22 @@ def test_missing_pyvisa_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None
     driver = Keysight34465A("TCPIP::192.0.2.1::5025::SOCKET", FAST)
     with pytest.raises(PowerSourceError, match=r"pip install hilbench\[keysight\]"):
         driver.configure()
+
+
+@pytest.mark.parametrize("drift_ppm", [0.0, 20_000.0])
+def test_driver_measures_the_meters_real_interval(drift_ppm: float) -> None:
+    """Over TCP: the driver learns the interval from the meter's own count at ABOR."""
+    with SimulatedMeter(ARDUINO_NANO_33_BLE, seed=5, drift_ppm=drift_ppm) as meter:
+        driver = open_driver(meter)
+        driver.start()
+        time.sleep(2.0)
+        driver.read()
+        driver.stop()
+        driver.close()
+    est = driver.interval_estimate
+    assert est is not None
+    true_dt = FAST.sample_interval_s * (1 + drift_ppm * 1e-6)
+    assert abs(est.dt_s - true_dt) <= est.half_width_s, (est, true_dt)
+    assert est.half_width_s < 0.005 * FAST.sample_interval_s
+    if drift_ppm:
+        assert est.drift_ppm > 10_000
