@@ -24,7 +24,8 @@ import click
 import numpy as np
 
 from hilbench.power.align import BOUNDARY_POLICIES, BoundaryPolicy, estimate_interval
-from hilbench.power.metrics import PhaseWindow, analyze
+from hilbench.power.estimators import PhaseWindow
+from hilbench.power.metrics import analyze
 from hilbench.power.source import SourceInfo
 from hilbench.sim.power_model import (
     ARDUINO_NANO_33_BLE,

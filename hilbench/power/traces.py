@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hilbench.power.metrics import PHASES, PhaseWindow
+from hilbench.power.estimators import PHASES, PhaseWindow
 
 
 class TraceFormatError(ValueError):

@@ -6,7 +6,7 @@ The device reports, for each idle and active window it ran, the readings of ever
 (``power.samples_w``, ``rate_hz``); the readings of one window are spread evenly over the
 window the device itself timed (they come from the same board, drained at the window's start
 and end), summed over the rails, and go through the same estimators as an external meter's
-(:func:`hilbench.power.metrics.phase_power`). The monitor's calibration accuracy is not stated
+(:func:`hilbench.power.estimators.phase_power`). The monitor's calibration accuracy is not stated
 by the vendor, so the budget holds the statistical and timing parts only, and the meta says so.
 """
 
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hilbench.power.metrics import (
+from hilbench.power.estimators import (
     PhaseWindow,
     PowerEstimate,
     phase_power,

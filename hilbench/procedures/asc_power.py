@@ -34,16 +34,15 @@ from hilbench.orchestrator.instruments import (
     to_watts,
 )
 from hilbench.orchestrator.phases import Phase, RunContext
-from hilbench.power.metrics import (
+from hilbench.power.estimators import (
     PhaseWindow,
     PowerEstimate,
-    Quantity,
-    dynamic_power,
-    energy_per_inference,
     phase_power,
     pool_estimates,
 )
+from hilbench.power.metrics import dynamic_power, energy_per_inference
 from hilbench.power.source import SampleBatch
+from hilbench.power.uncertainty import Quantity
 from hilbench.procedures.asc_device import (
     load_sample,
     load_stream,

@@ -22,7 +22,7 @@ from hilbench.orchestrator.instruments import (
 )
 from hilbench.orchestrator.phases import Phase, RunContext
 from hilbench.orchestrator.procedure import Procedure
-from hilbench.power.metrics import PhaseWindow, phase_power
+from hilbench.power.estimators import PhaseWindow, phase_power
 from hilbench.procedures.qubo_table import QuboTable
 from hilbench.workloads.qubo import SparseQubo, Target, bks_gap, find_target, generate_qubo
 from hilbench.workloads.qubo.best_known import BestKnownStore

@@ -1,11 +1,9 @@
 """A simulated Keysight 34465A bench meter: real SCPI over a real TCP socket.
 
-The meter's readings follow the simulated device's state (idle, preprocessing, inference,
-solving, …) through a :class:`~hilbench.sim.power_model.DevicePowerModel`, with noise,
-quantised to the configured range and integration time, and timed at the configured sample
-interval in real time after ``INIT``. Because the device's true power is known, the meter can
-answer what the true energy of any window was, which is what makes the measurement chain's
-accuracy testable end to end.
+This module is the meter's SCPI side: the command parser, the handlers and the TCP server.
+What it reads and when (device power, trigger, sample timing, drift, reading memory) is the
+acquisition model in :mod:`hilbench.sim.meter_acquisition`; because the device's true power is
+known there, the meter can answer what the true energy of any window was.
 
 Reach it with pyvisa-py as ``TCPIP::127.0.0.1::<port>::SOCKET`` (newline termination). It
 speaks the subset of the 34465A's SCPI that the hilbench driver uses, plus two non-standard
@@ -23,53 +21,25 @@ import math
 import socket
 import socketserver
 import threading
-import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
-
-import numpy as np
 
 # The meter shares the bench's physical clock with the devices it measures (never offset).
 from hilbench.clock import bench_now as now
-from hilbench.sim.power_model import (
-    ARDUINO_NANO_33_BLE,
-    DevicePowerModel,
-    StateTimeline,
-    quantise,
-    simulate_readings,
+from hilbench.sim.meter_acquisition import (
+    NPLC_RESOLUTION_PPM,
+    QUES_MEMORY_OVERFLOW,
+    MeterAcquisition,
+    MeterSettings,
 )
+from hilbench.sim.power_model import ARDUINO_NANO_33_BLE, DevicePowerModel
 
-# The instrument's own facts (ranges, reading time) are the driver's: one description of the
-# 34465A serves the driver that talks to it and the simulator that imitates it.
-from hilbench_drivers.keysight34465a.settings import (
-    CURRENT_RANGES_A,
-    VOLTAGE_RANGES_V,
-    min_sample_interval_s,
-)
+# The instrument's own facts (ranges) are the driver's: one description of the 34465A serves
+# the driver that talks to it and the simulator that imitates it.
+from hilbench_drivers.keysight34465a.settings import CURRENT_RANGES_A, VOLTAGE_RANGES_V
 
-OVERLOAD = 9.9e37  # what a Keysight DMM returns for an over-range reading
-OVERRANGE_FACTOR = 1.2  # readings up to 120 % of range are valid
 IDN = "Keysight Technologies,34465A,SIM0000001,hilbench-sim"
 ERROR_QUEUE_LENGTH = 20
-# NPLC settings of a 34465A with the DIG option, and the resolution each gives (ppm of range).
-NPLC_RESOLUTION_PPM = {
-    0.001: 30.0,
-    0.002: 15.0,
-    0.006: 6.0,
-    0.02: 3.0,
-    0.06: 1.5,
-    0.2: 0.7,
-    1.0: 0.3,
-    10.0: 0.1,
-    100.0: 0.03,
-}
-
-# Questionable-data register bits (Truevolt series).
-QUES_VOLTAGE_OVERLOAD = 1
-QUES_CURRENT_OVERLOAD = 2
-QUES_SAMPLE_TIMING = 4
-QUES_MEMORY_OVERFLOW = 16384
 
 
 class _ScpiError(Exception):
@@ -121,66 +91,7 @@ def normalise_header(header: str) -> str:
     return ":".join(out) + ("?" if is_query else "")
 
 
-@dataclass
-class _FunctionSettings:
-    range: float
-    nplc: float = 10.0
-    autozero: bool = True
-    autorange: bool = True
-
-
-def _default_functions() -> dict[str, _FunctionSettings]:
-    return {"CURR": _FunctionSettings(range=0.1), "VOLT": _FunctionSettings(range=10.0)}
-
-
-@dataclass
-class _Settings:
-    function: str = "VOLT"
-    functions: dict[str, _FunctionSettings] = field(default_factory=_default_functions)
-    trigger_source: str = "IMM"
-    trigger_delay_s: float = 0.0
-    trigger_count: int = 1
-    sample_source: str = "IMM"
-    sample_timer_s: float = 1.0
-    sample_count: int = 1
-
-    @property
-    def active(self) -> _FunctionSettings:
-        return self.functions[self.function]
-
-
-@dataclass
-class _Acquisition:
-    """One INIT: when readings are due and how many have been put into memory so far."""
-
-    function: str
-    range: float
-    aperture_s: float
-    interval_s: float
-    total: int
-    resolution: float
-    t_init: float
-    t_first: float | None  # None while waiting for a BUS trigger
-    t_abort: float | None = None
-    generated: int = 0
-    lost: int = 0
-
-    def ready_count(self, t: float) -> int:
-        """Readings whose integration has ended by ``t``."""
-        if self.t_first is None:
-            return 0
-        end = t if self.t_abort is None else min(t, self.t_abort)
-        elapsed = end - self.t_first - self.aperture_s
-        if elapsed < 0:
-            return 0
-        return min(self.total, math.floor(elapsed / self.interval_s + 1e-9) + 1)
-
-    @property
-    def finished(self) -> bool:
-        return self.t_abort is not None or self.generated >= self.total
-
-
-class SimulatedMeter:
+class SimulatedMeter(MeterAcquisition):
     """A threaded TCP server behaving like a Keysight 34465A measuring a simulated device.
 
     ``start()`` binds (port 0 picks a free one) and returns the port; ``stop()`` closes every
@@ -203,12 +114,16 @@ class SimulatedMeter:
         seed: int | None = None,
         drift_ppm: float = 0.0,
     ) -> None:
-        if memory_readings < 1:
-            raise ValueError(f"memory_readings must be at least 1, got {memory_readings}")
-        if line_frequency_hz not in (50.0, 60.0, 400.0):
-            raise ValueError(f"line_frequency_hz must be 50, 60 or 400, got {line_frequency_hz}")
-        model.watts(initial_state)  # fail early on an unknown state
-        self.model = model
+        super().__init__(
+            model,
+            noise_std_w=noise_std_w,
+            memory_readings=memory_readings,
+            line_frequency_hz=line_frequency_hz,
+            shunt_ohms=shunt_ohms,
+            initial_state=initial_state,
+            seed=seed,
+            drift_ppm=drift_ppm,
+        )
         from hilbench.wire.keys import is_loopback
 
         if not is_loopback(f"tcp://{host}:0"):
@@ -217,25 +132,10 @@ class SimulatedMeter:
                 "authentication, and its SIM: commands steer the readings"
             )
         self.host = host
-        self.noise_std_w = noise_std_w
-        self.memory_readings = memory_readings
-        self.line_frequency_hz = float(line_frequency_hz)
-        self.shunt_ohms = shunt_ohms
-        # The meter's timebase runs slow by this much (fast when negative): its readings come
-        # every interval × (1 + drift_ppm·1e-6), the truth a drift-correction test checks.
-        self.drift_ppm = float(drift_ppm)
         self._requested_port = port
-        self._rng = np.random.default_rng(seed)
-        self._lock = threading.RLock()
-        self._timeline = StateTimeline(initial_state=initial_state, t0=now())
-        self._settings = _Settings()
-        self._acq: _Acquisition | None = None
-        self._memory: deque[float] = deque(maxlen=memory_readings)
         self._errors: deque[tuple[int, str]] = deque()
         self._pending_errors: list[tuple[str, int, str]] = []
-        self._ques_event = 0
         self._stalled = threading.Event()
-        self._stopping = threading.Event()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._connections: set[socket.socket] = set()
@@ -287,45 +187,6 @@ class SimulatedMeter:
     def resource(self) -> str:
         """The VISA resource string pyvisa-py opens this meter with."""
         return f"TCPIP::{self.host}::{self.port}::SOCKET"
-
-    # --- the simulated device --------------------------------------------------------------
-
-    def set_state(self, name: str, t: float | None = None) -> float:
-        """Record that the device entered state ``name`` at ``t`` (default: now); returns t."""
-        self.model.watts(name)  # raises KeyError naming the known states
-        with self._lock:
-            stamp = now() if t is None else float(t)
-            self._timeline.set(stamp, name)
-            return stamp
-
-    @property
-    def state(self) -> str:
-        with self._lock:
-            return self._timeline.state_at(now())
-
-    def true_energy(self, t_start: float, t_end: float) -> float:
-        """Joules the simulated device truly used within [t_start, t_end] (monotonic clock)."""
-        with self._lock:
-            return self._timeline.energy(self.model, t_start, t_end)
-
-    def true_mean_power(self, t_start: float, t_end: float) -> float:
-        """Watts the simulated device truly drew on average within [t_start, t_end]."""
-        if t_end <= t_start:
-            raise ValueError(f"empty window: t_end {t_end} is not after t_start {t_start}")
-        return self.true_energy(t_start, t_end) / (t_end - t_start)
-
-    @property
-    def init_time(self) -> float | None:
-        """When the last INIT arrived (monotonic clock), for checking the driver's alignment."""
-        with self._lock:
-            return None if self._acq is None else self._acq.t_init
-
-    @property
-    def readings_lost(self) -> int:
-        """Readings of the current acquisition lost to reading-memory overflow."""
-        with self._lock:
-            self._advance(now())
-            return 0 if self._acq is None else self._acq.lost
 
     # --- fault injection -------------------------------------------------------------------
 
@@ -394,61 +255,6 @@ class SimulatedMeter:
         else:
             self._errors.append((code, message))
 
-    # --- readings --------------------------------------------------------------------------
-
-    def _advance(self, t: float) -> None:
-        """Move every reading whose integration has ended into reading memory."""
-        acq = self._acq
-        if acq is None:
-            return
-        ready = acq.ready_count(t)
-        new = ready - acq.generated
-        if new <= 0:
-            return
-        skipped = max(0, new - self.memory_readings)  # would be overwritten at once anyway
-        index = np.arange(acq.generated + skipped, ready)
-        values = self._readings(acq, index)
-        overflow = skipped + max(0, len(self._memory) + len(values) - self.memory_readings)
-        if overflow:
-            acq.lost += overflow
-            self._ques_event |= QUES_MEMORY_OVERFLOW
-        self._memory.extend(values.tolist())
-        acq.generated = ready
-
-    def _readings(self, acq: _Acquisition, index: np.ndarray) -> np.ndarray:
-        assert acq.t_first is not None
-        t_starts = acq.t_first + index * acq.interval_s
-        watts = simulate_readings(
-            self.model, self._timeline, t_starts, acq.aperture_s, self.noise_std_w, 0.0, self._rng
-        )
-        amps = watts / self.model.supply_v
-        values = amps if acq.function == "CURR" else amps * self.shunt_ohms
-        values = quantise(values, acq.resolution)
-        over = np.abs(values) > acq.range * OVERRANGE_FACTOR
-        if over.any():
-            values = np.where(over, np.copysign(OVERLOAD, values), values)
-            self._ques_event |= (
-                QUES_CURRENT_OVERLOAD if acq.function == "CURR" else QUES_VOLTAGE_OVERLOAD
-            )
-        return values
-
-    def _take(self, count: int) -> list[float]:
-        count = min(count, len(self._memory))
-        return [self._memory.popleft() for _ in range(count)]
-
-    def _wait_until(self, condition: Callable[[], bool]) -> bool:
-        """Poll (releasing the lock) until ``condition`` holds or the meter stops."""
-        while not self._stopping.is_set():
-            self._advance(now())
-            if condition():
-                return True
-            self._lock.release()
-            try:
-                time.sleep(0.005)
-            finally:
-                self._lock.acquire()
-        return False
-
     # --- command handlers (called with the lock held) --------------------------------------
 
     def _idn(self, args: list[str]) -> str:
@@ -456,7 +262,7 @@ class SimulatedMeter:
 
     def _rst(self, args: list[str]) -> None:
         self._abort([])
-        self._settings = _Settings()
+        self._settings = MeterSettings()
         self._memory.clear()
         self._acq = None
 
@@ -501,9 +307,7 @@ class SimulatedMeter:
         self._settings.trigger_count = int(_parse_number(_one_arg(args), 1, 1e9, default=1))
 
     def _trigger(self, args: list[str]) -> None:
-        acq = self._acq
-        if acq is not None and acq.t_first is None and self._settings.trigger_source == "BUS":
-            acq.t_first = now() + self._settings.trigger_delay_s
+        self._bus_trigger()
 
     def _sample_source(self, args: list[str]) -> None:
         value = _one_arg(args).upper()
@@ -511,10 +315,6 @@ class SimulatedMeter:
         if source not in ("IMM", "TIM"):
             raise _ScpiError(-224, "Illegal parameter value")
         self._settings.sample_source = source
-
-    def _min_interval(self) -> float:
-        fn = self._settings.active
-        return min_sample_interval_s(fn.nplc, self.line_frequency_hz, fn.autozero)
 
     def _sample_timer(self, args: list[str]) -> None:
         value = _one_arg(args).upper()
@@ -543,33 +343,10 @@ class SimulatedMeter:
         self._advance(t_init)
         if self._acq is not None and not self._acq.finished:
             raise _ScpiError(-213, "Init ignored")
-        settings = self._settings
-        fn = settings.active
-        minimum = self._min_interval()
-        interval = settings.sample_timer_s if settings.sample_source == "TIM" else minimum
-        if interval < minimum:
-            self._ques_event |= QUES_SAMPLE_TIMING
-            interval = minimum
-        interval *= 1.0 + self.drift_ppm * 1e-6
-        self._memory.clear()
-        start = t_init + settings.trigger_delay_s
-        self._acq = _Acquisition(
-            function=settings.function,
-            range=fn.range,
-            aperture_s=fn.nplc / self.line_frequency_hz,
-            interval_s=interval,
-            total=settings.sample_count * settings.trigger_count,
-            resolution=NPLC_RESOLUTION_PPM[fn.nplc] * 1e-6 * fn.range,
-            t_init=t_init,
-            t_first=start if settings.trigger_source == "IMM" else None,
-        )
+        self._start_acquisition(t_init)
 
     def _abort(self, args: list[str]) -> None:
-        acq = self._acq
-        if acq is not None and acq.t_abort is None:
-            t = now()
-            self._advance(t)
-            acq.t_abort = t
+        self._abort_acquisition()
 
     def _fetch(self, args: list[str]) -> str:
         acq = self._acq

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from hilbench.power.metrics import PhaseWindow, phase_power
+from hilbench.power.estimators import PhaseWindow, phase_power
 from hilbench.power.source import SourceInfo
 from hilbench.sim import SimulatedMeter
 from hilbench.sim.power_model import SIMULATED_CPU

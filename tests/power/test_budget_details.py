@@ -8,13 +8,9 @@ import numpy as np
 import pytest
 
 from hilbench.power.accuracy import clip_accuracy_interval
-from hilbench.power.metrics import (
-    InstrumentAccuracy,
-    PhaseWindow,
-    phase_power,
-    pool_estimates,
-)
+from hilbench.power.estimators import PhaseWindow, phase_power, pool_estimates
 from hilbench.power.source import SourceInfo
+from hilbench.power.uncertainty import InstrumentAccuracy
 
 EXACT = SourceInfo("exact meter", "W", 0.1)
 

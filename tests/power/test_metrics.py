@@ -9,15 +9,10 @@ import numpy as np
 import pytest
 
 from hilbench.bench.power_accuracy import SCENARIOS, run_trial
-from hilbench.power.metrics import (
-    PhaseWindow,
-    UncertaintyBudget,
-    UncertaintyComponent,
-    analyze,
-    energy_per_inference,
-    phase_power,
-)
+from hilbench.power.estimators import PhaseWindow, phase_power
+from hilbench.power.metrics import analyze, energy_per_inference
 from hilbench.power.source import SourceInfo
+from hilbench.power.uncertainty import UncertaintyBudget, UncertaintyComponent
 
 IDLE_W, ACTIVE_W = 0.07940, 0.10072  # NeuroBench Arduino Nano 33 BLE baseline
 EXACT = SourceInfo("exact meter", "W", 1 / 3)
@@ -242,7 +237,8 @@ def test_simulated_arduino_bench_is_accurate_and_honest(scenario) -> None:
 def test_idle_and_active_timing_errors_are_independent() -> None:
     """Both windows sit at a power step: shared timing would cancel their clock errors in
     active − idle; separate phases' errors add."""
-    from hilbench.power.metrics import dynamic_power, phase_power
+    from hilbench.power.estimators import phase_power
+    from hilbench.power.metrics import dynamic_power
 
     t = np.arange(0.0, 40.0, 0.1)
     watts = np.select([t < 10, t < 20, t < 30], [1.0, 2.0, 1.0], 3.0)
@@ -258,7 +254,7 @@ def test_idle_and_active_timing_errors_are_independent() -> None:
 
 
 def test_a_shifted_window_without_readings_never_counts_as_no_timing_error() -> None:
-    from hilbench.power.metrics import phase_power
+    from hilbench.power.estimators import phase_power
 
     # Readings only inside the window and a timing error longer than the window's margins:
     # the shifted windows hold nothing, yet the power inside changes.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hilbench.power.metrics import Quantity, UncertaintyBudget, UncertaintyComponent
+from hilbench.power.uncertainty import Quantity, UncertaintyBudget, UncertaintyComponent
 from hilbench.procedures.asc_power import energy_figure, loop_time
 
 

@@ -11,14 +11,14 @@ import pytest
 
 from hilbench.clock import now
 from hilbench.sim import SimulatedMeter
-from hilbench.sim.meter import (
+from hilbench.sim.meter_acquisition import (
     NPLC_RESOLUTION_PPM,
     OVERLOAD,
     QUES_CURRENT_OVERLOAD,
     QUES_MEMORY_OVERFLOW,
-    min_sample_interval_s,
 )
 from hilbench.sim.power_model import ARDUINO_NANO_33_BLE, DevicePowerModel
+from hilbench_drivers.keysight34465a.settings import min_sample_interval_s
 
 
 class Client:

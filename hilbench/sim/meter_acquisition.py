@@ -1,0 +1,292 @@
+"""The measuring side of the simulated Keysight 34465A: what it reads and when.
+
+The readings follow the simulated device's state (idle, preprocessing, inference, solving, …)
+through a :class:`~hilbench.sim.power_model.DevicePowerModel`, with noise, quantised to the
+configured range and integration time, and fall due at the configured sample interval in real
+time after ``INIT`` (stretched by the timebase's ``drift_ppm``). They go into a bounded reading
+memory that overflows as the real one does. Because the device's true power is known, the meter
+can answer what the true energy of any window was, which is what makes the measurement chain's
+accuracy testable end to end. The SCPI commands and TCP server that drive this are in
+:mod:`hilbench.sim.meter`.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# The meter shares the bench's physical clock with the devices it measures (never offset).
+from hilbench.clock import bench_now as now
+from hilbench.sim.power_model import (
+    DevicePowerModel,
+    StateTimeline,
+    quantise,
+    simulate_readings,
+)
+
+# The instrument's own facts (ranges, reading time) are the driver's: one description of the
+# 34465A serves the driver that talks to it and the simulator that imitates it.
+from hilbench_drivers.keysight34465a.settings import min_sample_interval_s
+
+OVERLOAD = 9.9e37  # what a Keysight DMM returns for an over-range reading
+OVERRANGE_FACTOR = 1.2  # readings up to 120 % of range are valid
+# NPLC settings of a 34465A with the DIG option, and the resolution each gives (ppm of range).
+NPLC_RESOLUTION_PPM = {
+    0.001: 30.0,
+    0.002: 15.0,
+    0.006: 6.0,
+    0.02: 3.0,
+    0.06: 1.5,
+    0.2: 0.7,
+    1.0: 0.3,
+    10.0: 0.1,
+    100.0: 0.03,
+}
+
+# Questionable-data register bits (Truevolt series).
+QUES_VOLTAGE_OVERLOAD = 1
+QUES_CURRENT_OVERLOAD = 2
+QUES_SAMPLE_TIMING = 4
+QUES_MEMORY_OVERFLOW = 16384
+
+
+@dataclass
+class FunctionSettings:
+    range: float
+    nplc: float = 10.0
+    autozero: bool = True
+    autorange: bool = True
+
+
+def _default_functions() -> dict[str, FunctionSettings]:
+    return {"CURR": FunctionSettings(range=0.1), "VOLT": FunctionSettings(range=10.0)}
+
+
+@dataclass
+class MeterSettings:
+    function: str = "VOLT"
+    functions: dict[str, FunctionSettings] = field(default_factory=_default_functions)
+    trigger_source: str = "IMM"
+    trigger_delay_s: float = 0.0
+    trigger_count: int = 1
+    sample_source: str = "IMM"
+    sample_timer_s: float = 1.0
+    sample_count: int = 1
+
+    @property
+    def active(self) -> FunctionSettings:
+        return self.functions[self.function]
+
+
+@dataclass
+class Acquisition:
+    """One INIT: when readings are due and how many have been put into memory so far."""
+
+    function: str
+    range: float
+    aperture_s: float
+    interval_s: float
+    total: int
+    resolution: float
+    t_init: float
+    t_first: float | None  # None while waiting for a BUS trigger
+    t_abort: float | None = None
+    generated: int = 0
+    lost: int = 0
+
+    def ready_count(self, t: float) -> int:
+        """Readings whose integration has ended by ``t``."""
+        if self.t_first is None:
+            return 0
+        end = t if self.t_abort is None else min(t, self.t_abort)
+        elapsed = end - self.t_first - self.aperture_s
+        if elapsed < 0:
+            return 0
+        return min(self.total, math.floor(elapsed / self.interval_s + 1e-9) + 1)
+
+    @property
+    def finished(self) -> bool:
+        return self.t_abort is not None or self.generated >= self.total
+
+
+class MeterAcquisition:
+    """Settings, timeline, due readings and reading memory of one simulated meter.
+
+    The SCPI layer (:class:`hilbench.sim.meter.SimulatedMeter`) builds on it. The public methods
+    take ``_lock`` themselves; the underscored ones expect the caller to hold it.
+    """
+
+    def __init__(
+        self,
+        model: DevicePowerModel,
+        *,
+        noise_std_w: float,
+        memory_readings: int,
+        line_frequency_hz: float,
+        shunt_ohms: float,
+        initial_state: str,
+        seed: int | None,
+        drift_ppm: float,
+    ) -> None:
+        if memory_readings < 1:
+            raise ValueError(f"memory_readings must be at least 1, got {memory_readings}")
+        if line_frequency_hz not in (50.0, 60.0, 400.0):
+            raise ValueError(f"line_frequency_hz must be 50, 60 or 400, got {line_frequency_hz}")
+        model.watts(initial_state)  # fail early on an unknown state
+        self.model = model
+        self.noise_std_w = noise_std_w
+        self.memory_readings = memory_readings
+        self.line_frequency_hz = float(line_frequency_hz)
+        self.shunt_ohms = shunt_ohms
+        # The meter's timebase runs slow by this much (fast when negative): its readings come
+        # every interval × (1 + drift_ppm·1e-6), the truth a drift-correction test checks.
+        self.drift_ppm = float(drift_ppm)
+        self._rng = np.random.default_rng(seed)
+        self._lock = threading.RLock()
+        self._timeline = StateTimeline(initial_state=initial_state, t0=now())
+        self._settings = MeterSettings()
+        self._acq: Acquisition | None = None
+        self._memory: deque[float] = deque(maxlen=memory_readings)
+        self._ques_event = 0
+        self._stopping = threading.Event()
+
+    # --- the simulated device --------------------------------------------------------------
+
+    def set_state(self, name: str, t: float | None = None) -> float:
+        """Record that the device entered state ``name`` at ``t`` (default: now); returns t."""
+        self.model.watts(name)  # raises KeyError naming the known states
+        with self._lock:
+            stamp = now() if t is None else float(t)
+            self._timeline.set(stamp, name)
+            return stamp
+
+    @property
+    def state(self) -> str:
+        with self._lock:
+            return self._timeline.state_at(now())
+
+    def true_energy(self, t_start: float, t_end: float) -> float:
+        """Joules the simulated device truly used within [t_start, t_end] (monotonic clock)."""
+        with self._lock:
+            return self._timeline.energy(self.model, t_start, t_end)
+
+    def true_mean_power(self, t_start: float, t_end: float) -> float:
+        """Watts the simulated device truly drew on average within [t_start, t_end]."""
+        if t_end <= t_start:
+            raise ValueError(f"empty window: t_end {t_end} is not after t_start {t_start}")
+        return self.true_energy(t_start, t_end) / (t_end - t_start)
+
+    @property
+    def init_time(self) -> float | None:
+        """When the last INIT arrived (monotonic clock), for checking the driver's alignment."""
+        with self._lock:
+            return None if self._acq is None else self._acq.t_init
+
+    @property
+    def readings_lost(self) -> int:
+        """Readings of the current acquisition lost to reading-memory overflow."""
+        with self._lock:
+            self._advance(now())
+            return 0 if self._acq is None else self._acq.lost
+
+    # --- acquisition and readings ------------------------------------------------------------
+
+    def _advance(self, t: float) -> None:
+        """Move every reading whose integration has ended into reading memory."""
+        acq = self._acq
+        if acq is None:
+            return
+        ready = acq.ready_count(t)
+        new = ready - acq.generated
+        if new <= 0:
+            return
+        skipped = max(0, new - self.memory_readings)  # would be overwritten at once anyway
+        index = np.arange(acq.generated + skipped, ready)
+        values = self._readings(acq, index)
+        overflow = skipped + max(0, len(self._memory) + len(values) - self.memory_readings)
+        if overflow:
+            acq.lost += overflow
+            self._ques_event |= QUES_MEMORY_OVERFLOW
+        self._memory.extend(values.tolist())
+        acq.generated = ready
+
+    def _readings(self, acq: Acquisition, index: np.ndarray) -> np.ndarray:
+        assert acq.t_first is not None
+        t_starts = acq.t_first + index * acq.interval_s
+        watts = simulate_readings(
+            self.model, self._timeline, t_starts, acq.aperture_s, self.noise_std_w, 0.0, self._rng
+        )
+        amps = watts / self.model.supply_v
+        values = amps if acq.function == "CURR" else amps * self.shunt_ohms
+        values = quantise(values, acq.resolution)
+        over = np.abs(values) > acq.range * OVERRANGE_FACTOR
+        if over.any():
+            values = np.where(over, np.copysign(OVERLOAD, values), values)
+            self._ques_event |= (
+                QUES_CURRENT_OVERLOAD if acq.function == "CURR" else QUES_VOLTAGE_OVERLOAD
+            )
+        return values
+
+    def _take(self, count: int) -> list[float]:
+        count = min(count, len(self._memory))
+        return [self._memory.popleft() for _ in range(count)]
+
+    def _wait_until(self, condition: Callable[[], bool]) -> bool:
+        """Poll (releasing the lock) until ``condition`` holds or the meter stops."""
+        while not self._stopping.is_set():
+            self._advance(now())
+            if condition():
+                return True
+            self._lock.release()
+            try:
+                time.sleep(0.005)
+            finally:
+                self._lock.acquire()
+        return False
+
+    def _min_interval(self) -> float:
+        fn = self._settings.active
+        return min_sample_interval_s(fn.nplc, self.line_frequency_hz, fn.autozero)
+
+    def _start_acquisition(self, t_init: float) -> None:
+        """Begin the acquisition INIT asks for, with the current settings, at ``t_init``."""
+        settings = self._settings
+        fn = settings.active
+        minimum = self._min_interval()
+        interval = settings.sample_timer_s if settings.sample_source == "TIM" else minimum
+        if interval < minimum:
+            self._ques_event |= QUES_SAMPLE_TIMING
+            interval = minimum
+        interval *= 1.0 + self.drift_ppm * 1e-6
+        self._memory.clear()
+        start = t_init + settings.trigger_delay_s
+        self._acq = Acquisition(
+            function=settings.function,
+            range=fn.range,
+            aperture_s=fn.nplc / self.line_frequency_hz,
+            interval_s=interval,
+            total=settings.sample_count * settings.trigger_count,
+            resolution=NPLC_RESOLUTION_PPM[fn.nplc] * 1e-6 * fn.range,
+            t_init=t_init,
+            t_first=start if settings.trigger_source == "IMM" else None,
+        )
+
+    def _abort_acquisition(self) -> None:
+        """Stop taking readings now (ABORt); those already due stay in memory."""
+        acq = self._acq
+        if acq is not None and acq.t_abort is None:
+            t = now()
+            self._advance(t)
+            acq.t_abort = t
+
+    def _bus_trigger(self) -> None:
+        """A software trigger (*TRG): readings start after the trigger delay."""
+        acq = self._acq
+        if acq is not None and acq.t_first is None and self._settings.trigger_source == "BUS":
+            acq.t_first = now() + self._settings.trigger_delay_s
