@@ -6,6 +6,11 @@ where the baseline does its pre-processing too; a run then sends the spikes thro
 core: ``XyloSim`` (``backend = "simulation"``) or the HDK through ``XyloSamna``
 (``backend = "hardware"``). Streams (10 s by default) play their samples one after another at
 batch size 1 and divide the time by the number of samples.
+
+With ``afe = "chip"`` (hardware only) pre-processing happens on the chip's own analog front end
+instead, in real time: a loaded sample stays audio in device memory, and each single-stream run
+plays it into the HDK microphone while the AFE records (:mod:`hilbench_drivers.xylo.chip_afe`);
+``preprocess_s`` is the sample's recording window and the speaker→AFE latency goes beside it.
 """
 
 from __future__ import annotations
@@ -23,6 +28,9 @@ from hilbench_drivers.xylo.network import NetworkFileError, XyloNetwork
 
 SAMPLE_CAPACITY = 1
 MAX_WINDOW_S = 3600.0
+CHIP_PREPROCESSING = (
+    "measured in real time on the chip's analog front end (AFESamna recording while the sample "
+    "plays into the HDK microphone)")
 PREPROCESS_REASON = (
     "not measured: the analog front end is simulated on the host (Rockpool AFESim, cached per "
     "sample) before the sample is in device memory, as in the NeuroBench Xylo baseline; the "
@@ -33,14 +41,28 @@ class XyloDriver:
     """Options (``-o key=value``): ``backend`` simulation|hardware, ``network`` a network file
     the device holds from the start (then model loads must match it), ``core_clock_mhz``,
     ``power_hz`` (on-board power sampling), ``stream_capacity`` (samples per stream),
-    ``afe_cache`` (directory), ``sim_meter`` (host:port of a simulated meter)."""
+    ``afe_cache`` (directory), ``sim_meter`` (host:port of a simulated meter); ``afe`` host
+    (Rockpool AFESim on the host, the baseline's method, default) | chip (the HDK's own AFE in
+    real time, hardware only) with ``speaker`` (sounddevice index or name), ``afe_dt_ms``
+    (recording bin, 1), ``afe_lead_s``, ``afe_gap_s``, ``afe_tail_s`` (see chip_afe.py)."""
 
     name: ClassVar[str] = "xylo"
 
     def __init__(self, backend: str = "simulation", network: str | None = None,
                  core_clock_mhz: str | float = 50.0, power_hz: str | float = 5.0,
                  stream_capacity: str | int = 10, afe_cache: str | None = None,
-                 sim_meter: str | None = None, device: Any = None) -> None:
+                 sim_meter: str | None = None, afe: str = "host", speaker: str | None = None,
+                 afe_dt_ms: str | float = 1.0, afe_lead_s: str | float = 0.1,
+                 afe_gap_s: str | float = 0.25, afe_tail_s: str | float = 0.25,
+                 device: Any = None) -> None:
+        if afe not in ("host", "chip"):
+            raise DriverError(f"xylo afe must be 'host' or 'chip', got {afe!r}", "bad_arguments")
+        if afe == "chip" and backend != "hardware":
+            raise DriverError("afe=chip needs backend=hardware (the chip's own analog front end)",
+                              "bad_arguments")
+        self._chip_options = {"speaker": speaker, "dt_s": float(afe_dt_ms) / 1e3,
+                              "lead_s": float(afe_lead_s), "gap_s": float(afe_gap_s),
+                              "tail_s": float(afe_tail_s)} if afe == "chip" else None
         self.backend_name = backend
         self.core_clock_hz = float(core_clock_mhz) * 1e6
         self.stream_capacity = int(stream_capacity)
@@ -50,6 +72,7 @@ class XyloDriver:
         self.network: XyloNetwork | None = None
         self._front_end: Any = None
         self._held: dict[int, np.ndarray] = {}
+        self._audio: dict[int, np.ndarray] = {}  # on-chip AFE: a held sample stays audio
         self._stream: list[tuple[int, np.ndarray]] = []
         self._builtin = XyloNetwork.load(network) if network else None
         if self._builtin is not None:
@@ -64,11 +87,16 @@ class XyloDriver:
             from hilbench_drivers.xylo.hardware import HardwareXylo
 
             return HardwareXylo.open(core_clock_mhz=self.core_clock_hz / 1e6,
-                                     power_hz=float(power_hz))
+                                     power_hz=float(power_hz), afe=self._chip_options)
         raise DriverError(f"xylo backend must be 'simulation' or 'hardware', got {backend!r}",
                           "bad_arguments")
 
     # -- handshake -------------------------------------------------------------------------------
+
+    @property
+    def chip(self) -> Any:
+        """The on-chip front end (``afe=chip``), else None."""
+        return getattr(self.backend, "chip_afe", None)
 
     def capabilities(self) -> dict[str, Any]:
         caps: dict[str, Any] = {
@@ -78,8 +106,8 @@ class XyloDriver:
                 "sample_capacity": SAMPLE_CAPACITY,
                 "stream_capacity": self.stream_capacity,
                 "modes": ["single_stream", "repeat", "stream"],
-                "stages": ["inference"],
-                "preprocessing": PREPROCESS_REASON,
+                "stages": ["preprocessing", "inference"] if self.chip else ["inference"],
+                "preprocessing": CHIP_PREPROCESSING if self.chip else PREPROCESS_REASON,
                 "timing": self.backend.timing,
                 "onboard_power": bool(self.backend.onboard_power),
             },
@@ -93,7 +121,10 @@ class XyloDriver:
         return caps
 
     def configure(self, params: dict[str, Any]) -> DriverResult:
-        return DriverResult({"backend": self.backend_name, **self.backend.describe()})
+        """Also the on-chip AFE's one-time calibration (about 50 s; else at the model load)."""
+        calibration = self.backend.calibrate() if self.chip else {}
+        return DriverResult({"backend": self.backend_name, **self.backend.describe(),
+                             **calibration})
 
     # -- loading (untimed) -------------------------------------------------------------------------
 
@@ -134,17 +165,26 @@ class XyloDriver:
         self._front_end = HostFrontEnd(network.afe, network.dt, network.sample_rate,
                                        self.afe_cache)
         self._held.clear()
+        self._audio.clear()
         self._stream.clear()
         return {"classes": list(network.classes), "sample_rate": network.sample_rate,
                 "sample_capacity": SAMPLE_CAPACITY, "network_sha256": network.sha256,
                 "shape": network.metadata()["shape"], "dt": network.dt, **applied}
 
-    def _spikes(self, audio: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
+    def _check_audio(self, audio: np.ndarray) -> XyloNetwork:
         net = self._require_network()
         if audio.dtype != np.float32 or audio.ndim != 1 or audio.shape[0] != net.sample_rate:
             raise DriverError(
                 f"a sample is one float32 1 s array of {net.sample_rate} values, got "
                 f"{audio.dtype} {audio.shape}", "bad_arguments")
+        return net
+
+    def _spikes(self, audio: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
+        net = self._check_audio(audio)
+        if self.chip:  # untimed: played and recorded once when loaded (streams)
+            recording = self.chip.record(audio, net.sample_rate, net.dt)
+            return recording.raster, {"afe": "chip",
+                                      "preprocess_latency_s": recording.latency_s}
         result = self._front_end.spikes(audio)
         return result.raster, {"afe_cached": result.cached, "afe_host_s": result.host_s}
 
@@ -156,12 +196,18 @@ class XyloDriver:
             raise DriverError(
                 f"device memory holds {SAMPLE_CAPACITY} sample (index "
                 f"{sorted(self._held)}); unload it first", "device_full")
-        raster, info = self._spikes(arrays[0])
-        self._held[index] = raster
+        if self.chip:  # pre-processed in real time when it runs
+            self._check_audio(arrays[0])
+            self._audio[index] = np.array(arrays[0])
+            self._held[index] = np.zeros((0, 16), np.int64)  # no events recorded yet
+            info: dict[str, Any] = {"afe": "chip"}
+        else:
+            self._held[index], info = self._spikes(arrays[0])
         return {"index": index, "held": sorted(self._held), "capacity": SAMPLE_CAPACITY, **info}
 
     def _unload(self, params: dict[str, Any], arrays: list[np.ndarray]) -> dict[str, Any]:
         index = _int(params, "index")
+        self._audio.pop(index, None)
         if self._held.pop(index, None) is None:
             raise DriverError(f"sample {index} is not in device memory", "not_loaded")
         return {"index": index, "held": sorted(self._held)}
@@ -198,19 +244,25 @@ class XyloDriver:
                           "bad_arguments")
 
     def _single(self, index: int) -> dict[str, Any]:
-        raster = self._held_raster(index)
         net = self._require_network()
-        result = self._infer(raster)
+        pre: dict[str, Any] = {"preprocess_s": None, "preprocess_reason": PREPROCESS_REASON}
+        t_first = None
+        if self.chip:  # the measurement: played and recorded in real time, then inferred
+            if index not in self._audio:
+                self._held_raster(index)  # not_loaded
+            recording = self.chip.record(self._audio[index], net.sample_rate, net.dt)
+            self._held[index] = recording.raster
+            pre, t_first = recording.reply(), recording.t_start
+        result = self._infer(self._held_raster(index))
         counts = [int(c) for c in result.counts[: len(net.classes)]]
         return {
             "index": index,
             "predicted": int(np.argmax(counts)),
             "scores": counts,
-            "preprocess_s": None,
-            "preprocess_reason": PREPROCESS_REASON,
+            **pre,
             "inference_s": result.device_s,
             "host_s": result.host_s,
-            "t_start": result.t_start,
+            "t_start": result.t_start if t_first is None else t_first,
             "t_end": result.t_end,
             **result.extra,
         }
@@ -233,9 +285,13 @@ class XyloDriver:
             return {"stage": "idle", "iterations": 0, "mean_s": None, "std_error_s": None,
                     "t_start": t_start, "t_end": t_end, "power": power,
                     "stopped_early": stop.is_set() and t_end - t_start < duration}
+        if stage == "preprocessing" and self.chip and mode == "repeat":
+            return self._afe_loop(_int(params, "index"), duration, stop)
         if stage != "inference":
-            raise DriverError(f"the xylo driver times only 'inference' (and 'idle'); "
-                              f"pre-processing is {PREPROCESS_REASON}", "bad_arguments")
+            preprocessing = self.capabilities()["asc"]["preprocessing"]
+            raise DriverError("the xylo driver times 'inference' and 'idle' windows"
+                              + (" (and 'preprocessing' in repeat mode)" if self.chip else "")
+                              + f"; pre-processing is {preprocessing}", "bad_arguments")
         if mode == "repeat":
             index = _int(params, "index")
             queue = [(index, self._held_raster(index))]
@@ -280,6 +336,36 @@ class XyloDriver:
             reply["index"] = queue[0][0]
         return reply
 
+    def _afe_loop(self, index: int, duration: float, stop: threading.Event) -> dict[str, Any]:
+        """The held sample played and recorded by the chip's AFE again and again for the window;
+        the on-board monitor's AFE rails over exactly these recordings are the stage's power."""
+        from hilbench_drivers.xylo.hardware import AFE_RAILS
+
+        self._held_raster(index)
+        net = self._require_network()
+        times: list[float] = []
+        latencies: list[float] = []
+        self.backend.power_window_start()
+        t_start = now()
+        deadline = t_start + duration
+        while True:
+            recording = self.chip.record(self._audio[index], net.sample_rate, net.dt)
+            times.append(recording.preprocess_s)
+            latencies.append(recording.latency_s)
+            if now() >= deadline or stop.is_set():
+                break
+        t_end = now()
+        power = self.backend.power_window_end(AFE_RAILS)
+        n = len(times)
+        return {"stage": "preprocessing", "iterations": n, "index": index,
+                "mean_s": float(np.mean(times)),
+                "std_error_s": float(np.std(times, ddof=1) / math.sqrt(n)) if n > 1 else None,
+                "preprocess_latency_s": latencies,
+                "t_start": t_start, "t_end": t_end, "power": power,
+                "note": "each iteration records lead silence, click, gap, the sample and a tail "
+                        "on the chip's AFE in real time; the power window covers all of it",
+                "stopped_early": stop.is_set() and t_end < deadline}
+
     # -- helpers ---------------------------------------------------------------------------------
 
     def _state_at(self, state: str) -> Any:
@@ -296,6 +382,10 @@ class XyloDriver:
         if index not in self._held:
             raise DriverError(f"sample {index} is not in device memory (held: "
                               f"{sorted(self._held)}): load it first", "not_loaded")
+        if self.chip and not len(self._held[index]):  # an inference window before any run
+            net = self._require_network()
+            self._held[index] = self.chip.record(self._audio[index], net.sample_rate,
+                                                 net.dt).raster
         return self._held[index]
 
     def _require_network(self) -> XyloNetwork:

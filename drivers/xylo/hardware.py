@@ -10,6 +10,8 @@ Calls, in order (Rockpool 2.8 source, ``rockpool/devices/xylo``):
       keyword would be swallowed by ``**kwargs`` and the bias silently dropped)
   ``syns61201.XyloSamna(hdk, config, dt=…, output_mode="Spike", power_frequency=…)``
   ``XyloSamna.evolve(raster (T, Nin) int) -> (output (T, Nout), {}, record)``
+  ``syns61201.AFESamna`` for pre-processing on the chip's own AFE (``-o afe=chip``; see
+      :mod:`hilbench_drivers.xylo.chip_afe`)
 Power events from ``power_buf.get_events()`` carry ``channel`` (``samna.xyloA2TestBoard.
 MeasurementChannels``: Io, Logic, LogicAfe, IoAfe) and ``value`` in watts (as ``XyloSamna.evolve``
 reads them). Inference time is the agent's clock around ``evolve`` (accelerated time; it
@@ -35,6 +37,17 @@ from hilbench_drivers.xylo.simulated import Inference
 XYLO_AUDIO_2 = "syns61201"
 # MeasurementChannels member -> rail name in results
 RAILS = {"Io": "io", "Logic": "snn_core", "LogicAfe": "afe_core", "IoAfe": "afe_ldo"}
+AFE_RAILS = ("afe_core", "afe_ldo")
+HOST_AFE_TIMING = (
+    "pre-processing not measured (analog front end simulated on the host by Rockpool AFESim, "
+    "spikes sent to the chip over USB); inference on the Xylo Audio 2 HDK, timed on the agent's "
+    "clock around XyloSamna.evolve (accelerated time, includes the USB transfer)")
+CHIP_AFE_TIMING = (
+    "pre-processing on the chip's analog front end in real time (Rockpool AFESamna records while "
+    "the sample plays into the HDK microphone; time = the sample's recording window, the "
+    "speaker-to-AFE latency measured with a click and reported beside it; power = the AFE rails "
+    "afe_core + afe_ldo); inference on the Xylo Audio 2 HDK from the recorded events, timed on "
+    "the agent's clock around XyloSamna.evolve (accelerated time, includes the USB transfer)")
 
 
 @dataclass
@@ -43,6 +56,7 @@ class VendorModules:
 
     samna: ModuleType
     xylo: ModuleType  # rockpool.devices.xylo (find_xylo_hdks)
+    sounddevice: ModuleType | None = None  # imported when the on-chip AFE needs a speaker
 
     @classmethod
     def import_real(cls) -> VendorModules:
@@ -81,13 +95,10 @@ class HardwareXylo:
     simulated = False
     simulation = ""
     onboard_power = True  # window replies carry measured per-rail power
-    timing = ("pre-processing not measured (analog front end simulated on the host by Rockpool "
-              "AFESim, spikes sent to the chip over USB); inference on the Xylo Audio 2 HDK, "
-              "timed on the agent's clock around XyloSamna.evolve (accelerated time, includes "
-              "the USB transfer)")
 
     def __init__(self, hdk: Any, module: ModuleType, modules: VendorModules,
-                 core_clock_mhz: float, power_hz: float) -> None:
+                 core_clock_mhz: float, power_hz: float, afe: dict[str, Any] | None = None
+                 ) -> None:
         self.hdk = hdk
         self.x = module
         self.modules = modules
@@ -100,16 +111,30 @@ class HardwareXylo:
         self._module: Any = None
         self.network: XyloNetwork | None = None
         self._window_t0 = 0.0
+        self.chip_afe = self._chip_front_end(afe) if afe is not None else None
+        self.timing = CHIP_AFE_TIMING if self.chip_afe else HOST_AFE_TIMING
+
+    def _chip_front_end(self, options: dict[str, Any]) -> Any:
+        from hilbench_drivers.xylo.chip_afe import ChipFrontEnd
+        from hilbench_drivers.xylo.playback import Speaker
+
+        speaker = Speaker(options.pop("speaker", None), sd=self.modules.sounddevice)
+        return ChipFrontEnd(self.hdk, self.x.AFESamna, speaker, **options)
 
     @classmethod
     def open(cls, core_clock_mhz: float = 50.0, power_hz: float = 5.0,
-             modules: VendorModules | None = None) -> HardwareXylo:
-        """The first Xylo Audio 2 HDK Rockpool finds; none found lists the USB devices."""
+             modules: VendorModules | None = None, afe: dict[str, Any] | None = None
+             ) -> HardwareXylo:
+        """The first Xylo Audio 2 HDK Rockpool finds; none found lists the USB devices.
+        ``afe`` (the :class:`~hilbench_drivers.xylo.chip_afe.ChipFrontEnd` options plus
+        ``speaker``) pre-processes on the chip's AFE instead of the host's AFESim."""
         modules = modules or VendorModules.import_real()
+        if afe is not None and modules.sounddevice is None:
+            modules.sounddevice = vendor.sounddevice()
         hdks, support, versions = modules.xylo.find_xylo_hdks()
         for hdk, module, kind in zip(hdks, support, versions, strict=True):
             if kind == XYLO_AUDIO_2:
-                return cls(hdk, module, modules, core_clock_mhz, power_hz)
+                return cls(hdk, module, modules, core_clock_mhz, power_hz, afe)
         found = ", ".join(versions) or "none"
         listing = "\n  ".join(usb_listing())
         raise DriverError(
@@ -127,8 +152,18 @@ class HardwareXylo:
         self._module = self.x.XyloSamna(self.hdk, config, dt=dt, output_mode="Spike",
                                         power_frequency=self.power_hz)
         self.network = network
-        return {"backend": "xylo-hdk", "core_clock_mhz": self.core_clock_mhz,
-                "power_hz": self.power_hz}
+        reply = {"backend": "xylo-hdk", "core_clock_mhz": self.core_clock_mhz,
+                 "power_hz": self.power_hz}
+        if self.chip_afe is not None:
+            self.chip_afe.check_network(float(dt))
+            reply["afe_calibration_s"] = self.chip_afe.calibrate()
+        return reply
+
+    def calibrate(self) -> dict[str, Any]:
+        """The on-chip AFE's one-time auto-calibration (about 50 s); nothing on the host AFE."""
+        if self.chip_afe is None:
+            return {}
+        return {"afe_calibration_s": self.chip_afe.calibrate()}
 
     def infer(self, raster: np.ndarray, on_start: Any = None) -> Inference:
         if self._module is None:
@@ -151,13 +186,14 @@ class HardwareXylo:
         self._power_buf.get_events()  # drop what came before the window
         self._window_t0 = now()
 
-    def power_window_end(self) -> dict[str, Any]:
+    def power_window_end(self, rails: tuple[str, ...] | None = None) -> dict[str, Any]:
+        """Readings per rail since :meth:`power_window_start` (``rails``: only those)."""
         events = self._power_buf.get_events()
         t1 = now()
-        samples: dict[str, list[float]] = {rail: [] for rail in RAILS.values()}
+        samples: dict[str, list[float]] = {rail: [] for rail in rails or RAILS.values()}
         for event in events:
             rail = self._channels.get(int(event.channel))
-            if rail is not None:
+            if rail in samples:
                 samples[rail].append(float(event.value))
         if not all(samples.values()):
             empty = [r for r, v in samples.items() if not v]
@@ -185,8 +221,9 @@ class HardwareXylo:
                 "rate_hz": self.power_hz, "category": "on-board instrument"}
 
     def describe(self) -> dict[str, Any]:
+        afe = self.chip_afe.describe() if self.chip_afe else {"afe": "host"}
         return {"backend": "hardware", "device": "Xylo Audio 2 HDK (SYNS61201)",
-                "core_clock_mhz": self.core_clock_mhz, "power_hz": self.power_hz}
+                "core_clock_mhz": self.core_clock_mhz, "power_hz": self.power_hz, **afe}
 
     def close(self) -> None:
         self._module = None

@@ -1,4 +1,5 @@
-"""Lazy, version-checked imports of the Xylo vendor stack (Rockpool, xylosim, samna, Jax, pyusb).
+"""Lazy, version-checked imports of the Xylo vendor stack (Rockpool, xylosim, samna, Jax, pyusb,
+sounddevice).
 
 Supported Rockpool: 2.8 (``>=2.8,<2.9``). Rockpool 2.9 and 3.x import ``samna`` unconditionally
 in ``rockpool.devices.xylo.syns65302.afe_samna_pdm`` and ``...syns63300.power_cycles_model``;
@@ -31,6 +32,11 @@ SUPPORTED: dict[str, tuple[str, str]] = {
         "into, see drivers/xylo/README.md)",
     ),
     "pyusb": (">=1.2", "pip install pyusb  (and apt-get install libusb-1.0-0)"),
+    "sounddevice": (
+        ">=0.4",
+        "pip install 'hilbench[xylo-hardware]'  (sounddevice; its PortAudio library: "
+        "apt-get install libportaudio2)",
+    ),
 }
 
 
@@ -92,3 +98,10 @@ def rockpool_xylo_a2() -> ModuleType:
 
 def samna() -> ModuleType:
     return require("samna")
+
+
+def sounddevice() -> ModuleType:
+    """PortAudio through ``sounddevice`` (plays samples into the HDK microphone). Its import
+    raises ``OSError`` when the PortAudio library is missing; that too names the fix."""
+    return require("sounddevice")
+

@@ -40,8 +40,8 @@ def declares_onboard_power(client: AgentClient) -> bool:
 
 
 def window_readings(power: dict[str, Any], start: float, end: float
-                    ) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
-    """Timestamps (spread evenly over the window), total watts per reading, mean per rail."""
+                    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Timestamps (spread evenly over the window) and the readings of every rail."""
     samples = power.get("samples_w") or {}
     if not power.get("measured") or not samples:
         raise ValueError(power.get("reason") or "the device sent no on-board power readings")
@@ -50,10 +50,8 @@ def window_readings(power: dict[str, Any], start: float, end: float
         raise ValueError(f"{n} on-board reading(s) per rail in a {end - start:.3g} s window; "
                          "need at least 2 (raise the power sampling rate or the window)")
     rails = {rail: np.asarray(v[:n], dtype=float) for rail, v in samples.items()}
-    total = np.sum(list(rails.values()), axis=0)
     step = (end - start) / n
-    t = start + (np.arange(n) + 0.5) * step
-    return t, total, {rail: float(v.mean()) for rail, v in rails.items()}
+    return start + (np.arange(n) + 0.5) * step, rails
 
 
 def onboard_figures(
@@ -63,47 +61,78 @@ def onboard_figures(
     loop_times: dict[str, tuple[float, float]],
 ) -> dict[str, Any]:
     """Idle, active, dynamic power and energy per stage from the device's own readings, in the
-    shape :func:`hilbench.procedures.asc_power._power_figures` returns."""
+    shape :func:`hilbench.procedures.asc_power._power_figures` returns.
+
+    A stage whose windows report only some rails (the Xylo's pre-processing on its analog
+    front end: the AFE rails) is compared with the idle windows' readings of those same rails,
+    so its dynamic power is that of the rails that do its work."""
     from hilbench.procedures.asc_power import stage_power_figures
 
-    estimates: dict[str, list[PowerEstimate]] = {}
-    rails_w: dict[str, list[dict[str, float]]] = {}
+    readings: list[tuple[_Window, np.ndarray, dict[str, np.ndarray]]] = []
     first: dict[str, Any] = {}
     try:
         for w in windows:
             power = (w.loop or {}).get("power") or {}
-            t, watts, rails = window_readings(power, w.start, w.end)
+            t, rails = window_readings(power, w.start, w.end)
             first = first or power
-            info = SourceInfo(name=str(power.get("source", "on-board")), unit="W",
-                              time_resolution_s=float(t[1] - t[0]),
-                              domains=tuple(sorted(rails)))
+            readings.append((w, t, rails))
+    except ValueError as exc:
+        return {"reason": f"on-board power: {exc}"}
+    if not any(w.stage == "idle" for w, _, _ in readings):
+        return {"reason": "on-board power: no idle window"}
+    rail_sets = {w.stage: tuple(sorted(rails)) for w, _, rails in readings}
+    all_rails = rail_sets["idle"]
+    source = str(first.get("source", "on-board"))
+
+    def estimates(stages: set[str], rails: tuple[str, ...]) -> dict[str, list[PowerEstimate]]:
+        found: dict[str, list[PowerEstimate]] = {}
+        for w, t, by_rail in readings:
+            if w.stage not in stages:
+                continue
+            watts = np.sum([by_rail[r] for r in rails], axis=0)
             step = float(t[1] - t[0])
+            info = SourceInfo(name=source, unit="W", time_resolution_s=step, domains=rails)
             phase = "idle" if w.stage == "idle" else "active"
-            estimates.setdefault(w.stage, []).append(phase_power(
+            found.setdefault(w.stage, []).append(phase_power(
                 t, watts, PhaseWindow(phase, w.start, w.end), info,
                 boundary=boundary,  # type: ignore[arg-type]
                 aperture_s=step, gapless=True, timing_uncertainty_s=step))
-            rails_w.setdefault(w.stage, []).append(rails)
-    except ValueError as exc:
-        return {"reason": f"on-board power: {exc}"}
-    if "idle" not in estimates:
-        return {"reason": "on-board power: no idle window"}
+        return found
 
-    def per_rail(stage: str) -> dict[str, float]:
-        found = rails_w[stage]
-        return {rail: float(np.mean([r[rail] for r in found])) for rail in found[0]}
+    def per_rail(stage: str, rails: tuple[str, ...] | None = None) -> dict[str, float]:
+        names = rails or rail_sets[stage]
+        found = [by_rail for w, _, by_rail in readings if w.stage == stage]
+        return {r: float(np.mean([by_rail[r].mean() for by_rail in found])) for r in names}
 
-    out = stage_power_figures(estimates, loop_times, times,
-                              lambda stage: {"rails_w": per_rail(stage)})
-    rails = sorted(per_rail("idle"))
+    whole = {stage for stage, rails in rail_sets.items() if rails == all_rails}
+    out = stage_power_figures(
+        estimates(whole, all_rails),
+        {s: v for s, v in loop_times.items() if s in whole}, times,
+        lambda stage: {"rails_w": per_rail(stage)})
+    for stage, rails in rail_sets.items():
+        if stage in whole or stage not in loop_times:
+            continue
+        if not set(rails) <= set(all_rails):
+            return {"reason": f"on-board power: the {stage} windows report rails {rails} the "
+                              f"idle windows do not ({all_rails})"}
+        idle_same = per_rail("idle", rails)
+        part = stage_power_figures(
+            estimates({"idle", stage}, rails), {stage: loop_times[stage]}, times,
+            lambda s, rails=rails, idle_same=idle_same: {
+                "rails_w": per_rail(s, rails),
+                **({"idle_same_rails_w": idle_same, "rails": list(rails)} if s != "idle"
+                   else {})})
+        out.update({k: v for k, v in part.items() if k != "idle_power_w"})
+    rails = list(all_rails)
     rate = first.get("rate_hz")
     out["meta"] = {
         "category": CATEGORY,
-        "source": str(first.get("source", "on-board")),
+        "source": source,
         "instrument": f"the device's on-board power monitor ({len(rails)} rails"
                       + (f" at {rate:g} Hz)" if rate else ")"),
         "rails": rails,
         "domains": rails,
+        "stage_rails": {s: list(r) for s, r in rail_sets.items() if r != all_rails},
         "simulated": False,
         "boundary": boundary,
         "calibration": CALIBRATION,

@@ -67,6 +67,9 @@ def run_single_stream_phase(ctx: RunContext, res: AscResources, client: AgentCli
                 "scores": body.get("scores"),
                 "preprocess_s": record.preprocess_s,
                 "preprocess_reason": body.get("preprocess_reason"),
+                # a device that pre-processes in real time (Xylo's on-chip AFE) measures
+                # how long its input took to arrive (speaker -> microphone)
+                "preprocess_latency_s": body.get("preprocess_latency_s"),
                 "inference_s": record.inference_s,
                 "round_trip_s": record.round_trip_s,
                 "overhead_s": record.overhead_s,

@@ -317,6 +317,8 @@ def _power_description(stream: int, runs: list[dict[str, dict[str, Any]]]) -> st
             + ", ".join(f"{r} {format_figure(Figure(w, None, 'W', 1))}"
                         for r, w in sorted(rails.items())) + " (idle)",
             "idle and active windows timed by the device, its readings spread over each",
+            *(f"{stage}: its own rails {', '.join(r)} (active and idle readings of those)"
+              for stage, r in sorted((meta.get("stage_rails") or {}).items())),
             str(meta.get("calibration", "")),
         ]
     else:

@@ -11,12 +11,11 @@ import numpy as np
 import pytest
 
 from hilbench.agent.driver import DriverError, DriverResult
-from hilbench.agent.runtime import AgentRuntime
 from hilbench.documents import DocumentStream, Metric
-from hilbench.orchestrator.client import AgentClient
 from hilbench.orchestrator.phases import RunContext
 from hilbench.procedures.asc_device import run_single_stream
 from hilbench.procedures.asc_single_stream import emit_single_stream_metrics
+from tests.agent_thread import served
 
 PRE_S, INF_S = 0.004, 0.001  # what the device reports: distinct, so a swap shows
 
@@ -64,16 +63,8 @@ class OneSampleDevice:
 @pytest.fixture
 def device_client():
     device = OneSampleDevice()
-    runtime = AgentRuntime(device, "one", bind="tcp://127.0.0.1:*", heartbeat_s=0.1, liveness=50)
-    thread = threading.Thread(target=runtime.serve, daemon=True)
-    thread.start()
-    assert runtime.wait_ready()
-    client = AgentClient(runtime.endpoint, "one")
-    client.connect()
-    yield device, client
-    client.close()
-    runtime.request_shutdown()
-    thread.join(5)
+    with served(device, "one") as client:
+        yield device, client
 
 
 def test_each_time_stays_with_its_stage_and_every_metric_follows(device_client):

@@ -14,7 +14,8 @@ Names, arguments and return types follow Rockpool 2.8's source (``rockpool/devic
 - ``samna.xyloA2TestBoard.MeasurementChannels`` with ``Io``, ``Logic``, ``LogicAfe``, ``IoAfe``.
 The stand-in chip answers deterministically (output channel = input channel with most events
 mod Nout) and its power monitor produces events at the set rate with known watts per rail, so
-the tests know the true answer and the true power.
+the tests know the true answer and the true power. The chip's analog front end and the host
+loudspeaker (``AFESamna``, ``sounddevice``) are in ``standin_afe.py``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from tests.drivers.xylo.standin_afe import AFE_EXTRA_W, Room, make_afe_samna, make_sounddevice
 
 RAIL_WATTS = {"Io": 0.000110, "Logic": 0.000180, "LogicAfe": 0.000040, "IoAfe": 0.000021}
 CHANNEL_IDS = {"Io": 0, "Logic": 1, "LogicAfe": 2, "IoAfe": 3}
@@ -62,9 +65,12 @@ class PowerBuffer:
         n = int((t - self._last) * self.frequency)
         events = []
         for k in range(1, n + 1):
-            busy = self.board.was_busy(self._last + k / self.frequency)
+            t = self._last + k / self.frequency
+            busy = self.board.was_busy(t)
+            recording = self.board.room.recording(t)
             for rail, watts in RAIL_WATTS.items():
                 extra = ACTIVE_EXTRA_W.get(rail, 0.0) if busy else 0.0
+                extra += AFE_EXTRA_W.get(rail, 0.0) if recording else 0.0
                 events.append(PowerEvent(CHANNEL_IDS[rail], watts + extra))
         self._last += n / self.frequency
         return events
@@ -77,14 +83,17 @@ class Board:
         self.calls = calls
         self.wait_period: int | None = None
         self.busy_intervals: list[tuple[float, float]] = []
+        self.room = Room()  # the HDK microphone's surroundings
+        self.inputs: list[np.ndarray] = []  # every raster XyloSamna.evolve received
 
     def was_busy(self, t: float) -> bool:
         return any(a <= t <= b for a, b in self.busy_intervals)
 
 
 def make_modules(calls: Calls, *, boards: int = 1, version: str = "syns61201",
-                 evolve_s: float = 0.02) -> Any:
-    """A ``VendorModules``-shaped object: ``samna`` and ``rockpool.devices.xylo`` stand-ins."""
+                 evolve_s: float = 0.02, speaker: bool = True) -> Any:
+    """A ``VendorModules``-shaped object: ``samna``, ``rockpool.devices.xylo`` and
+    ``sounddevice`` stand-ins (``speaker=False``: no audio output device)."""
     board = Board(calls)
 
     def set_xylo_core_clock_freq(device: Board, desired_freq_MHz: float) -> float:
@@ -133,6 +142,7 @@ def make_modules(calls: Calls, *, boards: int = 1, version: str = "syns61201",
             if raster.max(initial=0) > 15:
                 raise ValueError("Up to 15 input events can be sent per bin")
             calls.add("evolve", raster.shape)
+            board.inputs.append(raster.copy())
             t0 = time.monotonic()
             time.sleep(evolve_s)
             board.busy_intervals.append((t0, time.monotonic()))
@@ -144,6 +154,7 @@ def make_modules(calls: Calls, *, boards: int = 1, version: str = "syns61201",
     syns61201 = types.SimpleNamespace(
         config_from_specification=config_from_specification,
         XyloSamna=XyloSamna,
+        AFESamna=make_afe_samna(board.room, calls, board),
         xa2_devkit_utils=types.SimpleNamespace(
             set_xylo_core_clock_freq=set_xylo_core_clock_freq,
             set_power_measure=set_power_measure),
@@ -157,4 +168,5 @@ def make_modules(calls: Calls, *, boards: int = 1, version: str = "syns61201",
     samna = types.SimpleNamespace(xyloA2TestBoard=types.SimpleNamespace(
         MeasurementChannels=types.SimpleNamespace(**CHANNEL_IDS)))
     xylo = types.SimpleNamespace(find_xylo_hdks=find_xylo_hdks)
-    return types.SimpleNamespace(samna=samna, xylo=xylo, board=board)
+    sounddevice = make_sounddevice(board.room, calls, outputs=speaker)
+    return types.SimpleNamespace(samna=samna, xylo=xylo, board=board, sounddevice=sounddevice)

@@ -4,7 +4,6 @@ stand-in, served by a real agent over ZeroMQ, through ``asc.power`` and into the
 
 from __future__ import annotations
 
-import threading
 from types import SimpleNamespace
 from typing import Any
 
@@ -12,13 +11,12 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from hilbench.agent.runtime import AgentRuntime
 from hilbench.documents import DocumentStream, Event, Metric
-from hilbench.orchestrator.client import AgentClient
 from hilbench.orchestrator.phases import RunContext
 from hilbench.procedures.asc_power import run_power_unit
 from hilbench.procedures.asc_single_stream import StageTimes
 from hilbench.report.asc_table import AscGroup, asc_table, describe
+from tests.agent_thread import served
 from tests.drivers.xylo import standin
 from tests.drivers.xylo.conftest import tiny_network_parts
 from tests.drivers.xylo.test_hardware import open_driver
@@ -35,17 +33,8 @@ def hdk_agent():
     raster[:, 3] = 2
     # The host AFE (AFESim) needs Rockpool; it is tested in the Xylo environment.
     driver._spikes = lambda audio: (raster, {"afe_cached": True})
-    runtime = AgentRuntime(driver, "xylo0", bind="tcp://127.0.0.1:*", heartbeat_s=0.1,
-                           liveness=50)
-    thread = threading.Thread(target=runtime.serve, daemon=True)
-    thread.start()
-    assert runtime.wait_ready()
-    client = AgentClient(runtime.endpoint, "xylo0")
-    client.connect()
-    yield client
-    client.close()
-    runtime.request_shutdown()
-    thread.join(5)
+    with served(driver, "xylo0") as client:
+        yield client
 
 
 def _resources() -> Any:

@@ -50,3 +50,20 @@ def test_hardware_backend_without_samna_says_what_to_install(monkeypatch):
     with pytest.raises(DriverError, match="samna is not installed") as err:
         XyloDriver(backend="hardware")
     assert "pip install samna" in str(err.value)
+
+
+def test_sounddevice_without_portaudio_names_the_library(monkeypatch):
+    """``import sounddevice`` raises OSError when the PortAudio library is missing."""
+    monkeypatch.setattr(vendor, "version", lambda name: "0.5.1")
+
+    def no_portaudio(name):
+        raise OSError("PortAudio library not found")
+
+    monkeypatch.setattr(vendor.importlib, "import_module", no_portaudio)
+    with pytest.raises(DriverError) as err:
+        vendor.sounddevice()
+    text = str(err.value)
+    assert "sounddevice 0.5.1 is installed but does not import (PortAudio library not found)" \
+        in text
+    assert "pip install 'hilbench[xylo-hardware]'" in text and "libportaudio2" in text
+    assert err.value.code == "missing_sdk"
