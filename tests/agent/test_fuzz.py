@@ -12,8 +12,6 @@ from __future__ import annotations
 import itertools
 import json
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import msgpack
@@ -26,6 +24,7 @@ from hypothesis import strategies as st
 from hilbench.orchestrator.client import AgentClient
 from hilbench.wire import codec
 from hilbench.wire.codec import Message, ProtocolError
+from tests.subprocesses import announced_agent
 
 VECTORS = json.loads(
     (Path(__file__).resolve().parents[2] / "protocols/vectors/agent_messages.json").read_text()
@@ -117,30 +116,9 @@ def _harmless(frames: list[bytes]) -> bool:
 
 @pytest.fixture
 def agent_process():
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "hilbench",
-            "agent",
-            "--driver",
-            "cpu",
-            "--id",
-            "fuzzed",
-            "--bind",
-            "tcp://127.0.0.1:0",
-            "--announce",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    assert line.startswith("READY "), line
-    yield proc, line.split()[1]
-    proc.kill()
-    proc.wait(10)
+    args = ("--driver", "cpu", "--id", "fuzzed", "--bind", "tcp://127.0.0.1:0")
+    with announced_agent(*args) as agent:
+        yield agent
 
 
 @pytest.mark.slow

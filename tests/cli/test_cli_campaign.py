@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +14,8 @@ from click.testing import CliRunner
 
 from hilbench.cli import cli
 from hilbench.orchestrator.campaign import campaign_schema
+from tests.campaign_toml import agent, campaign, qubo
+from tests.subprocesses import hilbench
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -22,22 +23,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
-GOOD = """
-[campaign]
-name = "t"
-
-[[agents]]
-id = "cpu0"
-driver = "cpu"
-spawn = true
-
-[[qubo]]
-nodes = [10]
-densities = [0.1]
-seeds = [0]
-solvers = ["sa"]
-timeouts_s = [0.01]
-"""
+GOOD = campaign(agent(), qubo(agent=None), name="t")  # each mistake below edits its text
 METER = """
 [[instruments]]
 id = "dmm"
@@ -48,16 +34,11 @@ simulate = "simulated-cpu"
 """
 
 
-def hilbench(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hilbench", *args], capture_output=True,
-                          text=True, timeout=120)
-
-
 def _require_interpreters(example: Path, data: dict) -> None:
     """An example may start its agent in an environment `.ci/run` makes (`python = …`): in CI
     it must be there; elsewhere the example is checked where it can be."""
-    for agent in data.get("agents", []):
-        python = agent.get("python")
+    for agent_table in data.get("agents", []):
+        python = agent_table.get("python")
         # Relative to the campaign file's folder or the working directory (the repository's).
         if python and not any((base / python).is_file() for base in (example.parent, ROOT)):
             message = f"{example.name} needs {python}, which .ci/run makes"

@@ -7,8 +7,9 @@ import signal
 import subprocess
 import sys
 import threading
-import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -18,42 +19,23 @@ from hilbench.orchestrator.campaign import CampaignError, load_campaign, parse_c
 from hilbench.orchestrator.procedure import expand_all
 from hilbench.orchestrator.runner import CampaignRunner
 from hilbench.power.rapl import probe_rapl
-from hilbench.store import Store, StoreError
-
-SMALL = """
-[campaign]
-name = "small"
-
-[[agents]]
-id = "cpu0"
-driver = "cpu"
-spawn = true
-
-[[qubo]]
-agent = "cpu0"
-nodes = [10, 25]
-densities = [0.1]
-seeds = [0]
-solvers = ["sa", "tabu"]
-timeouts_s = [{timeout}]
-"""
+from hilbench.store import Store
+from tests.campaign_toml import agent, campaign, keysight, qubo, write_campaign
+from tests.subprocesses import hilbench, hilbench_command, start_campaign, wait_for_run
 
 
-def write(tmp_path: Path, text: str, name: str = "c.toml") -> Path:
-    path = tmp_path / name
-    path.write_text(text)
-    return path
-
-
-def hilbench(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "hilbench", *args], capture_output=True, text=True, timeout=300, **kw
-    )
+def small(
+    timeout_s: float, agent_table: str | None = None, seeds: Sequence[int] = (0,), **keys: Any
+) -> str:
+    """Four QUBO units per seed (10 and 25 nodes, SA and Tabu) of ``timeout_s`` on agent cpu0,
+    spawned unless ``agent_table`` says otherwise; ``keys`` go into ``[campaign]``."""
+    sweep = qubo(nodes=[10, 25], seeds=seeds, solvers=["sa", "tabu"], timeouts_s=[timeout_s])
+    return campaign(agent_table or agent(), sweep, name="small", **keys)
 
 
 def test_campaign_runs_every_unit_through_a_real_agent(tmp_path):
     db = tmp_path / "r.sqlite"
-    proc = hilbench("run", str(write(tmp_path, SMALL.format(timeout=0.01))), "--db", str(db))
+    proc = hilbench("run", str(write_campaign(tmp_path, small(0.01))), "--db", str(db))
     assert proc.returncode == 0, proc.stderr  # README exit-code table, row 0
     # This machine decides whether the agent can read RAPL; the test does not assume it.
     rapl, rapl_reason = probe_rapl()
@@ -100,12 +82,10 @@ def test_runs_that_fail_exit_1_and_the_campaign_goes_on(tmp_path):
     thread = threading.Thread(target=runtime.serve, daemon=True)
     thread.start()
     assert runtime.wait_ready()
-    text = SMALL.format(timeout=0.01).replace(
-        "spawn = true", f'address = "{runtime.endpoint}"'
-    ).replace('driver = "cpu"', 'driver = "tampering"')
+    text = small(0.01, agent(driver="tampering", spawn=False, address=runtime.endpoint))
     db = tmp_path / "one.sqlite"
     try:
-        proc = hilbench("run", str(write(tmp_path, text)), "--db", str(db))
+        proc = hilbench("run", str(write_campaign(tmp_path, text)), "--db", str(db))
     finally:
         runtime.request_shutdown()
         thread.join(5)
@@ -127,13 +107,9 @@ def test_silent_instrument_at_start_exits_3_and_the_campaign_row_has_a_status(tm
     db = tmp_path / "silent.sqlite"
     with SimulatedMeter() as meter:
         meter.stall()
-        text = SMALL.format(timeout=0.01) + (
-            "\n[[instruments]]\nid = \"dmm\"\ndriver = \"keysight34465a\"\n"
-            f'measures = "cpu0"\nresource = "{meter.resource}"\nvisa_library = "@py"\n'
-            "[instruments.settings]\nfunction = \"current\"\nrange = 10.0\n"
-            "supply_voltage_v = 12.0\ntimeout_s = 1.0\n"
-        )
-        proc = hilbench("run", str(write(tmp_path, text)), "--db", str(db))
+        meter_table = keysight(meter.resource, settings={"range": 10.0, "timeout_s": 1.0})
+        text = small(0.01) + meter_table
+        proc = hilbench("run", str(write_campaign(tmp_path, text)), "--db", str(db))
         meter.resume()
     assert proc.returncode == 3, proc.stderr
     assert "instrument dmm" in proc.stderr
@@ -145,15 +121,11 @@ def test_silent_instrument_at_start_exits_3_and_the_campaign_row_has_a_status(tm
 def test_the_same_campaign_twice_at_once_is_refused(tmp_path):
     """A second `hilbench run` of a campaign still running against the same store would take
     its open runs for a dead orchestrator's; it is refused (exit 2) and names the holder."""
-    path = write(tmp_path, SMALL.format(timeout=1.0))
+    path = write_campaign(tmp_path, small(1.0))
     db = tmp_path / "twice.sqlite"
-    first = subprocess.Popen([sys.executable, "-m", "hilbench", "run", str(path), "--db", str(db),
-                              "-q"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    first = start_campaign(path, db, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        while not (db.exists() and _has_run(db)):
-            assert time.monotonic() < deadline and first.poll() is None
-            time.sleep(0.1)
+        wait_for_run(db, first, status=None, timeout_s=60)
         second = hilbench("run", str(path), "--db", str(db))
     finally:
         first.terminate()
@@ -162,43 +134,12 @@ def test_the_same_campaign_twice_at_once_is_refused(tmp_path):
     assert "already running" in second.stderr and f"pid {first.pid}" in second.stderr
 
 
-def _has_run(db: Path) -> bool:
-    try:
-        with Store(db) as store:
-            return bool(store.runs())
-    except StoreError:
-        return False
-
-
 def test_killing_the_agent_names_agent_and_run_and_keeps_completed_runs(tmp_path):
-    text = SMALL.format(timeout=1.0).replace("seeds = [0]", "seeds = [0, 1, 2, 3]")
+    text = small(1.0, seeds=range(4))
     db = tmp_path / "k.sqlite"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "hilbench",
-            "run",
-            str(write(tmp_path, text)),
-            "--db",
-            str(db),
-            "-q",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_campaign(write_campaign(tmp_path, text), db)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert time.monotonic() < deadline, "no run completed in time"
-            try:
-                with Store(db) as store:
-                    if any(r["status"] == "success" for r in store.runs()):
-                        break
-            except StoreError:  # not created yet
-                pass
-            time.sleep(0.2)
+        wait_for_run(db, proc)
         agents = [
             p for p in psutil.Process(proc.pid).children(recursive=True) if "agent" in p.cmdline()
         ]
@@ -222,7 +163,7 @@ def test_killing_the_agent_names_agent_and_run_and_keeps_completed_runs(tmp_path
 
 def test_interrupted_campaign_resumes_where_it_stopped(tmp_path):
     db = tmp_path / "res.sqlite"
-    campaign = load_campaign(write(tmp_path, SMALL.format(timeout=0.001)))
+    campaign = load_campaign(write_campaign(tmp_path, small(0.001)))
     runner = CampaignRunner(campaign, db)
     calls = []
 
@@ -326,14 +267,14 @@ def test_bad_campaigns_are_refused_with_the_key_named(patch, message):
 
 
 def test_bad_campaign_file_exits_2_naming_the_file(tmp_path):
-    path = write(tmp_path, "[campaign\nname=", "broken.toml")
+    path = write_campaign(tmp_path, "[campaign\nname=", "broken.toml")
     proc = hilbench("run", str(path), "--db", str(tmp_path / "x.sqlite"))
     assert proc.returncode == 2 and "broken.toml" in proc.stderr
 
 
 def test_unreachable_agent_exits_3(tmp_path):
-    text = SMALL.format(timeout=0.01).replace("spawn = true", 'address = "tcp://127.0.0.1:9"')
-    proc = hilbench("run", str(write(tmp_path, text)), "--db", str(tmp_path / "u.sqlite"))
+    text = small(0.01, agent(spawn=False, address="tcp://127.0.0.1:9"))
+    proc = hilbench("run", str(write_campaign(tmp_path, text)), "--db", str(tmp_path / "u.sqlite"))
     assert proc.returncode == 3 and "tcp://127.0.0.1:9" in proc.stderr
 
 
@@ -351,20 +292,20 @@ def test_agent_that_dials_in_runs_the_campaign(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    text = SMALL.format(timeout=0.001).replace("spawn = true", "connects = true")
-    text = text.replace('name = "small"', f'name = "small"\nlisten = "tcp://127.0.0.1:{port}"')
+    text = small(0.001, agent(spawn=False, connects=True), listen=f"tcp://127.0.0.1:{port}")
     db = tmp_path / "dial.sqlite"
-    run = subprocess.Popen([sys.executable, "-m", "hilbench", "run", str(write(tmp_path, text)),
-                            "--db", str(db), "-q"], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
-    agent = subprocess.Popen([sys.executable, "-m", "hilbench", "agent", "--driver", "cpu",
-                              "--connect", f"tcp://127.0.0.1:{port}", "--id", "cpu0"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run = start_campaign(write_campaign(tmp_path, text), db)
+    dialling = subprocess.Popen(
+        hilbench_command("agent", "--driver", "cpu", "--connect", f"tcp://127.0.0.1:{port}",
+                         "--id", "cpu0"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         _out, err = run.communicate(timeout=120)
     finally:
-        agent.terminate()
-        agent.wait(10)
+        dialling.terminate()
+        dialling.wait(10)
         if run.poll() is None:
             run.kill()
     assert run.returncode == 0, err
@@ -403,10 +344,8 @@ def test_spawned_agent_starts_with_the_campaigns_python(tmp_path):
     wrapper = env / "python"
     wrapper.write_text(f'#!/bin/sh\necho "$@" > "{mark}"\nexec "{sys.executable}" "$@"\n')
     wrapper.chmod(0o755)
-    text = SMALL.format(timeout=0.001).replace(
-        "spawn = true", 'spawn = true\npython = "other-env/bin/python"'
-    )
-    campaign = load_campaign(write(tmp_path, text))
+    text = small(0.001, agent(python="other-env/bin/python"))
+    campaign = load_campaign(write_campaign(tmp_path, text))
     assert campaign.agents[0].python == str(wrapper)
     outcome = CampaignRunner(campaign, tmp_path / "py.sqlite").run()
     assert outcome.completed == 4

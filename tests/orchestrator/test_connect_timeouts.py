@@ -5,22 +5,13 @@ from __future__ import annotations
 
 import re
 import socket
-import subprocess
-import sys
 import time
 
 import pytest
 
 from hilbench.orchestrator.client import AgentClient, AgentUnreachable
-
-QUBO = """
-[[qubo]]
-nodes = [10]
-densities = [0.1]
-seeds = [0]
-solvers = ["sa"]
-timeouts_s = [0.01]
-"""
+from tests.campaign_toml import agent, campaign, qubo, write_campaign
+from tests.subprocesses import run_campaign
 
 
 def free_port() -> int:
@@ -43,40 +34,23 @@ def test_handshake_waits_the_whole_timeout_and_says_how_long():
 
 
 def test_campaign_connect_timeout_is_used_and_stated(tmp_path):
-    path = tmp_path / "t.toml"
-    path.write_text(f"""
-[campaign]
-connect_timeout_s = 1.5
-
-[[agents]]
-id = "far"
-driver = "cpu"
-address = "tcp://127.0.0.1:{free_port()}"
-""" + QUBO)
-    proc = subprocess.run([sys.executable, "-m", "hilbench", "run", str(path), "--db",
-                           str(tmp_path / "t.sqlite"), "-q"], capture_output=True, text=True,
-                          timeout=60)
+    far = agent("far", spawn=False, address=f"tcp://127.0.0.1:{free_port()}")
+    path = write_campaign(tmp_path, campaign(far, qubo(agent=None), connect_timeout_s=1.5))
+    proc = run_campaign(path, tmp_path / "t.sqlite", timeout=60)
     assert proc.returncode == 3
     assert re.search(r"agent far at tcp://127\.0\.0\.1:\d+ did not answer the handshake within "
                      r"1\.[5-9] s", proc.stderr), proc.stderr
 
 
 def test_campaign_listen_timeout_is_used_and_stated(tmp_path):
-    path = tmp_path / "t.toml"
-    path.write_text(f"""
-[campaign]
-listen = "tcp://127.0.0.1:{free_port()}"
-listen_timeout_s = 1.0
-
-[[agents]]
-id = "late"
-driver = "cpu"
-connects = true
-""" + QUBO)
+    late = agent("late", spawn=False, connects=True)
+    path = write_campaign(
+        tmp_path,
+        campaign(late, qubo(agent=None), listen=f"tcp://127.0.0.1:{free_port()}",
+                 listen_timeout_s=1.0),
+    )
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "hilbench", "run", str(path), "--db",
-                           str(tmp_path / "t.sqlite"), "-q"], capture_output=True, text=True,
-                          timeout=60)
+    proc = run_campaign(path, tmp_path / "t.sqlite", timeout=60)
     assert proc.returncode == 3
     assert "agent 'late' did not connect to tcp://127.0.0.1:" in proc.stderr
     assert "within 1.0 s" in proc.stderr

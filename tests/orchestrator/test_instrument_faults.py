@@ -3,62 +3,29 @@ the campaign with exit 3 (like a lost agent); the runs before it keep their figu
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
+from collections.abc import Sequence
 
 import pytest
 
 from hilbench.sim import SimulatedMeter
 from hilbench.sim.power_model import SIMULATED_CPU
-from hilbench.store import Store, StoreError
-
-CAMPAIGN = """
-[campaign]
-name = "faulty-meter"
-
-[[agents]]
-id = "cpu0"
-driver = "cpu"
-spawn = true
-options = {{ sim_meter = "127.0.0.1:{port}" }}
-
-[[qubo]]
-agent = "cpu0"
-nodes = [10]
-densities = [0.1]
-seeds = [0, 1, 2, 3, 4, 5]
-solvers = ["sa"]
-timeouts_s = [0.3]
-
-[[instruments]]
-id = "dmm"
-driver = "keysight34465a"
-measures = "cpu0"
-resource = "{resource}"
-visa_library = "@py"
-
-[instruments.settings]
-function = "current"
-range = 10.0
-nplc = 0.2
-sample_interval_s = 0.01
-supply_voltage_v = 12.0
-timeout_s = 2.0
-"""
+from hilbench.store import Store
+from tests.campaign_toml import campaign, keysight, measured_agent, qubo, write_campaign
+from tests.subprocesses import start_campaign, wait_for_run
 
 
-def first_success(db, deadline_s: float = 90) -> None:
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        try:
-            with Store(db) as store:
-                if any(r["status"] == "success" for r in store.runs()):
-                    return
-        except StoreError:
-            pass
-        time.sleep(0.1)
-    raise AssertionError("no run completed")
+def meter_campaign(meter: SimulatedMeter, seeds: Sequence[int] = range(6)) -> str:
+    """QUBO runs on a spawned CPU agent, their solve phases read from the simulated ``meter``
+    by the Keysight driver over TCP."""
+    return campaign(
+        measured_agent(meter),
+        qubo(seeds=seeds, timeouts_s=[0.3]),
+        keysight(
+            meter.resource,
+            settings={"range": 10.0, "nplc": 0.2, "sample_interval_s": 0.01, "timeout_s": 2.0},
+        ),
+        name="faulty-meter",
+    )
 
 
 @pytest.mark.parametrize(
@@ -73,13 +40,10 @@ def first_success(db, deadline_s: float = 90) -> None:
 def test_meter_fault_marks_runs_invalid_and_keeps_good_ones(tmp_path, fault, reason):
     db = tmp_path / "f.sqlite"
     with SimulatedMeter(SIMULATED_CPU, noise_std_w=0.01, seed=1) as meter:
-        path = tmp_path / "c.toml"
-        path.write_text(CAMPAIGN.format(port=meter.port, resource=meter.resource))
-        proc = subprocess.Popen([sys.executable, "-m", "hilbench", "run", str(path), "--db",
-                                 str(db), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
+        path = write_campaign(tmp_path, meter_campaign(meter))
+        proc = start_campaign(path, db)
         try:
-            first_success(db)
+            wait_for_run(db, proc, timeout_s=90)
             fault(meter)
             _out, err = proc.communicate(timeout=120)
         finally:

@@ -8,7 +8,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -20,43 +19,19 @@ import pytest
 from hilbench.clock import now
 from hilbench.orchestrator.runner import UNFINISHED_REASON
 from hilbench.store import Store
+from tests.campaign_toml import agent, campaign, keysight, qubo
+from tests.subprocesses import run_campaign, start_campaign
 
 pytestmark = pytest.mark.slow
 
-CAMPAIGN = """
-[campaign]
-name = "lifecycle"
-
-[[agents]]
-id = "cpu0"
-driver = "cpu"
-spawn = true
-
-[[qubo]]
-agent = "cpu0"
-nodes = [10]
-densities = [0.1]
-seeds = [0, 1]
-solvers = ["sa"]
-timeouts_s = [{timeout}]
-"""
-
-SIMULATED_METER = """
-[[instruments]]
-id = "dmm"
-driver = "keysight34465a"
-measures = "cpu0"
-simulate = "simulated-cpu"
-noise_std_w = 0.01
-
-[instruments.settings]
-function = "current"
-range = 10.0
-nplc = 0.02
-autozero = false
-sample_interval_s = 0.001
-supply_voltage_v = 12.0
-"""
+def lifecycle_campaign(timeout_s: float, meter: bool = False) -> str:
+    """Two QUBO runs of ``timeout_s`` on a spawned CPU agent; with ``meter``, a simulated
+    Keysight reads it every millisecond."""
+    tables = [agent(), qubo(seeds=[0, 1], timeouts_s=[timeout_s])]
+    if meter:
+        settings = {"range": 10.0, "nplc": 0.02, "autozero": False, "sample_interval_s": 0.001}
+        tables.append(keysight(simulate="simulated-cpu", noise_std_w=0.01, settings=settings))
+    return campaign(*tables, name="lifecycle")
 
 
 def _query(db: Path, sql: str) -> list[tuple]:
@@ -102,9 +77,9 @@ def acquiring(proc: subprocess.Popen, db: Path) -> bool:
 
 
 POINTS: dict[str, tuple[Callable[[subprocess.Popen, Path], bool], str]] = {
-    "agent-start-up": (agent_starting, CAMPAIGN.format(timeout=0.2)),
-    "mid-run": (run_open, CAMPAIGN.format(timeout=0.5)),
-    "acquisition": (acquiring, CAMPAIGN.format(timeout=0.8) + SIMULATED_METER),
+    "agent-start-up": (agent_starting, lifecycle_campaign(0.2)),
+    "mid-run": (run_open, lifecycle_campaign(0.5)),
+    "acquisition": (acquiring, lifecycle_campaign(0.8, meter=True)),
 }
 
 
@@ -145,10 +120,6 @@ class Descendants:
         return living
 
 
-def run_cmd(path: Path, db: Path) -> list[str]:
-    return [sys.executable, "-m", "hilbench", "run", str(path), "--db", str(db), "-q"]
-
-
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT],
                          ids=["SIGKILL", "SIGTERM", "SIGINT"])
 @pytest.mark.parametrize("point", list(POINTS))
@@ -157,8 +128,7 @@ def test_stopped_campaign_leaves_no_process_and_resumes(tmp_path, point, sig):
     path = tmp_path / "c.toml"
     path.write_text(text)
     db = tmp_path / "l.sqlite"
-    proc = subprocess.Popen(run_cmd(path, db), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = start_campaign(path, db)
     tree = Descendants(proc.pid)
     try:
         deadline = time.monotonic() + 90
@@ -196,7 +166,7 @@ def test_stopped_campaign_leaves_no_process_and_resumes(tmp_path, point, sig):
         with Store(db) as store:
             assert [c["status"] for c in store.campaigns()] == ["abort"]
 
-    again = subprocess.run(run_cmd(path, db), capture_output=True, text=True, timeout=120)
+    again = run_campaign(path, db, timeout=120)
     assert again.returncode == 0, again.stderr
     runs = _runs(db)
     assert all(r["status"] != "incomplete" for r in runs)

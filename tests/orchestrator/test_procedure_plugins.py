@@ -16,6 +16,8 @@ import pytest
 
 from hilbench.orchestrator.procedure import ENTRY_POINT_GROUP, procedures
 from hilbench.store import Store
+from tests.campaign_toml import agent, campaign, table
+from tests.subprocesses import hilbench
 
 ROOT = Path(__file__).resolve().parents[2]
 ORCHESTRATOR = ROOT / "hilbench" / "orchestrator"
@@ -144,24 +146,9 @@ def third_party(tmp_path) -> dict[str, str]:
     return install(tmp_path / "site", "words = hilbench_words:PROCEDURE\n")
 
 
-CAMPAIGN = """
-[campaign]
-name = "words"
-repetitions = 2
-
-[[agents]]
-id = "cpu0"
-driver = "cpu"
-spawn = true
-
-[[words]]
-words = ["neuro", "bench"]
-"""
-
-
-def hilbench(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hilbench", *args], capture_output=True,
-                          text=True, timeout=120, env=env)
+CAMPAIGN = campaign(
+    agent(), table("[[words]]", words=["neuro", "bench"]), name="words", repetitions=2
+)
 
 
 def test_third_party_procedure_runs_through_a_real_agent(tmp_path, third_party):

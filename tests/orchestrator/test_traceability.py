@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from hilbench.power.estimators import PhaseWindow, phase_power
@@ -12,17 +9,16 @@ from hilbench.power.source import SourceInfo
 from hilbench.sim import SimulatedMeter
 from hilbench.sim.power_model import SIMULATED_CPU
 from hilbench.store import Store
-from tests.orchestrator.test_instrument_faults import CAMPAIGN
+from tests.campaign_toml import write_campaign
+from tests.orchestrator.test_instrument_faults import meter_campaign
+from tests.subprocesses import run_campaign
 
 
 def test_avg_power_is_recomputed_from_stored_samples_and_device_times(tmp_path):
     db = tmp_path / "t.sqlite"
-    text = CAMPAIGN.replace("seeds = [0, 1, 2, 3, 4, 5]", "seeds = [0, 1]")
     with SimulatedMeter(SIMULATED_CPU, noise_std_w=0.05, seed=3) as meter:
-        path = tmp_path / "c.toml"
-        path.write_text(text.format(port=meter.port, resource=meter.resource))
-        proc = subprocess.run([sys.executable, "-m", "hilbench", "run", str(path), "--db",
-                               str(db), "-q"], capture_output=True, text=True, timeout=120)
+        path = write_campaign(tmp_path, meter_campaign(meter, seeds=[0, 1]))
+        proc = run_campaign(path, db, timeout=120)
     assert proc.returncode == 0, proc.stderr
     with Store(db) as store:
         runs = store.runs()

@@ -7,13 +7,12 @@ from __future__ import annotations
 import os
 import re
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from hilbench.store import Store
+from tests.subprocesses import run_campaign
 
 pytestmark = pytest.mark.slow
 
@@ -35,13 +34,10 @@ def example_run(asc_cache: Path, tmp_path_factory: pytest.TempPathFactory):
     (blocker / "torch").mkdir(parents=True)
     (blocker / "torch" / "__init__.py").write_text("raise ImportError('torch is blocked')\n")
     path = os.pathsep.join(p for p in (str(blocker), os.environ.get("PYTHONPATH", "")) if p)
-    proc = subprocess.run(
-        [sys.executable, "-m", "hilbench", "run", str(campaign), "--db", str(db), "-q"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "XDG_CACHE_HOME": str(asc_cache), "COLUMNS": "160",
-             "PYTHONPATH": path},
+    proc = run_campaign(
+        campaign,
+        db,
+        extra_env={"XDG_CACHE_HOME": str(asc_cache), "COLUMNS": "160", "PYTHONPATH": path},
     )
     assert proc.returncode == 0, proc.stderr
     with Store(db) as store:

@@ -16,49 +16,33 @@ from hilbench.sim import SimulatedMeter
 from hilbench.sim.power_model import SIMULATED_CPU
 from hilbench.store import Store
 from hilbench.workloads.asc.vectors import fixed_model
+from tests.campaign_toml import agent, campaign, keysight, measured_agent, table
 
 pytestmark = pytest.mark.slow
 STAGES = ("preprocessing", "inference")
 STAGE_TIME = {"preprocessing": "preprocess_time_s", "inference": "inference_time_s"}
 
-CAMPAIGN = """
-[campaign]
-name = "asc-power"
-
-[[agents]]
-id = "cpu0"
-driver = "cpu"
-spawn = true
-{agent_options}
-
-{instruments}
-
-[[asc]]
-agent = "cpu0"
-data = "{data}"
-model = "{model}"
-limit = 1
-power = true
-idle_s = {window_s}
-active_s = {window_s}
-"""
-
-INSTRUMENT = """
-[[instruments]]
-id = "dmm0"
-driver = "keysight34465a"
-measures = "cpu0"
-resource = "{resource}"
-visa_library = "@py"
-[instruments.settings]
-function = "current"
-range = 3.0
-nplc = 1.0
-line_frequency_hz = 50.0
-sample_interval_s = 0.025
-supply_voltage_v = {volts}
-max_window_s = 60.0
-"""
+def asc_power_campaign(
+    data: Path, model: Path, window_s: float, meter: SimulatedMeter | None = None
+) -> str:
+    """One clip's single-stream and power runs on a spawned CPU agent; with ``meter``, the
+    agent tells it its state and the Keysight driver reads it every 25 ms."""
+    if meter is None:
+        tables = [agent()]
+    else:
+        settings = {
+            "range": 3.0,
+            "nplc": 1.0,
+            "line_frequency_hz": 50.0,
+            "sample_interval_s": 0.025,
+            "supply_voltage_v": SIMULATED_CPU.supply_v,
+            "max_window_s": 60.0,
+        }
+        tables = [measured_agent(meter), keysight(meter.resource, instrument_id="dmm0",
+                                                  settings=settings)]
+    asc = table("[[asc]]", agent="cpu0", data=str(data), model=str(model), limit=1, power=True,
+                idle_s=window_s, active_s=window_s)
+    return campaign(*tables, asc, name="asc-power")
 
 
 def run_campaign(tmp_path: Path, text: str) -> tuple[Path, str]:
@@ -99,12 +83,8 @@ def test_dynamic_power_and_energy_match_the_simulated_truth(tmp_path, asc_cache,
     meter = SimulatedMeter(SIMULATED_CPU, noise_std_w=0.05)
     meter.start()
     try:
-        db, _ = run_campaign(tmp_path, CAMPAIGN.format(
-            agent_options=f'options = {{ sim_meter = "{meter.host}:{meter.port}" }}',
-            instruments=INSTRUMENT.format(resource=meter.resource, volts=SIMULATED_CPU.supply_v),
-            data=asc_cache / "hilbench" / "asc-fixture-0",
-            model=model_path,
-            window_s=1.5,
+        db, _ = run_campaign(tmp_path, asc_power_campaign(
+            asc_cache / "hilbench" / "asc-fixture-0", model_path, window_s=1.5, meter=meter
         ))
         metrics = power_metrics(db)
         single_run, single = single_stream_metrics(db)
@@ -146,9 +126,8 @@ def test_dynamic_power_and_energy_match_the_simulated_truth(tmp_path, asc_cache,
 
 def test_without_an_instrument_power_is_not_measured_and_says_why(tmp_path, asc_cache,
                                                                    model_path):
-    db, campaign_uid = run_campaign(tmp_path, CAMPAIGN.format(
-        agent_options="", instruments="",
-        data=asc_cache / "hilbench" / "asc-fixture-0", model=model_path, window_s=0.2,
+    db, campaign_uid = run_campaign(tmp_path, asc_power_campaign(
+        asc_cache / "hilbench" / "asc-fixture-0", model_path, window_s=0.2
     ))
     metrics = power_metrics(db)
     for name in ("idle_power_w", "dynamic_power_w.inference", "energy_per_inference_j.inference"):

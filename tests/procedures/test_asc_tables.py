@@ -10,29 +10,17 @@ import pytest
 from hilbench.orchestrator.campaign import CampaignError, load_campaign
 from hilbench.orchestrator.procedure import expand_all
 from hilbench.procedures.asc import AscPowerUnit, AscSingleStreamUnit
-
-HEAD = """
-[campaign]
-name = "asc"
-repetitions = {repetitions}
-
-[[agents]]
-id = "cpu0"
-driver = "cpu"
-spawn = true
-
-[[asc]]
-"""
+from tests.campaign_toml import agent, campaign, write_campaign
 
 
-def campaign(tmp_path: Path, body: str, repetitions: int = 1):
-    path = tmp_path / "asc.toml"
-    path.write_text(HEAD.format(repetitions=repetitions) + body)
-    return load_campaign(path)
+def asc_campaign(tmp_path: Path, body: str, repetitions: int = 1):
+    """The campaign whose one ``[[asc]]`` table holds ``body``, on a spawned CPU agent."""
+    text = campaign(agent(), "[[asc]]\n" + body, name="asc", repetitions=repetitions)
+    return load_campaign(write_campaign(tmp_path, text, "asc.toml"))
 
 
 def test_defaults_follow_the_arduino_method(tmp_path):
-    (spec,) = campaign(tmp_path, "fixture = true\n").tables_of("asc")
+    (spec,) = asc_campaign(tmp_path, "fixture = true\n").tables_of("asc")
     assert spec.agent == "cpu0"
     assert (spec.idle_s, spec.active_s, spec.repetitions) == (60.0, 60.0, 1)
     assert spec.sample_rate == 16000 and spec.stream_s == [] and not spec.power
@@ -42,7 +30,7 @@ def test_defaults_follow_the_arduino_method(tmp_path):
 def test_relative_paths_are_taken_from_the_campaign_file(tmp_path):
     (tmp_path / "data").mkdir()
     (tmp_path / "m.npz").write_bytes(b"")
-    (spec,) = campaign(tmp_path, 'data = "data"\nmodel = "m.npz"\n').tables_of("asc")
+    (spec,) = asc_campaign(tmp_path, 'data = "data"\nmodel = "m.npz"\n').tables_of("asc")
     assert spec.data == str(tmp_path / "data") and spec.model == str(tmp_path / "m.npz")
 
 
@@ -67,13 +55,13 @@ def test_relative_paths_are_taken_from_the_campaign_file(tmp_path):
 )
 def test_bad_tables_are_refused_naming_file_table_and_key(tmp_path, body, message):
     with pytest.raises(CampaignError) as exc:
-        campaign(tmp_path, body)
+        asc_campaign(tmp_path, body)
     text = str(exc.value)
     assert text.startswith(f"{tmp_path / 'asc.toml'} [[asc]] #1" + message.format(tmp=tmp_path))
 
 
 def test_units_one_single_stream_and_one_power_run_per_stream_length(tmp_path):
-    c = campaign(tmp_path, "fixture = true\npower = true\nstream_s = [5, 10]\n", repetitions=2)
+    c = asc_campaign(tmp_path, "fixture = true\npower = true\nstream_s = [5, 10]\n", repetitions=2)
     units = expand_all(c)
     assert [type(u) for u in units] == 2 * [AscSingleStreamUnit, *3 * [AscPowerUnit]]
     assert [u.stream for u in units if isinstance(u, AscPowerUnit)] == [1, 5, 10, 1, 5, 10]
@@ -85,6 +73,6 @@ def test_units_one_single_stream_and_one_power_run_per_stream_length(tmp_path):
 
 
 def test_changing_a_setting_changes_the_unit_keys(tmp_path):
-    a = expand_all(campaign(tmp_path, "fixture = true\n"))
-    b = expand_all(campaign(tmp_path, "fixture = true\nlimit = 3\n"))
+    a = expand_all(asc_campaign(tmp_path, "fixture = true\n"))
+    b = expand_all(asc_campaign(tmp_path, "fixture = true\nlimit = 3\n"))
     assert a[0].key != b[0].key

@@ -2,43 +2,33 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from hilbench.store import Store
+from tests.campaign_toml import agent, campaign, table
+from tests.subprocesses import run_campaign
 
 pytestmark = pytest.mark.slow
 
-CAMPAIGN = """
-[campaign]
-name = "asc-trials"
-
-[[agents]]
-id = "cpu0"
-driver = "cpu"
-spawn = true
-
-[[asc]]
-agent = "cpu0"
-fixture = true
-model = "packaged"
-limit = 1
-"""
+CAMPAIGN = campaign(
+    agent(),
+    table("[[asc]]", agent="cpu0", fixture=True, model="packaged", limit=1),
+    name="asc-trials",
+)
 
 
 def test_trials_run_every_unit_n_times_and_the_table_says_so(tmp_path: Path, asc_cache: Path):
     campaign = tmp_path / "c.toml"
     campaign.write_text(CAMPAIGN)
     db = tmp_path / "r.sqlite"
-    proc = subprocess.run(
-        [sys.executable, "-m", "hilbench", "run", str(campaign), "--db", str(db), "-q",
-         "--trials", "2"],
-        capture_output=True, text=True, timeout=300,
-        env={**os.environ, "XDG_CACHE_HOME": str(asc_cache), "COLUMNS": "200"},
+    proc = run_campaign(
+        campaign,
+        db,
+        "--trials",
+        "2",
+        extra_env={"XDG_CACHE_HOME": str(asc_cache), "COLUMNS": "200"},
     )
     assert proc.returncode == 0, proc.stderr
     with Store(db) as store:

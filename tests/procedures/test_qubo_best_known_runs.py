@@ -2,32 +2,16 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 
 from hilbench.store import Store
 from hilbench.workloads.qubo.best_known import BestKnownStore
+from tests.campaign_toml import agent, campaign, qubo, write_campaign
+from tests.subprocesses import run_campaign
 
-CAMPAIGN = """
-[campaign]
-name = "gaps"
-
-[[agents]]
-id = "cpu0"
-driver = "cpu"
-spawn = true
-
-[[qubo]]
-agent = "cpu0"
-nodes = [25]
-densities = [0.1]
-seeds = [0, 1]
-solvers = ["anytime"]
-timeouts_s = [0.01]
-"""
+CAMPAIGN = campaign(
+    agent(), qubo(nodes=[25], seeds=[0, 1], solvers=["anytime"]), name="gaps"
+)
 
 
 def test_runs_store_the_gap_to_both_targets(tmp_path):
@@ -35,14 +19,9 @@ def test_runs_store_the_gap_to_both_targets(tmp_path):
     weak = np.zeros(25, dtype=np.uint8)
     weak[0] = 1  # a one-node set: a poor best-known value, so the runs beat it
     BestKnownStore(book).offer(25, 0.1, 0, weak, {"solver": "test", "by": "this test"})
-    path = tmp_path / "c.toml"
-    path.write_text(CAMPAIGN)
+    path = write_campaign(tmp_path, CAMPAIGN)
     db = tmp_path / "r.sqlite"
-    proc = subprocess.run(
-        [sys.executable, "-m", "hilbench", "run", str(path), "--db", str(db), "-q"],
-        capture_output=True, text=True, timeout=180,
-        env={**os.environ, "HILBENCH_BEST_KNOWN": str(book)},
-    )
+    proc = run_campaign(path, db, timeout=180, extra_env={"HILBENCH_BEST_KNOWN": str(book)})
     assert proc.returncode == 0, proc.stderr
     with Store(db) as store:
         runs = {run["params"]["seed"]: run for run in store.runs()}

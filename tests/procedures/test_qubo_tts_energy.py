@@ -3,64 +3,43 @@ agrees with the simulated bench's true energy within its stated uncertainty."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from hilbench.report.qubo_tts_table import tts_rows
 from hilbench.sim import SimulatedMeter
 from hilbench.sim.power_model import SIMULATED_CPU
 from hilbench.store import Store
+from tests.campaign_toml import campaign, keysight, measured_agent, qubo, write_campaign
+from tests.subprocesses import run_campaign
 
-CAMPAIGN = """
-[campaign]
-name = "tts-energy"
 
-[[agents]]
-id = "cpu0"
-driver = "cpu"
-spawn = true
-options = {{ sim_meter = "127.0.0.1:{port}" }}
-
-[[qubo]]
-agent = "cpu0"
-scenario = "time_to_solution"
-nodes = [1000]
-densities = [0.05]
-seeds = [0, 1]
-solvers = ["sa"]
-gaps = [0.3, 0.2]
-max_time_s = 5.0
-
-[[instruments]]
-id = "dmm"
-driver = "keysight34465a"
-measures = "cpu0"
-resource = "{resource}"
-visa_library = "@py"
-
-[instruments.settings]
-function = "current"
-range = 10.0
-nplc = 0.02
-sample_interval_s = 0.002
-supply_voltage_v = 12.0
-timeout_s = 2.0
-"""
+def tts_campaign(meter: SimulatedMeter) -> str:
+    """Time to solution on 1000-node graphs, the spawned CPU agent's solve phases read from
+    the simulated ``meter`` every 2 ms."""
+    return campaign(
+        measured_agent(meter),
+        qubo(
+            scenario="time_to_solution",
+            nodes=[1000],
+            densities=[0.05],
+            seeds=[0, 1],
+            gaps=[0.3, 0.2],
+            max_time_s=5.0,
+            timeouts_s=None,
+        ),
+        keysight(
+            meter.resource,
+            settings={"range": 10.0, "nplc": 0.02, "sample_interval_s": 0.002, "timeout_s": 2.0},
+        ),
+        name="tts-energy",
+    )
 
 
 def test_tts_energy_matches_the_true_energy_within_its_uncertainty(tmp_path):
     db = tmp_path / "tts.sqlite"
     with SimulatedMeter(SIMULATED_CPU, noise_std_w=0.05, seed=5) as meter:
-        path = tmp_path / "c.toml"
-        path.write_text(CAMPAIGN.format(port=meter.port, resource=meter.resource))
-        proc = subprocess.run(
-            [sys.executable, "-m", "hilbench", "run", str(path), "--db", str(db), "-q"],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        path = write_campaign(tmp_path, tts_campaign(meter))
+        proc = run_campaign(path, db)
     assert proc.returncode == 0, proc.stderr
     checked = 0
     with Store(db) as store:

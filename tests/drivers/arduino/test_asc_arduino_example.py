@@ -5,10 +5,7 @@ holds, and every power figure says "simulated"."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +13,7 @@ import pytest
 from hilbench.procedures.asc import ensure_fixture
 from hilbench.sim.power_model import ARDUINO_NANO_33_BLE
 from hilbench.store import Store
+from tests.subprocesses import run_campaign
 
 pytestmark = pytest.mark.slow
 
@@ -35,13 +33,10 @@ def example_run(host_program: Path, tmp_path_factory: pytest.TempPathFactory):
     campaign = tmp / "asc-arduino.toml"
     campaign.write_text(short)
     db = tmp / "r.sqlite"
-    proc = subprocess.run(
-        [sys.executable, "-m", "hilbench", "run", str(campaign), "--db", str(db), "-q"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={
-            **os.environ,
+    proc = run_campaign(
+        campaign,
+        db,
+        extra_env={
             "XDG_CACHE_HOME": str(cache),
             "COLUMNS": "200",
             "HILBENCH_ARDUINO_HOST": str(host_program),

@@ -11,45 +11,20 @@ import pytest
 
 from hilbench.orchestrator.client import AgentClient, AgentError
 from hilbench.workloads.qubo import SparseQubo, generate_qubo
+from tests.subprocesses import announced_agent
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
 def agent(lava_python):
-    proc = subprocess.Popen(
-        [
-            lava_python,
-            "-m",
-            "hilbench",
-            "agent",
-            "--driver",
-            "loihi",
-            "--bind",
-            "tcp://127.0.0.1:*",
-            "--id",
-            "loihi0",
-            "-o",
-            "allow_inject=1",
-            "-o",
-            "margin_s=1",  # the hang is killed 1 s past its budget
-            "--announce",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    assert line.startswith("READY "), line
-    yield proc, line.split()[1]
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with announced_agent(
+        "--driver", "loihi", "--bind", "tcp://127.0.0.1:*", "--id", "loihi0",
+        "-o", "allow_inject=1",
+        "-o", "margin_s=1",  # the hang is killed 1 s past its budget
+        python=lava_python,
+    ) as started:
+        yield started
 
 
 def test_agent_runs_on_python_3_10_and_survives_a_hung_lava_run(agent, lava_python):

@@ -4,13 +4,12 @@ Lava answer is checked by the orchestrator and labelled simulated in the stored 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from hilbench.store import Store
+from tests.subprocesses import run_campaign
 
 pytestmark = pytest.mark.slow
 
@@ -29,12 +28,7 @@ def test_the_loihi_example_compares_lava_with_the_cpu_solvers(tmp_path, lava_pyt
     campaign = tmp_path / "qubo-loihi.toml"
     campaign.write_text(text)
     db = tmp_path / "r.sqlite"
-    proc = subprocess.run(
-        [sys.executable, "-m", "hilbench", "run", str(campaign), "--db", str(db), "-q"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = run_campaign(campaign, db, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     with Store(db) as store:
         runs = store.runs()

@@ -5,16 +5,14 @@ Table-6 rows labelled simulated, pre-processing not measured with its reason."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
 from hilbench.procedures.asc import ensure_fixture
 from hilbench.store import Store
 from tests.drivers.xylo.conftest import REPO
+from tests.subprocesses import run_campaign
 
 pytestmark = pytest.mark.slow
 
@@ -37,10 +35,8 @@ def example_run(xylo_python, tmp_path_factory):
     campaign = tmp / "asc-xylo.toml"
     campaign.write_text(short)
     db = tmp / "r.sqlite"
-    proc = subprocess.run(
-        [sys.executable, "-m", "hilbench", "run", str(campaign), "--db", str(db), "-q"],
-        capture_output=True, text=True, timeout=600,
-        env={**os.environ, "XDG_CACHE_HOME": str(cache), "COLUMNS": "180"},
+    proc = run_campaign(
+        campaign, db, timeout=600, extra_env={"XDG_CACHE_HOME": str(cache), "COLUMNS": "180"}
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     with Store(db) as store:

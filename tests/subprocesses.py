@@ -1,0 +1,103 @@
+"""`hilbench` run as a user runs it, in a child process: one command, a campaign, or an agent
+that announces its endpoint. Tests share these so that each file keeps only what it checks."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from hilbench.store import Store, StoreError
+
+
+def hilbench_command(*args: str | Path, python: str | Path = sys.executable) -> list[str]:
+    """The argument list that runs ``hilbench ARGS`` with ``python`` (default: this one)."""
+    return [str(python), "-m", "hilbench", *map(str, args)]
+
+
+def hilbench(*args: str | Path, timeout: float = 300, **kw: Any) -> subprocess.CompletedProcess:
+    """Run ``hilbench ARGS`` to the end, capturing its output as text."""
+    return subprocess.run(
+        hilbench_command(*args), capture_output=True, text=True, timeout=timeout, **kw
+    )
+
+
+def run_campaign(
+    path: str | Path,
+    db: str | Path,
+    *args: str,
+    timeout: float = 300,
+    extra_env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess:
+    """``hilbench run PATH --db DB -q ARGS`` to the end, with ``extra_env`` added to this
+    process's environment."""
+    env = None if extra_env is None else {**os.environ, **extra_env}
+    return hilbench("run", path, "--db", db, "-q", *args, timeout=timeout, env=env)
+
+
+def start_campaign(path: str | Path, db: str | Path, **kw: Any) -> subprocess.Popen:
+    """``hilbench run PATH --db DB -q`` in the background, stdout and stderr piped as text
+    unless ``kw`` says otherwise."""
+    options: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    return subprocess.Popen(hilbench_command("run", path, "--db", db, "-q"), **options | kw)
+
+
+def wait_for_run(
+    db: Path,
+    proc: subprocess.Popen | None = None,
+    *,
+    status: str | None = "success",
+    timeout_s: float = 120,
+) -> None:
+    """Wait until the store ``db`` holds a run with ``status`` (None: any run), i.e. the
+    campaign is under way; fail if ``proc`` ends first or ``timeout_s`` passes."""
+    deadline = time.monotonic() + timeout_s
+    while not _has_run(db, status):
+        assert time.monotonic() < deadline, f"no {status or ''} run within {timeout_s} s"
+        assert proc is None or proc.poll() is None, f"the campaign ended before a {status} run"
+        time.sleep(0.1)
+
+
+def _has_run(db: Path, status: str | None) -> bool:
+    try:
+        with Store(db) as store:
+            return any(status is None or r["status"] == status for r in store.runs())
+    except StoreError:  # not created yet
+        return False
+
+
+@contextmanager
+def announced_agent(
+    *args: str | Path, python: str | Path = sys.executable
+) -> Iterator[tuple[subprocess.Popen, str]]:
+    """An agent process started with ``hilbench agent ARGS --announce``: yields the process and
+    the endpoint from its ``READY`` line; stops it afterwards (SIGTERM, then SIGKILL)."""
+    proc = subprocess.Popen(
+        hilbench_command("agent", *args, "--announce", python=python),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("READY "), line
+        yield proc, line.split()[1]
+    finally:
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen, grace_s: float = 10) -> None:
+    """End a child process: SIGTERM, and SIGKILL if it is still there after ``grace_s``."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
