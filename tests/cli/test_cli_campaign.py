@@ -125,7 +125,7 @@ MISTAKES = [
     ),
     (
         GOOD + "\n[qubo]\nnodes = [1]\n",
-        "{f} is not valid TOML: Cannot declare ('qubo',) twice (at line 17, column 6)",
+        "{f} is not valid TOML: Cannot declare ('qubo',) twice (at line 16, column 6)",
     ),
     (
         GOOD.replace("[[qubo]]", "[qubo]"),
