@@ -14,17 +14,28 @@ from hilbench.orchestrator.client import AgentClient
 
 
 @contextmanager
-def served(driver: Any, agent_id: str, liveness: int = 50) -> Iterator[AgentClient]:
-    runtime = AgentRuntime(driver, agent_id, bind="tcp://127.0.0.1:*", heartbeat_s=0.1,
-                           liveness=liveness)
+def serving(runtime: AgentRuntime) -> Iterator[AgentRuntime]:
+    """``runtime`` serving in a daemon thread, ready, until the block ends; then it is shut
+    down and its thread joined."""
     thread = threading.Thread(target=runtime.serve, daemon=True)
     thread.start()
-    assert runtime.wait_ready()
-    client = AgentClient(runtime.endpoint, agent_id)
-    client.connect()
     try:
-        yield client
+        assert runtime.wait_ready()
+        yield runtime
     finally:
-        client.close()
         runtime.request_shutdown()
         thread.join(5)
+
+
+@contextmanager
+def served(driver: Any, agent_id: str, liveness: int = 50) -> Iterator[AgentClient]:
+    """``driver`` behind a runtime on a loopback port, and a client connected to it."""
+    runtime = AgentRuntime(driver, agent_id, bind="tcp://127.0.0.1:*", heartbeat_s=0.1,
+                           liveness=liveness)
+    with serving(runtime):
+        client = AgentClient(runtime.endpoint, agent_id)
+        client.connect()
+        try:
+            yield client
+        finally:
+            client.close()

@@ -11,6 +11,7 @@ import pytest
 
 from hilbench.agent.driver import DriverError, DriverResult
 from hilbench.agent.runtime import AgentRuntime
+from tests.agent_thread import serving
 
 
 class SleepyDriver:
@@ -52,9 +53,5 @@ def agent():
     runtime = AgentRuntime(
         SleepyDriver(), "test-agent", bind="tcp://127.0.0.1:*", heartbeat_s=0.1, liveness=5
     )
-    thread = threading.Thread(target=runtime.serve, daemon=True)
-    thread.start()
-    assert runtime.wait_ready()
-    yield runtime
-    runtime.request_shutdown()
-    thread.join(5)
+    with serving(runtime):
+        yield runtime

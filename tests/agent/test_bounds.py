@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 import time
 
 import numpy as np
@@ -15,6 +14,7 @@ from hilbench.orchestrator.client import AgentClient, AgentError
 from hilbench.wire import codec
 from tests.agent.conftest import SleepyDriver
 from tests.agent.test_runtime import raw_socket, recv_non_heartbeat
+from tests.agent_thread import serving
 
 
 class Tracker:
@@ -38,12 +38,8 @@ def test_budget_admits_until_full_and_frees_what_zmq_has_sent():
 def small_budget_agent():
     runtime = AgentRuntime(SleepyDriver(), "budget", bind="tcp://127.0.0.1:*", heartbeat_s=0.1,
                            liveness=5, memory_budget_bytes=2 * COUNTED_FROM_BYTES)
-    thread = threading.Thread(target=runtime.serve, daemon=True)
-    thread.start()
-    assert runtime.wait_ready()
-    yield runtime
-    runtime.request_shutdown()
-    thread.join(5)
+    with serving(runtime):
+        yield runtime
 
 
 def test_a_message_past_the_memory_budget_is_refused_and_the_agent_serves_on(small_budget_agent):

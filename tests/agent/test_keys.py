@@ -17,6 +17,7 @@ from hilbench.orchestrator.listener import AgentListener
 from hilbench.wire import codec, keys
 from hilbench.wire.codec import Message
 from tests.agent.conftest import SleepyDriver
+from tests.agent_thread import serving
 
 
 @pytest.fixture(scope="module")
@@ -41,12 +42,8 @@ def keyed_agent(keydir):
         key=keys.load_pair(keydir / "agent.key_secret"),
         authorized=keys.load_authorized(keydir / "authorized"),
     )
-    thread = threading.Thread(target=runtime.serve, daemon=True)
-    thread.start()
-    assert runtime.wait_ready()
-    yield runtime
-    runtime.request_shutdown()
-    thread.join(5)
+    with serving(runtime):
+        yield runtime
 
 
 def client(runtime, keydir, who: str | None) -> AgentClient:

@@ -6,7 +6,6 @@ Every test ends by checking that the agent still completes a handshake and serve
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from typing import Any, ClassVar
 
@@ -22,6 +21,7 @@ from hilbench.wire import codec
 from hilbench.wire.codec import Message
 from tests.agent.conftest import SleepyDriver
 from tests.agent.test_runtime import raw_socket, recv_non_heartbeat
+from tests.agent_thread import serving
 
 
 def header(**fields: Any) -> bytes:
@@ -178,12 +178,8 @@ class BrokenDriver(SleepyDriver):
 def broken_agent():
     driver = BrokenDriver()
     runtime = AgentRuntime(driver, "broken", bind="tcp://127.0.0.1:*", heartbeat_s=0.1, liveness=5)
-    thread = threading.Thread(target=runtime.serve, daemon=True)
-    thread.start()
-    assert runtime.wait_ready()
-    yield runtime, driver
-    runtime.request_shutdown()
-    thread.join(5)
+    with serving(runtime):
+        yield runtime, driver
 
 
 def test_an_unforeseen_exception_is_an_internal_error_whose_incident_finds_the_traceback(

@@ -101,18 +101,14 @@ def test_oversized_message_is_dropped_and_agent_keeps_serving(agent):
 
 
 def test_payload_beyond_zmq_limit_drops_connection_not_agent():
-    import threading
-
     from hilbench.agent.runtime import AgentRuntime
     from tests.agent.conftest import SleepyDriver
+    from tests.agent_thread import serving
 
     runtime = AgentRuntime(
         SleepyDriver(), "small", bind="tcp://127.0.0.1:*", max_payload_bytes=1024, heartbeat_s=0.1
     )
-    thread = threading.Thread(target=runtime.serve, daemon=True)
-    thread.start()
-    assert runtime.wait_ready()
-    try:
+    with serving(runtime):
         sock = raw_socket(runtime)
         big = Message(type="request", id="b", cmd="echo", arrays=[np.zeros(1 << 20, np.uint8)])
         sock.send_multipart(codec.encode(big))
@@ -125,9 +121,6 @@ def test_payload_beyond_zmq_limit_drops_connection_not_agent():
         with AgentClient(runtime.endpoint) as client:
             small = np.ones(16, np.uint8)
             assert client.request("echo", {}, [small]).arrays[0].tolist() == small.tolist()
-    finally:
-        runtime.request_shutdown()
-        thread.join(5)
 
 
 def test_driver_errors_are_typed_replies(agent):

@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from hilbench.orchestrator.procedure import expand_all
 from hilbench.orchestrator.runner import CampaignRunner
 from hilbench.power.rapl import probe_rapl
 from hilbench.store import Store
+from tests.agent_thread import serving
 from tests.campaign_toml import agent, campaign, keysight, qubo, write_campaign
 from tests.subprocesses import hilbench, hilbench_command, start_campaign, wait_for_run
 
@@ -79,16 +79,10 @@ def test_runs_that_fail_exit_1_and_the_campaign_goes_on(tmp_path):
 
     runtime = AgentRuntime(TamperingDriver("wrong_cost", str(tmp_path / "no-powercap")),
                            "tamper", bind="tcp://127.0.0.1:*")
-    thread = threading.Thread(target=runtime.serve, daemon=True)
-    thread.start()
-    assert runtime.wait_ready()
-    text = small(0.01, agent(driver="tampering", spawn=False, address=runtime.endpoint))
     db = tmp_path / "one.sqlite"
-    try:
+    with serving(runtime):
+        text = small(0.01, agent(driver="tampering", spawn=False, address=runtime.endpoint))
         proc = hilbench("run", str(write_campaign(tmp_path, text)), "--db", str(db))
-    finally:
-        runtime.request_shutdown()
-        thread.join(5)
     assert proc.returncode == 1, proc.stderr
     assert "failed" in proc.stderr
     with Store(db) as store:

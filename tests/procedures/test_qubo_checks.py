@@ -22,6 +22,7 @@ from hilbench.report.qubo_table import gap_rows
 from hilbench.store import Store
 from hilbench.workloads.qubo import SparseQubo, edges_in_graph
 from hilbench_drivers.cpu import CpuDriver
+from tests.agent_thread import serving
 
 
 class TamperingDriver:
@@ -70,12 +71,8 @@ def tampering_agent(request, tmp_path):
         heartbeat_s=0.1,
         liveness=20,
     )
-    thread = threading.Thread(target=runtime.serve, daemon=True)
-    thread.start()
-    assert runtime.wait_ready()
-    yield runtime.endpoint
-    runtime.request_shutdown()
-    thread.join(5)
+    with serving(runtime):
+        yield runtime.endpoint
 
 
 def run_campaign(tmp_path, address: str, seeds=(0, 1)) -> tuple[Store, Any]:

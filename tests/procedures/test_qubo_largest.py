@@ -18,6 +18,7 @@ from hilbench.orchestrator.runner import CampaignRunner
 from hilbench.report.summary import print_summary
 from hilbench.store import Store
 from hilbench_drivers.cpu import CpuDriver
+from tests.agent_thread import serving
 
 
 class SmallDevice:
@@ -52,12 +53,8 @@ def small_device(tmp_path):
         SmallDevice(str(tmp_path / "no-powercap")), "small", bind="tcp://127.0.0.1:*",
         heartbeat_s=0.1, liveness=20,
     )
-    thread = threading.Thread(target=runtime.serve, daemon=True)
-    thread.start()
-    assert runtime.wait_ready()
-    yield runtime.endpoint
-    runtime.request_shutdown()
-    thread.join(5)
+    with serving(runtime):
+        yield runtime.endpoint
 
 
 def run_largest(tmp_path, agent: str, table: str) -> list[dict[str, Any]]:
