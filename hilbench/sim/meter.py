@@ -1,9 +1,11 @@
 """A simulated Keysight 34465A bench meter: real SCPI over a real TCP socket.
 
-This module is the meter's SCPI side: the command parser, the handlers and the TCP server.
-What it reads and when (device power, trigger, sample timing, drift, reading memory) is the
-acquisition model in :mod:`hilbench.sim.meter_acquisition`; because the device's true power is
-known there, the meter can answer what the true energy of any window was.
+This module is the meter's command set: the 34465A's commands and their handlers, the error
+queue and the TCP server; the SCPI syntax they share (header forms, numbers, error codes) is
+:mod:`hilbench.sim.scpi_syntax`. What it reads and when (device power, trigger, sample
+timing, drift, reading memory) is the acquisition model in
+:mod:`hilbench.sim.meter_acquisition`; because the device's true power is known there, the
+meter can answer what the true energy of any window was.
 
 Reach it with pyvisa-py as ``TCPIP::127.0.0.1::<port>::SOCKET`` (newline termination). It
 speaks the subset of the 34465A's SCPI that the hilbench driver uses, plus two non-standard
@@ -33,6 +35,15 @@ from hilbench.sim.meter_acquisition import (
     MeterSettings,
 )
 from hilbench.sim.power_model import ARDUINO_NANO_33_BLE, DevicePowerModel
+from hilbench.sim.scpi_syntax import (
+    NODES,
+    ScpiError,
+    format_reading,
+    normalise_header,
+    one_arg,
+    parse_bool,
+    parse_number,
+)
 
 # The instrument's own facts (ranges) are the driver's: one description of the 34465A serves
 # the driver that talks to it and the simulator that imitates it.
@@ -40,55 +51,6 @@ from hilbench_drivers.keysight34465a.settings import CURRENT_RANGES_A, VOLTAGE_R
 
 IDN = "Keysight Technologies,34465A,SIM0000001,hilbench-sim"
 ERROR_QUEUE_LENGTH = 20
-
-
-class _ScpiError(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(f"{code},{message}")
-        self.code = code
-        self.message = message
-
-
-# Every accepted SCPI node, long and short form, mapped to its short form.
-_NODES = {
-    long_form: short
-    for long_form, short in [
-        ("SENSE", "SENS"), ("CURRENT", "CURR"), ("VOLTAGE", "VOLT"), ("DC", "DC"),
-        ("RANGE", "RANG"), ("AUTO", "AUTO"), ("UPPER", "UPP"), ("NPLCYCLES", "NPLC"),
-        ("ZERO", "ZERO"), ("SAMPLE", "SAMP"), ("TIMER", "TIM"), ("COUNT", "COUN"),
-        ("SOURCE", "SOUR"), ("TRIGGER", "TRIG"), ("DELAY", "DEL"), ("SYSTEM", "SYST"),
-        ("ERROR", "ERR"), ("NEXT", "NEXT"), ("LFREQUENCY", "LFR"), ("STATUS", "STAT"),
-        ("STATE", "STAT"), ("QUESTIONABLE", "QUES"), ("EVENT", "EVEN"), ("CONDITION", "COND"),
-        ("DATA", "DATA"), ("POINTS", "POIN"), ("REMOVE", "REM"), ("INITIATE", "INIT"),
-        ("IMMEDIATE", "IMM"), ("ABORT", "ABOR"), ("FETCH", "FETC"), ("CONFIGURE", "CONF"),
-        ("FUNCTION", "FUNC"), ("SIMULATE", "SIM"), ("TRUTH", "TRUTH"), ("R", "R"),
-    ]
-}  # fmt: skip
-_NODES.update({short: short for short in list(_NODES.values())})
-
-
-def normalise_header(header: str) -> str:
-    """Canonical short form of a SCPI header, optional nodes removed (``SENS``, ``DC``, …)."""
-    header = header.strip()
-    if header.startswith("*"):
-        return header.upper()
-    is_query = header.endswith("?")
-    nodes = header.rstrip("?").lstrip(":").upper().split(":")
-    try:
-        out = [_NODES[n] for n in nodes]
-    except KeyError:
-        raise _ScpiError(-113, "Undefined header") from None
-    if out[0] == "SENS":
-        out = out[1:]
-    if len(out) >= 2 and out[0] in ("CURR", "VOLT") and out[1] == "DC":
-        del out[1]
-    if len(out) >= 3 and out[0] == "CONF" and out[2] == "DC":
-        del out[2]
-    if len(out) > 1 and out[-1] in ("IMM", "UPP", "NEXT"):
-        out.pop()
-    if out == ["STAT", "QUES", "EVEN"]:
-        out = ["STAT", "QUES"]
-    return ":".join(out) + ("?" if is_query else "")
 
 
 class SimulatedMeter(MeterAcquisition):
@@ -237,9 +199,9 @@ class SimulatedMeter(MeterAcquisition):
                 self._fire_pending_errors(key)
                 handler = _COMMANDS.get(key)
                 if handler is None:
-                    raise _ScpiError(-113, "Undefined header")
+                    raise ScpiError(-113, "Undefined header")
                 return handler(self, args)
-            except _ScpiError as err:
+            except ScpiError as err:
                 self._push_error(err.code, err.message)
                 return None
 
@@ -284,47 +246,47 @@ class SimulatedMeter(MeterAcquisition):
         return f"{self.line_frequency_hz:+.0f}"
 
     def _function(self, args: list[str]) -> None:
-        name = _one_arg(args).strip("\"'").upper()
-        function = _NODES.get(name.split(":")[0])
+        name = one_arg(args).strip("\"'").upper()
+        function = NODES.get(name.split(":")[0])
         if function not in ("CURR", "VOLT"):
-            raise _ScpiError(-224, "Illegal parameter value")
+            raise ScpiError(-224, "Illegal parameter value")
         self._settings.function = function
 
     def _function_query(self, args: list[str]) -> str:
         return f'"{self._settings.function}"'
 
     def _trigger_source(self, args: list[str]) -> None:
-        value = _one_arg(args).upper()
+        value = one_arg(args).upper()
         source = {"IMMEDIATE": "IMM", "EXTERNAL": "EXT", "INTERNAL": "INT"}.get(value, value)
         if source not in ("IMM", "BUS", "EXT", "INT"):
-            raise _ScpiError(-224, "Illegal parameter value")
+            raise ScpiError(-224, "Illegal parameter value")
         self._settings.trigger_source = source
 
     def _trigger_delay(self, args: list[str]) -> None:
-        self._settings.trigger_delay_s = _parse_number(_one_arg(args), 0.0, 3600.0, default=0.0)
+        self._settings.trigger_delay_s = parse_number(one_arg(args), 0.0, 3600.0, default=0.0)
 
     def _trigger_count(self, args: list[str]) -> None:
-        self._settings.trigger_count = int(_parse_number(_one_arg(args), 1, 1e9, default=1))
+        self._settings.trigger_count = int(parse_number(one_arg(args), 1, 1e9, default=1))
 
     def _trigger(self, args: list[str]) -> None:
         self._bus_trigger()
 
     def _sample_source(self, args: list[str]) -> None:
-        value = _one_arg(args).upper()
+        value = one_arg(args).upper()
         source = {"IMMEDIATE": "IMM", "TIMER": "TIM"}.get(value, value)
         if source not in ("IMM", "TIM"):
-            raise _ScpiError(-224, "Illegal parameter value")
+            raise ScpiError(-224, "Illegal parameter value")
         self._settings.sample_source = source
 
     def _sample_timer(self, args: list[str]) -> None:
-        value = _one_arg(args).upper()
+        value = one_arg(args).upper()
         minimum = self._min_interval()
         if value.startswith("MIN"):
             self._settings.sample_timer_s = minimum
             return
-        interval = _parse_number(value, 0.0, 3600.0, default=1.0)
+        interval = parse_number(value, 0.0, 3600.0, default=1.0)
         if interval < minimum:
-            raise _ScpiError(-222, "Data out of range; sample timer below minimum")
+            raise ScpiError(-222, "Data out of range; sample timer below minimum")
         self._settings.sample_timer_s = round(interval, 6)  # 1 µs steps
 
     def _sample_timer_query(self, args: list[str]) -> str:
@@ -333,7 +295,7 @@ class SimulatedMeter(MeterAcquisition):
         return f"{self._settings.sample_timer_s:+.8E}"
 
     def _sample_count(self, args: list[str]) -> None:
-        self._settings.sample_count = int(_parse_number(_one_arg(args), 1, 1e9, default=1))
+        self._settings.sample_count = int(parse_number(one_arg(args), 1, 1e9, default=1))
 
     def _sample_count_query(self, args: list[str]) -> str:
         return f"{self._settings.sample_count:+d}"
@@ -342,7 +304,7 @@ class SimulatedMeter(MeterAcquisition):
         t_init = now()
         self._advance(t_init)
         if self._acq is not None and not self._acq.finished:
-            raise _ScpiError(-213, "Init ignored")
+            raise ScpiError(-213, "Init ignored")
         self._start_acquisition(t_init)
 
     def _abort(self, args: list[str]) -> None:
@@ -351,28 +313,28 @@ class SimulatedMeter(MeterAcquisition):
     def _fetch(self, args: list[str]) -> str:
         acq = self._acq
         if acq is None:
-            raise _ScpiError(-230, "Data stale")
+            raise ScpiError(-230, "Data stale")
         self._wait_until(lambda: acq.finished)
-        return ",".join(_format_reading(v) for v in self._memory)
+        return ",".join(format_reading(v) for v in self._memory)
 
     def _read_and_erase(self, args: list[str]) -> str:
         self._advance(now())
-        limit = len(self._memory) if not args else int(_parse_number(args[0], 1, 2e9))
-        data = ",".join(_format_reading(v) for v in self._take(limit))
+        limit = len(self._memory) if not args else int(parse_number(args[0], 1, 2e9))
+        data = ",".join(format_reading(v) for v in self._take(limit))
         return f"#{len(str(len(data)))}{len(data)}{data}"
 
     def _data_remove(self, args: list[str]) -> str:
         if not args:
-            raise _ScpiError(-109, "Missing parameter")
-        count = int(_parse_number(args[0], 1, 2e9))
+            raise ScpiError(-109, "Missing parameter")
+        count = int(parse_number(args[0], 1, 2e9))
         wait = len(args) > 1 and args[1].upper() == "WAIT"
         self._advance(now())
         if len(self._memory) < count:
             if not wait:
-                raise _ScpiError(-222, "Data out of range; not enough readings in memory")
+                raise ScpiError(-222, "Data out of range; not enough readings in memory")
             acq = self._acq
             self._wait_until(lambda: len(self._memory) >= count or acq is None or acq.finished)
-        return ",".join(_format_reading(v) for v in self._take(count))
+        return ",".join(format_reading(v) for v in self._take(count))
 
     def _data_points(self, args: list[str]) -> str:
         self._advance(now())
@@ -391,65 +353,29 @@ class SimulatedMeter(MeterAcquisition):
     def _simulate_state(self, args: list[str]) -> None:
         # SIM:STAT <name>[,<t>]: t is when the device changed state, on the monotonic clock the
         # simulated device shares with this meter (both run on one host); default: on arrival.
-        name = _one_arg(args).strip("\"'")
-        t = _parse_number(args[1], -math.inf, math.inf) if len(args) > 1 else None
+        name = one_arg(args).strip("\"'")
+        t = parse_number(args[1], -math.inf, math.inf) if len(args) > 1 else None
         try:
             self.set_state(name, t)
         except (KeyError, ValueError):
-            raise _ScpiError(-224, f"Illegal parameter value; unknown state {name}") from None
+            raise ScpiError(-224, f"Illegal parameter value; unknown state {name}") from None
 
     def _simulate_state_query(self, args: list[str]) -> str:
         return f'"{self._timeline.state_at(now())}"'
 
     def _simulate_truth(self, args: list[str]) -> str:
         if len(args) != 2:
-            raise _ScpiError(-109, "Missing parameter; expected <t0>,<t1>")
-        t0, t1 = (_parse_number(a, -math.inf, math.inf) for a in args)
+            raise ScpiError(-109, "Missing parameter; expected <t0>,<t1>")
+        t0, t1 = (parse_number(a, -math.inf, math.inf) for a in args)
         if t1 <= t0:
-            raise _ScpiError(-222, "Data out of range; empty window")
+            raise ScpiError(-222, "Data out of range; empty window")
         return f"{self.true_mean_power(t0, t1):+.9E}"
-
-
-def _format_reading(value: float) -> str:
-    return f"{value:+.8E}"
-
-
-def _one_arg(args: list[str]) -> str:
-    if not args:
-        raise _ScpiError(-109, "Missing parameter")
-    return args[0]
-
-
-def _parse_bool(value: str) -> bool:
-    value = value.upper()
-    if value in ("ON", "1"):
-        return True
-    if value in ("OFF", "0"):
-        return False
-    raise _ScpiError(-224, "Illegal parameter value")
-
-
-def _parse_number(value: str, low: float, high: float, default: float | None = None) -> float:
-    word = value.upper()
-    if word.startswith("MIN"):
-        return low
-    if word.startswith("MAX"):
-        return high
-    if word.startswith("DEF") and default is not None:
-        return default
-    try:
-        number = float(value)
-    except ValueError:
-        raise _ScpiError(-104, "Data type error") from None
-    if not low <= number <= high:
-        raise _ScpiError(-222, "Data out of range")
-    return number
 
 
 def _pick_range(function: str, value: str) -> float:
     """The smallest range that holds ``value``, as the instrument selects it."""
     ranges = CURRENT_RANGES_A if function == "CURR" else VOLTAGE_RANGES_V
-    wanted = abs(_parse_number(value, -ranges[-1], ranges[-1], default=ranges[-1]))
+    wanted = abs(parse_number(value, -ranges[-1], ranges[-1], default=ranges[-1]))
     i = bisect.bisect_left(ranges, wanted * (1 - 1e-9))
     return ranges[min(i, len(ranges) - 1)]
 
@@ -457,7 +383,7 @@ def _pick_range(function: str, value: str) -> float:
 def _pick_nplc(value: str) -> float:
     """The smallest allowed NPLC setting not below ``value`` (the instrument rounds up)."""
     settings = sorted(NPLC_RESOLUTION_PPM)
-    wanted = _parse_number(value, settings[0], settings[-1], default=10.0)
+    wanted = parse_number(value, settings[0], settings[-1], default=10.0)
     i = bisect.bisect_left(settings, wanted * (1 - 1e-9))
     return settings[min(i, len(settings) - 1)]
 
@@ -486,7 +412,7 @@ def _configure_handler(function: str) -> _Handler_t:
 def _set_range_handler(function: str) -> _Handler_t:
     def handler(meter: SimulatedMeter, args: list[str]) -> None:
         fn = meter._settings.functions[function]
-        fn.range = _pick_range(function, _one_arg(args))
+        fn.range = _pick_range(function, one_arg(args))
         fn.autorange = False
 
     return handler
@@ -498,7 +424,7 @@ def _get_range_handler(function: str) -> _Handler_t:
 
 def _set_autorange_handler(function: str) -> _Handler_t:
     def handler(meter: SimulatedMeter, args: list[str]) -> None:
-        meter._settings.functions[function].autorange = _parse_bool(_one_arg(args))
+        meter._settings.functions[function].autorange = parse_bool(one_arg(args))
 
     return handler
 
@@ -509,7 +435,7 @@ def _get_autorange_handler(function: str) -> _Handler_t:
 
 def _set_nplc_handler(function: str) -> _Handler_t:
     def handler(meter: SimulatedMeter, args: list[str]) -> None:
-        meter._settings.functions[function].nplc = _pick_nplc(_one_arg(args))
+        meter._settings.functions[function].nplc = _pick_nplc(one_arg(args))
 
     return handler
 
@@ -520,9 +446,9 @@ def _get_nplc_handler(function: str) -> _Handler_t:
 
 def _set_autozero_handler(function: str) -> _Handler_t:
     def handler(meter: SimulatedMeter, args: list[str]) -> None:
-        value = _one_arg(args).upper()
+        value = one_arg(args).upper()
         meter._settings.functions[function].autozero = (
-            False if value == "ONCE" else _parse_bool(value)
+            False if value == "ONCE" else parse_bool(value)
         )
 
     return handler
