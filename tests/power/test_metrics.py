@@ -12,7 +12,6 @@ from hilbench.bench.power_accuracy import SCENARIOS, run_trial
 from hilbench.power.estimators import PhaseWindow, phase_power
 from hilbench.power.metrics import analyze, energy_per_inference
 from hilbench.power.source import SourceInfo
-from hilbench.power.uncertainty import UncertaintyBudget, UncertaintyComponent
 
 IDLE_W, ACTIVE_W = 0.07940, 0.10072  # NeuroBench Arduino Nano 33 BLE baseline
 EXACT = SourceInfo("exact meter", "W", 1 / 3)
@@ -100,16 +99,6 @@ def test_gain_scales_the_difference_and_offset_cancels() -> None:
     assert gain == pytest.approx(0.001 * 0.02132 / math.sqrt(3))
     # so the difference is known better than either phase's absolute level
     assert result.dynamic.uncertainty95 < result.idle.uncertainty95
-
-
-def test_monte_carlo_expansion_matches_known_distributions() -> None:
-    normal = UncertaintyBudget((UncertaintyComponent("n", "student_t", 1.0),))
-    assert normal.expanded95 == pytest.approx(1.96, rel=0.03)
-    few_dof = UncertaintyBudget((UncertaintyComponent("t", "student_t", 1.0, dof=4),))
-    assert few_dof.expanded95 == pytest.approx(2.776, rel=0.05)
-    flat = UncertaintyBudget((UncertaintyComponent("r", "rectangular", 1.0),))
-    assert flat.expanded95 == pytest.approx(0.95, rel=0.02)
-    assert flat.combined == pytest.approx(1 / math.sqrt(3))
 
 
 def simulated_coverage(noise, trials: int, rng: np.random.Generator, **options) -> float:
