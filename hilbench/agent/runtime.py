@@ -1,11 +1,13 @@
 """The agent runtime: hosts one driver and serves the agent protocol over ZeroMQ.
 
-One serving thread owns the socket and answers at once what needs no device work (hello, ping,
-heartbeat, status, stop, echo, shutdown); device commands (configure, load, run, and the no-op
-``noop`` that measures this path) go to a worker thread so that heartbeats and clock probes keep
-flowing while the device is busy. No message can stop the agent: a malformed one gets a typed
-error reply, and anything unforeseen while handling one becomes an ``internal`` error whose
-incident id finds the traceback in the log.
+Two threads take turns at the socket. While the device is idle the driver (worker) thread
+serves it, answering at once what needs no device work (hello, ping, heartbeat, status, stop,
+echo, shutdown) and running device commands (configure, load, run, and the no-op ``noop`` that
+measures this path) itself, so a short command costs no thread hand-off; when a command runs
+for longer, the calling thread takes the socket over so that heartbeats, clock probes, status
+and stop keep being answered while the device is busy. No message can stop the agent: a
+malformed one gets a typed error reply, and anything unforeseen while handling one becomes an
+``internal`` error whose incident id finds the traceback in the log.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import queue
 import socket
 import threading
 import time
@@ -37,6 +38,10 @@ INLINE_COMMANDS = frozenset({"status", "stop", "echo", "shutdown"})
 # not yet seen or that a peer has not yet read.
 RECEIVE_QUEUE = 8
 SEND_QUEUE = 64
+# How often the calling thread looks whether the driver thread is running a device command and
+# takes the socket over: heartbeats, pings and status wait at most this much longer while a
+# command runs. Idle, that is 20 short wake-ups a second.
+FOLLOWER_CHECK_S = 0.05
 
 
 class InsecureAddress(ValueError):
@@ -125,8 +130,15 @@ class AgentRuntime:
         self._own_context = context is None and key is not None
         self._ctx = context or (zmq.Context() if key is not None else zmq.Context.instance())
         self._peers: dict[bytes, _Peer] = {}
-        self._jobs: queue.Queue[_Job | None] = queue.Queue()
-        self._done: queue.Queue[tuple[_Job, Message]] = queue.Queue()
+        # Leader/follower turns at the socket; whoever holds it is the only thread that uses it,
+        # and every change of holder goes through this condition's lock (a full memory barrier,
+        # which ZeroMQ asks for when a socket moves between threads).
+        self._turns = threading.Condition(threading.Lock())
+        self._follower_wanted = False  # the driver thread runs a command: someone must serve
+        self._follower_leads = False  # the calling thread holds the socket
+        self._admitted: _Job | None = None  # a device command just read, for the driver thread
+        self._done: list[tuple[_Job, Message]] = []  # replies for the follower to send
+        self._next_beat = 0.0
         self._busy_with: str | None = None
         self._stop_run = threading.Event()
         self._shutdown = threading.Event()
@@ -137,7 +149,15 @@ class AgentRuntime:
 
     # ----------------------------------------------------------------- public
     def serve(self) -> None:
-        """Serve until a shutdown command or :meth:`request_shutdown`."""
+        """Serve until a shutdown command or :meth:`request_shutdown`.
+
+        Two threads take turns at the socket (leader/follower), so that a device command costs
+        no thread hand-off on its way: the driver thread serves the socket while the device is
+        idle and runs a device command itself as soon as it has read it; meanwhile the calling
+        thread serves (heartbeats, pings, status, stop) and hands the socket back when the
+        command is done. A command that ends before the calling thread has woken up never gives
+        the socket away at all. Driver calls always run on the one driver thread.
+        """
         gate = None
         if self.key is not None and self.bind_address is not None:
             gate = keys.Gatekeeper(self._ctx, self.authorized)
@@ -147,12 +167,10 @@ class AgentRuntime:
         wake_rx.bind(wake_addr)
         wake_tx = self._ctx.socket(zmq.PAIR)
         wake_tx.connect(wake_addr)
-        worker = threading.Thread(target=self._work, args=(wake_tx,), daemon=True, name="driver")
-        worker.start()
         poller = zmq.Poller()
         poller.register(sock, zmq.POLLIN)
         poller.register(wake_rx, zmq.POLLIN)
-        next_beat = now()
+        self._next_beat = now()
         log.info("%s", self.banner())
         if self.insecure:
             log.warning(
@@ -161,26 +179,21 @@ class AgentRuntime:
                 self.agent_id,
                 self.endpoint,
             )
+        driver = threading.Thread(
+            target=self._drive, args=(sock, poller, wake_rx, wake_tx), daemon=True, name="driver"
+        )
+        driver.start()
         self._ready.set()
         try:
-            while not self._shutdown.is_set():
-                timeout_ms = max(0, int((next_beat - now()) * 1000))
-                events = dict(poller.poll(timeout_ms))
-                if sock in events:
-                    self._drain_socket(sock)
-                if wake_rx in events:
-                    while wake_rx.poll(0):
-                        wake_rx.recv()
-                    self._send_finished(sock)
-                if now() >= next_beat:
-                    self._beat(sock)
-                    self.bad_messages.flush()
-                    next_beat = now() + self.heartbeat_s
-            self._send_finished(sock)
+            self._follow(sock, poller, wake_rx)
         finally:
+            self._shutdown.set()
             self._stop_run.set()
-            self._jobs.put(None)
-            worker.join(timeout=5)
+            with self._turns:
+                self._turns.notify_all()
+            driver.join(timeout=5)
+            if not driver.is_alive():
+                self._send_finished(sock)
             try:
                 self.driver.close()
             except Exception:  # closing must not hide the reason we stopped
@@ -250,7 +263,7 @@ class AgentRuntime:
         # Poll says a message is waiting; read what is there without raising zmq.Again (an
         # exception per message is measurable on the dispatch hot path).
         routed = self.bind_address is not None
-        while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+        while self._admitted is None and sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
             frames = sock.recv_multipart(copy=False)
             if routed:
                 route, frames = [frames[0].bytes], frames[1:]
@@ -414,7 +427,7 @@ class AgentRuntime:
                 return
             self._busy_with = cmd
             self._stop_run.clear()
-            self._jobs.put(_Job(route, msg, frames, reserved))
+            self._admitted = _Job(route, msg, frames, reserved)
             return
         if cmd not in INLINE_COMMANDS:
             known = sorted(DEVICE_COMMANDS | INLINE_COMMANDS)
@@ -503,15 +516,76 @@ class AgentRuntime:
             "heartbeats_received": self.stats.heartbeats_received,
         }
 
-    # ----------------------------------------------------------------- worker
-    def _work(self, wake: zmq.Socket) -> None:
-        while True:
-            job = self._jobs.get()
-            if job is None:
-                return
-            reply = self._run_device_command(job)
-            self._done.put((job, reply))
-            wake.send(b"")
+    # ------------------------------------------------------------------ turns
+    def _lead(self, sock: zmq.Socket, poller: zmq.Poller, wake_rx: zmq.Socket) -> bool:
+        """Serve the socket until a device command is admitted (True) or shutdown (False).
+
+        The follower leads only while the driver thread is busy: a wake from the driver thread
+        means its reply is ready; the follower sends it and returns False to hand the socket back.
+        """
+        while not self._shutdown.is_set():
+            timeout_ms = max(0, int((self._next_beat - now()) * 1000))
+            events = dict(poller.poll(timeout_ms))
+            if wake_rx in events:
+                while wake_rx.poll(0):
+                    wake_rx.recv()
+                if self._send_finished(sock):
+                    return False
+            if sock in events:
+                self._drain_socket(sock)
+                if self._admitted is not None:
+                    return True
+            if now() >= self._next_beat:
+                self._beat(sock)
+                self.bad_messages.flush()
+                self._next_beat = now() + self.heartbeat_s
+        return False
+
+    def _drive(
+        self, sock: zmq.Socket, poller: zmq.Poller, wake_rx: zmq.Socket, wake_tx: zmq.Socket
+    ) -> None:
+        """The driver thread: leads while the device is idle and runs each device command."""
+        try:
+            while self._lead(sock, poller, wake_rx):
+                job, self._admitted = self._admitted, None
+                assert job is not None
+                with self._turns:  # the calling thread serves if the command runs for long
+                    self._follower_wanted = True
+                reply = self._run_device_command(job)
+                with self._turns:
+                    kept = self._follower_wanted  # nobody took the socket: it is still ours
+                    self._follower_wanted = False
+                    if not kept:
+                        self._done.append((job, reply))
+                if kept:
+                    self._finish(sock, job, reply)
+                    continue
+                wake_tx.send(b"")  # the follower leads: it sends the reply and hands back
+                with self._turns:
+                    while self._follower_leads and not self._shutdown.is_set():
+                        self._turns.wait(self.heartbeat_s)
+        finally:
+            with self._turns:
+                self._shutdown.set()
+                self._turns.notify_all()
+
+    def _follow(self, sock: zmq.Socket, poller: zmq.Poller, wake_rx: zmq.Socket) -> None:
+        """The calling thread: idle until the driver thread runs a command, then serve."""
+        while not self._shutdown.is_set():
+            # Not woken by the driver thread (a wake-up costs as much as the rest of a short
+            # command's round trip): it looks every FOLLOWER_CHECK_S whether a command is running.
+            with self._turns:
+                self._turns.wait(FOLLOWER_CHECK_S)
+                if not self._follower_wanted:
+                    continue
+                self._follower_wanted = False
+                self._follower_leads = True
+            try:
+                self._lead(sock, poller, wake_rx)
+            finally:
+                with self._turns:
+                    self._follower_leads = False
+                    self._turns.notify_all()
 
     def _run_device_command(self, job: _Job) -> Message:
         msg = job.msg
@@ -540,20 +614,24 @@ class AgentRuntime:
         body.setdefault("agent_elapsed_s", time.perf_counter() - t0)
         return Message(type=codec.REPLY, id=msg.id, body=body, arrays=result.arrays)
 
-    def _send_finished(self, sock: zmq.Socket) -> None:
-        while True:
-            try:
-                job, reply = self._done.get_nowait()
-            except queue.Empty:
-                return
-            self._busy_with = None
-            if reply.type == codec.ERROR:
-                self.stats.errors += 1
-            else:
-                self.stats.served += 1
-            fresh = reply.arrays and reply.arrays is not job.msg.arrays
-            extra = sum(a.nbytes for a in reply.arrays) if fresh else 0
-            self.budget.add(extra)
-            tracker = self._send(sock, job.route, reply)
-            self.budget.release_when_sent(tracker, job.reserved)
-            self.budget.release_when_sent(tracker, extra)
+    def _send_finished(self, sock: zmq.Socket) -> bool:
+        """Send the replies the driver thread left for the follower; True if there were any."""
+        with self._turns:
+            done, self._done = self._done, []
+        for job, reply in done:
+            self._finish(sock, job, reply)
+        return bool(done)
+
+    def _finish(self, sock: zmq.Socket, job: _Job, reply: Message) -> None:
+        """Send a device command's reply and free the device for the next one."""
+        self._busy_with = None
+        if reply.type == codec.ERROR:
+            self.stats.errors += 1
+        else:
+            self.stats.served += 1
+        fresh = reply.arrays and reply.arrays is not job.msg.arrays
+        extra = sum(a.nbytes for a in reply.arrays) if fresh else 0
+        self.budget.add(extra)
+        tracker = self._send(sock, job.route, reply)
+        self.budget.release_when_sent(tracker, job.reserved)
+        self.budget.release_when_sent(tracker, extra)

@@ -97,6 +97,7 @@ class AgentClient:
         self.info: dict[str, Any] = {}
         self._ctx = context or zmq.Context.instance()
         self._sock: zmq.Socket | None = None
+        self._rcvtimeo_ms = -1
         self._last_heard = now()
         self._next_beat = now()
         self.heartbeats_received = 0
@@ -105,6 +106,7 @@ class AgentClient:
     def connect(self) -> dict[str, Any]:
         """Open the link and check the handshake; returns the agent's welcome info."""
         self._sock = self._open_socket()
+        self._rcvtimeo_ms = -1  # the receive timeout in force; -1 (wait for ever) until set
         self._last_heard = now()
         return self._handshake()
 
@@ -288,7 +290,7 @@ class AgentClient:
             if deadline is not None:
                 wait = min(wait, deadline - t)
             # A blocking receive with a timeout: one call on the hot path instead of poll + recv.
-            self._sock.rcvtimeo = max(1, int(wait * 1000))
+            self._set_receive_timeout(max(1, int(wait * 1000)))
             try:
                 frames = self._sock.recv_multipart(copy=False)
             except zmq.Again:
@@ -314,6 +316,15 @@ class AgentClient:
                     self.name, "unexpected_type", f"got {reply.type}, expected {expect}"
                 )
             return reply
+
+    def _set_receive_timeout(self, ms: int) -> None:
+        """Let a blocking receive wait at most ``ms``; the socket option is set only when the one
+        in force would oversleep or wake needlessly often (setting it costs as much as a codec
+        call, and the hot path would otherwise set it on every request)."""
+        if self._rcvtimeo_ms > ms or self._rcvtimeo_ms * 2 < ms:
+            assert self._sock is not None
+            self._sock.rcvtimeo = ms
+            self._rcvtimeo_ms = ms
 
     def _try_send(self, frames: list[Any]) -> list[Any] | None:
         """Send without blocking; returns the frames when there is no connection to queue to."""
