@@ -87,27 +87,12 @@ def test_power_from_rapl_counters_matches_what_they_counted(tmp_path):
     fake.add_zone("intel-rapl:0:2", "dram", 0)
     driver = CpuDriver(rapl_root=str(fake.root))
     driver.load({"workload": "qubo"}, [generate_qubo(25, 0.1, 0)])
-    stop_feed = threading.Event()
-    t0 = time.monotonic()
-
-    def feed() -> None:  # the "hardware": 20 W package, 2 W DRAM, 15 W core (nested, not summed)
-        while not stop_feed.is_set():
-            dt = time.monotonic() - t0
-            fake.set_energy("intel-rapl:0", int(20e6 * dt))
-            fake.set_energy("intel-rapl:0:2", int(2e6 * dt))
-            fake.set_energy("intel-rapl:0:0", int(15e6 * dt))
-            time.sleep(0.0005)
-
-    feeder = threading.Thread(target=feed)
-    feeder.start()
-    try:
+    # The "hardware": 20 W package, 2 W DRAM, 15 W core (nested in the package, not summed).
+    with fake.drawing({"intel-rapl:0": 20.0, "intel-rapl:0:2": 2.0, "intel-rapl:0:0": 15.0}):
         time.sleep(0.01)
         result = driver.run(
             {"mode": "fixed_timeout", "solver": "tabu", "timeout_s": 0.5}, threading.Event()
         ).body
-    finally:
-        stop_feed.set()
-        feeder.join()
     power = result["power"]
     assert power["measured"] is True
     assert set(power["domains"]) == {"package-0", "dram-0"}

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-import time
-
 import pytest
 
 from hilbench.orchestrator.campaign import CampaignError, parse_campaign
@@ -27,25 +24,10 @@ def test_rapl_instrument_gives_the_power_its_counters_count(tmp_path):
     fake = FakePowercap(tmp_path / "sys")
     fake.add_zone("intel-rapl:0", "package-0", 0)
     fake.add_zone("intel-rapl:0:2", "dram", 0)
-    stop = threading.Event()
-    t0 = time.monotonic()
-
-    def feed() -> None:  # 30 W package + 3 W DRAM, all the time
-        while not stop.is_set():
-            dt = time.monotonic() - t0
-            fake.set_energy("intel-rapl:0", int(30e6 * dt))
-            fake.set_energy("intel-rapl:0:2", int(3e6 * dt))
-            time.sleep(0.001)
-
-    feeder = threading.Thread(target=feed)
-    feeder.start()
-    try:
+    with fake.drawing({"intel-rapl:0": 30.0, "intel-rapl:0:2": 3.0}, period_s=0.001):
         spec = campaign({"driver": "rapl",
                          "settings": {"root": str(fake.root), "interval_s": 0.02}})
         outcome = CampaignRunner(spec, tmp_path / "r.sqlite").run()
-    finally:
-        stop.set()
-        feeder.join()
     assert outcome.completed == 1
     with Store(tmp_path / "r.sqlite") as store:
         run = store.runs()[0]

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -66,6 +70,28 @@ class FakePowercap:
         scratch = target.with_name("energy_uj.tmp")
         scratch.write_text(f"{energy_uj}\n")
         os.replace(scratch, target)
+
+    @contextmanager
+    def drawing(self, watts: Mapping[str, float], period_s: float = 0.0005) -> Iterator[None]:
+        """While the block runs, each zone's counter counts ``watts[zone]`` on from where it
+        stood, updated from a thread as the hardware would (zones nest: give each its own)."""
+        start = {zone: int((self._zones[zone] / "energy_uj").read_text()) for zone in watts}
+        t0 = time.monotonic()
+        done = threading.Event()
+
+        def count() -> None:
+            while not done.wait(period_s):
+                elapsed = time.monotonic() - t0
+                for zone, power in watts.items():
+                    self.set_energy(zone, start[zone] + int(power * elapsed * 1e6))
+
+        thread = threading.Thread(target=count, daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            done.set()
+            thread.join()
 
     def energy_path(self, zone_id: str) -> Path:
         return self.root / zone_id / "energy_uj"

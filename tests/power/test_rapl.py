@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -139,13 +139,6 @@ def test_energy_between_rejects_reversed_snapshots(fake_powercap) -> None:
 # --- the polling power source ------------------------------------------------------------------
 
 
-def _drive_constant_power(fake, watts: float, done: threading.Event) -> None:
-    """Keep the package counter at watts × elapsed time, as hardware would, until ``done``."""
-    t0 = clock.now()
-    while not done.wait(0.001):
-        fake.set_energy("intel-rapl:0", 1_000_000 + int(watts * (clock.now() - t0) * 1e6))
-
-
 def test_source_reports_average_watts_on_the_orchestrator_clock(
     fake_powercap,
 ) -> None:
@@ -156,10 +149,7 @@ def test_source_reports_average_watts_on_the_orchestrator_clock(
     assert source.info.domains == ("package-0", "dram-0")
     assert source.info.time_resolution_s == 0.02
 
-    done = threading.Event()
-    driver = threading.Thread(target=_drive_constant_power, args=(fake_powercap, 25.0, done))
-    driver.start()
-    try:
+    with fake_powercap.drawing({"intel-rapl:0": 25.0}):
         t_start = clock.now()
         source.start()
         batches = []
@@ -167,12 +157,9 @@ def test_source_reports_average_watts_on_the_orchestrator_clock(
             batches.append(source.read())
             if sum(len(b) for b in batches) >= 15:
                 break
-            done.wait(0.01)
+            time.sleep(0.01)
         batches.append(source.stop())
         t_stop = clock.now()
-    finally:
-        done.set()
-        driver.join()
 
     t = np.concatenate([b.t for b in batches])
     w = np.concatenate([b.values for b in batches])

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from hilbench.store import Store
-from tests.campaign_toml import agent, campaign, table
+from tests.campaign_toml import agent, campaign, table, write_campaign
 from tests.subprocesses import run_campaign
 
 pytestmark = pytest.mark.slow
@@ -20,8 +20,7 @@ CAMPAIGN = campaign(
 
 
 def test_trials_run_every_unit_n_times_and_the_table_says_so(tmp_path: Path, asc_cache: Path):
-    campaign = tmp_path / "c.toml"
-    campaign.write_text(CAMPAIGN)
+    campaign = write_campaign(tmp_path, CAMPAIGN)
     db = tmp_path / "r.sqlite"
     proc = run_campaign(
         campaign,
