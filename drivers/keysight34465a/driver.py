@@ -217,22 +217,28 @@ class Keysight34465A:
         """Abort, drain what is left, and check that no readings went missing."""
         if not self._acquiring:
             return SampleBatch.empty()
+        # The meter stops counting when it parses ABOR: between sending it and the reply to
+        # the *OPC? behind it (commands are handled in order).
+        before = now()
         self._write("ABOR")
-        t_abort = now()
+        self._query("*OPC?")
+        after = now()
+        t_abort, abort_half_width = (before + after) / 2, (after - before) / 2
         batch = self._drain()
         self._acquiring = False
         self._check_status()
         for code, message in self._pending_errors():
             self._note(f'{self.resource} reported SCPI error {code},"{message}" while acquiring')
         self._check_count(t_abort)
-        self._estimate_interval(t_abort)
+        self._estimate_interval(t_abort, abort_half_width)
         return batch
 
-    def _estimate_interval(self, t_abort: float) -> None:
+    def _estimate_interval(self, t_abort: float, abort_half_width_s: float) -> None:
         """The meter's real interval from the readings it had finished by ``ABOR`` (its own
-        count) and when that was: a drifting timebase shows here. The campaign path does not
-        restamp with it yet (its samples are stored while acquiring); the analysis-level
-        correction and budget term are :func:`hilbench.power.align.estimate_interval`."""
+        count) and when that was: a drifting timebase shows here. The batches returned by
+        ``read``/``stop`` keep the nominal stamps; the campaign restamps them with this
+        estimate (:meth:`hilbench.power.align.IntervalEstimate.restamp`) and puts its residual
+        into the timing budget."""
         s = self.settings
         assert self.t0 is not None
         self.interval_estimate = None
@@ -244,7 +250,7 @@ class Keysight34465A:
                     t_abort,
                     s.sample_interval_s,
                     s.aperture_s,
-                    time_half_width_s=self.t0_uncertainty_s or 0.0,
+                    time_half_width_s=abort_half_width_s,
                 )
             except ValueError:
                 self.interval_estimate = None

@@ -37,6 +37,13 @@ import click
     show_default=True,
     help="Reading memory size, like the 34465A's (50 000 without the MEM option).",
 )
+@click.option(
+    "--drift-ppm",
+    default=0.0,
+    show_default=True,
+    help="The timebase runs this many ppm slow (+) or fast (-): every sample interval is "
+    "stretched by it, as a real meter's crystal drifts.",
+)
 @click.option("--seed", default=None, type=int, help="Noise seed (default: random).")
 @click.option(
     "--announce",
@@ -50,6 +57,7 @@ def sim_meter(
     port: int,
     noise_std_w: float,
     memory_readings: int,
+    drift_ppm: float,
     seed: int | None,
     announce: bool,
 ) -> None:
@@ -74,6 +82,7 @@ def sim_meter(
             noise_std_w=noise_std_w,
             memory_readings=memory_readings,
             seed=seed,
+            drift_ppm=drift_ppm,
         )
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--host") from None

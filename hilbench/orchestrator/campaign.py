@@ -185,6 +185,9 @@ class InstrumentTable(_Strict):
     visa_library: str = ""
     simulate: str | None = Field(None, description="start the simulated meter with this model")
     noise_std_w: float = Field(0.0, ge=0)
+    drift_ppm: float = Field(
+        0.0, description="simulated meter only: its timebase runs this many ppm slow (+)"
+    )
     settings: dict[str, Any] = Field(
         default_factory=dict, description="instrument settings; the driver checks them"
     )
@@ -426,6 +429,10 @@ def _instruments(
                 [f'{where}: give resource = "VISA resource" or simulate = "<power model>", '
                  "not both"]
             )
+        if table.drift_ppm and table.simulate is None:
+            raise CampaignError(
+                [f"{where} drift_ppm: only the simulated meter (simulate = ...) takes a drift"]
+            )
         spec = InstrumentSpec(
             id=table.id,
             driver=table.driver,
@@ -434,6 +441,7 @@ def _instruments(
             visa_library=table.visa_library,
             simulate=table.simulate,
             noise_std_w=table.noise_std_w,
+            drift_ppm=table.drift_ppm,
             settings=dict(table.settings),
         )
         problem = check_instrument_settings(spec)

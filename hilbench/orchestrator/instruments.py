@@ -17,8 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from hilbench.documents import Samples
+from hilbench.clock import now
+from hilbench.documents import Event, Samples
 from hilbench.orchestrator.spawn import SpawnedProcess, SpawnError, spawn_announcing
+from hilbench.power.align import IntervalEstimate
 from hilbench.power.source import PowerSource, PowerSourceError, SampleBatch, SourceInfo
 from hilbench.sim.power_model import ARDUINO_NANO_33_BLE, SIMULATED_CPU, DevicePowerModel
 from hilbench.sim.xylo_power import XYLO_AUDIO_2
@@ -44,6 +46,7 @@ class InstrumentSpec:
     visa_library: str = ""
     simulate: str | None = None  # power-model name: start the simulated bench meter
     noise_std_w: float = 0.0
+    drift_ppm: float = 0.0  # the simulated meter's timebase error
     settings: dict[str, Any] = field(default_factory=dict)
 
 
@@ -96,7 +99,8 @@ def _start_simulated_meter(spec: InstrumentSpec, log_dir: Path | None) -> Spawne
             f"instrument {spec.id}: unknown power model {spec.simulate!r} "
             f"(known: {sorted(POWER_MODELS)})"
         )
-    args = ["sim-meter", "--model", str(spec.simulate), "--noise", str(spec.noise_std_w)]
+    args = ["sim-meter", "--model", str(spec.simulate), "--noise", str(spec.noise_std_w),
+            "--drift-ppm", str(spec.drift_ppm)]
     try:
         return spawn_announcing(f"simulated meter {spec.id}", args, log_dir=log_dir)
     except SpawnError as exc:
@@ -155,15 +159,27 @@ def aperture_s(inst: Instrument) -> float | None:
 
 
 def timing_uncertainty_s(
-    inst: Instrument, clock_offset_uncertainty_s: float, start_uncertainty_s: float | None = None
+    inst: Instrument,
+    clock_offset_uncertainty_s: float,
+    start_uncertainty_s: float | None = None,
+    drift_residual_s: float = 0.0,
 ) -> float:
     """How far a device window may sit from where the instrument's samples say it is: the
     agent's clock-offset uncertainty (of that phase's probe) plus the acquisition-start
-    uncertainty of that phase's acquisition (default: the instrument's latest)."""
+    uncertainty of that phase's acquisition (default: the instrument's latest) plus what the
+    estimate of the instrument's real sample interval leaves open at the window
+    (:func:`drift_residual_s`)."""
     start = start_uncertainty_s
     if start is None:
         start = getattr(inst.source, "t0_uncertainty_s", None)
-    return clock_offset_uncertainty_s + (start if start else DEFAULT_START_UNCERTAINTY_S)
+    return (clock_offset_uncertainty_s + (start if start else DEFAULT_START_UNCERTAINTY_S)
+            + drift_residual_s)
+
+
+def drift_residual_s(estimate: IntervalEstimate | None, t: float) -> float:
+    """How far a restamped reading at orchestrator time ``t`` may still be off because the
+    real interval is only known within the estimate's half-width (0 without an estimate)."""
+    return 0.0 if estimate is None or estimate.t0 is None else estimate.stamp_half_width_s(t)
 
 
 def to_watts(info: SourceInfo, values: np.ndarray) -> np.ndarray:
@@ -186,6 +202,8 @@ class PhaseAcquisition:
         self.batches: list[SampleBatch] = []
         # How well this acquisition's first-sample time is known (None: the source says not).
         self.t0_uncertainty_s: float | None = None
+        # The instrument's real sample interval as learned at stop (None: the source says not).
+        self.interval_estimate: IntervalEstimate | None = None
 
     def start(self) -> None:
         try:
@@ -220,10 +238,32 @@ class PhaseAcquisition:
             raise InstrumentFault(f"instrument {self.instrument.spec.id}: " + "; ".join(problems))
         if not self.batches:
             return SampleBatch.empty()
-        return SampleBatch(
+        batch = SampleBatch(
             np.concatenate([b.t for b in self.batches]),
             np.concatenate([b.values for b in self.batches]),
         )
+        return self._restamp(batch, getattr(source, "interval_estimate", None))
+
+    def _restamp(self, batch: SampleBatch, estimate: IntervalEstimate | None) -> SampleBatch:
+        """Stamp the readings with the instrument's estimated real interval instead of the
+        nominal one, and store what was done as an ``instrument_interval`` event: the stored
+        ``Samples`` keep the nominal stamps, and that record turns them into these."""
+        if estimate is None or estimate.t0 is None:
+            return batch
+        self.interval_estimate = estimate
+        t = estimate.restamp(batch.t)
+        data = {
+            "instrument": self.instrument.spec.id,
+            **estimate.to_dict(),
+            "readings": len(batch),
+            "last_shift_s": float(t[-1] - batch.t[-1]),
+            "last_residual_s": estimate.stamp_half_width_s(float(t[-1])),
+            "restamped": True,
+        }
+        self._emit(Event(self.run_uid, self.phase_uid, "instrument_interval", now(), data))
+        log.info("instrument %s runs %.1f ppm from its nominal interval; readings restamped",
+                 self.instrument.spec.id, estimate.drift_ppm)
+        return SampleBatch(t, batch.values)
 
     def _keep(self, batch: SampleBatch) -> None:
         if len(batch) == 0:

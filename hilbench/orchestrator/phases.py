@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from hilbench.clock import now
 from hilbench.documents import Document, DocumentStream, PhaseStart, PhaseStop, new_uid
 from hilbench.orchestrator.client import AgentClient, ClockOffset
-from hilbench.orchestrator.instruments import Instrument, PhaseAcquisition
+from hilbench.orchestrator.instruments import Instrument, PhaseAcquisition, drift_residual_s
 from hilbench.orchestrator.interrupt import raise_if_interrupted
+from hilbench.power.align import IntervalEstimate
 from hilbench.power.source import SampleBatch
 
 
@@ -27,12 +28,18 @@ class Phase:
     samples: dict[str, SampleBatch] = field(default_factory=dict)  # filled when the phase ends
     # instrument id -> how well this phase's acquisition start is known (s), when it says
     start_uncertainty_s: dict[str, float | None] = field(default_factory=dict)
+    # instrument id -> its real sample interval as estimated at stop (readings restamped)
+    interval_estimates: dict[str, IntervalEstimate] = field(default_factory=dict)
 
     def poll(self) -> None:
         """Drain instruments; call this whenever the orchestrator waits."""
         raise_if_interrupted()
         for acq in self.acquisitions:
             acq.poll()
+
+    def drift_residual_s(self, instrument_id: str, t: float) -> float:
+        """What the instrument's interval estimate leaves open at orchestrator time ``t``."""
+        return drift_residual_s(self.interval_estimates.get(instrument_id), t)
 
     def to_orchestrator_time(self, agent: str, t_agent: float) -> float:
         """Map a time on the agent's clock onto the orchestrator timeline."""
@@ -79,6 +86,8 @@ class RunContext:
             for acq in phase.acquisitions:
                 phase.samples[acq.instrument.spec.id] = acq.stop()
                 phase.start_uncertainty_s[acq.instrument.spec.id] = acq.t0_uncertainty_s
+                if acq.interval_estimate is not None:
+                    phase.interval_estimates[acq.instrument.spec.id] = acq.interval_estimate
         except BaseException as exc:
             for acq in phase.acquisitions:
                 if acq.instrument.spec.id not in phase.samples:

@@ -149,15 +149,42 @@ class IntervalEstimate:
     dt_s: float  # best estimate of the real interval
     half_width_s: float  # the real interval lies within dt_s ± this
     dt_nominal_s: float
+    t0: float | None = None  # orchestrator time of the first reading, when known
+    count: int = 0  # readings the estimate was learned from
 
     @property
     def drift_ppm(self) -> float:
         return (self.dt_s / self.dt_nominal_s - 1.0) * 1e6
 
-    def stamp_half_width_s(self, t: float, t0: float) -> float:
+    def stamp_half_width_s(self, t: float, t0: float | None = None) -> float:
         """How far the stamp of a reading taken at ``t`` may be off because of the interval's
-        residual uncertainty: the error grows with the number of intervals since ``t0``."""
-        return abs(t - t0) / self.dt_s * self.half_width_s
+        residual uncertainty: the error grows with the number of intervals since ``t0``
+        (default: the estimate's own first-reading time)."""
+        start = self.t0 if t0 is None else t0
+        if start is None:
+            raise ValueError("the estimate does not know its first reading's time; give t0")
+        return abs(t - start) / self.dt_s * self.half_width_s
+
+    def restamp(self, t: np.ndarray) -> np.ndarray:
+        """Times stamped ``t0 + i × nominal interval`` moved to ``t0 + i × estimated
+        interval``: the readings' index is recovered from the nominal stamp, so the stored raw
+        stamps and this record give the corrected ones back."""
+        if self.t0 is None:
+            raise ValueError("the estimate does not know its first reading's time")
+        t = np.asarray(t, dtype=np.float64)
+        index = np.rint((t - self.t0) / self.dt_nominal_s)
+        return self.t0 + index * self.dt_s
+
+    def to_dict(self) -> dict[str, float | int | None]:
+        """What the store keeps so that a report can trace the restamping."""
+        return {
+            "t0": self.t0,
+            "count": self.count,
+            "dt_nominal_s": self.dt_nominal_s,
+            "dt_s": self.dt_s,
+            "half_width_s": self.half_width_s,
+            "drift_ppm": self.drift_ppm,
+        }
 
 
 def estimate_interval(
@@ -186,5 +213,9 @@ def estimate_interval(
     lo = (span - time_half_width_s) / count
     hi = (span + time_half_width_s) / (count - 1)
     return IntervalEstimate(
-        dt_s=(lo + hi) / 2, half_width_s=(hi - lo) / 2, dt_nominal_s=dt_nominal_s
+        dt_s=(lo + hi) / 2,
+        half_width_s=(hi - lo) / 2,
+        dt_nominal_s=dt_nominal_s,
+        t0=t0,
+        count=count,
     )

@@ -81,6 +81,9 @@ class _Window:
     offset_uncertainty_s: float  # this phase's clock-offset probe
     start_uncertainty_s: float | None  # this phase's acquisition start, when the meter says
     loop: dict[str, Any] | None = None
+    # what the meter's interval estimate leaves open at the window's end, and the estimate
+    drift_residual_s: float = 0.0
+    interval: dict[str, Any] | None = None
 
 
 def run_power_unit(
@@ -161,7 +164,8 @@ def _idle_window(
         ctx.emit(Event(ctx.run_uid, phase.uid, "idle_window", end,
                        {"repetition": rep, "start": start, "end": end}))
     # The idle window is the orchestrator's own: no agent clock maps it, only the meter's start.
-    return _Window("idle", rep, start, end, _batch(phase, inst), 0.0, _start_u(phase, inst))
+    return _Window("idle", rep, start, end, _batch(phase, inst), 0.0, _start_u(phase, inst),
+                   **_drift(phase, inst, end))
 
 
 def _device_idle_window(
@@ -209,7 +213,8 @@ def _active_window(
         ctx.emit(Event(ctx.run_uid, phase.uid, "repeat_result", ctx.now(),
                        {**loop, "repetition": rep, "start": start, "end": end}))
     return _Window(stage, rep, start, end, _batch(phase, inst),
-                   phase.offsets[client.name].uncertainty_s, _start_u(phase, inst), loop)
+                   phase.offsets[client.name].uncertainty_s, _start_u(phase, inst), loop,
+                   **_drift(phase, inst, end))
 
 
 def _batch(phase: Phase, inst: Instrument | None) -> SampleBatch | None:
@@ -218,6 +223,15 @@ def _batch(phase: Phase, inst: Instrument | None) -> SampleBatch | None:
 
 def _start_u(phase: Phase, inst: Instrument | None) -> float | None:
     return None if inst is None else phase.start_uncertainty_s.get(inst.spec.id)
+
+
+def _drift(phase: Phase, inst: Instrument | None, end: float) -> dict[str, Any]:
+    """The meter's interval estimate of this phase (readings already restamped with it) and
+    the stamp uncertainty it leaves at the window's end, the latest reading that counts."""
+    if inst is None or inst.spec.id not in phase.interval_estimates:
+        return {}
+    return {"drift_residual_s": phase.drift_residual_s(inst.spec.id, end),
+            "interval": phase.interval_estimates[inst.spec.id].to_dict()}
 
 
 def loop_time(loops: list[dict[str, Any]]) -> tuple[float, float]:
@@ -347,7 +361,8 @@ def _power_figures(
     aperture = aperture_s(inst)
     # Each window's timing is known as well as its own phase's offset probe and acquisition
     # start: the errors of different windows are independent.
-    timings = [timing_uncertainty_s(inst, w.offset_uncertainty_s, w.start_uncertainty_s)
+    timings = [timing_uncertainty_s(inst, w.offset_uncertainty_s, w.start_uncertainty_s,
+                                    w.drift_residual_s)
                for w in windows]
     estimates: dict[str, list[PowerEstimate]] = {"idle": [], **{s: [] for s in STAGES}}
     try:
@@ -377,7 +392,8 @@ def _power_figures(
         "timing_uncertainty_per_window_s": timings,
         "uncertainty": "95 % expanded (GUM-S1 Monte Carlo)",
         "windows": [
-            {"stage": w.stage, "repetition": w.repetition, "start": w.start, "end": w.end}
+            {"stage": w.stage, "repetition": w.repetition, "start": w.start, "end": w.end,
+             "drift_residual_s": w.drift_residual_s, "interval": w.interval}
             for w in windows
         ],
     }

@@ -244,6 +244,8 @@ def _window_power(
         "window": [start, end],
         "clock_offset": offset.to_dict(),
     }
+    if inst.spec.id in phase.interval_estimates:
+        meta["interval"] = phase.interval_estimates[inst.spec.id].to_dict()
     try:
         watts = to_watts(inst.info, batch.values)
         estimate = phase_power(
@@ -252,7 +254,9 @@ def _window_power(
             PhaseWindow("active", start, end),
             inst.info,
             aperture_s=aperture_s(inst),
-            timing_uncertainty_s=timing_uncertainty_s(inst, offset.uncertainty_s),
+            timing_uncertainty_s=timing_uncertainty_s(
+                inst, offset.uncertainty_s, phase.start_uncertainty_s.get(inst.spec.id),
+                phase.drift_residual_s(inst.spec.id, end)),
         )
     except ValueError as exc:
         return {"value": None, "uncertainty": None, "meta": {**meta, "reason": str(exc)}}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from rich.console import Console
 
@@ -138,3 +139,63 @@ def test_without_an_instrument_power_is_not_measured_and_says_why(tmp_path, asc_
     print_summary(db, campaign_uid, console, "asc-power")
     text = console.export_text()
     assert "n/m" in text and "not measured: no instrument measures agent cpu0" in text
+
+
+def test_a_drifting_meter_is_restamped_and_its_figures_cover_the_truth(tmp_path, asc_cache,
+                                                                       model_path):
+    # The meter's timebase runs 2 % slow: at nominal stamps its last reading of a 1.5 s phase
+    # is ~30 ms (more than an interval) late. The Keysight driver learns the real interval
+    # from its own count at ABOR; the campaign restamps, stores what it did, and widens the
+    # timing budget by what the estimate leaves open. (Each ASC window fills its phase's
+    # acquisition, so here drift moves no reading across a power step; the bench's drift case,
+    # with idle and active in one acquisition, is where it would bias the figure.)
+    drift_ppm = 20_000.0
+    nominal_s = 0.025
+    meter = SimulatedMeter(SIMULATED_CPU, noise_std_w=0.05, drift_ppm=drift_ppm, seed=7)
+    meter.start()
+    try:
+        db, _ = run_campaign(tmp_path, asc_power_campaign(
+            asc_cache / "hilbench" / "asc-fixture-0", model_path, window_s=1.5, meter=meter
+        ))
+        metrics = power_metrics(db)
+        windows = metrics["idle_power_w"]["meta"]["windows"]
+
+        def true_power(stage: str) -> float:
+            (w,) = [w for w in windows if w["stage"] == stage]
+            return meter.true_mean_power(w["start"], w["end"])
+
+        idle = true_power("idle")
+        for stage in STAGES:
+            dyn = metrics[f"dynamic_power_w.{stage}"]
+            true_dynamic = true_power(stage) - idle
+            assert true_dynamic > 10
+            assert abs(dyn["value"] - true_dynamic) <= dyn["uncertainty"], (stage, dyn)
+        # Every window says which estimate restamped its readings and what it leaves open.
+        true_dt = nominal_s * (1 + drift_ppm * 1e-6)
+        for w in windows:
+            est = w["interval"]
+            assert est["dt_nominal_s"] == nominal_s
+            assert abs(est["dt_s"] - true_dt) <= est["half_width_s"], est
+            assert est["drift_ppm"] == pytest.approx(drift_ppm, abs=10_000)
+            assert 0 < w["drift_residual_s"] < nominal_s  # not the 40 ms walk
+        timing = metrics["idle_power_w"]["meta"]["timing_uncertainty_per_window_s"]
+        assert all(t >= w["drift_residual_s"] for t, w in zip(timing, windows, strict=True))
+
+        with Store(db) as store:
+            (run,) = [r for r in store.runs() if r["procedure"] == "asc.power"]
+            records = store.events(run["uid"], "instrument_interval")
+            assert len(records) == len(windows)  # one per measured phase
+            for record in records:
+                data = record["data"]
+                assert data["instrument"] == "dmm0" and data["restamped"]
+                # The stored readings keep the meter's nominal stamps: the raw data ...
+                t_raw, _ = store.samples(run["uid"], "dmm0", record["phase_uid"])
+                assert len(t_raw) == data["readings"] == data["count"]
+                assert np.diff(t_raw) == pytest.approx(nominal_s)
+                # ... and the record turns them into the stamps the figures used.
+                t_used = data["t0"] + np.rint((t_raw - data["t0"]) / nominal_s) * data["dt_s"]
+                assert t_used[-1] - t_raw[-1] == pytest.approx(data["last_shift_s"])
+                assert data["last_shift_s"] == pytest.approx(
+                    drift_ppm * 1e-6 * (t_raw[-1] - data["t0"]), rel=0.5)
+    finally:
+        meter.stop()
