@@ -38,6 +38,7 @@ INLINE_COMMANDS = frozenset({"status", "stop", "echo", "shutdown"})
 # not yet seen or that a peer has not yet read.
 RECEIVE_QUEUE = 8
 SEND_QUEUE = 64
+_POLLIN = int(zmq.POLLIN)
 # How often the calling thread looks whether the driver thread is running a device command and
 # takes the socket over: heartbeats, pings and status wait at most this much longer while a
 # command runs. Idle, that is 20 short wake-ups a second.
@@ -261,9 +262,10 @@ class AgentRuntime:
 
     def _drain_socket(self, sock: zmq.Socket) -> None:
         # Poll says a message is waiting; read what is there without raising zmq.Again (an
-        # exception per message is measurable on the dispatch hot path).
+        # exception per message is measurable on the dispatch hot path), asking the socket with
+        # the raw ``get`` (an int: ``getsockopt`` builds enum objects on every call).
         routed = self.bind_address is not None
-        while self._admitted is None and sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+        while self._admitted is None and sock.get(zmq.EVENTS) & _POLLIN:
             frames = sock.recv_multipart(copy=False)
             if routed:
                 route, frames = [frames[0].bytes], frames[1:]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import itertools
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -83,6 +84,18 @@ def new_correlation_id() -> str:
     return _prefix + str(next(_counter))
 
 
+# One packer for the process: ``msgpack.packb`` builds a new Packer on every call. A Packer
+# is not thread-safe, so each thread gets its own.
+_packers = threading.local()
+
+
+def _pack(header: dict[str, Any]) -> bytes:
+    packer = getattr(_packers, "packer", None)
+    if packer is None:
+        packer = _packers.packer = msgpack.Packer(use_bin_type=True)
+    return packer.pack(header)
+
+
 def _array_descriptor(arr: np.ndarray) -> dict[str, Any]:
     if arr.dtype.kind not in _ALLOWED_DTYPE_KINDS:
         raise ProtocolError("bad_payload", f"dtype {arr.dtype} cannot be sent; use a numeric dtype")
@@ -103,7 +116,7 @@ def encode(msg: Message) -> list[bytes | np.ndarray]:
         "body": msg.body,
         "payloads": [_array_descriptor(a) for a in arrays],
     }
-    packed = msgpack.packb(header, use_bin_type=True)
+    packed = _pack(header)
     if len(packed) > MAX_HEADER_BYTES:
         raise ProtocolError("too_large", f"header is {len(packed)} bytes, limit {MAX_HEADER_BYTES}")
     return [packed, *(a.reshape(-1).view(np.uint8) if a.size else b"" for a in arrays)]
