@@ -5,9 +5,9 @@ turns in blocks so that a busy machine weighs on both alike:
 
 * bare: a pyzmq REQ/REP echo, the least any ZeroMQ round trip costs;
 * worker: the agent protocol's ``noop``, a device command that goes the way ``run`` goes (header
-  codec and checks, hello-first state, busy rule, the worker thread and back, heartbeats and
-  correlation ids) without touching a device;
-* inline: the protocol's ``echo``, answered by the serving thread (for reference).
+  codec and checks, hello-first state, busy rule, memory budget, the driver (worker) thread that
+  runs device commands, heartbeats and correlation ids) without touching a device;
+* inline: the protocol's ``echo``, answered by whichever thread serves the socket (for reference).
 
 Each payload size is measured in turn (default 1 KiB and 64 KiB; 0 works too). The last line is
 the headline: the worker path's median ratio to bare pyzmq at each size.
@@ -15,6 +15,7 @@ the headline: the worker path's median ratio to bare pyzmq at each size.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -121,23 +122,27 @@ def measure(payload_kib: tuple[int, ...], n: int, warmup: int) -> dict[int, dict
 def dispatch(n: int, payload_kib: tuple[int, ...], warmup: int) -> None:
     """Round trip of a device command through the agent's worker vs bare pyzmq REQ/REP.
 
-    Targets (issue 10): the worker path within 2× bare pyzmq at 1 KiB and 1.5× at 64 KiB. The
-    machine's load weighs on all paths alike (they take turns); rerun when it is quiet.
+    Targets (issue 10): the worker path (`noop`, run by the agent's driver thread like `run`)
+    within 2× bare pyzmq at 1 KiB and 1.5× at 64 KiB, median against median in this one run.
+    The paths take turns in blocks so the machine's load weighs on all alike, but a loaded
+    machine still inflates the ratios (thread wake-ups grow with the load): the first line
+    prints the load average; rerun when it is quiet.
     """
     if n < 2000:
         raise click.BadParameter(
             "use at least 2000 requests for a stable p99", param_hint="--requests"
         )
     results = measure(tuple(payload_kib), n, warmup)
+    load = os.getloadavg()[0]
     click.echo(
         f"{n} timed round trips per path and size, loopback TCP, the paths taking turns in "
-        f"blocks of {BLOCK}"
+        f"blocks of {BLOCK}; load average {load:.2f} on {os.cpu_count()} CPUs"
     )
     click.echo(f"{'payload':>8} {'path':<34} {'median us':>10} {'p99 us':>10} {'ratio':>6}")
     labels = {
         "bare": "bare pyzmq REQ/REP",
         "worker": "hilbench noop (worker thread)",
-        "inline": "hilbench echo (serving thread)",
+        "inline": "hilbench echo (answered inline)",
     }
     headline = []
     for kib, times in results.items():

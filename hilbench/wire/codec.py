@@ -210,12 +210,12 @@ def decode(frames: Sequence[Any], max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_B
         )
     if not descriptors:
         return Message(type=mtype, id=cid, cmd=cmd, body=body, version=version)
-    checked = [
-        _check_descriptor(i, desc, max_payload_bytes, cid) for i, desc in enumerate(descriptors)
-    ]
-    bufs = [_frame_bytes(f) for f in frames[1:]]
+    # One pass: check each descriptor against its frame, then view the frame (no copy).
+    arrays = []
     total = 0
-    for i, ((dtype, shape, nbytes), buf) in enumerate(zip(checked, bufs, strict=True)):
+    for i, desc in enumerate(descriptors):
+        dtype, shape, nbytes = _check_descriptor(i, desc, max_payload_bytes, cid)
+        buf = _frame_bytes(frames[i + 1])
         if nbytes != len(buf):
             raise ProtocolError(
                 "bad_payload",
@@ -223,12 +223,9 @@ def decode(frames: Sequence[Any], max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_B
                 cid,
             )
         total += nbytes
-    if total > max_payload_bytes:
-        raise ProtocolError("too_large", f"payload exceeds {max_payload_bytes} bytes", cid)
-    arrays = [
-        np.frombuffer(buf, dtype=dtype).reshape(shape)
-        for (dtype, shape, _), buf in zip(checked, bufs, strict=True)
-    ]
+        if total > max_payload_bytes:
+            raise ProtocolError("too_large", f"payload exceeds {max_payload_bytes} bytes", cid)
+        arrays.append(np.frombuffer(buf, dtype=dtype).reshape(shape))
     return Message(type=mtype, id=cid, cmd=cmd, body=body, arrays=arrays, version=version)
 
 
