@@ -17,15 +17,15 @@ import logging
 import os
 import socket
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import zmq
 
 from hilbench import __version__
-from hilbench.agent.driver import Driver, DriverError, DriverResult
+from hilbench.agent.driver import Driver
 from hilbench.agent.guard import DEFAULT_MEMORY_BUDGET_BYTES, BadMessageLog, MemoryBudget
+from hilbench.agent.turns import Job, SocketTurns
 from hilbench.clock import now
 from hilbench.wire import codec, keys
 from hilbench.wire.codec import Message, ProtocolError
@@ -39,10 +39,7 @@ INLINE_COMMANDS = frozenset({"status", "stop", "echo", "shutdown"})
 RECEIVE_QUEUE = 8
 SEND_QUEUE = 64
 _POLLIN = int(zmq.POLLIN)
-# How often the calling thread looks whether the driver thread is running a device command and
-# takes the socket over: heartbeats, pings and status wait at most this much longer while a
-# command runs. Idle, that is 20 short wake-ups a second.
-FOLLOWER_CHECK_S = 0.05
+_wake_serials = itertools.count(1)
 
 
 class InsecureAddress(ValueError):
@@ -57,14 +54,6 @@ class _Peer:
 
 
 @dataclass
-class _Job:
-    route: list[bytes]
-    msg: Message
-    frames: list[Any]
-    reserved: int  # bytes counted in the memory budget while the job is held
-
-
-@dataclass
 class AgentStats:
     served: int = 0
     errors: int = 0
@@ -74,7 +63,7 @@ class AgentStats:
     started: float = field(default_factory=now)
 
 
-class AgentRuntime:
+class AgentRuntime(SocketTurns):
     """Serve ``driver`` on a ROUTER bound at ``bind`` or a DEALER connected to ``connect``.
 
     With ``key`` (this agent's pair) the link is CurveZMQ: a bound agent admits only the
@@ -137,8 +126,8 @@ class AgentRuntime:
         self._turns = threading.Condition(threading.Lock())
         self._follower_wanted = False  # the driver thread runs a command: someone must serve
         self._follower_leads = False  # the calling thread holds the socket
-        self._admitted: _Job | None = None  # a device command just read, for the driver thread
-        self._done: list[tuple[_Job, Message]] = []  # replies for the follower to send
+        self._admitted: Job | None = None  # a device command just read, for the driver thread
+        self._done: list[tuple[Job, Message]] = []  # replies for the follower to send
         self._next_beat = 0.0
         self._busy_with: str | None = None
         self._stop_run = threading.Event()
@@ -164,7 +153,9 @@ class AgentRuntime:
             gate = keys.Gatekeeper(self._ctx, self.authorized)
         sock = self._open_socket()
         wake_rx = self._ctx.socket(zmq.PAIR)
-        wake_addr = f"inproc://agent-wake-{id(self)}"
+        # A process-wide serial, not id(self): an id is reused once a runtime is collected, while
+        # its inproc endpoint may still be bound on the shared context.
+        wake_addr = f"inproc://agent-wake-{os.getpid()}-{next(_wake_serials)}"
         wake_rx.bind(wake_addr)
         wake_tx = self._ctx.socket(zmq.PAIR)
         wake_tx.connect(wake_addr)
@@ -429,7 +420,7 @@ class AgentRuntime:
                 return
             self._busy_with = cmd
             self._stop_run.clear()
-            self._admitted = _Job(route, msg, frames, reserved)
+            self._admitted = Job(route, msg, frames, reserved)
             return
         if cmd not in INLINE_COMMANDS:
             known = sorted(DEVICE_COMMANDS | INLINE_COMMANDS)
@@ -517,123 +508,3 @@ class AgentRuntime:
             "heartbeats_sent": self.stats.heartbeats_sent,
             "heartbeats_received": self.stats.heartbeats_received,
         }
-
-    # ------------------------------------------------------------------ turns
-    def _lead(self, sock: zmq.Socket, poller: zmq.Poller, wake_rx: zmq.Socket) -> bool:
-        """Serve the socket until a device command is admitted (True) or shutdown (False).
-
-        The follower leads only while the driver thread is busy: a wake from the driver thread
-        means its reply is ready; the follower sends it and returns False to hand the socket back.
-        """
-        while not self._shutdown.is_set():
-            timeout_ms = max(0, int((self._next_beat - now()) * 1000))
-            events = dict(poller.poll(timeout_ms))
-            if wake_rx in events:
-                while wake_rx.poll(0):
-                    wake_rx.recv()
-                if self._send_finished(sock):
-                    return False
-            if sock in events:
-                self._drain_socket(sock)
-                if self._admitted is not None:
-                    return True
-            if now() >= self._next_beat:
-                self._beat(sock)
-                self.bad_messages.flush()
-                self._next_beat = now() + self.heartbeat_s
-        return False
-
-    def _drive(
-        self, sock: zmq.Socket, poller: zmq.Poller, wake_rx: zmq.Socket, wake_tx: zmq.Socket
-    ) -> None:
-        """The driver thread: leads while the device is idle and runs each device command."""
-        try:
-            while self._lead(sock, poller, wake_rx):
-                job, self._admitted = self._admitted, None
-                assert job is not None
-                with self._turns:  # the calling thread serves if the command runs for long
-                    self._follower_wanted = True
-                reply = self._run_device_command(job)
-                with self._turns:
-                    kept = self._follower_wanted  # nobody took the socket: it is still ours
-                    self._follower_wanted = False
-                    if not kept:
-                        self._done.append((job, reply))
-                if kept:
-                    self._finish(sock, job, reply)
-                    continue
-                wake_tx.send(b"")  # the follower leads: it sends the reply and hands back
-                with self._turns:
-                    while self._follower_leads and not self._shutdown.is_set():
-                        self._turns.wait(self.heartbeat_s)
-        finally:
-            with self._turns:
-                self._shutdown.set()
-                self._turns.notify_all()
-
-    def _follow(self, sock: zmq.Socket, poller: zmq.Poller, wake_rx: zmq.Socket) -> None:
-        """The calling thread: idle until the driver thread runs a command, then serve."""
-        while not self._shutdown.is_set():
-            # Not woken by the driver thread (a wake-up costs as much as the rest of a short
-            # command's round trip): it looks every FOLLOWER_CHECK_S whether a command is running.
-            with self._turns:
-                self._turns.wait(FOLLOWER_CHECK_S)
-                if not self._follower_wanted:
-                    continue
-                self._follower_wanted = False
-                self._follower_leads = True
-            try:
-                self._lead(sock, poller, wake_rx)
-            finally:
-                with self._turns:
-                    self._follower_leads = False
-                    self._turns.notify_all()
-
-    def _run_device_command(self, job: _Job) -> Message:
-        msg = job.msg
-        if msg.cmd == "noop":  # the worker path without a device: what `bench dispatch` times
-            return Message(type=codec.REPLY, id=msg.id, body=msg.body, arrays=msg.arrays)
-        t0 = time.perf_counter()
-        try:
-            if msg.cmd == "configure":
-                result = self.driver.configure(msg.body)
-            elif msg.cmd == "load":
-                result = self.driver.load(msg.body, msg.arrays)
-            else:
-                result = self.driver.run(msg.body, self._stop_run)
-        except DriverError as exc:
-            return codec.error_message(exc.code, str(exc), msg.id, command=msg.cmd)
-        except Exception as exc:  # a driver bug must not kill the agent
-            log.exception("driver %s failed in %s", self.driver.name, msg.cmd)
-            return codec.error_message(
-                "driver_error", f"{type(exc).__name__}: {exc}", msg.id, command=msg.cmd
-            )
-        if not isinstance(result, DriverResult):
-            return codec.error_message(
-                "driver_error", f"driver returned {type(result).__name__}", msg.id
-            )
-        body = dict(result.body)
-        body.setdefault("agent_elapsed_s", time.perf_counter() - t0)
-        return Message(type=codec.REPLY, id=msg.id, body=body, arrays=result.arrays)
-
-    def _send_finished(self, sock: zmq.Socket) -> bool:
-        """Send the replies the driver thread left for the follower; True if there were any."""
-        with self._turns:
-            done, self._done = self._done, []
-        for job, reply in done:
-            self._finish(sock, job, reply)
-        return bool(done)
-
-    def _finish(self, sock: zmq.Socket, job: _Job, reply: Message) -> None:
-        """Send a device command's reply and free the device for the next one."""
-        self._busy_with = None
-        if reply.type == codec.ERROR:
-            self.stats.errors += 1
-        else:
-            self.stats.served += 1
-        fresh = reply.arrays and reply.arrays is not job.msg.arrays
-        extra = sum(a.nbytes for a in reply.arrays) if fresh else 0
-        self.budget.add(extra)
-        tracker = self._send(sock, job.route, reply)
-        self.budget.release_when_sent(tracker, job.reserved)
-        self.budget.release_when_sent(tracker, extra)

@@ -1,0 +1,188 @@
+"""Leader/follower turns at an agent's socket, so that a device command costs no thread hand-off.
+
+The driver thread serves the socket while the device is idle and runs each device command
+itself as soon as it has read it; a command that is over before the calling thread looks again
+never gives the socket away, so its reply leaves with no thread wake-up on its way. While a
+command runs for longer, the calling thread takes the socket over (heartbeats, pings, status,
+stop keep being answered) and hands it back with the reply. Driver calls always run on the one
+driver thread. Every change of holder goes through one condition's lock: a full memory barrier,
+which ZeroMQ asks for when a socket moves between threads.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import zmq
+
+from hilbench.agent.driver import DriverError, DriverResult
+from hilbench.clock import now
+from hilbench.wire import codec
+from hilbench.wire.codec import Message
+
+if TYPE_CHECKING:
+    from hilbench.agent.driver import Driver
+    from hilbench.agent.guard import BadMessageLog, MemoryBudget
+
+log = logging.getLogger("hilbench.agent.runtime")
+
+# How often the calling thread looks whether the driver thread is running a device command and
+# takes the socket over: heartbeats, pings and status wait at most this much longer while a
+# command runs. Idle, that is 20 short wake-ups a second.
+FOLLOWER_CHECK_S = 0.05
+
+
+@dataclass
+class Job:
+    """A device command admitted by whichever thread read it, for the driver thread to run."""
+
+    route: list[bytes]
+    msg: Message
+    frames: list[Any]
+    reserved: int  # bytes counted in the memory budget while the job is held
+
+
+class SocketTurns:
+    """The turn-taking half of :class:`hilbench.agent.runtime.AgentRuntime` (a mixin).
+
+    The runtime provides the message handling these methods call (``_drain_socket``, ``_beat``,
+    ``_send``) and the state declared here.
+    """
+
+    driver: Driver
+    heartbeat_s: float
+    stats: Any
+    budget: MemoryBudget
+    bad_messages: BadMessageLog
+    _turns: threading.Condition
+    _follower_wanted: bool
+    _follower_leads: bool
+    _admitted: Job | None
+    _done: list[tuple[Job, Message]]
+    _next_beat: float
+    _busy_with: str | None
+    _stop_run: threading.Event
+    _shutdown: threading.Event
+
+    def _lead(self, sock: zmq.Socket, poller: zmq.Poller, wake_rx: zmq.Socket) -> bool:
+        """Serve the socket until a device command is admitted (True) or shutdown (False).
+
+        The follower leads only while the driver thread is busy: a wake from the driver thread
+        means its reply is ready; the follower sends it and returns False to hand the socket back.
+        """
+        while not self._shutdown.is_set():
+            timeout_ms = max(0, int((self._next_beat - now()) * 1000))
+            events = dict(poller.poll(timeout_ms))
+            if wake_rx in events:
+                while wake_rx.poll(0):
+                    wake_rx.recv()
+                if self._send_finished(sock):
+                    return False
+            if sock in events:
+                self._drain_socket(sock)
+                if self._admitted is not None:
+                    return True
+            if now() >= self._next_beat:
+                self._beat(sock)
+                self.bad_messages.flush()
+                self._next_beat = now() + self.heartbeat_s
+        return False
+
+    def _drive(
+        self, sock: zmq.Socket, poller: zmq.Poller, wake_rx: zmq.Socket, wake_tx: zmq.Socket
+    ) -> None:
+        """The driver thread: leads while the device is idle and runs each device command."""
+        try:
+            while self._lead(sock, poller, wake_rx):
+                job, self._admitted = self._admitted, None
+                assert job is not None
+                with self._turns:  # the calling thread serves if the command runs for long
+                    self._follower_wanted = True
+                reply = self._run_device_command(job)
+                with self._turns:
+                    kept = self._follower_wanted  # nobody took the socket: it is still ours
+                    self._follower_wanted = False
+                    if not kept:
+                        self._done.append((job, reply))
+                if kept:
+                    self._finish(sock, job, reply)
+                    continue
+                wake_tx.send(b"")  # the follower leads: it sends the reply and hands back
+                with self._turns:
+                    while self._follower_leads and not self._shutdown.is_set():
+                        self._turns.wait(self.heartbeat_s)
+        finally:
+            with self._turns:
+                self._shutdown.set()
+                self._turns.notify_all()
+
+    def _follow(self, sock: zmq.Socket, poller: zmq.Poller, wake_rx: zmq.Socket) -> None:
+        """The calling thread: idle until the driver thread runs a command, then serve."""
+        while not self._shutdown.is_set():
+            # Not woken by the driver thread (a wake-up costs as much as the rest of a short
+            # command's round trip): it looks every FOLLOWER_CHECK_S whether a command is running.
+            with self._turns:
+                self._turns.wait(FOLLOWER_CHECK_S)
+                if not self._follower_wanted:
+                    continue
+                self._follower_wanted = False
+                self._follower_leads = True
+            try:
+                self._lead(sock, poller, wake_rx)
+            finally:
+                with self._turns:
+                    self._follower_leads = False
+                    self._turns.notify_all()
+
+    def _run_device_command(self, job: Job) -> Message:
+        msg = job.msg
+        if msg.cmd == "noop":  # the worker path without a device: what `bench dispatch` times
+            return Message(type=codec.REPLY, id=msg.id, body=msg.body, arrays=msg.arrays)
+        t0 = time.perf_counter()
+        try:
+            if msg.cmd == "configure":
+                result = self.driver.configure(msg.body)
+            elif msg.cmd == "load":
+                result = self.driver.load(msg.body, msg.arrays)
+            else:
+                result = self.driver.run(msg.body, self._stop_run)
+        except DriverError as exc:
+            return codec.error_message(exc.code, str(exc), msg.id, command=msg.cmd)
+        except Exception as exc:  # a driver bug must not kill the agent
+            log.exception("driver %s failed in %s", self.driver.name, msg.cmd)
+            return codec.error_message(
+                "driver_error", f"{type(exc).__name__}: {exc}", msg.id, command=msg.cmd
+            )
+        if not isinstance(result, DriverResult):
+            return codec.error_message(
+                "driver_error", f"driver returned {type(result).__name__}", msg.id
+            )
+        body = dict(result.body)
+        body.setdefault("agent_elapsed_s", time.perf_counter() - t0)
+        return Message(type=codec.REPLY, id=msg.id, body=body, arrays=result.arrays)
+
+    def _send_finished(self, sock: zmq.Socket) -> bool:
+        """Send the replies the driver thread left for the follower; True if there were any."""
+        with self._turns:
+            done, self._done = self._done, []
+        for job, reply in done:
+            self._finish(sock, job, reply)
+        return bool(done)
+
+    def _finish(self, sock: zmq.Socket, job: Job, reply: Message) -> None:
+        """Send a device command's reply and free the device for the next one."""
+        self._busy_with = None
+        if reply.type == codec.ERROR:
+            self.stats.errors += 1
+        else:
+            self.stats.served += 1
+        fresh = reply.arrays and reply.arrays is not job.msg.arrays
+        extra = sum(a.nbytes for a in reply.arrays) if fresh else 0
+        self.budget.add(extra)
+        tracker = self._send(sock, job.route, reply)
+        self.budget.release_when_sent(tracker, job.reserved)
+        self.budget.release_when_sent(tracker, extra)
