@@ -91,6 +91,13 @@ class Campaign:
     listen_timeout_s: float = 120.0
     key: str | None = None  # this orchestrator's secret key file (CurveZMQ)
     source: str = ""
+    insecure: bool = False  # a keyless listener on an address other hosts reach, on purpose
+
+    def listener_is_insecure(self) -> bool:
+        """True when agents dial in over plaintext on an address other hosts can reach."""
+        from hilbench.wire import keys
+
+        return self.listen is not None and self.key is None and not keys.is_loopback(self.listen)
 
     def tables_of(self, procedure: str) -> tuple[CampaignTable, ...]:
         """The validated tables of one procedure (empty when the file has none)."""
@@ -149,6 +156,12 @@ class CampaignHead(_Strict):
         description="this orchestrator's secret key file (NAME.key_secret from `hilbench keys "
         "generate`), relative to the campaign file's folder; agents with a key are then reached "
         "over CurveZMQ",
+    )
+    insecure: bool = Field(
+        False,
+        description="allow `listen` without `key` on an address other hosts can reach "
+        "(plaintext: any process there can pose as an agent; logged loudly). Without keys and "
+        "without this, `listen` must be a loopback address, as for `hilbench agent --insecure`",
     )
 
 
@@ -272,8 +285,7 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>") -> Campaign
         CampaignHead(),
     )
     if head.listen is not None:
-        problems.check(lambda: _endpoint(head.listen, f"{source} [campaign] listen", bind=True),
-                       None)
+        problems.check(lambda: _listen(head, f"{source} [campaign] listen"), None)
     agents: list[AgentSpec] = []
     raw_agents = problems.check(lambda: _tables(data, "agents", source), [])
     for i, table in enumerate(raw_agents):
@@ -335,6 +347,7 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>") -> Campaign
         listen_timeout_s=head.listen_timeout_s,
         key=own_key,
         source=source,
+        insecure=head.insecure,
     )
 
 
@@ -342,6 +355,22 @@ def _endpoint(value: str, where: str, *, bind: bool) -> None:
     problem = check_endpoint(value, bind=bind)
     if problem:
         raise CampaignError([f"{where}: {problem}"])
+
+
+def _listen(head: CampaignHead, where: str) -> None:
+    """The listener's address, and the agent's rule for plaintext: loopback only, unless keys
+    are given or the campaign says ``insecure = true``."""
+    from hilbench.wire import keys
+
+    assert head.listen is not None
+    _endpoint(head.listen, where, bind=True)
+    if head.key is None and not head.insecure and not keys.is_loopback(head.listen):
+        raise CampaignError(
+            [f"{where}: {head.listen!r} can be reached from other hosts, and without keys any "
+             "process there could pose as an agent; give [campaign] key and each dialling "
+             "agent's key (see `hilbench keys generate --help`), listen on loopback "
+             '(e.g. "tcp://127.0.0.1:5600"), or accept the risk with [campaign] insecure = true']
+        )
 
 
 def _agent(table: AgentTable, where: str, head: CampaignHead, base_dir: Path) -> AgentSpec:

@@ -139,6 +139,12 @@ class CampaignRunner:
                 **self._listener_keys(),
             )
             log.warning("waiting for agents to connect to %s", self.listener.start())
+            if self.campaign.listener_is_insecure():
+                log.warning(
+                    "INSECURE: listening for agents on %s in plaintext with no key ([campaign] "
+                    "insecure = true): any process that reaches this address can pose as an agent",
+                    self.listener.endpoint,
+                )
         for spec in self.campaign.agents:
             if spec.connects:
                 assert self.listener is not None

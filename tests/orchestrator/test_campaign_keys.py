@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from hilbench.store import Store
 from hilbench.wire import keys
 from tests.campaign_toml import agent, campaign, qubo, write_campaign
-from tests.subprocesses import announced_agent, hilbench, run_campaign
+from tests.subprocesses import (
+    announced_agent,
+    hilbench,
+    hilbench_command,
+    run_campaign,
+    start_campaign,
+    stop,
+)
 
 
 @pytest.fixture
@@ -87,3 +97,59 @@ def test_key_mistakes_are_refused_before_anything_starts(tmp_path, agent_key, he
     done = hilbench("campaign", "check", str(path))
     assert done.returncode == 2
     assert f"{path} {message}" in done.stderr
+
+
+def dial_in_campaign(tmp_path: Path, listen: str, **head: Any) -> Path:
+    """One QUBO run on an agent that dials in to ``listen``; ``head`` adds [campaign] keys, and
+    head key = "…" gives the dialling agent keys/cpu0.key."""
+    dialling = agent(spawn=False, connects=True,
+                     key="keys/cpu0.key" if head.get("key") else None)
+    text = campaign(dialling, qubo(), name="dial", listen=listen, listen_timeout_s=60, **head)
+    return write_campaign(tmp_path, text, "dial.toml")
+
+
+def test_keyless_listener_reachable_from_other_hosts_is_refused_at_load(tmp_path):
+    path = dial_in_campaign(tmp_path, "tcp://0.0.0.0:5600")
+    db = tmp_path / "r.sqlite"
+    for done in (hilbench("campaign", "check", path), run_campaign(path, db)):
+        assert done.returncode == 2, done.stderr
+        assert (f"{path} [campaign] listen: 'tcp://0.0.0.0:5600' can be reached from other hosts"
+                in done.stderr)
+        assert "[campaign] insecure = true" in done.stderr
+    assert not db.exists()  # refused before anything started
+
+
+@pytest.mark.parametrize(
+    "listen, head",
+    [
+        ("tcp://127.0.0.1:5600", {}),
+        ("tcp://0.0.0.0:5600", {"key": "keys/orchestrator.key_secret"}),
+        ("tcp://0.0.0.0:5600", {"insecure": True}),
+    ],
+    ids=["loopback", "keyed", "marked-insecure"],
+)
+def test_listeners_the_agent_rule_allows_pass_the_check(tmp_path, listen, head):
+    for name in ("orchestrator", "cpu0"):
+        keys.generate(name, tmp_path / "keys")
+    done = hilbench("campaign", "check", dial_in_campaign(tmp_path, listen, **head))
+    assert done.returncode == 0, done.stderr
+
+
+def test_an_insecure_listener_runs_and_says_so_loudly(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    path = dial_in_campaign(tmp_path, f"tcp://0.0.0.0:{port}", insecure=True)
+    run = start_campaign(path, tmp_path / "r.sqlite")
+    dialler = subprocess.Popen(
+        hilbench_command("agent", "--driver", "cpu", "--connect", f"tcp://127.0.0.1:{port}",
+                         "--id", "cpu0"),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        _out, err = run.communicate(timeout=120)
+    finally:
+        stop(dialler)
+        stop(run)
+    assert run.returncode == 0, err
+    assert f"INSECURE: listening for agents on tcp://0.0.0.0:{port} in plaintext" in err
