@@ -1,5 +1,6 @@
-"""The Lava child process: started in a process group of its own, watched against deadlines,
-and killed as a group (Lava's own worker processes included) when it overruns or is stopped.
+"""The Lava child process: started in a process group of its own that dies with the agent
+(:func:`hilbench.lifeline.dies_with_parent`), watched against deadlines, and killed as a group
+(Lava's own worker processes included) when it overruns or is stopped.
 
 The child (``lava_runner.py``) prints one JSON event per line; this side reads them with a
 deadline per stage: ``setup_timeout_s`` until it has started the timed region, then the run's
@@ -25,6 +26,7 @@ from typing import Any
 import psutil
 
 from hilbench.agent.driver import DriverError
+from hilbench.lifeline import dies_with_parent
 
 RUNNER = Path(__file__).resolve().parent / "lava_runner.py"
 
@@ -100,7 +102,9 @@ def run_child(
             stdout=subprocess.PIPE,
             stderr=log,
             stdin=subprocess.DEVNULL,
-            start_new_session=True,  # its own session and process group: killable as one
+            # Its own session and process group (killable as one), and a parent-death signal:
+            # the runner ends its group on it, so a SIGKILLed agent leaves no Lava behind.
+            **dies_with_parent(),
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
     marks["spawned"] = time.monotonic()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -168,7 +169,22 @@ def _solve(job: dict[str, Any], q: np.ndarray) -> None:
     )
 
 
+def end_group_on_signal(signum: int = signal.SIGTERM) -> None:
+    """On ``signum`` (the parent-death signal the driver asks Linux for, or a stop) SIGKILL this
+    process's whole group: Lava's worker processes do not get that signal themselves, and a
+    SIGKILLed agent must leave none of them behind. Only a group leader (as the driver starts
+    this file) ends its group; run by hand from a shell, it only exits."""
+
+    def _end(*_: object) -> None:
+        if os.getpgrp() == os.getpid():
+            os.killpg(os.getpgrp(), signal.SIGKILL)
+        os._exit(128 + signum)
+
+    signal.signal(signum, _end)
+
+
 def main(argv: list[str]) -> int:
+    end_group_on_signal()
     if len(argv) != 2:
         print("usage: lava_runner.py JOB_DIR", file=sys.stderr)
         return 2

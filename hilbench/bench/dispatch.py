@@ -25,9 +25,10 @@ import click
 import numpy as np
 import zmq
 
+from hilbench.lifeline import dies_with_parent
 from hilbench.orchestrator.campaign import AgentSpec
 from hilbench.orchestrator.client import AgentClient
-from hilbench.orchestrator.spawn import dies_with_parent, spawn_agent
+from hilbench.orchestrator.spawn import spawn_agent
 
 _BARE_SERVER = """
 import sys, zmq

@@ -1,88 +1,37 @@
 """Start helper processes on loopback: agents for campaigns that say ``spawn = true`` (and the
 demo), and the simulated bench meter. Each prints ``READY <address>`` once it serves.
 
-A process hilbench starts never outlives it. Each child runs in a process group of its own (a
-Ctrl-C at the terminal reaches only the orchestrator, which stops its children in order) and
-asks Linux for a parent-death signal, so it gets SIGTERM even when the orchestrator is killed
-with SIGKILL. Its stderr goes to a log file in the given folder (beside the store during a
-campaign); the file is removed when the process stopped cleanly and kept, and named, otherwise.
+A process hilbench starts never outlives it (:mod:`hilbench.lifeline`: a process group of its
+own and a parent-death signal, so it gets SIGTERM even when the orchestrator is SIGKILLed).
+Its stderr goes to a log file in the given folder (beside the store during a campaign); the file
+is removed when the process stopped cleanly and kept, and named, otherwise.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import logging
 import os
 import re
 import selectors
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from hilbench.lifeline import dies_with_parent, stop_process_group
 
 if TYPE_CHECKING:
     from hilbench.orchestrator.campaign import AgentSpec
 
 log = logging.getLogger(__name__)
 
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-DEATH_SIGNAL = signal.SIGTERM  # agents and the meter stop cleanly on SIGTERM
-
 
 class SpawnError(RuntimeError):
     """A process did not come up; the message carries what it printed."""
-
-
-def _load_prctl() -> Callable[..., int] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    return libc.prctl
-
-
-_PRCTL = _load_prctl()  # looked up before any fork: the child only calls it
-
-
-def dies_with_parent() -> dict[str, Any]:
-    """``subprocess.Popen`` keyword arguments that make the child die with this process.
-
-    The child leads a session and process group of its own (``killpg`` reaches whatever it
-    starts; a Ctrl-C at the terminal reaches only hilbench) and, on Linux,
-    a parent-death signal. Linux sends it when the *thread* that forked exits, so spawn from a
-    thread that lives as long as the child (the main thread, in hilbench).
-    """
-    parent = os.getpid()
-    prctl = _PRCTL
-
-    def _in_child() -> None:
-        if prctl is not None:
-            prctl(PR_SET_PDEATHSIG, int(DEATH_SIGNAL), 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os.kill(os.getpid(), DEATH_SIGNAL)
-
-    return {"start_new_session": True, "preexec_fn": _in_child}
-
-
-def stop_process_group(process: subprocess.Popen, timeout_s: float = 5.0) -> None:
-    """SIGTERM the child's process group, then SIGKILL it if it has not ended in time."""
-    if process.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout_s)
-    except subprocess.TimeoutExpired:
-        log.warning("process %d ignored SIGTERM for %.0f s; killing it", process.pid, timeout_s)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
 
 
 @dataclass

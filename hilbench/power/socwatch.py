@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from hilbench import clock
+from hilbench.lifeline import dies_with_parent
 from hilbench.power.socwatch_files import (
     SocWatchError,
     SocWatchTrace,
@@ -117,6 +118,7 @@ class SocWatchRun:
             [executable, *self.command()[1:]],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
+            **dies_with_parent(),  # a killed orchestrator leaves no collection running
         )
         return self.launched_at + self.start_delay_s
 

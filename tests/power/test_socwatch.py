@@ -3,7 +3,10 @@ PowerSource. Parsing its files is tested in test_socwatch_files.py."""
 
 from __future__ import annotations
 
+import os
+import signal
 import stat
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -14,6 +17,7 @@ import pytest
 from hilbench.power.socwatch import SocWatchPowerSource, SocWatchRun, SocWatchUnavailable
 from hilbench.power.socwatch_files import SocWatchError, parse_summary_csv, parse_trace_csv
 from hilbench.power.source import PowerSource
+from tests.orphans import alive, alive_after
 
 DATA = Path(__file__).parent / "data"
 
@@ -110,3 +114,39 @@ def test_power_source_stops_collection_and_maps_samples(
     np.testing.assert_allclose(batch.values, [15.0, 55.0, 55.3, 45.3])
     assert source.info.domains == ("package-0", "dram-0")
     assert source.info.time_resolution_s == pytest.approx(0.25)
+
+
+PARENT = """
+import sys, time
+from pathlib import Path
+from hilbench.power.socwatch import SocWatchRun
+run = SocWatchRun(Path(sys.argv[1]), duration_s=600)
+run.start()
+print(run._process.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_socwatch_dies_with_a_sigkilled_parent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ready = _install_fake_socwatch(tmp_path, monkeypatch, mode="wait")
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(tmp_path / "out")],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        for _ in range(3000):  # bounded wait until the stand-in runs its collection
+            if ready.exists():
+                break
+            time.sleep(0.01)
+        assert alive([child]) == [child]
+        parent.kill()
+        parent.wait(10)
+        assert alive_after([child], 2.0) == [], "socwatch outlived its parent by 2 s"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+        for pid in alive([child]) if "child" in locals() else []:
+            os.kill(pid, signal.SIGKILL)

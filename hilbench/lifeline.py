@@ -1,0 +1,72 @@
+"""Child processes that never outlive hilbench, SIGKILL included.
+
+Every process hilbench starts — spawned agents, the simulated meter, Intel SoC Watch, the
+loihi driver's Lava child — is started with :func:`dies_with_parent`: it leads a session and
+process group of its own (``killpg`` reaches whatever it starts; a Ctrl-C at the terminal
+reaches only hilbench, which stops its children in order) and asks Linux for a parent-death
+signal, so it is told to stop even when its parent is killed with SIGKILL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import logging
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+DEATH_SIGNAL = signal.SIGTERM  # agents, the meter and SoC Watch stop cleanly on SIGTERM
+
+
+def _load_prctl() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    return libc.prctl
+
+
+_PRCTL = _load_prctl()  # looked up before any fork: the child only calls it
+
+
+def dies_with_parent(death_signal: signal.Signals = DEATH_SIGNAL) -> dict[str, Any]:
+    """``subprocess.Popen`` keyword arguments that make the child die with this process.
+
+    The child leads a session and process group of its own and, on Linux, gets
+    ``death_signal`` when its parent dies. Linux sends it when the *thread* that forked exits,
+    so spawn from a thread that lives as long as the child (the main thread, or the thread
+    that waits for the child). The signal reaches the child only, not what it forks: a child
+    with children of its own ends its group on that signal (see ``drivers/loihi``).
+    """
+    parent = os.getpid()
+    prctl = _PRCTL
+
+    def _in_child() -> None:
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, int(death_signal), 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os.kill(os.getpid(), death_signal)
+
+    return {"start_new_session": True, "preexec_fn": _in_child}
+
+
+def stop_process_group(process: subprocess.Popen, timeout_s: float = 5.0) -> None:
+    """SIGTERM the child's process group, then SIGKILL it if it has not ended in time."""
+    if process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        log.warning("process %d ignored SIGTERM for %.0f s; killing it", process.pid, timeout_s)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()

@@ -1,0 +1,68 @@
+"""The loihi driver's Lava child dies with a SIGKILLed agent, and so do the worker processes
+it forks (as Lava's runtime does). The stand-in for the Lava interpreter runs the real
+runner's signal set-up and forks a worker, so no Lava environment is needed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from hilbench_drivers.loihi.child import RUNNER
+from tests.orphans import alive, alive_after
+
+STAND_IN_PYTHON = """#!{python}
+# Stands in for the Lava environment's python: `python lava_runner.py JOB_DIR`.
+import importlib.util, os, sys, time
+spec = importlib.util.spec_from_file_location("lava_runner", sys.argv[1])
+runner = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(runner)
+runner.end_group_on_signal()          # what the real runner's main() does first
+worker = os.fork()                    # a Lava worker: same group, no parent-death signal
+if worker == 0:
+    time.sleep(600)
+    os._exit(0)
+with open(os.path.join(sys.argv[2], "pids.tmp"), "w") as f:
+    f.write(f"{{os.getpid()}} {{worker}}")
+os.rename(os.path.join(sys.argv[2], "pids.tmp"), os.path.join(sys.argv[2], "pids"))
+time.sleep(600)
+"""
+
+AGENT = """
+import sys, threading
+from pathlib import Path
+from hilbench_drivers.loihi.child import run_child
+run_child(sys.argv[1], Path(sys.argv[2]), {}, 600, 600, threading.Event())
+"""
+
+
+def test_lava_child_and_its_workers_die_with_a_sigkilled_agent(tmp_path: Path) -> None:
+    python = tmp_path / "python"
+    python.write_text(STAND_IN_PYTHON.format(python=sys.executable))
+    python.chmod(python.stat().st_mode | stat.S_IXUSR)
+    job_dir = tmp_path / "job"
+    job_dir.mkdir()
+    agent = subprocess.Popen([sys.executable, "-c", AGENT, str(python), str(job_dir)])
+    pids: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while not (job_dir / "pids").exists():
+            assert agent.poll() is None, "the agent stand-in ended early"
+            assert time.monotonic() < deadline, "the Lava stand-in never started"
+            time.sleep(0.01)
+        pids = [int(p) for p in (job_dir / "pids").read_text().split()]
+        assert str(RUNNER) in Path(f"/proc/{pids[0]}/cmdline").read_text().split("\0")
+        assert alive(pids) == pids
+        agent.kill()
+        agent.wait(10)
+        assert alive_after(pids, 2.0) == [], "the Lava child or its worker outlived the agent"
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+        for pid in alive(pids):
+            os.kill(pid, signal.SIGKILL)
