@@ -14,6 +14,7 @@ import numpy as np
 
 from hilbench.wire import codec
 from hilbench.wire.codec import Message
+from hilbench.workloads.asc.vectors import fixed_model
 
 OUT = Path(__file__).parent / "vectors" / "agent_messages.json"
 
@@ -68,6 +69,9 @@ def _workload_messages() -> list[tuple[str, Message]]:
     ASC"), one example each, so an implementer sees exact keys, types and payloads."""
     state = np.array([1, 0, 1], dtype=np.uint8)
     audio = np.linspace(-0.5, 0.5, 8, dtype="<f4")  # a real sample holds 1 s at the model's rate
+    model = fixed_model()  # the reference int8 model: a model load a device can really take
+    model_arrays = model.arrays()
+    names = sorted(model_arrays)
     return [
         ("qubo_run_fixed_timeout", Message(type="request", id="q-1", cmd="run", body={
             "workload": "qubo", "mode": "fixed_timeout", "solver": "anytime",
@@ -78,6 +82,13 @@ def _workload_messages() -> list[tuple[str, Message]]:
         ("qubo_tts_reply", Message(type="reply", id="q-2", body={
             "cost": -2, "requested_s": 1.0, "actual_s": 0.004, "t_start": 20.0, "t_end": 20.004,
             "reached": [{"gap": 0.1, "t_s": 0.001, "cost": -2}]}, arrays=[state])),
+        ("asc_load_model", Message(type="request", id="s-0", cmd="load", body={
+            "workload": "asc", "part": "model", "meta": model.metadata(), "arrays": names},
+            arrays=[np.ascontiguousarray(model_arrays[n]) for n in names])),
+        ("asc_load_model_reply", Message(type="reply", id="s-0", body={
+            "classes": list(model.classes), "input_frames": model.input_frames,
+            "input_filters": model.input_filters, "sample_rate": model.mfe_config.sample_rate,
+            "weight_bytes": model.weight_bytes, "sample_capacity": 1})),
         ("asc_load_sample", Message(type="request", id="s-1", cmd="load", body={
             "workload": "asc", "part": "sample", "index": 7}, arrays=[audio])),
         ("asc_load_sample_reply", Message(type="reply", id="s-1", body={
@@ -90,8 +101,29 @@ def _workload_messages() -> list[tuple[str, Message]]:
         ("asc_run_repeat", Message(type="request", id="s-3", cmd="run", body={
             "workload": "asc", "mode": "repeat", "stage": "inference", "duration_s": 60.0,
             "index": 7})),
+        ("asc_repeat_reply", Message(type="reply", id="s-3", body={
+            "stage": "inference", "index": 7, "iterations": 211000, "mean_s": 0.000284,
+            "std_error_s": 1.1e-08, "t_start": 41.0, "t_end": 101.000137,
+            "stopped_early": False})),
         ("asc_unload_sample", Message(type="request", id="s-4", cmd="load", body={
             "workload": "asc", "part": "unload", "index": 7})),
+        ("asc_unload_sample_reply", Message(type="reply", id="s-4", body={
+            "index": 7, "held": []})),
+        ("asc_load_stream", Message(type="request", id="s-6", cmd="load", body={
+            "workload": "asc", "part": "stream", "indices": [7, 8]},
+            arrays=[np.stack([audio, audio[::-1]])])),
+        ("asc_load_stream_reply", Message(type="reply", id="s-6", body={
+            "stream_samples": 2, "indices": [7, 8]})),
+        ("asc_run_stream", Message(type="request", id="s-7", cmd="run", body={
+            "workload": "asc", "mode": "stream", "stage": "preprocessing", "duration_s": 10.0})),
+        ("asc_stream_reply", Message(type="reply", id="s-7", body={
+            "stream_samples": 2, "indices": [7, 8], "stage": "preprocessing",
+            "iterations": 42900, "mean_s": 0.000233, "std_error_s": 2.0e-08, "t_start": 102.0,
+            "t_end": 112.000101, "stopped_early": False})),
+        ("asc_unload_stream", Message(type="request", id="s-8", cmd="load", body={
+            "workload": "asc", "part": "unload_stream"})),
+        ("asc_unload_stream_reply", Message(type="reply", id="s-8", body={
+            "stream_samples": 0})),
         ("asc_second_sample_refused", codec.error_message(
             "device_full", "the device holds 1 sample (capacity 1): unload index 7 first",
             "s-5")),
