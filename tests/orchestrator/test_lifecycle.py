@@ -20,7 +20,7 @@ from hilbench.clock import now
 from hilbench.orchestrator.runner import UNFINISHED_REASON
 from hilbench.store import Store
 from tests.campaign_toml import agent, campaign, keysight, qubo
-from tests.subprocesses import run_campaign, start_campaign
+from tests.subprocesses import hilbench_command, run_campaign, start_campaign
 
 pytestmark = pytest.mark.slow
 
@@ -69,17 +69,23 @@ def run_open(proc: subprocess.Popen, db: Path) -> bool:
     return _query(db, "SELECT count(*), sum(exit_status IS NULL) FROM runs") == [(1, 1)]
 
 
-def acquiring(proc: subprocess.Popen, db: Path) -> bool:
-    """The meter has been acquiring for 0.2 s: a QUBO "solve" phase (the phase the instrument
-    measures) has been open that long, on the store's own clock."""
+def solving(proc: subprocess.Popen, db: Path, for_s: float = 0.0) -> bool:
+    """The first run's QUBO "solve" phase (the phase an instrument measures) has been open for
+    ``for_s`` on the store's own clock. The stop point is a state of the store, not a sleep: a
+    signal sent now lands inside a solve that lasts UNIT_S, however loaded the machine."""
     rows = _query(db, "SELECT t_start FROM phases WHERE name = 'solve' AND t_stop IS NULL")
-    return bool(rows) and now() - rows[0][0] > 0.2 and run_open(proc, db)
+    return bool(rows) and now() - rows[0][0] >= for_s and run_open(proc, db)
 
+
+UNIT_S = 1.5  # each solve's fixed timeout: the margin between the stop point and its end
 
 POINTS: dict[str, tuple[Callable[[subprocess.Popen, Path], bool], str]] = {
     "agent-start-up": (agent_starting, lifecycle_campaign(0.2)),
-    "mid-run": (run_open, lifecycle_campaign(0.5)),
-    "acquisition": (acquiring, lifecycle_campaign(0.8, meter=True)),
+    "mid-run": (solving, lifecycle_campaign(UNIT_S)),
+    "acquisition": (
+        lambda proc, db: solving(proc, db, for_s=0.2),  # the meter has been acquiring 0.2 s
+        lifecycle_campaign(UNIT_S, meter=True),
+    ),
 }
 
 
@@ -183,3 +189,35 @@ def test_stopped_campaign_leaves_no_process_and_resumes(tmp_path, point, sig):
 def _runs(db: Path) -> list[dict]:
     with Store(db) as store:
         return store.runs()
+
+
+def test_ctrl_c_stops_the_demo_as_documented(tmp_path):
+    """README's exit-code table holds for `hilbench demo` too (its 180 units cannot finish in
+    the moment between the first stored run and the signal)."""
+    db = tmp_path / "demo.sqlite"
+    proc = subprocess.Popen(hilbench_command("demo", "--db", db, "-q"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    tree = Descendants(proc.pid)
+    try:
+        deadline = time.monotonic() + 90
+        while not _query(db, "SELECT 1 FROM runs WHERE exit_status IS NOT NULL"):
+            tree.scan()
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the demo stored no run"
+            time.sleep(0.01)
+        tree.scan()
+        os.kill(proc.pid, signal.SIGINT)
+        t_signal = time.monotonic()
+        _out, err = proc.communicate(timeout=30)
+    finally:
+        tree.stop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    time.sleep(max(0.0, t_signal + 2.0 - time.monotonic()))
+    assert proc.returncode == 130, err
+    assert f"to resume: hilbench demo --db {db}" in err
+    assert tree.seen and tree.alive() == []
+    with Store(db) as store:
+        assert [c["status"] for c in store.campaigns()] == ["abort"]
+        assert all(r["status"] in ("success", "abort") for r in store.runs())
