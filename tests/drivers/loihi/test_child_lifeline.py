@@ -1,9 +1,10 @@
 """The loihi driver's Lava child dies with a SIGKILLed agent, and so do the worker processes
-it forks (as Lava's runtime does). The stand-in for the Lava interpreter runs the real
-runner's signal set-up and forks a worker, so no Lava environment is needed."""
+it forks (as Lava's runtime does): first with a stand-in for the Lava interpreter that runs the
+real runner's signal set-up and forks a worker (no Lava needed), then with real Lava."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import stat
@@ -12,7 +13,9 @@ import sys
 import time
 from pathlib import Path
 
-from hilbench_drivers.loihi.child import RUNNER
+import psutil
+
+from hilbench_drivers.loihi.child import RUNNER, group_members
 from tests.orphans import alive, alive_after
 
 STAND_IN_PYTHON = """#!{python}
@@ -66,3 +69,42 @@ def test_lava_child_and_its_workers_die_with_a_sigkilled_agent(tmp_path: Path) -
             agent.wait()
         for pid in alive(pids):
             os.kill(pid, signal.SIGKILL)
+
+
+AGENT_WITH_A_HANGING_LAVA = """
+import sys, threading
+from hilbench.workloads.qubo import generate_qubo
+from hilbench_drivers.loihi import LoihiDriver
+driver = LoihiDriver(lava_python=sys.argv[1], allow_inject="1", margin_s="600")
+driver.load({"workload": "qubo", "nodes": 25, "density": 0.05, "seed": 0},
+            [generate_qubo(25, 0.05, 0)])
+driver.run({"mode": "fixed_timeout", "timeout_s": 600, "inject": "hang"}, threading.Event())
+"""
+
+
+def test_real_lava_and_its_workers_die_with_a_sigkilled_agent(lava_python: str) -> None:
+    """The same with the real runner and Lava's own worker processes (runtime up, hanging)."""
+    agent = subprocess.Popen([sys.executable, "-c", AGENT_WITH_A_HANGING_LAVA, lava_python])
+    group: int | None = None
+    try:
+        deadline = time.monotonic() + 120
+        while group is None or len(group_members(group)) < 2:  # the runner and a Lava worker
+            assert agent.poll() is None, "the agent stand-in ended early"
+            assert time.monotonic() < deadline, "Lava's runtime never came up"
+            runners = [c.pid for c in psutil.Process(agent.pid).children()
+                       if str(RUNNER) in c.cmdline()]
+            group = runners[0] if runners else None  # the runner leads its process group
+            time.sleep(0.1)
+        agent.kill()
+        agent.wait(10)
+        deadline = time.monotonic() + 2.0
+        while group_members(group) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert group_members(group) == [], "Lava processes outlived the agent by 2 s"
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+        if group is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGKILL)
