@@ -129,6 +129,7 @@ class AgentRuntime(SocketTurns):
         self._admitted: Job | None = None  # a device command just read, for the driver thread
         self._done: list[tuple[Job, Message]] = []  # replies for the follower to send
         self._next_beat = 0.0
+        self._command_started = float("-inf")
         self._busy_with: str | None = None
         self._stop_run = threading.Event()
         self._shutdown = threading.Event()

@@ -32,8 +32,11 @@ log = logging.getLogger("hilbench.agent.runtime")
 
 # How often the calling thread looks whether the driver thread is running a device command and
 # takes the socket over: heartbeats, pings and status wait at most this much longer while a
-# command runs. Idle, that is 20 short wake-ups a second.
+# command runs.
 FOLLOWER_CHECK_S = 0.05
+# After this long without a device command the calling thread stops looking every
+# FOLLOWER_CHECK_S (an idle agent wakes only for heartbeats).
+ACTIVE_SPELL_S = 5.0
 
 
 @dataclass
@@ -64,6 +67,7 @@ class SocketTurns:
     _admitted: Job | None
     _done: list[tuple[Job, Message]]
     _next_beat: float
+    _command_started: float  # when the driver thread last began a device command
     _busy_with: str | None
     _stop_run: threading.Event
     _shutdown: threading.Event
@@ -102,6 +106,10 @@ class SocketTurns:
                 assert job is not None
                 with self._turns:  # the calling thread serves if the command runs for long
                     self._follower_wanted = True
+                    t = now()
+                    if t - self._command_started > ACTIVE_SPELL_S:
+                        self._turns.notify()  # first command after a quiet spell: look often
+                    self._command_started = t
                 reply = self._run_device_command(job)
                 with self._turns:
                     kept = self._follower_wanted  # nobody took the socket: it is still ours
@@ -123,12 +131,16 @@ class SocketTurns:
     def _follow(self, sock: zmq.Socket, poller: zmq.Poller, wake_rx: zmq.Socket) -> None:
         """The calling thread: idle until the driver thread runs a command, then serve."""
         while not self._shutdown.is_set():
-            # Not woken by the driver thread (a wake-up costs as much as the rest of a short
-            # command's round trip): it looks every FOLLOWER_CHECK_S whether a command is running.
+            # Not woken per command (a wake-up costs as much as the rest of a short command's
+            # round trip): while commands come, it looks every FOLLOWER_CHECK_S whether one is
+            # running for long; after a quiet spell it sleeps a heartbeat interval at a time and
+            # the driver thread wakes it once, at the next command.
             with self._turns:
-                self._turns.wait(FOLLOWER_CHECK_S)
-                if not self._follower_wanted:
-                    continue
+                since = now() - self._command_started
+                quiet = since > ACTIVE_SPELL_S and not self._follower_wanted
+                self._turns.wait(self.heartbeat_s if quiet else FOLLOWER_CHECK_S)
+                if not self._follower_wanted or now() - self._command_started < FOLLOWER_CHECK_S:
+                    continue  # no command, or one that started too recently to take over
                 self._follower_wanted = False
                 self._follower_leads = True
             try:
