@@ -44,6 +44,18 @@ import click
     help="The timebase runs this many ppm slow (+) or fast (-): every sample interval is "
     "stretched by it, as a real meter's crystal drifts.",
 )
+@click.option(
+    "--gain-error",
+    default=0.0,
+    show_default=True,
+    help="Calibration gain error: every reading is truth x (1 + this) + --offset-error.",
+)
+@click.option(
+    "--offset-error",
+    default=0.0,
+    show_default=True,
+    help="Calibration offset error in the measured unit (A or V).",
+)
 @click.option("--seed", default=None, type=int, help="Noise seed (default: random).")
 @click.option(
     "--announce",
@@ -58,6 +70,8 @@ def sim_meter(
     noise_std_w: float,
     memory_readings: int,
     drift_ppm: float,
+    gain_error: float,
+    offset_error: float,
     seed: int | None,
     announce: bool,
 ) -> None:
@@ -83,6 +97,8 @@ def sim_meter(
             memory_readings=memory_readings,
             seed=seed,
             drift_ppm=drift_ppm,
+            gain_error=gain_error,
+            offset_error=offset_error,
         )
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--host") from None

@@ -75,6 +75,8 @@ class SimulatedMeter(MeterAcquisition):
         initial_state: str = "idle",
         seed: int | None = None,
         drift_ppm: float = 0.0,
+        gain_error: float = 0.0,
+        offset_error: float = 0.0,
     ) -> None:
         super().__init__(
             model,
@@ -85,6 +87,8 @@ class SimulatedMeter(MeterAcquisition):
             initial_state=initial_state,
             seed=seed,
             drift_ppm=drift_ppm,
+            gain_error=gain_error,
+            offset_error=offset_error,
         )
         from hilbench.wire.keys import is_loopback
 

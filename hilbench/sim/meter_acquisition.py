@@ -133,6 +133,8 @@ class MeterAcquisition:
         initial_state: str,
         seed: int | None,
         drift_ppm: float,
+        gain_error: float = 0.0,
+        offset_error: float = 0.0,
     ) -> None:
         if memory_readings < 1:
             raise ValueError(f"memory_readings must be at least 1, got {memory_readings}")
@@ -147,6 +149,10 @@ class MeterAcquisition:
         # The meter's timebase runs slow by this much (fast when negative): its readings come
         # every interval × (1 + drift_ppm·1e-6), the truth a drift-correction test checks.
         self.drift_ppm = float(drift_ppm)
+        # Its calibration error, as a real meter has one within its spec: every reading is
+        # truth × (1 + gain_error) + offset_error (amps or volts, what it measures).
+        self.gain_error = float(gain_error)
+        self.offset_error = float(offset_error)
         self._rng = np.random.default_rng(seed)
         self._lock = threading.RLock()
         self._timeline = StateTimeline(initial_state=initial_state, t0=now())
@@ -224,6 +230,7 @@ class MeterAcquisition:
         )
         amps = watts / self.model.supply_v
         values = amps if acq.function == "CURR" else amps * self.shunt_ohms
+        values = values * (1.0 + self.gain_error) + self.offset_error
         values = quantise(values, acq.resolution)
         over = np.abs(values) > acq.range * OVERRANGE_FACTOR
         if over.any():
