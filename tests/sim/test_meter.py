@@ -244,3 +244,19 @@ def test_dropped_connections_end_but_the_meter_accepts_new_ones(meter: Simulated
     again = Client(meter.port)
     assert again.query("*OPC?") == "1"
     again.close()
+
+
+def test_a_calibration_error_scales_and_shifts_every_reading() -> None:
+    # The bench draws a meter's gain and offset error within spec; the readings must carry it.
+    gain, offset = 0.01, 2e-4
+    with SimulatedMeter(ARDUINO_NANO_33_BLE, gain_error=gain, offset_error=offset) as meter:
+        client = Client(meter.port)
+        configure_current(client, 0.01, 0.2)
+        client.write("SAMP:COUN 10")
+        client.write("INIT")
+        readings = [float(v) for v in client.query("DATA:REM? 10,WAIT").split(",")]
+        client.sock.close()
+    true_amps = ARDUINO_NANO_33_BLE.watts("idle") / ARDUINO_NANO_33_BLE.supply_v
+    resolution = NPLC_RESOLUTION_PPM[0.2] * 1e-6 * 0.1
+    assert readings == pytest.approx([true_amps * (1 + gain) + offset] * 10,
+                                     abs=resolution / 2 + 1e-15)
