@@ -46,6 +46,9 @@ SIMULATED_FIRMWARE = "hilbench-sim"  # the firmware field of the simulated meter
 SUPPORTED_MODELS = ("34465A", "34470A")  # the Truevolt models with SAMPle:SOURce TIMer
 QUES_SAMPLE_TIMING = 4
 QUES_MEMORY_OVERFLOW = 16384
+# Bound on the sample timer's error assumed when estimating the real interval (a conservative
+# placeholder, like the accuracy defaults: take the figure from the unit's data sheet).
+TIMEBASE_PPM = 100.0
 MAX_ERRORS_PER_CHECK = 25  # the error queue holds 20; stop reading a runaway reply stream
 
 T = TypeVar("T")
@@ -251,6 +254,7 @@ class Keysight34465A:
                     s.sample_interval_s,
                     s.aperture_s,
                     time_half_width_s=abort_half_width_s,
+                    timebase_ppm=TIMEBASE_PPM,
                 )
             except ValueError:
                 self.interval_estimate = None

@@ -195,6 +195,7 @@ def estimate_interval(
     aperture_s: float,
     *,
     time_half_width_s: float = 0.0,
+    timebase_ppm: float | None = None,
 ) -> IntervalEstimate:
     """The interval of a meter that, started at ``t0``, had finished ``count`` readings (and not
     ``count + 1``) by ``t_end``: ``t0 + (count-1)·dt + aperture <= t_end < t0 + count·dt +
@@ -212,6 +213,15 @@ def estimate_interval(
         raise ValueError(f"end time {t_end} s is not after start {t0} s plus one aperture")
     lo = (span - time_half_width_s) / count
     hi = (span + time_half_width_s) / (count - 1)
+    if timebase_ppm is not None:
+        # The meter's specified timebase accuracy bounds the interval too: over a short
+        # acquisition that bound is the tighter one (the count only knows the interval to
+        # about 1/(2·count)), so the estimate stays at the nominal interval; a meter found
+        # outside its spec is taken at its count.
+        spec_lo = dt_nominal_s * (1 - timebase_ppm * 1e-6)
+        spec_hi = dt_nominal_s * (1 + timebase_ppm * 1e-6)
+        if max(lo, spec_lo) <= min(hi, spec_hi):
+            lo, hi = max(lo, spec_lo), min(hi, spec_hi)
     return IntervalEstimate(
         dt_s=(lo + hi) / 2,
         half_width_s=(hi - lo) / 2,

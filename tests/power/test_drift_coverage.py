@@ -51,3 +51,14 @@ def test_interval_estimate_brackets_the_true_interval():
 def test_interval_estimate_refuses_bad_input(args, message):
     with pytest.raises(ValueError, match=message):
         estimate_interval(*args)
+
+
+def test_a_short_acquisition_keeps_the_nominal_interval_within_the_timebase_spec():
+    # 50 readings know the interval to ~1 %, far worse than a 100 ppm timebase: the spec
+    # bound wins and stamps stay put; a meter outside its spec is taken at its count.
+    t_end = 0.0 + 49 * 1e-2 + 1e-3 + 0.9e-2  # 50 done, the 51st not yet
+    est = estimate_interval(50, 0.0, t_end, 1e-2, 1e-3, timebase_ppm=100.0)
+    assert abs(est.drift_ppm) <= 100.0 and est.half_width_s <= 1e-2 * 100e-6
+    drifting = 0.0 + 49 * 1.02e-2 + 1e-3 + 0.5e-2
+    est = estimate_interval(50, 0.0, drifting, 1e-2, 1e-3, timebase_ppm=100.0)
+    assert est.drift_ppm > 10_000
