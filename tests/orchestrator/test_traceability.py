@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from hilbench.power.align import IntervalEstimate
 from hilbench.power.estimators import PhaseWindow, phase_power
 from hilbench.power.source import SourceInfo
 from hilbench.sim import SimulatedMeter
@@ -33,6 +34,14 @@ def test_avg_power_is_recomputed_from_stored_samples_and_device_times(tmp_path):
             start, end = result["t_start"] - offset, result["t_end"] - offset
             assert power["meta"]["window"] == pytest.approx([start, end])
             t, amps = store.samples(run["uid"], "dmm", phase_uid=solve["uid"])
+            # Stored stamps are the meter's nominal ones; a stored interval record (the meter's
+            # real interval from its own count) turns them into the stamps the figure used.
+            records = store.events(run["uid"], "instrument_interval")
+            for record in records:
+                if record["phase_uid"] == solve["uid"]:
+                    d = record["data"]
+                    t = IntervalEstimate(d["dt_s"], d["half_width_s"], d["dt_nominal_s"],
+                                         d["t0"], d["count"]).restamp(t)
             info = SourceInfo("dmm", "A", 0.01, supply_voltage_v=12.0)
             budget = power["meta"]["budget"]
             again = phase_power(t, amps * 12.0, PhaseWindow("active", start, end), info,
