@@ -46,10 +46,10 @@ from hilbench.orchestrator.spawn import SpawnedProcess, spawn_announcing
 from hilbench.power.align import BoundaryPolicy
 from hilbench.power.estimators import PhaseWindow
 from hilbench.sim.device_link import SimulatedDeviceLink
+from hilbench.sim.meter_acquisition import NPLC_RESOLUTION_PPM  # how the meter quantises
 from hilbench.sim.power_model import ARDUINO_NANO_33_BLE
 
 POLL_S = 0.05  # how often the acquisition is drained while a window runs, as a phase does
-NPLC_RESOLUTION_PPM = {0.06: 1.5, 1.0: 0.3}  # of range, as the simulated meter quantises
 
 # 50 Hz mains, NPLC 0.06: 1.2 ms apertures every 1.21 ms (the 34465A's fastest at that NPLC).
 GAPLESS_800HZ = {
