@@ -14,7 +14,7 @@ the choice is recorded with every result.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -185,6 +185,13 @@ class IntervalEstimate:
             "half_width_s": self.half_width_s,
             "drift_ppm": self.drift_ppm,
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> IntervalEstimate:
+        """The estimate back from what :meth:`to_dict` stored (an ``instrument_interval``
+        event), so raw stamps can be turned into the ones a figure used."""
+        return cls(dt_s=data["dt_s"], half_width_s=data["half_width_s"],
+                   dt_nominal_s=data["dt_nominal_s"], t0=data["t0"], count=data["count"])
 
 
 def estimate_interval(

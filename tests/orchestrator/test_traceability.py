@@ -39,9 +39,7 @@ def test_avg_power_is_recomputed_from_stored_samples_and_device_times(tmp_path):
             records = store.events(run["uid"], "instrument_interval")
             for record in records:
                 if record["phase_uid"] == solve["uid"]:
-                    d = record["data"]
-                    t = IntervalEstimate(d["dt_s"], d["half_width_s"], d["dt_nominal_s"],
-                                         d["t0"], d["count"]).restamp(t)
+                    t = IntervalEstimate.from_dict(record["data"]).restamp(t)
             info = SourceInfo("dmm", "A", 0.01, supply_voltage_v=12.0)
             budget = power["meta"]["budget"]
             again = phase_power(t, amps * 12.0, PhaseWindow("active", start, end), info,

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from hilbench.bench.power_accuracy import SCENARIOS, run_trial
-from hilbench.power.align import estimate_interval
+from hilbench.power.align import IntervalEstimate, estimate_interval
 
 DRIFT = next(s for s in SCENARIOS if s.drift_ppm)
 
@@ -38,6 +38,16 @@ def test_interval_estimate_brackets_the_true_interval():
     assert est.drift_ppm == pytest.approx(200.0, abs=30.0)
     # The stamp of the last reading is known to about half an interval, not to 200 ppm × 20 s.
     assert est.stamp_half_width_s(5.0 + n * 1e-3, 5.0) < 0.6e-3
+
+
+def test_the_stored_interval_record_gives_the_same_restamping_back():
+    """A report rebuilds the estimate from the ``instrument_interval`` event a campaign stored."""
+    n = 20_000
+    est = estimate_interval(n, 5.0, 5.0 + (n - 1) * 1.0002e-3 + 1e-3, 1e-3, 1e-3)
+    back = IntervalEstimate.from_dict(est.to_dict())
+    assert back == est
+    raw = 5.0 + np.arange(n) * 1e-3
+    assert np.array_equal(back.restamp(raw), est.restamp(raw))
 
 
 @pytest.mark.parametrize(
