@@ -136,26 +136,8 @@ def test_stopped_campaign_leaves_no_process_and_resumes(tmp_path, point, sig):
     db = tmp_path / "l.sqlite"
     proc = start_campaign(path, db)
     tree = Descendants(proc.pid)
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            tree.scan()
-            if reached(proc, db):
-                tree.scan()  # whatever appeared while checking
-                break
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, f"never reached {point}"
-            time.sleep(0.01)
-        os.kill(proc.pid, sig)
-        assert tree.seen, "hilbench started no process"
-        t_signal = time.monotonic()
-        _out, err = proc.communicate(timeout=30)
-    finally:
-        tree.stop()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    time.sleep(max(0.0, t_signal + 2.0 - time.monotonic()))
+    _out, err = _signal_when(proc, tree, lambda: reached(proc, db), sig, point)
+    assert tree.seen, "hilbench started no process"
     assert tree.alive() == [], f"still alive 2 s after {sig.name}"
 
     open_runs = [r for r in _runs(db) if r["status"] == "incomplete"]
@@ -186,6 +168,34 @@ def test_stopped_campaign_leaves_no_process_and_resumes(tmp_path, point, sig):
     assert [c["status"] for c in campaigns] == ["success"] and campaigns[0]["resumes"] == 1
 
 
+def _signal_when(
+    proc: subprocess.Popen, tree: Descendants, reached: Callable[[], bool], sig: signal.Signals,
+    what: str,
+) -> tuple[str, str]:
+    """Watch hilbench's process tree until ``reached()``, send ``sig``, and return its stdout
+    and stderr no earlier than 2 s after the signal (the time its processes have to be gone)."""
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            tree.scan()
+            if reached():
+                tree.scan()  # whatever appeared while checking
+                break
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, f"never reached {what}"
+            time.sleep(0.01)
+        os.kill(proc.pid, sig)
+        t_signal = time.monotonic()
+        out, err = proc.communicate(timeout=30)
+    finally:
+        tree.stop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    time.sleep(max(0.0, t_signal + 2.0 - time.monotonic()))
+    return out, err
+
+
 def _runs(db: Path) -> list[dict]:
     with Store(db) as store:
         return store.runs()
@@ -198,23 +208,11 @@ def test_ctrl_c_stops_the_demo_as_documented(tmp_path):
     proc = subprocess.Popen(hilbench_command("demo", "--db", db, "-q"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     tree = Descendants(proc.pid)
-    try:
-        deadline = time.monotonic() + 90
-        while not _query(db, "SELECT 1 FROM runs WHERE exit_status IS NOT NULL"):
-            tree.scan()
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the demo stored no run"
-            time.sleep(0.01)
-        tree.scan()
-        os.kill(proc.pid, signal.SIGINT)
-        t_signal = time.monotonic()
-        _out, err = proc.communicate(timeout=30)
-    finally:
-        tree.stop()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    time.sleep(max(0.0, t_signal + 2.0 - time.monotonic()))
+
+    def stored_a_run() -> bool:
+        return bool(_query(db, "SELECT 1 FROM runs WHERE exit_status IS NOT NULL"))
+
+    _out, err = _signal_when(proc, tree, stored_a_run, signal.SIGINT, "a stored run")
     assert proc.returncode == 130, err
     assert f"to resume: hilbench demo --db {db}" in err
     assert tree.seen and tree.alive() == []
