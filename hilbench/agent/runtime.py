@@ -29,6 +29,7 @@ from hilbench.agent.turns import Job, SocketTurns
 from hilbench.clock import now
 from hilbench.wire import codec, keys
 from hilbench.wire.codec import Message, ProtocolError
+from hilbench.wire.message_socket import MessageSocket
 
 log = logging.getLogger(__name__)
 
@@ -173,7 +174,7 @@ class AgentRuntime(SocketTurns):
                 self.endpoint,
             )
         driver = threading.Thread(
-            target=self._drive, args=(sock, poller, wake_rx, wake_tx), daemon=True, name="driver"
+            target=self._drive, args=(sock, wake_tx), daemon=True, name="driver"
         )
         driver.start()
         self._ready.set()
@@ -227,10 +228,10 @@ class AgentRuntime(SocketTurns):
     def _open_socket(self) -> zmq.Socket:
         limit = codec.MAX_HEADER_BYTES + self.max_payload_bytes
         if self.bind_address is not None:
-            sock = self._ctx.socket(zmq.ROUTER)
+            sock = self._ctx.socket(zmq.ROUTER, socket_class=MessageSocket)
             sock.setsockopt(zmq.ROUTER_MANDATORY, 0)
         else:
-            sock = self._ctx.socket(zmq.DEALER)
+            sock = self._ctx.socket(zmq.DEALER, socket_class=MessageSocket)
             sock.setsockopt_string(zmq.IDENTITY, self.agent_id)
         sock.setsockopt(zmq.MAXMSGSIZE, limit)
         sock.setsockopt(zmq.LINGER, 200)
@@ -252,21 +253,24 @@ class AgentRuntime(SocketTurns):
         sock.copy_threshold = codec.COPY_THRESHOLD_BYTES
         return sock
 
-    def _drain_socket(self, sock: zmq.Socket) -> None:
-        # Poll says a message is waiting; read what is there without raising zmq.Again (an
-        # exception per message is measurable on the dispatch hot path), asking the socket with
-        # the raw ``get`` (an int: ``getsockopt`` builds enum objects on every call).
-        routed = self.bind_address is not None
-        while self._admitted is None and sock.get(zmq.EVENTS) & _POLLIN:
-            frames = sock.recv_multipart(copy=False)
-            if routed:
-                route, frames = [frames[0].bytes], frames[1:]
-                if len(frames) > 1 and not len(frames[0]):
-                    self._refuse_req_socket(sock, route)
-                    continue
-            else:
-                route = []
-            self._handle(sock, route, frames)
+    def _drain_socket(self, sock: MessageSocket) -> None:
+        # Poll says a message is waiting; read what is there without raising zmq.Again, asking
+        # the socket with the raw ``get`` (an int: ``getsockopt`` builds enum objects per call).
+        while sock.get(zmq.EVENTS) & _POLLIN:
+            self._receive(sock, 0)
+
+    def _receive(self, sock: MessageSocket, flags: int) -> None:
+        """Read one message (raising zmq.Again when none comes in time) and handle it."""
+        if self.bind_address is None:
+            self._handle(sock, [], sock.recv_message(flags, leading_bytes=0))
+            return
+        frames = sock.recv_message(flags, leading_bytes=1)  # the peer's routing id, as bytes
+        route = [frames[0]]
+        if len(frames) > 2 and not len(frames[1]):
+            self._refuse_req_socket(sock, route)
+            return
+        del frames[0]
+        self._handle(sock, route, frames)
 
     def _send(self, sock: zmq.Socket, route: list[bytes], msg: Message) -> Any:
         """Encode and send ``msg``; returns the send's tracker for a large payload, else None."""
@@ -284,7 +288,12 @@ class AgentRuntime(SocketTurns):
         if track:  # a received Frame cannot be re-sent tracked; its buffer can (no copy)
             parts = [p.buffer if isinstance(p, zmq.Frame) else p for p in parts]
         try:
-            return sock.send_multipart([*route, *parts], copy=False, flags=zmq.NOBLOCK, track=track)
+            if track:
+                return sock.send_multipart(
+                    [*route, *parts], copy=False, flags=zmq.NOBLOCK, track=True
+                )
+            sock.send_message([*route, *parts], zmq.NOBLOCK)
+            return None
         except zmq.Again:
             log.warning("dropped a %s to a peer that is not reading", what)
             return None

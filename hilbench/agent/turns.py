@@ -27,6 +27,7 @@ from hilbench.wire.codec import Message
 if TYPE_CHECKING:
     from hilbench.agent.driver import Driver
     from hilbench.agent.guard import BadMessageLog, MemoryBudget
+    from hilbench.wire.message_socket import MessageSocket
 
 log = logging.getLogger("hilbench.agent.runtime")
 
@@ -53,7 +54,7 @@ class SocketTurns:
     """The turn-taking half of :class:`hilbench.agent.runtime.AgentRuntime` (a mixin).
 
     The runtime provides the message handling these methods call (``_drain_socket``, ``_beat``,
-    ``_send``) and the state declared here.
+    ``_receive``, ``_send``) and the state declared here.
     """
 
     driver: Driver
@@ -72,11 +73,12 @@ class SocketTurns:
     _stop_run: threading.Event
     _shutdown: threading.Event
 
-    def _lead(self, sock: zmq.Socket, poller: zmq.Poller, wake_rx: zmq.Socket) -> bool:
-        """Serve the socket until a device command is admitted (True) or shutdown (False).
+    def _serve_busy(self, sock: MessageSocket, poller: zmq.Poller, wake_rx: zmq.Socket) -> None:
+        """The calling thread's turn, while the driver thread runs a device command.
 
-        The follower leads only while the driver thread is busy: a wake from the driver thread
-        means its reply is ready; the follower sends it and returns False to hand the socket back.
+        It answers what needs no device (another device command gets ``busy``) until a wake
+        from the driver thread says the reply is ready; it sends the reply and returns, handing
+        the socket back.
         """
         while not self._shutdown.is_set():
             timeout_ms = max(0, int((self._next_beat - now()) * 1000))
@@ -85,23 +87,41 @@ class SocketTurns:
                 while wake_rx.poll(0):
                     wake_rx.recv()
                 if self._send_finished(sock):
-                    return False
+                    return
             if sock in events:
                 self._drain_socket(sock)
-                if self._admitted is not None:
-                    return True
             if now() >= self._next_beat:
                 self._beat(sock)
                 self.bad_messages.flush()
                 self._next_beat = now() + self.heartbeat_s
+
+    def _serve_idle(self, sock: MessageSocket) -> bool:
+        """The driver thread's turn: serve until a device command is admitted (True) or shutdown.
+
+        One blocking receive with a timeout per message, no poller: while the driver thread
+        leads nothing but the socket can need it (the follower waits on the condition), and one
+        call is cheaper than a poll, an events query and a receive.
+        """
+        while not self._shutdown.is_set():
+            t = now()
+            if t >= self._next_beat:
+                self._beat(sock)
+                self.bad_messages.flush()
+                t = now()
+                self._next_beat = t + self.heartbeat_s
+            sock.limit_receive_wait(max(1, int((self._next_beat - t) * 1000)))
+            try:
+                self._receive(sock, 0)
+            except zmq.Again:
+                continue
+            if self._admitted is not None:
+                return True
         return False
 
-    def _drive(
-        self, sock: zmq.Socket, poller: zmq.Poller, wake_rx: zmq.Socket, wake_tx: zmq.Socket
-    ) -> None:
+    def _drive(self, sock: MessageSocket, wake_tx: zmq.Socket) -> None:
         """The driver thread: leads while the device is idle and runs each device command."""
         try:
-            while self._lead(sock, poller, wake_rx):
+            while self._serve_idle(sock):
                 job, self._admitted = self._admitted, None
                 assert job is not None
                 with self._turns:  # the calling thread serves if the command runs for long
@@ -144,7 +164,7 @@ class SocketTurns:
                 self._follower_wanted = False
                 self._follower_leads = True
             try:
-                self._lead(sock, poller, wake_rx)
+                self._serve_busy(sock, poller, wake_rx)
             finally:
                 with self._turns:
                     self._follower_leads = False

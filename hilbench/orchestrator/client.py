@@ -18,6 +18,7 @@ import zmq
 from hilbench.clock import now
 from hilbench.wire import codec, keys
 from hilbench.wire.codec import Message, ProtocolError
+from hilbench.wire.message_socket import MessageSocket
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +98,6 @@ class AgentClient:
         self.info: dict[str, Any] = {}
         self._ctx = context or zmq.Context.instance()
         self._sock: zmq.Socket | None = None
-        self._rcvtimeo_ms = -1
         self._last_heard = now()
         self._next_beat = now()
         self.heartbeats_received = 0
@@ -106,7 +106,6 @@ class AgentClient:
     def connect(self) -> dict[str, Any]:
         """Open the link and check the handshake; returns the agent's welcome info."""
         self._sock = self._open_socket()
-        self._rcvtimeo_ms = -1  # the receive timeout in force; -1 (wait for ever) until set
         self._last_heard = now()
         return self._handshake()
 
@@ -158,10 +157,10 @@ class AgentClient:
         """The socket this link talks through: a DEALER connected to the agent's ROUTER.
 
         A subclass may return another object with the socket calls the engine makes
-        (send_multipart, recv_multipart honouring rcvtimeo, close); the listener's per-agent
-        view of its ROUTER does.
+        (send_message, recv_message honouring rcvtimeo, close); the listener's per-agent view
+        of its ROUTER does.
         """
-        sock = self._ctx.socket(zmq.DEALER)
+        sock = self._ctx.socket(zmq.DEALER, socket_class=MessageSocket)
         sock.setsockopt(zmq.LINGER, 0)
         sock.copy_threshold = codec.COPY_THRESHOLD_BYTES
         if self.key is not None and self.agent_key is not None:
@@ -290,9 +289,9 @@ class AgentClient:
             if deadline is not None:
                 wait = min(wait, deadline - t)
             # A blocking receive with a timeout: one call on the hot path instead of poll + recv.
-            self._set_receive_timeout(max(1, int(wait * 1000)))
+            self._sock.limit_receive_wait(max(1, int(wait * 1000)))
             try:
-                frames = self._sock.recv_multipart(copy=False)
+                frames = self._sock.recv_message()
             except zmq.Again:
                 continue
             self._last_heard = now()
@@ -317,20 +316,11 @@ class AgentClient:
                 )
             return reply
 
-    def _set_receive_timeout(self, ms: int) -> None:
-        """Let a blocking receive wait at most ``ms``; the socket option is set only when the one
-        in force would oversleep or wake needlessly often (setting it costs as much as a codec
-        call, and the hot path would otherwise set it on every request)."""
-        if self._rcvtimeo_ms > ms or self._rcvtimeo_ms * 2 < ms:
-            assert self._sock is not None
-            self._sock.rcvtimeo = ms
-            self._rcvtimeo_ms = ms
-
     def _try_send(self, frames: list[Any]) -> list[Any] | None:
         """Send without blocking; returns the frames when there is no connection to queue to."""
         assert self._sock is not None
         try:
-            self._sock.send_multipart(frames, copy=False, flags=zmq.NOBLOCK)
+            self._sock.send_message(frames, zmq.NOBLOCK)
         except zmq.Again:
             return frames
         return None

@@ -52,7 +52,7 @@ class RoutedSocket:
     """One agent's view of the shared ROUTER, shaped like the DEALER an ``AgentClient`` uses.
 
     It implements the socket calls the client makes (``setsockopt``, ``connect``,
-    ``send_multipart``, ``poll``, ``recv_multipart`` honouring ``rcvtimeo``, ``close``) and
+    ``send_message``, ``poll``, ``recv_message`` honouring ``rcvtimeo``, ``close``) and
     nothing more.
     """
 
@@ -72,9 +72,13 @@ class RoutedSocket:
     def connect(self, address: str) -> None:
         """The agent dialled us; there is nothing to connect."""
 
-    def send_multipart(self, frames: Sequence[Any], flags: int = 0, copy: bool = True) -> None:
+    def limit_receive_wait(self, ms: int) -> None:
+        """Let a blocking receive wait at most ``ms``."""
+        self.rcvtimeo = ms
+
+    def send_message(self, frames: Sequence[Any], flags: int = 0) -> None:
         self._check_open()
-        self._listener._send(self._peer, frames, copy=copy)
+        self._listener._send(self._peer, frames)
 
     def poll(self, timeout: int | None = None, flags: int = zmq.POLLIN) -> int:
         """``zmq.POLLIN`` once this agent has a message queued, else 0 after ``timeout`` ms."""
@@ -82,7 +86,7 @@ class RoutedSocket:
         timeout_s = None if timeout is None or timeout < 0 else timeout / 1000
         return zmq.POLLIN if self._listener._pump(self._peer, timeout_s) else 0
 
-    def recv_multipart(self, flags: int = 0, copy: bool = True) -> list[Any]:
+    def recv_message(self, flags: int = 0) -> list[Any]:
         self._check_open()
         if not self._peer.inbox:
             if flags & zmq.NOBLOCK:
@@ -90,8 +94,7 @@ class RoutedSocket:
             timeout_s = None if self.rcvtimeo < 0 else self.rcvtimeo / 1000
             if not self._listener._pump(self._peer, timeout_s):
                 raise zmq.Again()
-        frames = self._peer.inbox.popleft()
-        return frames if not copy else [f.bytes for f in frames]
+        return self._peer.inbox.popleft()
 
     def close(self, linger: int | None = None) -> None:
         if not self.closed:
@@ -288,12 +291,12 @@ class AgentListener:
     def _recently_heard(self, peer: _Peer) -> bool:
         return now() - peer.last_heard <= self.heartbeat_s * self.liveness
 
-    def _send(self, peer: _Peer, frames: Sequence[Any], copy: bool) -> None:
+    def _send(self, peer: _Peer, frames: Sequence[Any]) -> None:
         if self._router is None:
             raise RuntimeError(f"agent listener on {self.endpoint} is closed")
         # ROUTER never blocks: a message to an identity that is gone is dropped, and the silence
         # that follows is what declares the agent lost.
-        self._router.send_multipart([peer.identity, *frames], copy=copy)
+        self._router.send_multipart([peer.identity, *frames], copy=False)
 
     def _detach(self, peer: _Peer, sock: RoutedSocket) -> None:
         if peer.link is not None and peer.link.transport is sock:
@@ -376,7 +379,7 @@ class AgentListener:
             if peer is skip:
                 continue
             if self._recently_heard(peer):
-                self._send(peer, frames, copy=True)
+                self._send(peer, frames)
             elif peer.link is None or peer.link.closed:
                 del self._peers[identity]
 

@@ -109,14 +109,14 @@ def test_a_reply_for_one_agent_is_kept_while_waiting_for_another(listener, start
     a = listener.wait_for("dev-a", timeout_s=5)
     b = listener.wait_for("dev-b", timeout_s=5)
     # Ask B without waiting, then wait on A for longer than B takes to answer.
-    b.transport.send_multipart(
+    b.transport.send_message(
         codec.encode(Message(type=codec.REQUEST, id="b-1", cmd="echo", body={"n": 1}))
     )
     beats_before = b.heartbeats_received
     a.request("run", {"seconds": 0.3}, timeout_s=5)
     assert b.heartbeats_received > beats_before  # B's heartbeats were seen, not lost
     assert b.transport.poll(0)
-    queued = codec.decode(b.transport.recv_multipart(copy=False))
+    queued = codec.decode(b.transport.recv_message())
     assert (queued.type, queued.id, queued.body) == (codec.REPLY, "b-1", {"n": 1})
 
 
