@@ -298,6 +298,32 @@ class AgentRuntime(SocketTurns):
             log.warning("dropped a %s to a peer that is not reading", what)
             return None
 
+    def _send_reply(
+        self,
+        sock: MessageSocket,
+        route: list[bytes],
+        reply: Message,
+        request: Message,
+        frames: list[Any],
+        reserved: int,
+    ) -> None:
+        """Send a command's reply; the request's ``reserved`` budget bytes are freed once sent.
+
+        Payloads that are the request's own arrays (``echo``, ``noop``) go back in the very
+        frames they came in, as a bare ZeroMQ echo would: the header is encoded and validated
+        like any reply, the bytes are not copied. Fresh payloads of 1 MiB or more count against
+        the memory budget until ZeroMQ has sent them.
+        """
+        if reply.arrays and reply.arrays is request.arrays:
+            tracker = self._send_parts(sock, route, [codec.encode(reply)[0], *frames[1:]], "reply")
+            self.budget.release_when_sent(tracker, reserved)
+            return
+        extra = sum(a.nbytes for a in reply.arrays)
+        self.budget.add(extra)
+        tracker = self._send(sock, route, reply)
+        self.budget.release_when_sent(tracker, reserved)
+        self.budget.release_when_sent(tracker, extra)
+
     def _send_error(
         self, sock: zmq.Socket, route: list[bytes], code: str, text: str, cid: str | None, **detail
     ) -> None:
@@ -443,11 +469,8 @@ class AgentRuntime(SocketTurns):
             reserved = self._admit(sock, route, msg)
             if reserved < 0:
                 return
-            # The payload goes back in the very frames it came in (as a bare ZeroMQ echo would):
-            # the header is encoded and validated like any reply, the bytes are not copied.
             reply = Message(type=codec.REPLY, id=msg.id, body=msg.body, arrays=msg.arrays)
-            tracker = self._send_parts(sock, route, [codec.encode(reply)[0], *frames[1:]], "echo")
-            self.budget.release_when_sent(tracker, reserved)
+            self._send_reply(sock, route, reply, msg, frames, reserved)
             return
         if cmd == "status":
             reply = Message(type=codec.REPLY, id=msg.id, body=self._status())

@@ -54,7 +54,7 @@ class SocketTurns:
     """The turn-taking half of :class:`hilbench.agent.runtime.AgentRuntime` (a mixin).
 
     The runtime provides the message handling these methods call (``_drain_socket``, ``_beat``,
-    ``_receive``, ``_send``) and the state declared here.
+    ``_receive``, ``_send``, ``_send_reply``) and the state declared here.
     """
 
     driver: Driver
@@ -212,9 +212,4 @@ class SocketTurns:
             self.stats.errors += 1
         else:
             self.stats.served += 1
-        fresh = reply.arrays and reply.arrays is not job.msg.arrays
-        extra = sum(a.nbytes for a in reply.arrays) if fresh else 0
-        self.budget.add(extra)
-        tracker = self._send(sock, job.route, reply)
-        self.budget.release_when_sent(tracker, job.reserved)
-        self.budget.release_when_sent(tracker, extra)
+        self._send_reply(sock, job.route, reply, job.msg, job.frames, job.reserved)
