@@ -283,8 +283,8 @@ class AgentRuntime(SocketTurns):
         return self._send_parts(sock, route, parts, msg.type)
 
     def _send_parts(self, sock: zmq.Socket, route: list[bytes], parts: list[Any], what: str) -> Any:
-        payload = sum(len(p) for p in parts[1:])  # bytes, uint8 arrays or zmq.Frames
-        track = payload >= codec.COPY_THRESHOLD_BYTES
+        # Payload parts are bytes, uint8 arrays or zmq.Frames: len() is their size in bytes.
+        track = len(parts) > 1 and sum(map(len, parts[1:])) >= codec.COPY_THRESHOLD_BYTES
         if track:  # a received Frame cannot be re-sent tracked; its buffer can (no copy)
             parts = [p.buffer if isinstance(p, zmq.Frame) else p for p in parts]
         try:

@@ -268,12 +268,11 @@ class AgentClient:
         # The agent gets a full liveness window from now: idle time before this call is no silence.
         started = self._last_heard = now()
         deadline = None if timeout_s is None else started + timeout_s
-        what = f"{msg.cmd or msg.type} ({msg.id})"
         while True:
             t = now()
             if deadline is not None and t >= deadline:
                 raise TimeoutError(
-                    f"agent {self.name} did not answer {what} within {t - started:.1f} s"
+                    f"agent {self.name} did not answer {_what(msg)} within {t - started:.1f} s"
                 )
             if unsent is not None:
                 unsent = self._try_send(unsent)
@@ -284,7 +283,7 @@ class AgentClient:
                     while_waiting()
             silent = t - self._last_heard
             if silent > (silence_limit_s or self.heartbeat_s * self.liveness):
-                raise AgentLost(self.name, silent, what)
+                raise AgentLost(self.name, silent, _what(msg))
             wait = min(self._next_beat - t, self.heartbeat_s)
             if deadline is not None:
                 wait = min(wait, deadline - t)
@@ -330,3 +329,8 @@ class AgentClient:
         return AgentError(
             self.name, str(body.get("code")), str(body.get("message")), body.get("detail")
         )
+
+
+def _what(msg: Message) -> str:
+    """The message an error is about, as a person reads it (built only when there is an error)."""
+    return f"{msg.cmd or msg.type} ({msg.id})"
