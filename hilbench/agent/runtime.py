@@ -124,7 +124,8 @@ class AgentRuntime(SocketTurns):
         # Leader/follower turns at the socket; whoever holds it is the only thread that uses it,
         # and every change of holder goes through this condition's lock (a full memory barrier,
         # which ZeroMQ asks for when a socket moves between threads).
-        self._turns = threading.Condition(threading.Lock())
+        self._turn_lock = threading.Lock()
+        self._turns = threading.Condition(self._turn_lock)
         self._follower_wanted = False  # the driver thread runs a command: someone must serve
         self._follower_leads = False  # the calling thread holds the socket
         self._admitted: Job | None = None  # a device command just read, for the driver thread
@@ -455,7 +456,8 @@ class AgentRuntime(SocketTurns):
             if reserved < 0:
                 return
             self._busy_with = cmd
-            self._stop_run.clear()
+            if self._stop_run.is_set():  # clearing takes the event's lock: only when needed
+                self._stop_run.clear()
             self._admitted = Job(route, msg, frames, reserved)
             return
         if cmd not in INLINE_COMMANDS:

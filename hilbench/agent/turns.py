@@ -63,6 +63,7 @@ class SocketTurns:
     budget: MemoryBudget
     bad_messages: BadMessageLog
     _turns: threading.Condition
+    _turn_lock: threading.Lock  # the lock of ``_turns``
     _follower_wanted: bool
     _follower_leads: bool
     _admitted: Job | None
@@ -124,14 +125,16 @@ class SocketTurns:
             while self._serve_idle(sock):
                 job, self._admitted = self._admitted, None
                 assert job is not None
-                with self._turns:  # the calling thread serves if the command runs for long
+                # The condition's own lock (one call less than the condition's ``with``, on
+                # the hot path): the calling thread serves if the command runs for long.
+                with self._turn_lock:
                     self._follower_wanted = True
                     t = now()
                     if t - self._command_started > ACTIVE_SPELL_S:
                         self._turns.notify()  # first command after a quiet spell: look often
                     self._command_started = t
                 reply = self._run_device_command(job)
-                with self._turns:
+                with self._turn_lock:
                     kept = self._follower_wanted  # nobody took the socket: it is still ours
                     self._follower_wanted = False
                     if not kept:
@@ -206,10 +209,14 @@ class SocketTurns:
         return bool(done)
 
     def _finish(self, sock: zmq.Socket, job: Job, reply: Message) -> None:
-        """Send a device command's reply and free the device for the next one."""
+        """Send a device command's reply and free the device for the next one.
+
+        The bookkeeping comes after the send, off the round trip's critical path: the thread
+        that sends reads no message before it is done.
+        """
+        self._send_reply(sock, job.route, reply, job.msg, job.frames, job.reserved)
         self._busy_with = None
         if reply.type == codec.ERROR:
             self.stats.errors += 1
         else:
             self.stats.served += 1
-        self._send_reply(sock, job.route, reply, job.msg, job.frames, job.reserved)
