@@ -29,7 +29,7 @@ from hilbench.agent.turns import Job, SocketTurns
 from hilbench.clock import now
 from hilbench.wire import codec, keys
 from hilbench.wire.codec import Message, ProtocolError
-from hilbench.wire.message_socket import MessageSocket
+from hilbench.wire.message_socket import NOBLOCK, MessageSocket
 
 log = logging.getLogger(__name__)
 
@@ -263,9 +263,9 @@ class AgentRuntime(SocketTurns):
     def _receive(self, sock: MessageSocket, flags: int) -> None:
         """Read one message (raising zmq.Again when none comes in time) and handle it."""
         if self.bind_address is None:
-            self._handle(sock, [], sock.recv_message(flags, leading_bytes=0))
+            self._handle(sock, [], sock.recv_message(flags))
             return
-        frames = sock.recv_message(flags, leading_bytes=1)  # the peer's routing id, as bytes
+        frames = sock.recv_message(flags, routed=True)  # the peer's routing id comes first
         route = [frames[0]]
         if len(frames) > 2 and not len(frames[1]):
             self._refuse_req_socket(sock, route)
@@ -293,7 +293,7 @@ class AgentRuntime(SocketTurns):
                 return sock.send_multipart(
                     [*route, *parts], copy=False, flags=zmq.NOBLOCK, track=True
                 )
-            sock.send_message([*route, *parts], zmq.NOBLOCK)
+            sock.send_message([*route, *parts], NOBLOCK)
             return None
         except zmq.Again:
             log.warning("dropped a %s to a peer that is not reading", what)

@@ -18,7 +18,7 @@ import zmq
 from hilbench.clock import now
 from hilbench.wire import codec, keys
 from hilbench.wire.codec import Message, ProtocolError
-from hilbench.wire.message_socket import MessageSocket
+from hilbench.wire.message_socket import NOBLOCK, MessageSocket
 
 log = logging.getLogger(__name__)
 
@@ -319,7 +319,7 @@ class AgentClient:
         """Send without blocking; returns the frames when there is no connection to queue to."""
         assert self._sock is not None
         try:
-            self._sock.send_message(frames, zmq.NOBLOCK)
+            self._sock.send_message(frames, NOBLOCK)
         except zmq.Again:
             return frames
         return None

@@ -16,8 +16,14 @@ from typing import Any
 
 import zmq
 
+# Plain ints: pyzmq's flags are enum members, and ``Flag | Flag`` builds a new enum object in
+# Python code on every call.
+NOBLOCK = int(zmq.NOBLOCK)
 _SNDMORE = int(zmq.SNDMORE)
-_RCVMORE = int(zmq.RCVMORE)
+# How late a blocking receive may wake compared with the wait asked for: the timeout option is
+# reset only when the one in force would oversleep by more than this (setting it goes through
+# pyzmq's attribute setter, as costly as decoding a header).
+RECEIVE_WAIT_SLACK_MS = 20
 
 
 class MessageSocket(zmq.Socket):
@@ -28,13 +34,15 @@ class MessageSocket(zmq.Socket):
     receive_timeout_ms: int = -1
 
     def limit_receive_wait(self, ms: int) -> None:
-        """Let a blocking receive wait at most ``ms`` (>= 1).
+        """Let a blocking receive wait about ``ms`` (>= 1), at most RECEIVE_WAIT_SLACK_MS longer.
 
-        The option is set only when the one in force would oversleep or wake needlessly often:
-        setting it costs as much as decoding a header, and a hot path would set it per message.
+        The option is set only when the one in force would oversleep by more than the slack or
+        wake needlessly often: a caller whose deadline draws nearer with every message would
+        otherwise set it per message.
         """
-        if self.receive_timeout_ms > ms or self.receive_timeout_ms * 2 < ms:
-            self.rcvtimeo = ms
+        current = self.receive_timeout_ms
+        if current > ms + RECEIVE_WAIT_SLACK_MS or current * 2 < ms or current < 0:
+            self.set(zmq.RCVTIMEO, ms)
             self.receive_timeout_ms = ms
 
     def send_message(self, parts: Sequence[Any], flags: int = 0) -> None:
@@ -51,19 +59,24 @@ class MessageSocket(zmq.Socket):
             send(parts[i], more, copy=False)
         send(parts[last], flags, copy=False)
 
-    def recv_message(self, flags: int = 0, leading_bytes: int = 1) -> list[Any]:
-        """Receive one message: the first ``leading_bytes`` frames as bytes, the rest as Frames.
+    def recv_message(self, flags: int = 0, routed: bool = False) -> list[Any]:
+        """Receive one message; with ``routed`` (a ROUTER) the routing identity first, as bytes.
 
-        Routing identities are a few bytes, so copying them is cheaper than a Frame object;
-        headers and payloads stay in ZeroMQ's buffers (no copy of a large frame). Frames past
-        the first are received without waiting: ZeroMQ delivers a message's parts together.
+        The other parts are Frames: headers and payloads stay in ZeroMQ's buffers (no copy of a
+        large frame), and each Frame knows whether more parts follow (asking the socket would
+        build an option enum per call). An identity is a few bytes, cheaper copied than wrapped,
+        and always has the message after it. Parts after the first come without waiting:
+        ZeroMQ delivers a message's parts together.
         """
         recv = self.recv
-        first = recv(flags, copy=leading_bytes > 0)
-        parts = [first]
-        get = self.get
-        i = 1
-        while get(_RCVMORE):
-            parts.append(recv(0, copy=i < leading_bytes))
-            i += 1
+        if routed:
+            parts = [recv(flags)]
+            frame = recv(0, copy=False)
+        else:
+            parts = []
+            frame = recv(flags, copy=False)
+        parts.append(frame)
+        while frame.more:
+            frame = recv(0, copy=False)
+            parts.append(frame)
         return parts
