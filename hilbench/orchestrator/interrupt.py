@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -29,6 +30,7 @@ class Interrupted(BaseException):
 
 
 _received: list[int] = []  # the stop signal of the current ``signals_interrupt`` block
+_deferring = [0]  # depth of ``deferred_interrupts`` blocks in the main thread
 
 
 def raise_if_interrupted() -> None:
@@ -52,6 +54,8 @@ def signals_interrupt() -> Iterator[None]:
             log.warning("%s received while stopping; still stopping", signal.Signals(signum).name)
             return
         _received.append(signum)
+        if _deferring[0]:
+            return  # the next checkpoint raises it
         raise Interrupted(signum)
 
     previous = {sig: signal.signal(sig, _handler) for sig in STOP_SIGNALS}
@@ -62,3 +66,22 @@ def signals_interrupt() -> Iterator[None]:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         _received.clear()
+
+
+@contextmanager
+def deferred_interrupts() -> Iterator[None]:
+    """A stop signal that arrives inside waits for the next ``raise_if_interrupted``.
+
+    For the few steps that must not be cut in two: a run's start or stop document half
+    written would leave a run that no clean-up can close (it would read back "incomplete").
+    Signal handlers run in the main thread, so only the main thread defers; elsewhere this
+    does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _deferring[0] += 1
+    try:
+        yield
+    finally:
+        _deferring[0] -= 1

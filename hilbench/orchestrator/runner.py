@@ -23,11 +23,22 @@ from typing import Any
 
 from hilbench import __version__
 from hilbench.clock import now
-from hilbench.documents import DocumentConsumer, DocumentStream, RunStart, RunStop, new_uid
+from hilbench.documents import (
+    DocumentConsumer,
+    DocumentStream,
+    ExitStatus,
+    RunStart,
+    RunStop,
+    new_uid,
+)
 from hilbench.orchestrator.campaign import AgentSpec, Campaign
 from hilbench.orchestrator.client import AgentClient, AgentError, AgentLost
 from hilbench.orchestrator.instruments import InstrumentFault, InstrumentSet
-from hilbench.orchestrator.interrupt import Interrupted, raise_if_interrupted
+from hilbench.orchestrator.interrupt import (
+    Interrupted,
+    deferred_interrupts,
+    raise_if_interrupted,
+)
 from hilbench.orchestrator.listener import AgentListener
 from hilbench.orchestrator.phases import RunContext
 from hilbench.orchestrator.procedure import Unit, expand_all
@@ -66,6 +77,13 @@ class CampaignOutcome:
     skipped: int = 0
     failed: int = 0
     run_uids: list[str] = field(default_factory=list)
+
+
+def _stop_run(stream: DocumentStream, run_uid: str, status: ExitStatus, reason: str = "") -> None:
+    """Emit a run's stop document whole: a stop signal meanwhile waits for the next checkpoint
+    (half written, the run would be left without a status)."""
+    with deferred_interrupts():
+        stream.emit(RunStop(run_uid, now(), status, reason))
 
 
 def _find_resumable(store_path: Path, campaign: Campaign) -> str | None:
@@ -265,27 +283,30 @@ class CampaignRunner:
         simulation = run_simulation(
             agents, instruments if getattr(unit, "uses_instruments", True) else []
         )
-        stream.emit(
-            RunStart(
-                run_uid,
-                campaign_uid,
-                unit.key,
-                unit.procedure,
-                params,
-                agents,
-                now(),
-                time.time(),
-                __version__,
-                simulated=bool(simulation),
-                simulation=simulation,
-            )
+        start = RunStart(
+            run_uid,
+            campaign_uid,
+            unit.key,
+            unit.procedure,
+            params,
+            agents,
+            now(),
+            time.time(),
+            __version__,
+            simulated=bool(simulation),
+            simulation=simulation,
         )
+        # A signal between the start document and the ``try`` below, or during a stop
+        # document, would leave the run without a status: it waits for the next checkpoint.
+        with deferred_interrupts():
+            stream.emit(start)
         ctx = RunContext(stream, run_uid)
         try:
+            raise_if_interrupted()
             unit.run(ctx, client, instruments)
         except AgentLost as exc:
             reason = f"{exc} (host {socket.gethostname()}, run {run_uid}, unit {unit.key})"
-            stream.emit(RunStop(run_uid, now(), "fail", reason))
+            _stop_run(stream, run_uid, "fail", reason)
             outcome.failed += 1
             self._notify(unit, "fail", run_uid)
             raise CampaignAborted(
@@ -298,7 +319,7 @@ class CampaignRunner:
             # One rule for every instrument fault (an error, no answer, overload, lost readings):
             # the run is invalid and the campaign stops, as for a lost agent. Later runs would
             # be measured by the same instrument; run again to resume once it is fixed.
-            stream.emit(RunStop(run_uid, now(), "fail", f"invalid: {exc}"))
+            _stop_run(stream, run_uid, "fail", f"invalid: {exc}")
             outcome.failed += 1
             self._notify(unit, "fail", run_uid)
             raise CampaignAborted(
@@ -308,17 +329,17 @@ class CampaignRunner:
                 outcome,
             ) from exc
         except (AgentError, TimeoutError) as exc:
-            stream.emit(RunStop(run_uid, now(), "fail", str(exc)))
+            _stop_run(stream, run_uid, "fail", str(exc))
             outcome.failed += 1
             self._notify(unit, "fail", run_uid)
             log.error("run %s (%s) failed: %s", run_uid[:8], unit.key, exc)
             return run_uid
         except BaseException as exc:
             reason = str(exc) if isinstance(exc, Interrupted) else f"{type(exc).__name__}: {exc}"
-            stream.emit(RunStop(run_uid, now(), "abort", reason))
+            _stop_run(stream, run_uid, "abort", reason)
             self._notify(unit, "abort", run_uid)
             raise
-        stream.emit(RunStop(run_uid, now(), "success"))
+        _stop_run(stream, run_uid, "success")
         outcome.completed += 1
         self._notify(unit, "success", run_uid)
         return run_uid
