@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import os
 import threading
 from collections.abc import Sequence
@@ -19,13 +20,24 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from hilbench.wire.header_schema import (
+    EMPTY_MAP,
+    ENCODER,
+    HEADER_DECODER,
+    MAX_CMD_CHARS,
+    MAX_DIMS,
+    MAX_DTYPE_CHARS,
+    MAX_ID_CHARS,
+    MAX_PAYLOAD_FRAMES,
+    NIL,
+)
+
 PROTOCOL_NAME = "hilbench-agent"
 PROTOCOL_VERSION = 1
 SUPPORTED_VERSIONS = (1,)
 
 MAX_HEADER_BYTES = 64 * 1024
 DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024 * 1024
-MAX_PAYLOAD_FRAMES = 64
 # Frames below this size are copied when sent: a memcpy is cheaper than pyzmq's zero-copy
 # tracking (a background thread that releases the buffer), which dominates up to about 1 MiB.
 COPY_THRESHOLD_BYTES = 1 << 20
@@ -47,11 +59,9 @@ CORRELATED = frozenset({HELLO, WELCOME, REQUEST, REPLY, PING, PONG})
 _ALLOWED_DTYPE_KINDS = frozenset("biufc")
 _HEADER_KEYS = ("proto", "v", "type", "id", "cmd", "body", "payloads")
 _HEADER_KEY_SET = frozenset(_HEADER_KEYS)
-MAX_ID_CHARS = 128
-MAX_CMD_CHARS = 64
-MAX_DTYPE_CHARS = 16
-# numpy 1.x arrays have at most 32 dimensions (numpy 2: 64); the protocol allows what both take.
-MAX_DIMS = 32
+# How msgpack reads a header in the checked decoder (and a body in the fast one): string map
+# keys only, no binary or extension values anywhere.
+_STRICT_MSGPACK = {"raw": False, "strict_map_key": True, "max_bin_len": 0, "max_ext_len": 0}
 
 
 class ProtocolError(ValueError):
@@ -96,6 +106,18 @@ def _pack(header: dict[str, Any]) -> bytes:
     return packer.pack(header)
 
 
+def encode_header(header: dict[str, Any]) -> bytes:
+    """msgpack for a header map: msgspec's encoder (one C call), msgpack's for what it refuses.
+
+    Both write the same bytes for what both take; msgspec refuses numpy scalars and ``str``
+    subclasses, which drivers put in reply bodies and msgpack packs as plain numbers and strings.
+    """
+    try:
+        return ENCODER.encode(header)
+    except Exception:  # msgpack raises its own error if it cannot pack the value either
+        return _pack(header)
+
+
 def _array_descriptor(arr: np.ndarray) -> dict[str, Any]:
     if arr.dtype.kind not in _ALLOWED_DTYPE_KINDS:
         raise ProtocolError("bad_payload", f"dtype {arr.dtype} cannot be sent; use a numeric dtype")
@@ -116,7 +138,7 @@ def encode(msg: Message) -> list[bytes | np.ndarray]:
         "body": msg.body,
         "payloads": [_array_descriptor(a) for a in arrays],
     }
-    packed = _pack(header)
+    packed = encode_header(header)
     if len(packed) > MAX_HEADER_BYTES:
         raise ProtocolError("too_large", f"header is {len(packed)} bytes, limit {MAX_HEADER_BYTES}")
     return [packed, *(a.reshape(-1).view(np.uint8) if a.size else b"" for a in arrays)]
@@ -131,6 +153,71 @@ def _frame_bytes(frame: Any) -> memoryview:
 def decode(frames: Sequence[Any], max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> Message:
     """Parse and validate frames; raise :class:`ProtocolError` saying what is wrong.
 
+    A well-formed message is decoded by msgspec against the header schema, its few remaining
+    checks in Python (one C call instead of dozens of Python steps on the hot path). Anything
+    that path does not accept, for whatever reason, goes to the checked decoder, which applies
+    every rule in turn and either returns the same message or says what is wrong.
+    """
+    try:
+        message = _decode_fast(frames, max_payload_bytes)
+    except Exception:  # garbage of any shape: the checked decoder names what is wrong with it
+        message = None
+    if message is None:
+        return _decode_checked(frames, max_payload_bytes)
+    return message
+
+
+def _decode_fast(frames: Sequence[Any], max_payload_bytes: int) -> Message | None:
+    """The message, if every rule holds for it; None (or an exception) if any might not."""
+    head = frames[0]
+    if len(head) > MAX_HEADER_BYTES:
+        return None
+    header = HEADER_DECODER.decode(head)
+    mtype = header.type
+    cid = header.id
+    cmd = header.cmd
+    if header.proto != PROTOCOL_NAME or header.v not in SUPPORTED_VERSIONS:
+        return None
+    if mtype not in MESSAGE_TYPES or (cid is None and mtype in CORRELATED):
+        return None
+    if (cmd is None) if mtype == REQUEST else (cmd is not None):
+        return None
+    raw_body = header.body
+    if raw_body in (EMPTY_MAP, NIL):
+        body: Any = {}
+    else:
+        body = msgpack.unpackb(raw_body, **_STRICT_MSGPACK)
+        if type(body) is not dict:
+            return None
+    descriptors = header.payloads
+    count = len(descriptors)
+    if count != len(frames) - 1:
+        return None
+    arrays = []
+    total = 0
+    for i in range(count):
+        desc = descriptors[i]
+        dtype = _dtype(desc.dtype)
+        shape = desc.shape
+        # Empty arrays and negative sizes are the checked decoder's (an empty array's shape
+        # needs the bound on its non-zero sizes); two negative sizes make a positive product.
+        elements = math.prod(shape)
+        if dtype is None or elements <= 0 or min(shape, default=1) < 1:
+            return None
+        nbytes = elements * dtype.itemsize
+        buf = _frame_bytes(frames[i + 1])
+        total += nbytes
+        if nbytes != len(buf) or total > max_payload_bytes:
+            return None
+        arrays.append(np.frombuffer(buf, dtype=dtype).reshape(shape))
+    return Message(type=mtype, id=cid, cmd=cmd, body=body, arrays=arrays, version=header.v)
+
+
+def _decode_checked(
+    frames: Sequence[Any], max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
+) -> Message:
+    """Every rule in turn; the :class:`ProtocolError` names the first one a message breaks.
+
     Every field is type-checked before it is used (``type(x) is int`` refuses a bool where an
     int is meant), so no input reaches numpy or a set lookup in a shape that raises anything
     but :class:`ProtocolError`.
@@ -143,7 +230,7 @@ def decode(frames: Sequence[Any], max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_B
     if not len(head):
         raise ProtocolError("bad_frame", "the header frame is empty")
     try:
-        header = msgpack.unpackb(head, raw=False, strict_map_key=True, max_bin_len=0, max_ext_len=0)
+        header = msgpack.unpackb(head, **_STRICT_MSGPACK)
     except Exception as exc:  # msgpack raises several unrelated types on garbage
         raise ProtocolError("bad_frame", f"header is not valid msgpack: {exc}") from None
     if type(header) is not dict:
