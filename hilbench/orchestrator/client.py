@@ -266,10 +266,9 @@ class AgentClient:
         # CurveZMQ server does with an unknown key) has no peer to queue to.
         unsent: list[Any] | None = self._try_send(codec.encode(msg))
         # The agent gets a full liveness window from now: idle time before this call is no silence.
-        started = self._last_heard = now()
+        t = started = self._last_heard = now()
         deadline = None if timeout_s is None else started + timeout_s
-        while True:
-            t = now()
+        while True:  # ``t`` is the time at the last wake-up: one clock read per message
             if deadline is not None and t >= deadline:
                 raise TimeoutError(
                     f"agent {self.name} did not answer {_what(msg)} within {t - started:.1f} s"
@@ -281,6 +280,7 @@ class AgentClient:
                 self._next_beat = t + self.heartbeat_s
                 if while_waiting is not None:
                     while_waiting()
+                    t = now()
             silent = t - self._last_heard
             if silent > (silence_limit_s or self.heartbeat_s * self.liveness):
                 raise AgentLost(self.name, silent, _what(msg))
@@ -292,8 +292,9 @@ class AgentClient:
             try:
                 frames = self._sock.recv_message()
             except zmq.Again:
+                t = now()
                 continue
-            self._last_heard = now()
+            t = self._last_heard = now()
             try:
                 reply = codec.decode(frames)
             except ProtocolError as exc:

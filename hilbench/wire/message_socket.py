@@ -15,7 +15,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import zmq
+from zmq.backend import Socket as _BackendSocket
 
+# The compiled send: pyzmq's Python ``Socket.send`` only adds DRAFT routing/group handling
+# around it, one more Python call per frame.
+_send_frame = _BackendSocket.send
 # Plain ints: pyzmq's flags are enum members, and ``Flag | Flag`` builds a new enum object in
 # Python code on every call.
 NOBLOCK = int(zmq.NOBLOCK)
@@ -49,15 +53,15 @@ class MessageSocket(zmq.Socket):
         """Send ``parts`` (bytes, buffers, numpy arrays or received Frames) as one message.
 
         Buffers below the socket's ``copy_threshold`` are copied into ZeroMQ (cheaper than
-        tracking a zero-copy send); a caller that needs zero-copy tracking of a large payload
-        uses ``send_multipart(..., copy=False, track=True)``.
+        tracking a zero-copy send), larger ones and received Frames are passed on without a
+        copy; a caller that needs to know when ZeroMQ is done with a large buffer uses
+        ``send_multipart(..., copy=False, track=True)``.
         """
         last = len(parts) - 1
         more = flags | _SNDMORE
-        send = self.send
         for i in range(last):
-            send(parts[i], more, copy=False)
-        send(parts[last], flags, copy=False)
+            _send_frame(self, parts[i], more, False)  # copy=False: the threshold decides
+        _send_frame(self, parts[last], flags, False)
 
     def recv_message(self, flags: int = 0, routed: bool = False) -> list[Any]:
         """Receive one message; with ``routed`` (a ROUTER) the routing identity first, as bytes.
