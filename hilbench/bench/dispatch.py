@@ -4,6 +4,9 @@ Both servers run as separate processes on loopback and are measured in the same 
 turns in blocks so that a busy machine weighs on both alike:
 
 * bare: a pyzmq REQ/REP echo, the least any ZeroMQ round trip costs;
+* framed: a pyzmq DEALER/ROUTER echo of the frames the protocol sends (an encoded ``noop``
+  header and the payload), no hilbench code on either side: what the protocol's message shape
+  costs by itself, so the gap between it and the worker path is hilbench's own work;
 * worker: the agent protocol's ``noop``, a device command that goes the way ``run`` goes (header
   codec and checks, hello-first state, busy rule, memory budget, the driver (worker) thread that
   runs device commands, heartbeats and correlation ids) without touching a device;
@@ -29,6 +32,8 @@ from hilbench.lifeline import dies_with_parent
 from hilbench.orchestrator.campaign import AgentSpec
 from hilbench.orchestrator.client import AgentClient
 from hilbench.orchestrator.spawn import spawn_agent
+from hilbench.wire import codec
+from hilbench.wire.codec import Message
 
 _BARE_SERVER = """
 import sys, zmq
@@ -39,9 +44,18 @@ print(port, flush=True)
 while True:
     s.send(s.recv(copy=False), copy=False)
 """
+_FRAMED_SERVER = """
+import sys, zmq
+ctx = zmq.Context()
+s = ctx.socket(zmq.ROUTER)
+port = s.bind_to_random_port("tcp://127.0.0.1")
+print(port, flush=True)
+while True:
+    s.send_multipart(s.recv_multipart(copy=False), copy=False)
+"""
 
 BLOCK = 100  # round trips per turn; the paths take turns so all see the same machine
-PATHS = ("bare", "worker", "inline")
+PATHS = ("bare", "framed", "worker", "inline")
 
 
 def _percentiles(samples_ns: list[int]) -> tuple[float, float]:
@@ -55,26 +69,45 @@ def _timed(call: Callable[[], object]) -> int:
     return time.perf_counter_ns() - t0
 
 
+def _start_echo_server(code: str) -> tuple[subprocess.Popen, str]:
+    """A pyzmq echo server in its own process (dies with this one) and its address."""
+    server = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, **dies_with_parent()
+    )
+    assert server.stdout is not None
+    return server, f"tcp://127.0.0.1:{int(server.stdout.readline())}"
+
+
 def measure(payload_kib: tuple[int, ...], n: int, warmup: int) -> dict[int, dict[str, list[int]]]:
     """Round-trip times (ns) per payload size and path, the paths taking turns in blocks."""
-    bare_server = subprocess.Popen(
-        [sys.executable, "-c", _BARE_SERVER], stdout=subprocess.PIPE, text=True,
-        **dies_with_parent(),
-    )
-    agent = spawn_agent(AgentSpec(id="bench", driver="cpu", spawn=True))
-    sock = zmq.Context.instance().socket(zmq.REQ)
-    sock.setsockopt(zmq.LINGER, 0)
+    servers: list[subprocess.Popen] = []
+    sockets: list[zmq.Socket] = []
+    agent = None
     results: dict[int, dict[str, list[int]]] = {}
     try:
-        assert bare_server.stdout is not None
-        sock.connect(f"tcp://127.0.0.1:{int(bare_server.stdout.readline())}")
+        context = zmq.Context.instance()
+        for code, kind in ((_BARE_SERVER, zmq.REQ), (_FRAMED_SERVER, zmq.DEALER)):
+            server, address = _start_echo_server(code)
+            servers.append(server)
+            sock = context.socket(kind)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.connect(address)
+            sockets.append(sock)
+        req, dealer = sockets
+        agent = spawn_agent(AgentSpec(id="bench", driver="cpu", spawn=True))
         with AgentClient(agent.address, "bench") as client:
             for kib in payload_kib:
                 payload = np.random.default_rng(kib).integers(0, 255, kib * 1024, dtype=np.uint8)
+                header = codec.encode(Message(type=codec.REQUEST, id="bench-1", cmd="noop",
+                                              arrays=[payload]))[0]
 
                 def bare(payload: np.ndarray = payload) -> None:
-                    sock.send(payload, copy=False)
-                    sock.recv(copy=False)
+                    req.send(payload, copy=False)
+                    req.recv(copy=False)
+
+                def framed(payload: np.ndarray = payload, header: bytes = header) -> None:
+                    dealer.send_multipart([header, payload], copy=False)
+                    dealer.recv_multipart(copy=False)
 
                 def worker(payload: np.ndarray = payload) -> None:
                     reply = client.request("noop", {}, [payload])
@@ -84,7 +117,7 @@ def measure(payload_kib: tuple[int, ...], n: int, warmup: int) -> dict[int, dict
                     reply = client.request("echo", {}, [payload])
                     assert reply.arrays[0].nbytes == payload.nbytes
 
-                calls = {"bare": bare, "worker": worker, "inline": inline}
+                calls = {"bare": bare, "framed": framed, "worker": worker, "inline": inline}
                 for _ in range(warmup):
                     for call in calls.values():
                         call()
@@ -97,10 +130,13 @@ def measure(payload_kib: tuple[int, ...], n: int, warmup: int) -> dict[int, dict
             client.request("shutdown", timeout_s=5)
         return results
     finally:
-        sock.close()
-        agent.stop()
-        bare_server.kill()
-        bare_server.wait(timeout=5)
+        for sock in sockets:
+            sock.close()
+        if agent is not None:
+            agent.stop()
+        for server in servers:
+            server.kill()
+            server.wait(timeout=5)
 
 
 @click.command()
@@ -125,9 +161,12 @@ def dispatch(n: int, payload_kib: tuple[int, ...], warmup: int) -> None:
 
     Targets (issue 10): the worker path (`noop`, run by the agent's driver thread like `run`)
     within 2× bare pyzmq at 1 KiB and 1.5× at 64 KiB, median against median in this one run.
-    The paths take turns in blocks so the machine's load weighs on all alike, but a loaded
-    machine still inflates the ratios (thread wake-ups grow with the load): the first line
-    prints the load average; rerun when it is quiet.
+    The paths take turns in blocks so the machine's load weighs on all alike, but the load
+    still moves the ratios: the first line prints the load average. Waking a process is most of
+    a round trip on an idle machine; when other work keeps the cores from idling, wake-ups get
+    cheap, bare REQ/REP can run 3× faster and every other path's fixed cost weighs more. The
+    DEALER/ROUTER row (the protocol's frames with no hilbench code) shows what the message shape
+    costs by itself on this machine, now: the worker path's distance from it is hilbench's own.
     """
     if n < 2000:
         raise click.BadParameter(
@@ -139,9 +178,10 @@ def dispatch(n: int, payload_kib: tuple[int, ...], warmup: int) -> None:
         f"{n} timed round trips per path and size, loopback TCP, the paths taking turns in "
         f"blocks of {BLOCK}; load average {load:.2f} on {os.cpu_count()} CPUs"
     )
-    click.echo(f"{'payload':>8} {'path':<34} {'median us':>10} {'p99 us':>10} {'ratio':>6}")
+    click.echo(f"{'payload':>8} {'path':<38} {'median us':>10} {'p99 us':>10} {'ratio':>6}")
     labels = {
         "bare": "bare pyzmq REQ/REP",
+        "framed": "bare pyzmq DEALER/ROUTER, same frames",
         "worker": "hilbench noop (worker thread)",
         "inline": "hilbench echo (answered inline)",
     }
@@ -151,7 +191,7 @@ def dispatch(n: int, payload_kib: tuple[int, ...], warmup: int) -> None:
         for path in PATHS:
             med, p99 = _percentiles(times[path])
             click.echo(
-                f"{kib:>5} KiB {labels[path]:<34} {med:>10.1f} {p99:>10.1f} {med / bare_med:>6.2f}"
+                f"{kib:>5} KiB {labels[path]:<38} {med:>10.1f} {p99:>10.1f} {med / bare_med:>6.2f}"
             )
         headline.append(f"{kib} KiB {_percentiles(times['worker'])[0] / bare_med:.2f}")
     click.echo("worker/bare median ratio: " + ", ".join(headline))

@@ -15,6 +15,7 @@ def test_every_path_gets_its_round_trips_at_each_size_including_empty_payloads()
     for times in results.values():
         assert {path: len(ns) for path, ns in times.items()} == {
             "bare": 30,
+            "framed": 30,
             "worker": 30,
             "inline": 30,
         }
@@ -26,7 +27,12 @@ def test_the_command_prints_both_paths_per_size_and_the_headline_ratio():
     result = CliRunner().invoke(dispatch, args)
     assert result.exit_code == 0, result.output
     for kib in (0, 2):
-        for label in ("bare pyzmq REQ/REP", "hilbench noop (worker thread)", "hilbench echo"):
+        for label in (
+            "bare pyzmq REQ/REP",
+            "bare pyzmq DEALER/ROUTER, same frames",
+            "hilbench noop (worker thread)",
+            "hilbench echo",
+        ):
             assert re.search(rf"^\s+{kib} KiB {re.escape(label)}", result.output, re.M), label
     headline = re.search(r"worker/bare median ratio: 0 KiB ([\d.]+), 2 KiB ([\d.]+)", result.output)
     assert headline and all(float(r) > 0 for r in headline.groups())
