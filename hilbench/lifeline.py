@@ -1,6 +1,7 @@
 """Child processes that never outlive hilbench, SIGKILL included.
 
 Every process hilbench starts — spawned agents, the simulated meter, Intel SoC Watch, the
+Arduino host emulator (SIGKILL: a board frozen with SIGSTOP would hold a SIGTERM pending), the
 loihi driver's Lava child — is started with :func:`dies_with_parent`: it leads a session and
 process group of its own (``killpg`` reaches whatever it starts; a Ctrl-C at the terminal
 reaches only hilbench, which stops its children in order) and asks Linux for a parent-death

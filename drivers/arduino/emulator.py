@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hilbench.lifeline import dies_with_parent
 from hilbench_drivers.arduino.link import BoardError
 
 if TYPE_CHECKING:
@@ -137,11 +138,14 @@ class HostEmulator:
     def start(self) -> str:
         self._proc = subprocess.Popen(
             [str(self.program)],
-            stdin=subprocess.PIPE,  # closes when we die: the emulator exits with us
+            stdin=subprocess.PIPE,  # closes when we die: a second way to learn of it
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            start_new_session=True,  # a Ctrl-C meant for us reaches it through us, once
+            # Its own session (a Ctrl-C meant for us reaches it through us, once) and SIGKILL
+            # when we die: a board frozen by pause() (SIGSTOP) reads no stdin and would hold
+            # a SIGTERM pending for ever.
+            **dies_with_parent(signal.SIGKILL),
         )
         assert self._proc.stdout is not None
         line = _readline_with_timeout(self._proc.stdout, START_TIMEOUT_S)

@@ -202,13 +202,17 @@ def test_boot_banner_while_waiting_is_a_reset(fake_board):
         link.close()
 
 
-def test_emulator_dies_with_its_parent(host_program):
+@pytest.mark.parametrize("frozen", [False, True], ids=["running", "frozen by pause()"])
+def test_emulator_dies_with_its_parent(host_program, frozen):
+    """SIGKILL of the process that started it ends the emulator, even a board frozen with
+    SIGSTOP (which reads no stdin and would hold a SIGTERM pending)."""
     code = (
         "import sys, time\n"
         "from pathlib import Path\n"
         "from hilbench_drivers.arduino.emulator import HostEmulator\n"
         f"emu = HostEmulator(program=Path({str(host_program)!r}))\n"
         "emu.start()\n"
+        f"if {frozen}: emu.pause()\n"
         "print(emu.pid, flush=True)\n"
         "time.sleep(60)\n"
     )
@@ -220,9 +224,7 @@ def test_emulator_dies_with_its_parent(host_program):
         parent.wait(timeout=5)
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
-            try:
-                os.kill(child, 0)
-            except ProcessLookupError:
+            if not _alive(child):
                 break
             time.sleep(0.05)
         else:
@@ -231,6 +233,15 @@ def test_emulator_dies_with_its_parent(host_program):
     finally:
         if parent.poll() is None:
             parent.kill()
+
+
+def _alive(pid: int) -> bool:
+    """Running or stopped; a zombie waiting for init to reap it counts as gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def test_a_board_that_disappears_is_device_lost(host_program):
