@@ -35,24 +35,24 @@ from hilbench.orchestrator.spawn import spawn_agent
 from hilbench.wire import codec
 from hilbench.wire.codec import Message
 
-_BARE_SERVER = """
-import sys, zmq
-ctx = zmq.Context()
-s = ctx.socket(zmq.REP)
-port = s.bind_to_random_port("tcp://127.0.0.1")
-print(port, flush=True)
-while True:
-    s.send(s.recv(copy=False), copy=False)
-"""
-_FRAMED_SERVER = """
-import sys, zmq
-ctx = zmq.Context()
-s = ctx.socket(zmq.ROUTER)
-port = s.bind_to_random_port("tcp://127.0.0.1")
-print(port, flush=True)
-while True:
-    s.send_multipart(s.recv_multipart(copy=False), copy=False)
-"""
+
+def _echo_server_code(kind: str, echo: str) -> str:
+    """A pyzmq echo server's script: a ``kind`` socket on a free loopback port (printed first)
+    that sends back whatever it receives, with ``echo`` (a statement on its socket ``s``)."""
+    return (
+        "import zmq\n"
+        "ctx = zmq.Context()\n"
+        f"s = ctx.socket(zmq.{kind})\n"
+        'print(s.bind_to_random_port("tcp://127.0.0.1"), flush=True)\n'
+        "while True:\n"
+        f"    {echo}\n"
+    )
+
+
+_BARE_SERVER = _echo_server_code("REP", "s.send(s.recv(copy=False), copy=False)")
+_FRAMED_SERVER = _echo_server_code(
+    "ROUTER", "s.send_multipart(s.recv_multipart(copy=False), copy=False)"
+)
 
 BLOCK = 100  # round trips per turn; the paths take turns so all see the same machine
 PATHS = ("bare", "framed", "worker", "inline")

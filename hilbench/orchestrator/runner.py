@@ -79,13 +79,6 @@ class CampaignOutcome:
     run_uids: list[str] = field(default_factory=list)
 
 
-def _stop_run(stream: DocumentStream, run_uid: str, status: ExitStatus, reason: str = "") -> None:
-    """Emit a run's stop document whole: a stop signal meanwhile waits for the next checkpoint
-    (half written, the run would be left without a status)."""
-    with deferred_interrupts():
-        stream.emit(RunStop(run_uid, now(), status, reason))
-
-
 def _find_resumable(store_path: Path, campaign: Campaign) -> str | None:
     """The newest unfinished attempt of this same campaign in the store, if any."""
     if not store_path.exists():
@@ -306,9 +299,8 @@ class CampaignRunner:
             unit.run(ctx, client, instruments)
         except AgentLost as exc:
             reason = f"{exc} (host {socket.gethostname()}, run {run_uid}, unit {unit.key})"
-            _stop_run(stream, run_uid, "fail", reason)
+            self._end_run(stream, unit, run_uid, "fail", reason)
             outcome.failed += 1
-            self._notify(unit, "fail", run_uid)
             raise CampaignAborted(
                 f"campaign {self.campaign.name} stopped: agent {exc.agent} was lost during run "
                 f"{run_uid[:8]} ({unit.key}); {outcome.completed} run(s) completed before it are "
@@ -319,9 +311,8 @@ class CampaignRunner:
             # One rule for every instrument fault (an error, no answer, overload, lost readings):
             # the run is invalid and the campaign stops, as for a lost agent. Later runs would
             # be measured by the same instrument; run again to resume once it is fixed.
-            _stop_run(stream, run_uid, "fail", f"invalid: {exc}")
+            self._end_run(stream, unit, run_uid, "fail", f"invalid: {exc}")
             outcome.failed += 1
-            self._notify(unit, "fail", run_uid)
             raise CampaignAborted(
                 f"campaign {self.campaign.name} stopped: {exc} during run {run_uid[:8]} "
                 f"({unit.key}); the run is marked invalid; {outcome.completed} run(s) completed "
@@ -329,20 +320,27 @@ class CampaignRunner:
                 outcome,
             ) from exc
         except (AgentError, TimeoutError) as exc:
-            _stop_run(stream, run_uid, "fail", str(exc))
+            self._end_run(stream, unit, run_uid, "fail", str(exc))
             outcome.failed += 1
-            self._notify(unit, "fail", run_uid)
             log.error("run %s (%s) failed: %s", run_uid[:8], unit.key, exc)
             return run_uid
         except BaseException as exc:
             reason = str(exc) if isinstance(exc, Interrupted) else f"{type(exc).__name__}: {exc}"
-            _stop_run(stream, run_uid, "abort", reason)
-            self._notify(unit, "abort", run_uid)
+            self._end_run(stream, unit, run_uid, "abort", reason)
             raise
-        _stop_run(stream, run_uid, "success")
+        self._end_run(stream, unit, run_uid, "success")
         outcome.completed += 1
-        self._notify(unit, "success", run_uid)
         return run_uid
+
+    def _end_run(
+        self, stream: DocumentStream, unit: Unit, run_uid: str, status: ExitStatus, reason: str = ""
+    ) -> None:
+        """Emit a run's stop document whole, then tell the progress display. A stop signal
+        meanwhile waits for the next checkpoint (half written, the run would be left without a
+        status)."""
+        with deferred_interrupts():
+            stream.emit(RunStop(run_uid, now(), status, reason))
+        self._notify(unit, status, run_uid)
 
     def _notify(self, unit: Unit, status: str, run_uid: str | None) -> None:
         if self.on_unit_done is not None:
