@@ -18,6 +18,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -71,3 +72,29 @@ def stop_process_group(process: subprocess.Popen, timeout_s: float = 5.0) -> Non
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+
+
+def call_on_signal(callback: Callable[[], None], signum: signal.Signals = DEATH_SIGNAL) -> None:
+    """Have ``callback`` called, from a thread of its own, each time ``signum`` arrives.
+
+    How a spawned process acts on its death signal. A Python signal handler runs in the main
+    thread between two bytecodes, possibly while that thread holds a lock: a handler that calls
+    ``threading.Event.set`` deadlocks when the signal lands inside the main thread's own
+    ``set``/``wait`` of that event (an agent whose parent was SIGKILLed hung this way for good).
+    The handler here takes no lock: it writes a byte to a pipe, and a daemon thread that reads
+    the pipe calls ``callback`` as ordinary code. Install it from the main thread.
+    """
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+
+    def _handler(_signum: int, _frame: object) -> None:
+        # A full pipe holds earlier signals the relay has still to see: nothing is lost.
+        with contextlib.suppress(BlockingIOError):
+            os.write(write_fd, b"\0")
+
+    def _relay() -> None:
+        while os.read(read_fd, 64):
+            callback()
+
+    threading.Thread(target=_relay, daemon=True, name=f"on-{signum.name}").start()
+    signal.signal(signum, _handler)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 import threading
 
 import click
+
+from hilbench.lifeline import call_on_signal
 
 EXIT_UNREACHABLE = 3  # hilbench.cli's code for "could not be reached"
 
@@ -102,7 +103,7 @@ def emulate(sim_meter: str | None, quiet: bool) -> None:
             click.echo(f"marker {state} {t:.6f}", err=True)
 
     done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    call_on_signal(done.set)
     try:
         emulator = HostEmulator(on_state=on_state)
         path = emulator.start()

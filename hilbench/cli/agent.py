@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
-import signal
 import sys
 
 import click
 
 from hilbench.cli import EXIT_USAGE
+from hilbench.lifeline import call_on_signal
 
 
 @click.command()
@@ -164,7 +164,7 @@ def agent(
     except InsecureAddress as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None
-    signal.signal(signal.SIGTERM, lambda *_: runtime.request_shutdown())
+    call_on_signal(runtime.request_shutdown)  # SIGTERM: a stop, or the parent-death signal
 
     def _tell_ready() -> None:
         if runtime.wait_ready(30):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 import threading
 
 import click
+
+from hilbench.lifeline import call_on_signal
 
 
 @click.command("sim-meter")
@@ -103,7 +104,7 @@ def sim_meter(
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--host") from None
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    call_on_signal(stop.set)
     with meter:
         if announce:
             click.echo(f"READY {meter.host}:{meter.port}")
