@@ -21,6 +21,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from hilbench.report.table import format_quantity
 from hilbench.simulation import mark
 from hilbench.store import Store
 
@@ -29,7 +30,6 @@ TRIAL_TOLERANCE = 0.05  # NeuroBench: the mean of 5 trials within 5 % of the rep
 # Budget components that one instrument contributes identically to every run.
 COMMON_MODE = ("instrument gain", "instrument offset", "supply voltage")
 DEFAULT_TIMING = "pre-processing and inference timed on the device's clock"
-_PREFIXES = ((1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
 
 
 @dataclass(frozen=True)
@@ -168,9 +168,7 @@ def format_figure(fig: Figure | None, *, percent: bool = False) -> str:
         if fig.uncertainty is not None:
             text = f"{100 * fig.value:.2f} ± {100 * fig.uncertainty:.2f} %"
     else:
-        scale, prefix = _prefix(fig.value)
-        text = _value_and_uncertainty(fig.value / scale, fig.uncertainty, scale)
-        text += f" {prefix}{fig.unit}"
+        text = format_quantity(fig.value, fig.uncertainty, fig.unit)
     if fig.worst_deviation is not None:
         if fig.trials_agree:
             text += f" ({fig.runs} trials, all within 5 %)"
@@ -178,23 +176,6 @@ def format_figure(fig: Figure | None, *, percent: bool = False) -> str:
             text += (f" ({fig.runs} trials: NOT all within 5 %, "
                      f"worst {100 * fig.worst_deviation:.1f} %)")
     return text
-
-
-def _value_and_uncertainty(value: float, uncertainty: float | None, scale: float) -> str:
-    """The value to the decimal of the uncertainty's second significant digit."""
-    if uncertainty is None or not uncertainty > 0:
-        return f"{value:.4g}" if uncertainty is None else f"{value:.4g} ± 0"
-    u = uncertainty / scale
-    decimals = min(max(0, 1 - math.floor(math.log10(u))), 9)
-    return f"{value:.{decimals}f} ± {u:.{decimals}f}"
-
-
-def _prefix(value: float) -> tuple[float, str]:
-    magnitude = abs(value)
-    for scale, prefix in _PREFIXES:
-        if magnitude >= scale:
-            return scale, prefix
-    return _PREFIXES[-1]
 
 
 def _accuracy(group: AscGroup) -> Figure | None:
