@@ -1,14 +1,16 @@
-"""Limits that keep an agent on a shared network alive: a memory budget and a quiet bad-message log.
+"""Limits that keep an agent on a shared network alive: a memory budget and a quiet log.
 
 An agent may be left running overnight where any process can reach its port. Neither a flood of
-bad messages (each would be a log line) nor large messages from several connections at once
-(each would be held in memory) may take it down.
+bad messages or failing commands (each would be a log line) nor large messages from several
+connections at once (each would be held in memory) may take it down.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from hilbench.clock import now
@@ -16,99 +18,258 @@ from hilbench.clock import now
 log = logging.getLogger("hilbench.agent.runtime")
 
 DEFAULT_MEMORY_BUDGET_BYTES = 512 * 1024 * 1024
-# Messages below this size are not counted: ZeroMQ copies them, and the socket's high-water marks
-# bound how many it holds. Above it the agent holds references to the received or sent frames.
+# Messages below this size are not counted when the agent holds them: ZeroMQ copies them, and
+# the socket's high-water marks bound how many it holds. Above it the agent holds references to
+# the received or sent frames. Bytes ZeroMQ is still receiving are counted whatever their size.
 COUNTED_FROM_BYTES = 1 << 20
+# A reply its peer has not read after this long is dropped with the peer's connection, which
+# releases its share of the budget (stated in protocols/agent-protocol.md).
+UNREAD_REPLY_DROP_S = 10.0
+
+
+class LogLimiter:
+    """Writes the first ``burst`` lines of each kind per ``interval_s``, then counts the rest.
+
+    One limiter serves every line that a peer can make an agent repeat (bad messages, driver
+    failures, internal errors, dropped replies, dropped connections): a flood costs a few lines
+    per kind and interval, and at the end of an interval with lines held back one line says
+    how many of each kind were not written.
+    """
+
+    def __init__(
+        self, interval_s: float = 10.0, burst: int = 5, logger: logging.Logger = log
+    ) -> None:
+        self.interval_s = interval_s
+        self.burst = burst
+        self.logger = logger
+        self.totals: Counter[str] = Counter()
+        self._lock = threading.Lock()  # the driver thread and the guard thread log too
+        self._window_start = now()
+        self._shown: Counter[str] = Counter()
+        self._hidden: Counter[str] = Counter()
+
+    def log(self, kind: str, level: int, msg: str, *args: Any, exc_info: bool = False) -> bool:
+        """Log ``msg % args`` unless this interval's burst of ``kind`` is used up; True if shown."""
+        self.flush()
+        with self._lock:
+            self.totals[kind] += 1
+            show = self._shown[kind] < self.burst
+            if show:
+                self._shown[kind] += 1
+            else:
+                self._hidden[kind] += 1
+        if show:
+            self.logger.log(level, msg, *args, exc_info=exc_info)
+        return show
+
+    def flush(self) -> None:
+        """Close the interval if it is over, logging how many lines were not written."""
+        t = now()
+        if t - self._window_start < self.interval_s:
+            return
+        with self._lock:
+            if t - self._window_start < self.interval_s:
+                return
+            hidden, self._hidden = self._hidden, Counter()
+            started, self._window_start = self._window_start, t
+            self._shown.clear()
+        if hidden:
+            counts = ", ".join(f"{kind} {n}" for kind, n in hidden.most_common())
+            self.logger.warning(
+                "%d more log lines in the last %.0f s were not written (%s)",
+                sum(hidden.values()),
+                t - started,
+                counts,
+            )
 
 
 class BadMessageLog:
-    """Logs the first ``burst`` bad messages of each ``interval_s``, then counts the rest.
+    """Bad messages through a :class:`LogLimiter`: a few lines per interval, then counts."""
 
-    At the end of an interval with suppressed messages one line gives the count per error code,
-    so a flood costs a few log lines per interval instead of one per message.
-    """
-
-    def __init__(self, interval_s: float = 10.0, burst: int = 5) -> None:
-        self.interval_s = interval_s
-        self.burst = burst
+    def __init__(
+        self, interval_s: float = 10.0, burst: int = 5, limiter: LogLimiter | None = None
+    ) -> None:
+        self.limiter = limiter or LogLimiter(interval_s, burst)
+        self.burst = self.limiter.burst
         self.total = 0
-        self._window_start = now()
-        self._shown = 0
-        self._hidden: Counter[str] = Counter()
 
     def note(self, peer: bytes, code: str, text: str) -> None:
         """Record one bad message; log it unless this interval's burst is used up."""
         self.total += 1
-        self.flush()
-        if self._shown < self.burst:
-            self._shown += 1
-            log.warning("bad message from %r: %s: %s", peer, code, text)
-        else:
-            self._hidden[code] += 1
+        self.limiter.log(
+            f"bad message {code}", logging.WARNING, "bad message from %r: %s: %s", peer, code, text
+        )
 
     def flush(self) -> None:
-        """Close the interval if it is over, logging how many messages were not shown."""
-        t = now()
-        if t - self._window_start < self.interval_s:
-            return
-        if self._hidden:
-            counts = ", ".join(f"{code} {n}" for code, n in self._hidden.most_common())
-            log.warning(
-                "%d more bad messages in the last %.0f s were not logged (%s)",
-                sum(self._hidden.values()),
-                t - self._window_start,
-                counts,
-            )
-        self._window_start = t
-        self._shown = 0
-        self._hidden.clear()
+        self.limiter.flush()
+
+
+@dataclass(eq=False)
+class Connection:
+    """One peer connection and the bytes the agent holds for it (see :class:`MemoryBudget`)."""
+
+    fd: int
+    address: str
+    opened: float
+    last_active: float
+    curve: bool = False
+    delivered: int = 0  # bytes of the messages the agent has read from it, with their framing
+    receiving: int = 0  # bytes ZeroMQ has received and not yet handed over (last scan)
+    admitted: int = 0  # bytes of its requests the agent holds
+    sending: int = 0  # bytes of replies to it that ZeroMQ has not yet sent
+    dropped: str | None = None  # why the agent dropped it
+
+    @property
+    def held(self) -> int:
+        return self.receiving + self.admitted + self.sending
+
+    def delivered_message(self, frames: list[Any], t: float) -> None:
+        """Count a message read from this connection, as it came over the wire."""
+        total = 0
+        extra = 33 if self.curve else 0  # a CURVE MESSAGE command around each frame
+        for frame in frames:
+            n = len(frame) + extra
+            total += n + (2 if n < 256 else 9)  # ZMTP frame header, short or long
+        self.delivered += total
+        self.last_active = t
 
 
 class MemoryBudget:
-    """Bytes of large messages the agent holds, across all connections, capped at ``limit``.
+    """Every byte the agent holds for peers, per connection, within ``limit``.
 
-    A large request is admitted only while the total stays within the limit; its bytes stay
-    counted until its reply has left (``release_when_sent`` with the send's tracker), so replies
-    queued to a peer that does not read count too, as do large replies (``add``).
+    Bytes ZeroMQ is still receiving (a half-sent frame, queued messages; measured by the
+    connection guard), requests the agent holds and replies ZeroMQ has not yet sent all count.
+    A large request is admitted while the total stays within the limit, or when the asking
+    connection is within its fair share (the limit over the connections that hold bytes): then
+    connections over their share are dropped until it fits, so one peer cannot starve others.
     """
 
     def __init__(self, limit: int = DEFAULT_MEMORY_BUDGET_BYTES) -> None:
         self.limit = limit
-        self.used = 0
-        self._sending: list[tuple[Any, int]] = []  # (zmq.MessageTracker, bytes)
+        self.connections: dict[int, Connection] = {}  # by file descriptor
+        self.dropper: Any = None  # callable(Connection, reason): drops a connection
+        self._lock = threading.Lock()
+        self._sending: list[tuple[Any, int, Connection | None, float]] = []
+        self._loose = Connection(-1, "", 0.0, 0.0)  # bytes of no known connection
 
-    def admit(self, nbytes: int) -> bool:
-        """Reserve ``nbytes`` for a received message; False when that would pass the limit."""
+    @property
+    def used(self) -> int:
+        with self._lock:
+            return self._used()
+
+    def _used(self) -> int:
+        total = self._loose.held
+        for conn in list(self.connections.values()):
+            if conn.dropped is None:
+                total += conn.held
+        return total
+
+    def admit(self, nbytes: int, conn: Connection | None = None) -> bool:
+        """Reserve ``nbytes`` for a received message; False when it does not fit."""
         if nbytes < COUNTED_FROM_BYTES:
             return True
         self.reap()
-        if self.used + nbytes > self.limit:
-            return False
-        self.used += nbytes
+        conn = conn or self._loose
+        with self._lock:
+            # Its bytes now move from "receiving" (in ZeroMQ) to "admitted" (in the agent).
+            conn.receiving = max(0, conn.receiving - nbytes)
+            used = self._used()
+            if used + nbytes > self.limit:
+                victims = self._over_share(conn, nbytes, used)
+                if victims is None:
+                    return False
+            else:
+                victims = []
+            conn.admitted += nbytes
+        for victim in victims:
+            self._drop(victim, "over its fair share of the memory budget")
         return True
 
-    def add(self, nbytes: int) -> None:
+    def _over_share(self, conn: Connection, nbytes: int, used: int) -> list[Connection] | None:
+        """Connections to drop so that ``conn`` gets ``nbytes``, or None if not its share."""
+        holders = [c for c in self.connections.values() if c.dropped is None and c.held]
+        if conn not in holders:
+            holders.append(conn)
+        share = self.limit // len(holders)
+        if conn.held + nbytes > share:
+            return None
+        victims = []
+        # The one most over its share first; only what ZeroMQ holds is freed by a drop.
+        for other in sorted(holders, key=lambda c: c.held, reverse=True):
+            if used + nbytes <= self.limit:
+                break
+            if other is conn or other.held <= share:
+                continue
+            victims.append(other)
+            used -= other.receiving + other.sending
+        return victims if used + nbytes <= self.limit else None
+
+    def _drop(self, conn: Connection, reason: str) -> None:
+        if conn.dropped is not None or conn is self._loose:
+            return
+        conn.dropped = reason
+        if self.dropper is not None:
+            self.dropper(conn, reason)
+
+    def add(self, nbytes: int, conn: Connection | None = None) -> None:
         """Count a large reply the agent made (it is sent whatever the total)."""
         if nbytes >= COUNTED_FROM_BYTES:
-            self.used += nbytes
+            with self._lock:
+                (conn or self._loose).admitted += nbytes
 
-    def release_when_sent(self, tracker: Any, nbytes: int) -> None:
+    def release_when_sent(
+        self, tracker: Any, nbytes: int, conn: Connection | None = None
+    ) -> None:
         """Uncount ``nbytes`` once ZeroMQ has let go of the frames ``tracker`` follows."""
         if nbytes < COUNTED_FROM_BYTES:
             return
-        if tracker is None or tracker.done:
-            self.used -= nbytes
-            return
-        self._sending.append((tracker, nbytes))
+        conn = conn or self._loose
+        with self._lock:
+            conn.admitted -= nbytes
+            if tracker is None or tracker.done:
+                return
+            conn.sending += nbytes
+            self._sending.append((tracker, nbytes, conn, now()))
 
-    def reap(self) -> None:
-        """Release the bytes of replies ZeroMQ has finished sending."""
+    def reap(self) -> list[Connection]:
+        """Release the bytes of replies ZeroMQ has sent; the connections of unread ones.
+
+        A reply still unsent after UNREAD_REPLY_DROP_S names its connection for dropping.
+        """
         if not self._sending:
-            return
-        still = []
-        for tracker, nbytes in self._sending:
-            if tracker.done:
-                self.used -= nbytes
-            else:
-                still.append((tracker, nbytes))
-        self._sending = still
+            return []
+        stale = now() - UNREAD_REPLY_DROP_S
+        unread = []
+        with self._lock:
+            still = []
+            for item in self._sending:
+                tracker, nbytes, conn, since = item
+                if tracker.done:
+                    conn.sending -= nbytes
+                    continue
+                still.append(item)
+                if since < stale and conn.dropped is None and conn is not self._loose:
+                    unread.append(conn)
+            self._sending = still
+        return unread
+
+    def drop_unread(self) -> None:
+        """Drop the connections whose replies have not been read for UNREAD_REPLY_DROP_S."""
+        for conn in self.reap():
+            self._drop(conn, f"left a reply unread for {UNREAD_REPLY_DROP_S:.0f} s")
+
+    def enforce(self) -> None:
+        """Over the limit (bytes ZeroMQ received meanwhile): drop the largest holders."""
+        with self._lock:
+            used = self._used()
+            if used <= self.limit:
+                return
+            victims = []
+            for conn in sorted(self.connections.values(), key=lambda c: c.held, reverse=True):
+                if used <= self.limit:
+                    break
+                if conn.dropped is None and conn.receiving + conn.sending:
+                    victims.append(conn)
+                    used -= conn.receiving + conn.sending
+        for victim in victims:
+            self._drop(victim, "the memory budget was full and it held the most")

@@ -24,7 +24,14 @@ import zmq
 
 from hilbench import __version__
 from hilbench.agent.driver import Driver
-from hilbench.agent.guard import DEFAULT_MEMORY_BUDGET_BYTES, BadMessageLog, MemoryBudget
+from hilbench.agent.connections import ConnectionGuard
+from hilbench.agent.guard import (
+    DEFAULT_MEMORY_BUDGET_BYTES,
+    BadMessageLog,
+    Connection,
+    LogLimiter,
+    MemoryBudget,
+)
 from hilbench.agent.turns import Job, SocketTurns
 from hilbench.clock import now
 from hilbench.wire import codec, keys
@@ -39,6 +46,9 @@ INLINE_COMMANDS = frozenset({"status", "stop", "echo", "shutdown"})
 # not yet seen or that a peer has not yet read.
 RECEIVE_QUEUE = 8
 SEND_QUEUE = 64
+# A connection that has not finished the ZMTP handshake by then is closed (libzmq: 30 s).
+HANDSHAKE_MS = 5000
+_SRCFD = int(zmq.SRCFD)
 _POLLIN = int(zmq.POLLIN)
 _wake_serials = itertools.count(1)
 
@@ -87,6 +97,7 @@ class AgentRuntime(SocketTurns):
         authorized: dict[bytes, str] | None = None,
         server_key: bytes | None = None,
         insecure: bool = False,
+        max_connections: int | None = None,
         context: zmq.Context | None = None,
     ) -> None:
         if (bind is None) == (connect is None):
@@ -116,7 +127,12 @@ class AgentRuntime(SocketTurns):
         self.insecure = insecure and key is None and not keys.is_loopback(address)
         self.stats = AgentStats()
         self.budget = MemoryBudget(memory_budget_bytes)
-        self.bad_messages = BadMessageLog()
+        self.max_connections = max_connections
+        # One limiter for every line a peer can make the agent repeat.
+        self.log_limiter = LogLimiter()
+        self.bad_messages = BadMessageLog(limiter=self.log_limiter)
+        self.guard: ConnectionGuard | None = None
+        self._conn: Connection | None = None  # the connection of the message being handled
         # A keyed agent runs its own ZAP authenticator, which needs a context of its own.
         self._own_context = context is None and key is not None
         self._ctx = context or (zmq.Context() if key is not None else zmq.Context.instance())
@@ -155,6 +171,8 @@ class AgentRuntime(SocketTurns):
         if self.key is not None and self.bind_address is not None:
             gate = keys.Gatekeeper(self._ctx, self.authorized)
         sock = self._open_socket()
+        assert self.guard is not None
+        self.guard.start()
         wake_rx = self._ctx.socket(zmq.PAIR)
         # A process-wide serial, not id(self): an id is reused once a runtime is collected, while
         # its inproc endpoint may still be bound on the shared context.
@@ -193,6 +211,8 @@ class AgentRuntime(SocketTurns):
                 self.driver.close()
             except Exception:  # closing must not hide the reason we stopped
                 log.exception("driver %s failed to close", self.driver.name)
+            self.guard.stop()
+            sock.disable_monitor()
             sock.close(linger=200)
             wake_rx.close(linger=0)
             wake_tx.close(linger=0)
@@ -234,7 +254,10 @@ class AgentRuntime(SocketTurns):
         else:
             sock = self._ctx.socket(zmq.DEALER, socket_class=MessageSocket)
             sock.setsockopt_string(zmq.IDENTITY, self.agent_id)
-        sock.setsockopt(zmq.MAXMSGSIZE, limit)
+        # No frame larger than the budget can hold (ZeroMQ drops a connection that sends one);
+        # the connection guard counts what ZeroMQ holds of the frames it is still receiving.
+        sock.setsockopt(zmq.MAXMSGSIZE, min(limit, self.budget.limit))
+        sock.setsockopt(zmq.HANDSHAKE_IVL, HANDSHAKE_MS)
         sock.setsockopt(zmq.LINGER, 200)
         sock.setsockopt(zmq.RCVHWM, RECEIVE_QUEUE)
         sock.setsockopt(zmq.SNDHWM, SEND_QUEUE)
@@ -243,6 +266,14 @@ class AgentRuntime(SocketTurns):
                 keys.make_server(sock, self.key)
             else:
                 keys.make_client(sock, self.key, self.server_key or b"")
+        self.guard = ConnectionGuard(
+            self._ctx,
+            sock,
+            self.budget,
+            self.log_limiter,
+            max_connections=self.max_connections,
+            curve=self.key is not None,
+        )
         if self.bind_address is not None:
             sock.bind(self.bind_address)
             self.endpoint = sock.getsockopt_string(zmq.LAST_ENDPOINT)
@@ -262,10 +293,17 @@ class AgentRuntime(SocketTurns):
 
     def _receive(self, sock: MessageSocket, flags: int) -> None:
         """Read one message (raising zmq.Again when none comes in time) and handle it."""
+        guard = self.guard
+        assert guard is not None
         if self.bind_address is None:
-            self._handle(sock, [], sock.recv_message(flags))
+            frames = sock.recv_message(flags)
+            conn = self._conn = guard.connection(frames[0].get(_SRCFD))
+            conn.delivered_message(frames, now())
+            self._handle(sock, [], frames)
             return
         frames = sock.recv_message(flags, routed=True)  # the peer's routing id comes first
+        conn = self._conn = guard.connection(frames[1].get(_SRCFD))
+        conn.delivered_message(frames[1:], now())
         route = [frames[0]]
         if len(frames) > 2 and not len(frames[1]):
             self._refuse_req_socket(sock, route)
@@ -296,7 +334,9 @@ class AgentRuntime(SocketTurns):
             sock.send_message([*route, *parts], NOBLOCK)
             return None
         except zmq.Again:
-            log.warning("dropped a %s to a peer that is not reading", what)
+            self.log_limiter.log(
+                "dropped reply", logging.WARNING, "dropped a %s to a peer that is not reading", what
+            )
             return None
 
     def _send_reply(
@@ -307,6 +347,7 @@ class AgentRuntime(SocketTurns):
         request: Message,
         frames: list[Any],
         reserved: int,
+        conn: Connection | None = None,
     ) -> None:
         """Send a command's reply; the request's ``reserved`` budget bytes are freed once sent.
 
@@ -317,13 +358,13 @@ class AgentRuntime(SocketTurns):
         """
         if reply.arrays and reply.arrays is request.arrays:
             tracker = self._send_parts(sock, route, [codec.encode(reply)[0], *frames[1:]], "reply")
-            self.budget.release_when_sent(tracker, reserved)
+            self.budget.release_when_sent(tracker, reserved, conn)
             return
         extra = sum(a.nbytes for a in reply.arrays)
-        self.budget.add(extra)
+        self.budget.add(extra, conn)
         tracker = self._send(sock, route, reply)
-        self.budget.release_when_sent(tracker, reserved)
-        self.budget.release_when_sent(tracker, extra)
+        self.budget.release_when_sent(tracker, reserved, conn)
+        self.budget.release_when_sent(tracker, extra, conn)
 
     def _send_error(
         self, sock: zmq.Socket, route: list[bytes], code: str, text: str, cid: str | None, **detail
@@ -346,7 +387,9 @@ class AgentRuntime(SocketTurns):
         """Log the exception being handled under a new incident id; the reply that names it."""
         incident = f"{os.getpid()}-{next(self._incidents)}"
         self.stats.internal_errors += 1
-        log.error(
+        self.log_limiter.log(
+            "internal error",
+            logging.ERROR,
             "internal error, incident %s, while %s for peer %r",
             incident,
             during,
@@ -458,7 +501,7 @@ class AgentRuntime(SocketTurns):
             self._busy_with = cmd
             if self._stop_run.is_set():  # clearing takes the event's lock: only when needed
                 self._stop_run.clear()
-            self._admitted = Job(route, msg, frames, reserved)
+            self._admitted = Job(route, msg, frames, reserved, self._conn)
             return
         if cmd not in INLINE_COMMANDS:
             known = sorted(DEVICE_COMMANDS | INLINE_COMMANDS)
@@ -472,7 +515,7 @@ class AgentRuntime(SocketTurns):
             if reserved < 0:
                 return
             reply = Message(type=codec.REPLY, id=msg.id, body=msg.body, arrays=msg.arrays)
-            self._send_reply(sock, route, reply, msg, frames, reserved)
+            self._send_reply(sock, route, reply, msg, frames, reserved, self._conn)
             return
         if cmd == "status":
             reply = Message(type=codec.REPLY, id=msg.id, body=self._status())
@@ -490,7 +533,7 @@ class AgentRuntime(SocketTurns):
         nbytes = 0
         for array in msg.arrays:  # a loop, not sum() of a generator: one frame less
             nbytes += array.nbytes
-        if self.budget.admit(nbytes):
+        if self.budget.admit(nbytes, self._conn):
             return nbytes
         self.bad_messages.note(route[0] if route else b"", "over_budget", msg.cmd or "")
         self._send_error(
@@ -498,7 +541,8 @@ class AgentRuntime(SocketTurns):
             route,
             "over_budget",
             f"the agent already holds {self.budget.used} bytes of messages in flight; "
-            f"{nbytes} more would pass its budget of {self.budget.limit} bytes: retry later",
+            f"{nbytes} more would pass its budget of {self.budget.limit} bytes and this "
+            "connection's fair share of it: retry later",
             msg.id,
         )
         return -1
@@ -542,6 +586,9 @@ class AgentRuntime(SocketTurns):
             "peers": len(self._peers),
             "in_flight_bytes": self.budget.used,
             "memory_budget_bytes": self.budget.limit,
+            "connections": len(self.budget.connections),
+            "max_connections": self.guard.max_connections if self.guard else None,
+            "dropped_connections": self.guard.dropped if self.guard else 0,
             "heartbeats_sent": self.stats.heartbeats_sent,
             "heartbeats_received": self.stats.heartbeats_received,
         }

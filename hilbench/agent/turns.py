@@ -26,7 +26,7 @@ from hilbench.wire.codec import Message
 
 if TYPE_CHECKING:
     from hilbench.agent.driver import Driver
-    from hilbench.agent.guard import BadMessageLog, MemoryBudget
+    from hilbench.agent.guard import BadMessageLog, Connection, LogLimiter, MemoryBudget
     from hilbench.wire.message_socket import MessageSocket
 
 log = logging.getLogger("hilbench.agent.runtime")
@@ -48,6 +48,7 @@ class Job:
     msg: Message
     frames: list[Any]
     reserved: int  # bytes counted in the memory budget while the job is held
+    conn: Connection | None = None  # the connection it came in on
 
 
 class SocketTurns:
@@ -62,6 +63,7 @@ class SocketTurns:
     stats: Any
     budget: MemoryBudget
     bad_messages: BadMessageLog
+    log_limiter: LogLimiter
     _turns: threading.Condition
     _turn_lock: threading.Lock  # the lock of ``_turns``
     _follower_wanted: bool
@@ -188,7 +190,14 @@ class SocketTurns:
         except DriverError as exc:
             return codec.error_message(exc.code, str(exc), msg.id, command=msg.cmd)
         except Exception as exc:  # a driver bug must not kill the agent
-            log.exception("driver %s failed in %s", self.driver.name, msg.cmd)
+            self.log_limiter.log(
+                f"driver failure in {msg.cmd}",
+                logging.ERROR,
+                "driver %s failed in %s",
+                self.driver.name,
+                msg.cmd,
+                exc_info=True,
+            )
             return codec.error_message(
                 "driver_error", f"{type(exc).__name__}: {exc}", msg.id, command=msg.cmd
             )
@@ -214,7 +223,7 @@ class SocketTurns:
         The bookkeeping comes after the send, off the round trip's critical path: the thread
         that sends reads no message before it is done.
         """
-        self._send_reply(sock, job.route, reply, job.msg, job.frames, job.reserved)
+        self._send_reply(sock, job.route, reply, job.msg, job.frames, job.reserved, job.conn)
         self._busy_with = None
         if reply.type == codec.ERROR:
             self.stats.errors += 1

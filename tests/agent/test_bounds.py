@@ -10,8 +10,9 @@ import pytest
 
 from hilbench.agent.guard import COUNTED_FROM_BYTES, BadMessageLog, MemoryBudget
 from hilbench.agent.runtime import AgentRuntime
-from hilbench.orchestrator.client import AgentClient, AgentError
+from hilbench.orchestrator.client import AgentClient, AgentError, AgentLost
 from hilbench.wire import codec
+from tests.agent import zmtp_raw
 from tests.agent.conftest import SleepyDriver
 from tests.agent.test_runtime import raw_socket, recv_non_heartbeat
 from tests.agent_thread import serving
@@ -43,11 +44,29 @@ def small_budget_agent():
 
 
 def test_a_message_past_the_memory_budget_is_refused_and_the_agent_serves_on(small_budget_agent):
+    # Larger than the whole budget: ZeroMQ's MAXMSGSIZE drops the connection before it is held.
+    with pytest.raises(AgentLost), AgentClient(small_budget_agent.endpoint) as client:
+        client.request("noop", {}, [np.zeros(3 * COUNTED_FROM_BYTES, np.uint8)], timeout_s=5)
+    # Within the budget but past this connection's fair share while a peer holds bytes: a
+    # frame announced and sent in part, which ZeroMQ holds.
+    hog = zmtp_raw.connect(*zmtp_raw.address(small_budget_agent.endpoint))
+    zmtp_raw.half_send(hog, 2 * COUNTED_FROM_BYTES, COUNTED_FROM_BYTES + COUNTED_FROM_BYTES // 4)
     with AgentClient(small_budget_agent.endpoint) as client:
-        big = np.zeros(3 * COUNTED_FROM_BYTES, np.uint8)
+        deadline = time.monotonic() + 5
+        while client.request("status").body["in_flight_bytes"] < COUNTED_FROM_BYTES:
+            assert time.monotonic() < deadline, "the guard did not count the half-sent frame"
+            time.sleep(0.02)
+        past_share = np.zeros(COUNTED_FROM_BYTES + COUNTED_FROM_BYTES // 2, np.uint8)
         with pytest.raises(AgentError) as info:
-            client.request("noop", {}, [big])
+            client.request("noop", {}, [past_share])
         assert info.value.code == "over_budget"
+        # Within its share (half the budget): the peer over its share is dropped to make room.
+        share = np.ones(COUNTED_FROM_BYTES, np.uint8)
+        assert client.request("noop", {}, [share]).arrays[0].nbytes == share.nbytes
+        hog.settimeout(5)
+        assert hog.recv(1 << 16) == b"" or hog.recv(1 << 16) == b""  # the agent ended it
+        assert client.request("status").body["dropped_connections"] == 1
+        hog.close()
         fits = np.ones(COUNTED_FROM_BYTES + 1, np.uint8)
         assert client.request("echo", {}, [fits]).arrays[0].nbytes == fits.nbytes
         deadline = time.monotonic() + 5
@@ -65,7 +84,7 @@ def test_bad_messages_are_logged_a_few_per_interval_then_counted(caplog):
     time.sleep(0.25)
     log.flush()
     assert len(caplog.records) == 4
-    assert "997 more bad messages" in caplog.records[-1].getMessage()
+    assert "997 more log lines" in caplog.records[-1].getMessage()
     assert "bad_frame 997" in caplog.records[-1].getMessage()
     assert log.total == 1000
 

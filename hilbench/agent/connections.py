@@ -1,0 +1,240 @@
+"""The connection guard: which peers are connected and how many bytes ZeroMQ holds for each.
+
+ZeroMQ receives a message whole before the agent sees it, so a peer that announces a large frame
+and sends half of it makes ZeroMQ hold half a frame the agent knows nothing about. The guard
+watches the ROUTER socket's monitor events (every connection accepted or closed, with its file
+descriptor) and, for TCP, the kernel's count of bytes received on each connection: what was
+received and not yet read by the agent is what ZeroMQ holds for that peer. It drops connections
+(a ``shutdown`` of the socket: ZeroMQ sees the end and frees what it held) when the budget is
+full, when a reply stays unread, and when there are more connections than descriptors allow,
+the longest idle first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import itertools
+import logging
+import os
+import resource
+import socket
+import struct
+import threading
+from typing import TYPE_CHECKING
+
+import zmq
+from zmq.utils.monitor import parse_monitor_message
+
+from hilbench.agent.guard import Connection, LogLimiter, MemoryBudget
+from hilbench.clock import now
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+# Descriptors kept for the agent itself (its log, the driver's files, ZeroMQ's own).
+FD_RESERVE = 64
+# Bytes a connection sends before its first message (ZMTP greeting, handshake, metadata).
+HANDSHAKE_ALLOWANCE = 1024
+# How often the guard looks (ms); a full look at every connection at least every FULL_SCAN_S,
+# and at once when the process grew by RSS_STEP since the last look.
+TICK_MS = 5
+FULL_SCAN_S = 0.1
+RSS_STEP = 1 << 20
+_EVENTS = zmq.EVENT_ACCEPTED | zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED | zmq.EVENT_CLOSED
+_ACCEPTED = int(zmq.EVENT_ACCEPTED)
+_CONNECTED = int(zmq.EVENT_CONNECTED)
+_GONE = int(zmq.EVENT_DISCONNECTED) | int(zmq.EVENT_CLOSED)
+_serials = itertools.count(1)
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def default_max_connections() -> int:
+    """Connections that fit in this process's descriptor limit with FD_RESERVE to spare."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        soft = 65536
+    return max(8, soft - FD_RESERVE)
+
+
+def _libc() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+_LIBC = _libc()
+_TCP_INFO = getattr(socket, "TCP_INFO", 11)
+_TCP_INFO_SIZE = 232
+_BYTES_RECEIVED_AT = 128  # struct tcp_info.tcpi_bytes_received (Linux 4.1+)
+
+
+def tcp_bytes_received(fd: int) -> int | None:
+    """The kernel's count of bytes received on TCP socket ``fd``, or None (not TCP, not Linux)."""
+    if _LIBC is None:
+        return None
+    buf = ctypes.create_string_buffer(_TCP_INFO_SIZE)
+    size = ctypes.c_uint32(_TCP_INFO_SIZE)
+    if _LIBC.getsockopt(fd, socket.IPPROTO_TCP, _TCP_INFO, buf, ctypes.byref(size)):
+        return None
+    if size.value < _BYTES_RECEIVED_AT + 8:
+        return None
+    return struct.unpack_from("=Q", buf.raw, _BYTES_RECEIVED_AT)[0]
+
+
+def rss_bytes() -> int:
+    """This process's resident memory."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _peer_address(fd: int) -> str:
+    with contextlib.suppress(OSError):
+        sock = socket.socket(fileno=fd)
+        try:
+            return str(sock.getpeername())
+        finally:
+            sock.detach()
+    return ""
+
+
+def shutdown_fd(fd: int, address: str) -> bool:
+    """End the connection on ``fd`` if it is still the one to ``address``; ZeroMQ then closes it.
+
+    A ``shutdown``, never a ``close``: the descriptor stays ZeroMQ's, which sees the end of the
+    stream and frees the connection and whatever it held.
+    """
+    try:
+        sock = socket.socket(fileno=fd)
+    except OSError:
+        return False
+    try:
+        if address and str(sock.getpeername()) != address:
+            return False  # closed meanwhile and the number reused by another connection
+        sock.shutdown(socket.SHUT_RDWR)
+        return True
+    except OSError:
+        return False
+    finally:
+        sock.detach()
+
+
+class ConnectionGuard:
+    """Keeps ``budget.connections`` up to date for ``sock`` and enforces the limits (a thread)."""
+
+    def __init__(
+        self,
+        ctx: zmq.Context,
+        sock: zmq.Socket,
+        budget: MemoryBudget,
+        limiter: LogLimiter,
+        *,
+        max_connections: int | None = None,
+        curve: bool = False,
+    ) -> None:
+        self.budget = budget
+        self.limiter = limiter
+        self.max_connections = max_connections or default_max_connections()
+        self.curve = curve
+        self.dropped = 0
+        self.peak_rss = 0
+        self._stopping = threading.Event()
+        self._monitor_addr = f"inproc://agent-monitor-{os.getpid()}-{next(_serials)}"
+        sock.monitor(self._monitor_addr, _EVENTS)
+        self._monitor = ctx.socket(zmq.PAIR)
+        self._monitor.rcvhwm = 0  # every event, however many connections come at once
+        self._monitor.connect(self._monitor_addr)
+        self._thread: threading.Thread | None = None
+        self._on_drop: Callable[[Connection, str], None] | None = None
+        budget.dropper = self.drop
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, daemon=True, name="connection-guard")
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+        self._monitor.close(linger=0)
+
+    def connection(self, fd: int) -> Connection:
+        """The connection a message came in on (made here when no event has named it yet)."""
+        conn = self.budget.connections.get(fd)
+        if conn is None:
+            conn = self._add(fd)
+        return conn
+
+    def drop(self, conn: Connection, reason: str) -> None:
+        """End ``conn`` (its bytes no longer count: ZeroMQ frees them as it closes)."""
+        conn.dropped = reason
+        if shutdown_fd(conn.fd, conn.address):
+            self.dropped += 1
+            self.limiter.log(
+                "dropped connection",
+                logging.WARNING,
+                "dropped the connection from %s: %s (%d bytes held)",
+                conn.address or f"fd {conn.fd}",
+                reason,
+                conn.held,
+            )
+
+    # ------------------------------------------------------------ the thread
+    def _add(self, fd: int) -> Connection:
+        t = now()
+        conn = Connection(fd, _peer_address(fd), t, t, curve=self.curve)
+        self.budget.connections[fd] = conn
+        return conn
+
+    def _run(self) -> None:
+        last_scan = 0.0
+        last_rss = 0
+        while not self._stopping.is_set():
+            if self._monitor.poll(TICK_MS):
+                self._events()
+            t = now()
+            rss = rss_bytes()
+            self.peak_rss = max(self.peak_rss, rss)
+            if rss - last_rss >= RSS_STEP or t - last_scan >= FULL_SCAN_S:
+                self._scan()
+                last_scan, last_rss = t, rss_bytes()
+            self.budget.enforce()
+            self.budget.drop_unread()
+            self.limiter.flush()
+
+    def _events(self) -> None:
+        while self._monitor.poll(0):
+            try:
+                event = parse_monitor_message(self._monitor.recv_multipart())
+            except (zmq.ZMQError, ValueError):
+                return
+            kind, fd = int(event["event"]), int(event["value"])
+            if kind & _GONE:
+                self.budget.connections.pop(fd, None)
+            elif kind in (_ACCEPTED, _CONNECTED):
+                self._add(fd)
+                if kind == _ACCEPTED:
+                    self._keep_below_limit(fd)
+
+    def _keep_below_limit(self, newest: int) -> None:
+        live = [c for c in self.budget.connections.values() if c.dropped is None]
+        excess = len(live) - self.max_connections
+        if excess <= 0:
+            return
+        idle = sorted((c for c in live if c.fd != newest), key=lambda c: c.last_active)
+        for conn in idle[:excess]:
+            self.drop(
+                conn,
+                f"{len(live)} connections reached the limit of {self.max_connections} "
+                "(descriptors) and it was the longest idle",
+            )
+
+    def _scan(self) -> None:
+        for conn in list(self.budget.connections.values()):
+            received = tcp_bytes_received(conn.fd)
+            if received is not None:
+                conn.receiving = max(0, received - conn.delivered - HANDSHAKE_ALLOWANCE)
