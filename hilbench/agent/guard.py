@@ -25,6 +25,9 @@ COUNTED_FROM_BYTES = 1 << 20
 # A reply its peer has not read after this long is dropped with the peer's connection, which
 # releases its share of the budget (stated in protocols/agent-protocol.md).
 UNREAD_REPLY_DROP_S = 10.0
+# Admission and the guard keep the bytes held within the limit less 1/8 of it: ZeroMQ goes on
+# receiving between the guard's looks, and freeing a dropped connection takes it a moment.
+MARGIN_DIVISOR = 8
 
 
 class LogLimiter:
@@ -144,8 +147,12 @@ class MemoryBudget:
     connections over their share are dropped until it fits, so one peer cannot starve others.
     """
 
-    def __init__(self, limit: int = DEFAULT_MEMORY_BUDGET_BYTES) -> None:
+    def __init__(
+        self, limit: int = DEFAULT_MEMORY_BUDGET_BYTES, unread_drop_s: float = UNREAD_REPLY_DROP_S
+    ) -> None:
         self.limit = limit
+        self.ceiling = limit - limit // MARGIN_DIVISOR  # what admission and the guard aim at
+        self.unread_drop_s = unread_drop_s
         self.connections: dict[int, Connection] = {}  # by file descriptor
         self.dropper: Any = None  # callable(Connection, reason): drops a connection
         self._lock = threading.Lock()
@@ -158,10 +165,10 @@ class MemoryBudget:
             return self._used()
 
     def _used(self) -> int:
+        # A dropped connection counts until ZeroMQ has closed it and freed what it held.
         total = self._loose.held
         for conn in list(self.connections.values()):
-            if conn.dropped is None:
-                total += conn.held
+            total += conn.held
         return total
 
     def admit(self, nbytes: int, conn: Connection | None = None) -> bool:
@@ -174,7 +181,7 @@ class MemoryBudget:
             # Its bytes now move from "receiving" (in ZeroMQ) to "admitted" (in the agent).
             conn.receiving = max(0, conn.receiving - nbytes)
             used = self._used()
-            if used + nbytes > self.limit:
+            if used + nbytes > self.ceiling:
                 victims = self._over_share(conn, nbytes, used)
                 if victims is None:
                     return False
@@ -188,21 +195,22 @@ class MemoryBudget:
     def _over_share(self, conn: Connection, nbytes: int, used: int) -> list[Connection] | None:
         """Connections to drop so that ``conn`` gets ``nbytes``, or None if not its share."""
         holders = [c for c in self.connections.values() if c.dropped is None and c.held]
+        used -= sum(c.held for c in self.connections.values() if c.dropped is not None)
         if conn not in holders:
             holders.append(conn)
-        share = self.limit // len(holders)
+        share = self.ceiling // len(holders)
         if conn.held + nbytes > share:
             return None
         victims = []
         # The one most over its share first; only what ZeroMQ holds is freed by a drop.
         for other in sorted(holders, key=lambda c: c.held, reverse=True):
-            if used + nbytes <= self.limit:
+            if used + nbytes <= self.ceiling:
                 break
             if other is conn or other.held <= share:
                 continue
             victims.append(other)
             used -= other.receiving + other.sending
-        return victims if used + nbytes <= self.limit else None
+        return victims if used + nbytes <= self.ceiling else None
 
     def _drop(self, conn: Connection, reason: str) -> None:
         if conn.dropped is not None or conn is self._loose:
@@ -234,11 +242,11 @@ class MemoryBudget:
     def reap(self) -> list[Connection]:
         """Release the bytes of replies ZeroMQ has sent; the connections of unread ones.
 
-        A reply still unsent after UNREAD_REPLY_DROP_S names its connection for dropping.
+        A reply still unsent after ``unread_drop_s`` names its connection for dropping.
         """
         if not self._sending:
             return []
-        stale = now() - UNREAD_REPLY_DROP_S
+        stale = now() - self.unread_drop_s
         unread = []
         with self._lock:
             still = []
@@ -254,21 +262,30 @@ class MemoryBudget:
         return unread
 
     def drop_unread(self) -> None:
-        """Drop the connections whose replies have not been read for UNREAD_REPLY_DROP_S."""
+        """Drop the connections whose replies have not been read for ``unread_drop_s``."""
         for conn in self.reap():
-            self._drop(conn, f"left a reply unread for {UNREAD_REPLY_DROP_S:.0f} s")
+            self._drop(conn, f"left a reply unread for {self.unread_drop_s:g} s")
 
     def enforce(self) -> None:
-        """Over the limit (bytes ZeroMQ received meanwhile): drop the largest holders."""
+        """Near the limit (bytes ZeroMQ received meanwhile): drop the largest holders.
+
+        ZeroMQ goes on receiving between two looks of the guard: the margin below the limit
+        (``ceiling``) absorbs that.
+        """
         with self._lock:
+            # Bytes of connections already dropped count until ZeroMQ has freed them, but only
+            # connections over their fair share are dropped for them: never a small holder.
             used = self._used()
-            if used <= self.limit:
+            target = self.ceiling
+            if used <= target:
                 return
+            live = [c for c in self.connections.values() if c.dropped is None and c.held]
+            share = target // max(1, len(live))
             victims = []
-            for conn in sorted(self.connections.values(), key=lambda c: c.held, reverse=True):
-                if used <= self.limit:
+            for conn in sorted(live, key=lambda c: c.held, reverse=True):
+                if used <= target or conn.held <= share:
                     break
-                if conn.dropped is None and conn.receiving + conn.sending:
+                if conn.receiving + conn.sending:
                     victims.append(conn)
                     used -= conn.receiving + conn.sending
         for victim in victims:

@@ -23,10 +23,11 @@ from typing import Any
 import zmq
 
 from hilbench import __version__
-from hilbench.agent.driver import Driver
 from hilbench.agent.connections import ConnectionGuard
+from hilbench.agent.driver import Driver
 from hilbench.agent.guard import (
     DEFAULT_MEMORY_BUDGET_BYTES,
+    UNREAD_REPLY_DROP_S,
     BadMessageLog,
     Connection,
     LogLimiter,
@@ -98,6 +99,7 @@ class AgentRuntime(SocketTurns):
         server_key: bytes | None = None,
         insecure: bool = False,
         max_connections: int | None = None,
+        unread_reply_s: float = UNREAD_REPLY_DROP_S,
         context: zmq.Context | None = None,
     ) -> None:
         if (bind is None) == (connect is None):
@@ -126,7 +128,7 @@ class AgentRuntime(SocketTurns):
         self.server_key = server_key
         self.insecure = insecure and key is None and not keys.is_loopback(address)
         self.stats = AgentStats()
-        self.budget = MemoryBudget(memory_budget_bytes)
+        self.budget = MemoryBudget(memory_budget_bytes, unread_reply_s)
         self.max_connections = max_connections
         # One limiter for every line a peer can make the agent repeat.
         self.log_limiter = LogLimiter()

@@ -66,8 +66,25 @@ from hilbench.lifeline import call_on_signal
     default=512,
     show_default=True,
     type=click.IntRange(min=1),
-    help="Total MiB of large messages held in flight across all connections; beyond it "
-    "requests are refused with error over_budget.",
+    help="Total MiB the agent holds for its peers: requests, unsent replies and what ZeroMQ "
+    "is still receiving, across all connections. Past it a request beyond its connection's "
+    "fair share is refused with error over_budget, and connections over their share are "
+    "dropped, the largest first.",
+)
+@click.option(
+    "--unread-reply-s",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(min=0.1),
+    help="A large reply its peer has not read after this long is dropped with the peer's "
+    "connection, freeing its share of the memory budget.",
+)
+@click.option(
+    "--max-connections",
+    default=None,
+    type=click.IntRange(min=1),
+    help="Most peer connections at once; a new one past it drops the longest idle. "
+    "[default: the descriptor limit (ulimit -n) less 64]",
 )
 @click.option(
     "--log-file",
@@ -93,6 +110,8 @@ def agent(
     authorized_dir: str | None,
     insecure: bool,
     memory_budget_mib: int,
+    unread_reply_s: float,
+    max_connections: int | None,
     log_file: str | None,
     announce: bool,
 ) -> None:
@@ -156,6 +175,8 @@ def agent(
             heartbeat_s=heartbeat,
             liveness=liveness,
             memory_budget_bytes=memory_budget_mib * 1024 * 1024,
+            unread_reply_s=unread_reply_s,
+            max_connections=max_connections,
             key=key_pair,
             authorized=authorized if bind is not None else None,
             server_key=server_key,

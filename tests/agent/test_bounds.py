@@ -38,7 +38,7 @@ def test_budget_admits_until_full_and_frees_what_zmq_has_sent():
 @pytest.fixture
 def small_budget_agent():
     runtime = AgentRuntime(SleepyDriver(), "budget", bind="tcp://127.0.0.1:*", heartbeat_s=0.1,
-                           liveness=5, memory_budget_bytes=2 * COUNTED_FROM_BYTES)
+                           liveness=5, memory_budget_bytes=3 * COUNTED_FROM_BYTES)
     with serving(runtime):
         yield runtime
 
@@ -46,11 +46,11 @@ def small_budget_agent():
 def test_a_message_past_the_memory_budget_is_refused_and_the_agent_serves_on(small_budget_agent):
     # Larger than the whole budget: ZeroMQ's MAXMSGSIZE drops the connection before it is held.
     with pytest.raises(AgentLost), AgentClient(small_budget_agent.endpoint) as client:
-        client.request("noop", {}, [np.zeros(3 * COUNTED_FROM_BYTES, np.uint8)], timeout_s=5)
+        client.request("noop", {}, [np.zeros(4 * COUNTED_FROM_BYTES, np.uint8)], timeout_s=5)
     # Within the budget but past this connection's fair share while a peer holds bytes: a
     # frame announced and sent in part, which ZeroMQ holds.
     hog = zmtp_raw.connect(*zmtp_raw.address(small_budget_agent.endpoint))
-    zmtp_raw.half_send(hog, 2 * COUNTED_FROM_BYTES, COUNTED_FROM_BYTES + COUNTED_FROM_BYTES // 4)
+    zmtp_raw.half_send(hog, 2 * COUNTED_FROM_BYTES, COUNTED_FROM_BYTES * 7 // 4)
     with AgentClient(small_budget_agent.endpoint) as client:
         deadline = time.monotonic() + 5
         while client.request("status").body["in_flight_bytes"] < COUNTED_FROM_BYTES:
@@ -60,7 +60,8 @@ def test_a_message_past_the_memory_budget_is_refused_and_the_agent_serves_on(sma
         with pytest.raises(AgentError) as info:
             client.request("noop", {}, [past_share])
         assert info.value.code == "over_budget"
-        # Within its share (half the budget): the peer over its share is dropped to make room.
+        # Within its share (half of 7/8 of the budget): the peer over its share is dropped to
+        # make room.
         share = np.ones(COUNTED_FROM_BYTES, np.uint8)
         assert client.request("noop", {}, [share]).arrays[0].nbytes == share.nbytes
         hog.settimeout(5)

@@ -1,0 +1,225 @@
+"""A real agent process under hostile peers: its memory stays within the budget and a
+well-behaved client is served within 1 s throughout (issue 24)."""
+
+from __future__ import annotations
+
+import contextlib
+import resource
+import selectors
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+import zmq
+
+from hilbench.lifeline import stop_process_group
+from hilbench.orchestrator.client import AgentClient
+from hilbench.wire import codec
+from hilbench.wire.codec import Message
+from tests.agent import zmtp_raw
+
+MiB = 1 << 20
+BUDGET_MIB = 512
+RSS_LIMIT = (BUDGET_MIB + 64) * MiB
+
+pytestmark = pytest.mark.slow
+
+
+@contextlib.contextmanager
+def agent_process(*extra: str, fd_limit: int | None = None):
+    """``hilbench agent --driver cpu`` on loopback; yields (process, endpoint)."""
+
+    def _limit() -> None:
+        if fd_limit is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (fd_limit, fd_limit))
+
+    cmd = [sys.executable, "-m", "hilbench", "agent", "--driver", "cpu", "--bind",
+           "tcp://127.0.0.1:*", "--memory-budget-mib", str(BUDGET_MIB), "--announce", *extra]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            preexec_fn=_limit, start_new_session=True)
+    try:
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        assert sel.select(60), "agent did not start"
+        line = proc.stdout.readline()
+        assert line.startswith("READY "), line
+        yield proc, line.split()[1]
+    finally:
+        stop_process_group(proc, timeout_s=5)
+
+
+def peak_rss(proc: subprocess.Popen) -> int:
+    """The process's peak resident memory so far (VmHWM)."""
+    with open(f"/proc/{proc.pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM")
+
+
+class WellBehaved(threading.Thread):
+    """Asks status and echoes 1 MiB in a loop; records the slowest answer and any failure."""
+
+    def __init__(self, endpoint: str) -> None:
+        super().__init__(daemon=True)
+        self.endpoint = endpoint
+        self.slowest = 0.0
+        self.served = 0
+        self.failure: BaseException | None = None
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        payload = np.arange(MiB, dtype=np.uint8)
+        try:
+            with AgentClient(self.endpoint, "well-behaved") as client:
+                while not self.done.is_set():
+                    for cmd, arrays in (("status", None), ("echo", [payload])):
+                        t0 = time.monotonic()
+                        client.request(cmd, {}, arrays, timeout_s=5)
+                        self.slowest = max(self.slowest, time.monotonic() - t0)
+                        self.served += 1
+                    time.sleep(0.02)
+        except BaseException as exc:  # reported by finish()
+            self.failure = exc
+
+    def finish(self) -> None:
+        self.done.set()
+        self.join(10)
+        assert self.failure is None, f"the well-behaved client failed: {self.failure!r}"
+        assert self.served > 4
+        assert self.slowest < 1.0, f"slowest answer {self.slowest:.2f} s"
+
+
+def _attack(endpoint: str, attack, *args):
+    client = WellBehaved(endpoint)
+    client.start()
+    time.sleep(0.3)
+    try:
+        return attack(endpoint, *args)
+    finally:
+        time.sleep(0.3)
+        client.finish()
+        print(f"well-behaved client: {client.served} answers, slowest {client.slowest:.3f} s")
+
+
+def _half_sent(endpoint: str, connections: int, announced: int, sent: int) -> None:
+    host, port = zmtp_raw.address(endpoint)
+    socks = [zmtp_raw.connect(host, port) for _ in range(connections)]
+    threads = [threading.Thread(target=zmtp_raw.half_send, args=(s, announced, sent))
+               for s in socks]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    time.sleep(0.5)
+    for s in socks:
+        s.close()
+
+
+def test_half_sent_200_mb_frames_on_16_connections():
+    with agent_process() as (proc, endpoint):
+        _attack(endpoint, _half_sent, 16, 200_000_000, 100_000_000)
+        peak = peak_rss(proc)
+        print(f"16 x half-sent 200 MB: agent peak RSS {peak / MiB:.0f} MiB")
+        assert peak < RSS_LIMIT
+
+
+def _whole_messages(endpoint: str, connections: int, size: int) -> None:
+    ctx = zmq.Context()
+    payload = np.ones(size, np.uint8)
+    socks = []
+    for _ in range(connections):
+        sock = ctx.socket(zmq.DEALER)
+        sock.linger = 0
+        sock.connect(endpoint)
+        sock.send_multipart(codec.encode(Message(type="hello", id="h", body={"versions": [1]})))
+        socks.append(sock)
+    time.sleep(0.2)
+    for i, sock in enumerate(socks):
+        msg = Message(type=codec.REQUEST, id=f"big{i}", cmd="echo", arrays=[payload])
+        sock.send_multipart(codec.encode(msg), copy=False)
+    time.sleep(3)
+    for sock in socks:
+        sock.close()
+    ctx.term()
+
+
+def test_20_connections_of_50_mb_messages():
+    with agent_process() as (proc, endpoint):
+        _attack(endpoint, _whole_messages, 20, 50_000_000)
+        peak = peak_rss(proc)
+        print(f"20 x 50 MB: agent peak RSS {peak / MiB:.0f} MiB")
+        assert peak < RSS_LIMIT
+
+
+def _never_reads(endpoint: str, size: int) -> None:
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.DEALER)
+    sock.linger = 0
+    sock.rcvhwm = 1
+    sock.setsockopt(zmq.RCVBUF, 4096)
+    sock.connect(endpoint)
+    sock.send_multipart(codec.encode(Message(type="hello", id="h", body={"versions": [1]})))
+    payload = np.ones(size, np.uint8)
+    for i in range(12):  # echoes whose replies it never reads
+        msg = Message(type=codec.REQUEST, id=f"hog{i}", cmd="echo", arrays=[payload])
+        sock.send_multipart(codec.encode(msg), copy=False)
+        time.sleep(0.1)
+    time.sleep(1)
+    return sock, ctx
+
+
+def test_a_peer_that_never_reads_its_replies():
+    with agent_process("--unread-reply-s", "2") as (proc, endpoint):
+        sock, ctx = _attack(endpoint, _never_reads, 64 * MiB)
+        try:
+            with AgentClient(endpoint) as client:
+                deadline = time.monotonic() + 5
+                while client.request("status").body["in_flight_bytes"]:
+                    assert time.monotonic() < deadline, "the unread replies are still held"
+                    time.sleep(0.1)
+        finally:
+            sock.close()
+            ctx.term()
+        peak = peak_rss(proc)
+        print(f"a peer that never reads 64 MiB echoes: agent peak RSS {peak / MiB:.0f} MiB")
+        assert peak < RSS_LIMIT
+
+
+def _idle_connections(endpoint: str, count: int) -> dict:
+    host, port = zmtp_raw.address(endpoint)
+    socks = []
+    try:
+        for _ in range(count):
+            socks.append(zmtp_raw.connect(host, port, handshake=False))
+        with AgentClient(endpoint) as client:
+            deadline = time.monotonic() + 10
+            while True:  # until the agent has accepted them all (the listen backlog drains)
+                status = client.request("status").body
+                if status["dropped_connections"] >= count - status["max_connections"]:
+                    return status
+                assert time.monotonic() < deadline, status
+                time.sleep(0.1)
+    finally:
+        for s in socks:
+            s.close()
+
+
+def test_1100_idle_connections_past_a_1024_descriptor_limit():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2048:
+        pytest.skip(f"needs 2048 descriptors for the test process (hard limit {hard})")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2048), hard))
+    try:
+        with agent_process(fd_limit=1024) as (proc, endpoint):
+            status = _attack(endpoint, _idle_connections, 1100)
+            print(f"1100 idle connections: {status['dropped_connections']} dropped, "
+                  f"{status['connections']} kept (limit {status['max_connections']}), "
+                  f"peak RSS {peak_rss(proc) / MiB:.0f} MiB")
+            assert status["connections"] <= status["max_connections"] < 1024
+            assert peak_rss(proc) < RSS_LIMIT
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
