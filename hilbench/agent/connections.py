@@ -141,6 +141,7 @@ class ConnectionGuard:
         self.max_connections = max_connections or default_max_connections()
         self.curve = curve
         self.dropped = 0
+        self.accepted = 0
         self.peak_rss = 0
         self._stopping = threading.Event()
         self._monitor_addr = f"inproc://agent-monitor-{os.getpid()}-{next(_serials)}"
@@ -218,6 +219,7 @@ class ConnectionGuard:
             elif kind in (_ACCEPTED, _CONNECTED):
                 self._add(fd)
                 if kind == _ACCEPTED:
+                    self.accepted += 1
                     self._keep_below_limit(fd)
 
     def _keep_below_limit(self, newest: int) -> None:

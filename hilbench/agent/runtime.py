@@ -63,6 +63,13 @@ class _Peer:
     route: list[bytes]
     last_seen: float
     greeted: bool = False
+    session: str = ""  # from its hello (or its routing id): who owns the device's work
+
+
+# Commands that end or replace another client's work: only the session that owns the device
+# may send them while it is known to the agent.
+OWNED_COMMANDS = frozenset({"configure", "load", "run", "noop", "stop", "shutdown"})
+SESSION_MAX_CHARS = 64
 
 
 @dataclass
@@ -135,6 +142,9 @@ class AgentRuntime(SocketTurns):
         self.bad_messages = BadMessageLog(limiter=self.log_limiter)
         self.guard: ConnectionGuard | None = None
         self._conn: Connection | None = None  # the connection of the message being handled
+        self._peer: _Peer | None = None  # the greeted peer of the message being handled
+        self._owner: str | None = None  # the session whose work the device holds
+        self.shutdown_by: str | None = None  # who asked for the shutdown, for the log
         # A keyed agent runs its own ZAP authenticator, which needs a context of its own.
         self._own_context = context is None and key is not None
         self._ctx = context or (zmq.Context() if key is not None else zmq.Context.instance())
@@ -222,7 +232,11 @@ class AgentRuntime(SocketTurns):
                 gate.stop()
             if self._own_context:
                 self._ctx.term()
-            log.info("agent %s stopped", self.agent_id)
+            log.info(
+                "agent %s stopped (%s)",
+                self.agent_id,
+                f"shutdown asked by {self.shutdown_by}" if self.shutdown_by else "a stop signal",
+            )
 
     def banner(self) -> str:
         """One line saying where the agent serves, which driver, and with which key."""
@@ -435,6 +449,7 @@ class AgentRuntime(SocketTurns):
             if not peer.greeted:
                 peer = None  # a connecting agent's orchestrator has not said hello yet
         mtype = msg.type
+        self._peer = peer
         if mtype == codec.REQUEST and peer is not None:
             self._handle_request(sock, route, msg, frames)
         elif mtype == codec.HEARTBEAT:
@@ -479,7 +494,17 @@ class AgentRuntime(SocketTurns):
                 supported=list(codec.SUPPORTED_VERSIONS),
             )
             return
-        self._peers[key] = _Peer(route=route, last_seen=now(), greeted=True)
+        session = msg.body.get("session")
+        if session is not None and (type(session) is not str or len(session) > SESSION_MAX_CHARS):
+            self._send_error(
+                sock, route, "bad_arguments",
+                f"hello's session must be a string of at most {SESSION_MAX_CHARS} characters",
+                msg.id,
+            )
+            return
+        self._peers[key] = _Peer(
+            route=route, last_seen=now(), greeted=True, session=session or key.hex()
+        )
         body = self._welcome(max(common))
         self._send(sock, route, Message(type=codec.WELCOME, id=msg.id, body=body))
 
@@ -487,6 +512,8 @@ class AgentRuntime(SocketTurns):
         self, sock: zmq.Socket, route: list[bytes], msg: Message, frames: list[Any]
     ) -> None:
         cmd = msg.cmd
+        if cmd in OWNED_COMMANDS and not self._owns(sock, route, msg):
+            return
         if cmd in DEVICE_COMMANDS:
             if self._busy_with is not None:
                 self._send_error(
@@ -525,10 +552,45 @@ class AgentRuntime(SocketTurns):
             self._stop_run.set()
             reply = Message(type=codec.REPLY, id=msg.id, body={"stopping": self._busy_with})
         else:  # shutdown
+            self.shutdown_by = self._who(route)
+            log.warning("shutdown asked by %s", self.shutdown_by)
             self._stop_run.set()
             self._shutdown.set()
-            reply = Message(type=codec.REPLY, id=msg.id, body={"shutdown": True})
+            reply = Message(
+                type=codec.REPLY, id=msg.id, body={"shutdown": True, "by": self.shutdown_by}
+            )
         self._send(sock, route, reply)
+
+    def _who(self, route: list[bytes]) -> str:
+        """A peer as the log names it: routing id, address and session."""
+        conn, peer = self._conn, self._peer
+        where = conn.address if conn is not None and conn.address else "?"
+        session = peer.session if peer is not None else "?"
+        rid = route[0].hex() if route else "-"
+        return f"peer {rid} at {where} (session {session})"
+
+    def _owns(self, sock: zmq.Socket, route: list[bytes], msg: Message) -> bool:
+        """May this peer send ``msg.cmd``? The first device command makes its session the owner;
+        the ownership lasts while that session has a peer the agent knows (see _beat)."""
+        peer = self._peer
+        assert peer is not None
+        owner = self._owner
+        if owner is not None and owner != peer.session:
+            if any(p.session == owner and p.greeted for p in self._peers.values()):
+                self.bad_messages.note(route[0] if route else b"", "not_owner", msg.cmd or "")
+                self._send_error(
+                    sock,
+                    route,
+                    "not_owner",
+                    f"{msg.cmd!r} is refused: another session ({owner[:8]}…) owns this agent's "
+                    "work; it is freed when that client has been silent for the liveness window",
+                    msg.id,
+                )
+                return False
+            owner = None  # its client went away: the work is nobody's
+        if owner is None and msg.cmd in DEVICE_COMMANDS:
+            self._owner = peer.session
+        return True
 
     def _admit(self, sock: zmq.Socket, route: list[bytes], msg: Message) -> int:
         """Bytes reserved in the memory budget for ``msg``, or -1 after refusing it."""
@@ -591,6 +653,7 @@ class AgentRuntime(SocketTurns):
             "connections": len(self.budget.connections),
             "max_connections": self.guard.max_connections if self.guard else None,
             "dropped_connections": self.guard.dropped if self.guard else 0,
+            "accepted_connections": self.guard.accepted if self.guard else 0,
             "heartbeats_sent": self.stats.heartbeats_sent,
             "heartbeats_received": self.stats.heartbeats_received,
         }

@@ -36,7 +36,7 @@ def _us(values: np.ndarray) -> tuple[float, float]:
 def _measure(slices: np.ndarray, model: object, passes: int, warmup: int) -> list[SampleRecord]:
     agent = spawn_agent(AgentSpec(id="asc-bench", driver="cpu", spawn=True))
     try:
-        with AgentClient(agent.address, "asc-bench") as client:
+        with AgentClient(agent.address, "asc-bench", **agent.client_keys()) as client:
             send_model(client, model)
             run_single_stream(client, slices[:warmup])  # untimed: caches, allocators
             records: list[SampleRecord] = []

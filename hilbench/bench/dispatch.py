@@ -94,7 +94,8 @@ def measure(payload_kib: tuple[int, ...], n: int, warmup: int) -> dict[int, dict
             sock.connect(address)
             sockets.append(sock)
         req, dealer = sockets
-        agent = spawn_agent(AgentSpec(id="bench", driver="cpu", spawn=True))
+        # Unkeyed, like the bare rows it is compared with: the protocol path without CurveZMQ.
+        agent = spawn_agent(AgentSpec(id="bench", driver="cpu", spawn=True), keyed=False)
         with AgentClient(agent.address, "bench") as client:
             for kib in payload_kib:
                 payload = np.random.default_rng(kib).integers(0, 255, kib * 1024, dtype=np.uint8)

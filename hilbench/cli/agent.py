@@ -72,6 +72,14 @@ from hilbench.lifeline import call_on_signal
     "dropped, the largest first.",
 )
 @click.option(
+    "--key-fd",
+    default=None,
+    type=click.IntRange(min=0),
+    help="Read this agent's key pair and the public keys it admits (JSON) from this inherited "
+    "descriptor instead of --key/--authorized: how hilbench hands ephemeral keys to the agents "
+    "it spawns, never on the command line.",
+)
+@click.option(
     "--unread-reply-s",
     default=10.0,
     show_default=True,
@@ -110,6 +118,7 @@ def agent(
     authorized_dir: str | None,
     insecure: bool,
     memory_budget_mib: int,
+    key_fd: int | None,
     unread_reply_s: float,
     max_connections: int | None,
     log_file: str | None,
@@ -138,7 +147,11 @@ def agent(
     authorized: dict[bytes, str] = {}
     if (key_file is None) != (authorized_dir is None):
         raise click.UsageError("--key and --authorized go together")
+    if key_fd is not None and (key_file is not None or connect is not None):
+        raise click.UsageError("--key-fd goes with --bind and without --key/--authorized")
     try:
+        if key_fd is not None:
+            key_pair, authorized = keys.read_handover(key_fd)
         if key_file is not None and authorized_dir is not None:
             key_pair = keys.load_pair(key_file)
             authorized = keys.load_authorized(authorized_dir)

@@ -8,6 +8,7 @@ intervals, the agent is declared lost (Paranoid Pirate), and the error names the
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -101,6 +102,7 @@ class AgentClient:
         self._last_heard = now()
         self._next_beat = now()
         self.heartbeats_received = 0
+        self.session = secrets.token_hex(16)  # kept across re-greetings of this link
 
     # ------------------------------------------------------------ lifecycle
     def connect(self) -> dict[str, Any]:
@@ -113,7 +115,8 @@ class AgentClient:
         hello = Message(
             type=codec.HELLO,
             id=codec.new_correlation_id(),
-            body={"versions": list(codec.SUPPORTED_VERSIONS)},
+            # The session owns the agent's work: no other client can stop or replace it.
+            body={"versions": list(codec.SUPPORTED_VERSIONS), "session": self.session},
         )
         started = now()
         try:

@@ -167,16 +167,18 @@ class CampaignRunner:
             if sim is not None and "sim_meter" not in spec.options:
                 # A device on the simulated bench tells the simulated meter what it is doing.
                 spec = replace(spec, options={**spec.options, "sim_meter": sim})
+            link_keys = self._client_keys(spec)
             if spec.spawn:
                 agent = spawn_agent(spec, log_dir=self.log_dir)
                 self.spawned[spec.id] = agent
                 address = agent.address
+                link_keys = agent.client_keys()  # ephemeral: only this orchestrator talks to it
             assert address is not None
             client = AgentClient(
                 address,
                 spec.id,
                 connect_timeout_s=self.campaign.connect_timeout_s,
-                **self._client_keys(spec),
+                **link_keys,
             )
             client.connect()
             self.clients[spec.id] = client

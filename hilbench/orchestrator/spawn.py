@@ -20,9 +20,10 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hilbench.lifeline import dies_with_parent, stop_process_group
+from hilbench.wire import keys
 
 if TYPE_CHECKING:
     from hilbench.orchestrator.campaign import AgentSpec
@@ -40,13 +41,25 @@ class SpawnedProcess:
     process: subprocess.Popen
     address: str  # what it announced: an endpoint or host:port
     log_path: Path  # its stderr; removed after a clean stop, kept after a failure
+    client_key: keys.KeyPair | None = None  # the orchestrator's ephemeral pair for this agent
+    agent_key: bytes | None = None  # the agent's ephemeral public key
+
+    def client_keys(self) -> dict[str, Any]:
+        """``AgentClient`` keyword arguments for this process's keys (none if unkeyed)."""
+        if self.client_key is None:
+            return {}
+        return {"key": self.client_key, "agent_key": self.agent_key}
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        """Stop the process (and its group); keep its log only if it ended badly."""
-        crashed = self.process.poll() not in (None, 0)
+        """Stop the process (and its group); keep its log unless we were the ones to stop it.
+
+        A process that had already exited, even with status 0, ended on its own (a crash, or a
+        ``shutdown`` from someone): its log says why, so it stays.
+        """
+        exited = self.process.poll() is not None
         stop_process_group(self.process, timeout_s)
-        if crashed:
-            log.warning("%s had exited with status %s; its log is %s",
+        if exited:
+            log.warning("%s had exited on its own with status %s; its log is %s",
                         self.name, self.process.returncode, self.log_path)
         else:
             _remove_log(self.log_path)
@@ -75,12 +88,21 @@ def spawn_announcing(
     *,
     log_dir: Path | None = None,
     python: str | None = None,
+    handover: tuple[keys.KeyPair, list[bytes]] | None = None,
 ) -> SpawnedProcess:
     """Run ``PYTHON -m hilbench ARGS --announce`` and wait for its ``READY <address>`` line.
 
     ``python`` is the interpreter to use (default: this one), for a driver whose vendor stack
     lives in another environment. The process dies with this one (see ``dies_with_parent``).
+    ``handover`` (a key pair and the public keys it admits) goes down an inherited pipe whose
+    descriptor replaces ``{key_fd}`` in ``args``.
     """
+    pass_fds: tuple[int, ...] = ()
+    if handover is not None:
+        read_fd, write_fd = os.pipe()
+        keys.write_handover(write_fd, *handover)  # a few hundred bytes: the pipe holds them
+        args = [a.replace("{key_fd}", str(read_fd)) for a in args]
+        pass_fds = (read_fd,)
     cmd = [python or sys.executable, "-m", "hilbench", *args, "--announce"]
     log.info("starting %s: %s", name, " ".join(cmd))
     # stderr goes to a file, never an unread pipe that could fill and stall the process.
@@ -93,6 +115,7 @@ def spawn_announcing(
             stderr=log_fd,
             text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            pass_fds=pass_fds,
             **dies_with_parent(),
         )
     except OSError as exc:
@@ -100,6 +123,8 @@ def spawn_announcing(
         raise SpawnError(f"{name}: cannot start {cmd[0]}: {exc}") from exc
     finally:
         os.close(log_fd)
+        for fd in pass_fds:
+            os.close(fd)
     assert proc.stdout is not None
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
@@ -126,16 +151,35 @@ def spawn_announcing(
 
 
 def spawn_agent(
-    spec: AgentSpec, startup_timeout_s: float = 60.0, *, log_dir: Path | None = None
+    spec: AgentSpec,
+    startup_timeout_s: float = 60.0,
+    *,
+    log_dir: Path | None = None,
+    keyed: bool = True,
 ) -> SpawnedProcess:
-    """Start ``hilbench agent`` bound to a free loopback port and wait until it serves."""
+    """Start ``hilbench agent`` bound to a free loopback port and wait until it serves.
+
+    ``keyed``: the agent gets an ephemeral CurveZMQ pair and admits only the ephemeral public
+    key made here for this orchestrator (``client_keys()``), so no other local process can
+    talk to it, loopback or not.
+    """
     args = ["agent", "--driver", spec.driver, "--bind", "tcp://127.0.0.1:*", "--id", spec.id]
     for key, value in spec.options.items():
         args += ["-o", f"{key}={value}"]
-    return spawn_announcing(
+    handover = client_key = None
+    if keyed:
+        agent_key = keys.ephemeral_pair(f"spawned agent {spec.id}")
+        client_key = keys.ephemeral_pair("orchestrator (ephemeral)")
+        handover = (agent_key, [client_key.public])
+        args += ["--key-fd", "{key_fd}"]
+    spawned = spawn_announcing(
         f"agent {spec.id} (driver {spec.driver})",
         args,
         startup_timeout_s,
         log_dir=log_dir,
         python=spec.python,
+        handover=handover,
     )
+    if handover is not None:
+        spawned.client_key, spawned.agent_key = client_key, handover[0].public
+    return spawned

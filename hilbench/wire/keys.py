@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import json
 import logging
 import os
 from dataclasses import dataclass
@@ -67,6 +68,41 @@ def generate(name: str, out_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
     os.chmod(made_secret, 0o600)
     os.chmod(made_public, 0o644)
     return Path(made_public), Path(made_secret)
+
+
+def ephemeral_pair(source: str) -> KeyPair:
+    """A fresh key pair held in memory only (spawned agents and their orchestrator)."""
+    public, secret = zmq.curve_keypair()
+    return KeyPair(public, secret, source)
+
+
+def write_handover(fd: int, pair: KeyPair, authorized: list[bytes]) -> None:
+    """Write an agent's key pair and the public keys it admits to ``fd`` (a pipe) and close it.
+
+    How hilbench hands ephemeral keys to an agent it spawns: through an inherited descriptor,
+    never the command line (which any local user can read in ``ps``) nor a file.
+    """
+    doc = {
+        "public": pair.public.decode(),
+        "secret": pair.secret.decode(),
+        "authorized": [k.decode() for k in authorized],
+    }
+    with os.fdopen(fd, "w", encoding="ascii") as f:
+        f.write(json.dumps(doc))
+
+
+def read_handover(fd: int) -> tuple[KeyPair, dict[bytes, str]]:
+    """The key pair and admitted public keys :func:`write_handover` sent down ``fd``."""
+    try:
+        with os.fdopen(fd, "r", encoding="ascii") as f:
+            doc = json.loads(f.read())
+        pair = KeyPair(doc["public"].encode(), doc["secret"].encode(), f"descriptor {fd}")
+        authorized = {k.encode(): "the spawning orchestrator" for k in doc["authorized"]}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise KeyFileError(f"cannot read keys from descriptor {fd}: {exc}") from None
+    if len(pair.public) != 40 or len(pair.secret) != 40 or not authorized:
+        raise KeyFileError(f"descriptor {fd} did not hold a key pair and authorized keys")
+    return pair, authorized
 
 
 def load_pair(path: str | os.PathLike[str]) -> KeyPair:

@@ -114,3 +114,29 @@ def test_a_silent_orchestrator_is_forgotten_after_the_liveness_window(agent):
     sock_reply = codec.decode(silent.recv_multipart())  # it heard heartbeats before
     assert sock_reply.type == codec.HEARTBEAT
     silent.close()
+
+
+def test_2000_failing_requests_write_at_most_100_log_lines(agent, tmp_path):
+    path = tmp_path / "agent.log"
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger = logging.getLogger("hilbench")
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        with AgentClient(agent.endpoint) as client:
+            for _ in range(2000):  # a driver bug: each failure used to log its traceback
+                with pytest.raises(AgentError) as info:
+                    client.request("configure", {"explode": True})
+                assert info.value.code == "driver_error"
+        agent.log_limiter.interval_s = 0  # the interval ends: the count of what was held back
+        agent.log_limiter.flush()
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        handler.close()
+    lines = path.read_text().splitlines()
+    assert 0 < len(lines) <= 100, len(lines)
+    assert "driver sleepy failed in configure" in lines[0]
+    assert "more log lines in the last" in lines[-1] and "driver failure in configure" in lines[-1]

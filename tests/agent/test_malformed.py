@@ -215,7 +215,7 @@ def test_noop_goes_through_the_worker_and_returns_its_payload(agent):
         assert reply.body == {"k": 2}
         assert reply.arrays[0].tolist() == payload.tolist()
         # it is a device command: refused while the worker is busy with a run
-        sock = raw_socket(agent)
+        sock = raw_socket(agent, session=client.session)
         sock.send_multipart(
             codec.encode(Message(type="request", id="r", cmd="run", body={"seconds": 10}))
         )

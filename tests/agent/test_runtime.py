@@ -12,14 +12,16 @@ from hilbench.wire import codec
 from hilbench.wire.codec import Message
 
 
-def raw_socket(runtime, greet: bool = True) -> zmq.Socket:
-    """A bare DEALER on the agent; ``greet`` does the hello/welcome a request must follow."""
+def raw_socket(runtime, greet: bool = True, session: str | None = None) -> zmq.Socket:
+    """A bare DEALER on the agent; ``greet`` does the hello/welcome a request must follow
+    (in ``session``: a client's, to act in its name)."""
     sock = zmq.Context.instance().socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
     sock.setsockopt(zmq.RCVTIMEO, 3000)
     sock.connect(runtime.endpoint)
     if greet:
-        sock.send_multipart(codec.encode(Message(type="hello", id="h", body={"versions": [1]})))
+        body = {"versions": [1]} if session is None else {"versions": [1], "session": session}
+        sock.send_multipart(codec.encode(Message(type="hello", id="h", body=body)))
         assert recv_non_heartbeat(sock).type == codec.WELCOME
     return sock
 
