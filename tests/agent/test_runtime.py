@@ -137,12 +137,13 @@ def test_driver_errors_are_typed_replies(agent):
 
 
 def test_second_device_command_while_busy_is_refused_and_stop_ends_run(agent):
-    sock = raw_socket(agent)
-    sock.send_multipart(
-        codec.encode(Message(type="request", id="long", cmd="run", body={"seconds": 30}))
-    )
     with AgentClient(agent.endpoint) as client:
         import time
+
+        sock = raw_socket(agent, session=client.session)  # one session: its stop is heard
+        sock.send_multipart(
+            codec.encode(Message(type="request", id="long", cmd="run", body={"seconds": 30}))
+        )
 
         deadline = time.monotonic() + 3
         while client.request("status").body["state"] != "busy":
