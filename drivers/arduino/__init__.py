@@ -101,22 +101,31 @@ class ArduinoDriver:
     def _start_emulator(self) -> str:
         from hilbench_drivers.arduino.emulator import HostEmulator
 
-        on_state = None
-        if self.sim_meter:
-            from hilbench.sim.device_link import SimulatedDeviceLink
-
-            try:
-                self._meter_link = SimulatedDeviceLink(self.sim_meter)
-            except (OSError, ValueError) as exc:
-                raise DriverError(
-                    f"cannot reach the simulated meter at {self.sim_meter}: {exc}"
-                ) from exc
-            on_state = self._meter_link.state
+        if self.sim_meter and self._meter_link is None:
+            self.link_meter(self.sim_meter)
         try:
-            self._emulator = HostEmulator(on_state=on_state)
+            # the meter may be linked later (``configure {sim_meter}``): report through it then
+            self._emulator = HostEmulator(on_state=self._report_state)
             return self._emulator.start()
         except BoardError as exc:
             raise DriverError(str(exc), exc.code) from exc
+
+    def link_meter(self, address: str) -> None:
+        """Report the emulated board's state to the simulated bench meter at ``address``."""
+        from hilbench.sim.device_link import SimulatedDeviceLink
+
+        try:
+            link = SimulatedDeviceLink(address)
+        except (OSError, ValueError) as exc:
+            raise DriverError(f"cannot reach the simulated meter at {address}: {exc}",
+                              "bad_arguments", key="sim_meter") from exc
+        if self._meter_link is not None:
+            self._meter_link.close()
+        self._meter_link = link
+
+    def _report_state(self, state: str, t: float | None = None) -> None:
+        if self._meter_link is not None:
+            self._meter_link.state(state, t)
 
     def _reflash_emulator(self, model: Any) -> Identity:
         """The emulated board's "flashing": restart the host build compiled with ``model``."""
@@ -172,6 +181,8 @@ class ArduinoDriver:
         caps: dict[str, Any] = {
             "workloads": ["asc"],
             "simulated": identity.simulated,
+            # an emulated board's state can drive the simulated meter; a real one draws power
+            "meter_link": identity.simulated,
             "board": identity.board,
             "firmware": identity.firmware,
             "protocol": identity.protocol,

@@ -12,12 +12,26 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
+import msgspec
 import numpy as np
 
-from hilbench.agent.driver import DriverError, DriverResult
+from hilbench.agent.dispatch import ContractDriver
+from hilbench.agent.driver import DriverError
 from hilbench.clock import now
+from hilbench.contracts.asc import AscLoad, AscRepeat, AscRun
+from hilbench.contracts.base import Reply
+from hilbench.contracts.capabilities import ConfigureReply, Settings
+from hilbench.contracts.qubo import (
+    FixedTimeout,
+    QuboLoad,
+    QuboLoadReply,
+    QuboRun,
+    QuboRunReply,
+    Reached,
+    Solved,
+)
 from hilbench.power.rapl import DEFAULT_POWERCAP_ROOT, RaplCounters, probe_rapl
 from hilbench.sim.device_link import SimulatedDeviceLink
 from hilbench_drivers.cpu import qubo_solvers
@@ -50,13 +64,21 @@ class RaplWindow:
         }
 
 
-class CpuDriver:
+class CpuSettings(Settings, kw_only=True):
+    """``configure`` of the cpu driver: SA's most sweeps per read."""
+
+    num_sweeps: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] | None = None
+
+
+class CpuDriver(ContractDriver):
     """QUBO (dwave-samplers) and ASC on the local CPU, measured with RAPL where it can be read.
 
-    Requests whose body says ``"workload": "asc"`` go to the ASC device; all others are QUBO.
+    Implements both roles of :mod:`hilbench.contracts` (QUBO solver and ASC device); bodies
+    arrive checked against their contracts.
     """
 
     name: ClassVar[str] = "cpu"
+    settings: ClassVar[type[Settings]] = CpuSettings
 
     def __init__(
         self,
@@ -68,19 +90,27 @@ class CpuDriver:
     ) -> None:
         self.rapl_root = rapl_root
         self.num_sweeps = int(num_sweeps)
-        # On the simulated bench, the meter is told when this device solves and when it idles.
-        self._sim = self._link_simulated_meter(sim_meter) if sim_meter else None
+        if not 1 <= self.num_sweeps <= 1_000_000:
+            raise DriverError(f"num_sweeps must be 1 … 1 000 000, got {num_sweeps}",
+                              "bad_arguments", key="num_sweeps")
+        # On the simulated bench, the meter is told when this device solves and when it idles
+        # (linked here, or by the orchestrator's ``configure {sim_meter}``).
+        self._sim: SimulatedDeviceLink | None = None
+        if sim_meter:
+            self.link_meter(sim_meter)
         self._loaded: LoadedQubo | None = None
-        self._workload: dict[str, Any] = {}
         self._rapl, self._rapl_reason = probe_rapl(rapl_root)
         self._asc = AscDevice(self._sim_state, asc_sample_capacity, asc_stream_capacity)
 
-    @staticmethod
-    def _link_simulated_meter(address: str) -> SimulatedDeviceLink:
+    def link_meter(self, address: str) -> None:
         try:
-            return SimulatedDeviceLink(address)
+            link = SimulatedDeviceLink(address)
         except (OSError, ValueError) as exc:
-            raise DriverError(f"cannot reach the simulated meter at {address}: {exc}") from exc
+            raise DriverError(f"cannot reach the simulated meter at {address}: {exc}",
+                              "bad_arguments", key="sim_meter") from exc
+        if self._sim is not None:
+            self._sim.close()
+        self._sim = link
 
     def capabilities(self) -> dict[str, Any]:
         return {
@@ -88,6 +118,7 @@ class CpuDriver:
             # and that instrument says so itself.
             "simulated": False,
             "workloads": ["qubo", "asc"],
+            "meter_link": True,
             "qubo": {
                 "solvers": list(qubo_solvers.SOLVERS),
                 "modes": ["fixed_timeout", "time_to_solution"],
@@ -102,105 +133,85 @@ class CpuDriver:
                 "domains": list(self._rapl.domains) if self._rapl else [],
                 "reason": self._rapl_reason,
             },
-            "cpu_count": os.cpu_count(),
+            "detail": {"cpu_count": os.cpu_count()},
         }
 
-    def configure(self, params: dict[str, Any]) -> DriverResult:
-        if "num_sweeps" in params:
-            self.num_sweeps = int(params["num_sweeps"])
-        return DriverResult({"num_sweeps": self.num_sweeps})
+    def apply(self, settings: Settings) -> ConfigureReply:
+        assert isinstance(settings, CpuSettings)
+        if settings.num_sweeps is not None:
+            self.num_sweeps = settings.num_sweeps
+        return ConfigureReply(detail={"num_sweeps": self.num_sweeps})
 
-    def load(self, params: dict[str, Any], arrays: list[np.ndarray]) -> DriverResult:
-        if params.get("workload") == "asc":
-            return DriverResult(self._asc.load(params, arrays))
-        if params.get("workload") != "qubo":
-            raise DriverError(
-                f"cpu driver cannot load workload {params.get('workload')!r}", "bad_arguments"
-            )
-        if len(arrays) != 1 or arrays[0].dtype != np.int8:
-            raise DriverError(
-                "a qubo load carries exactly one int8 matrix payload", "bad_arguments"
-            )
-        solvers = params.get("solvers")
-        self._loaded = qubo_solvers.load_qubo(
-            arrays[0], self.num_sweeps, [str(s) for s in solvers] if solvers else None
-        )
-        self._workload = {k: params[k] for k in ("nodes", "density", "seed") if k in params}
-        return DriverResult(
-            {
-                "nodes": self._loaded.nodes,
-                "couplings": self._loaded.sparse.num_couplings,
-                "load_s": self._loaded.load_s,
-                "setup_s": self._loaded.setup_s,
-            }
+    # -- QUBO solver role -----------------------------------------------------------------------
+
+    def load_qubo(self, body: QuboLoad, matrix: np.ndarray) -> QuboLoadReply:
+        self._loaded = qubo_solvers.load_qubo(matrix, self.num_sweeps, body.solvers)
+        return QuboLoadReply(
+            nodes=self._loaded.nodes,
+            couplings=self._loaded.sparse.num_couplings,
+            load_s=self._loaded.load_s,
+            setup_s=self._loaded.setup_s,
         )
 
-    def run(self, params: dict[str, Any], stop: threading.Event) -> DriverResult:
-        if params.get("workload") == "asc":
-            return self._run_asc(params, stop)
+    def solve(self, body: QuboRun, stop: threading.Event) -> Solved:
         if self._loaded is None:
             raise DriverError("no workload loaded: send load first", "not_loaded")
-        mode = params.get("mode", "fixed_timeout")
-        solver = str(params.get("solver", "sa"))
-        seed = int(params.get("seed", 0))
         window = RaplWindow(self._rapl, self._rapl_reason)
         self._sim_state("solving")
         t_start = now()
         try:
-            result = self._solve(mode, solver, seed, params, stop, t_start)
+            if isinstance(body, FixedTimeout):
+                result = qubo_solvers.solve_fixed_timeout(
+                    self._loaded, body.solver, body.timeout_s, body.seed, stop, t_start)
+            else:
+                result = qubo_solvers.solve_to_target(
+                    self._loaded, body.solver, body.target, body.gaps, body.max_time_s,
+                    body.seed, stop, t_start)
         finally:
             t_end = now()
             self._sim_state("idle")
-        result["power"] = window.close()
-        result["mode"] = mode
-        result["solver"] = solver
-        # The timed region on this agent's clock; the orchestrator maps it onto its timeline.
-        result["t_start"] = t_start
-        result["t_end"] = t_end
-        result["actual_s"] = t_end - t_start
         # Contract: the best state travels as the one payload; the orchestrator re-scores it.
         state = np.ascontiguousarray(result.pop("state"), dtype=np.uint8)
-        return DriverResult(result, [state])
+        # The timed region on this agent's clock; the orchestrator maps it onto its timeline.
+        reached = result.pop("reached", None)
+        reply = QuboRunReply(
+            cost=int(result.pop("cost")),
+            requested_s=float(result.pop("requested_s")),
+            actual_s=t_end - t_start,
+            t_start=t_start,
+            t_end=t_end,
+            reached=None if reached is None else [Reached(**hit) for hit in reached],
+            solver=body.solver,
+            mode=type(body).__struct_config__.tag,
+            target=result.pop("target", None),
+            set_size=result.pop("set_size", None),
+            setup_s=result.pop("setup_s", None),
+            solver_s=result.pop("solver_s", None),
+            cost_check_s=result.pop("cost_check_s", None),
+            stopped_early=bool(result.pop("stopped_early", False)),
+            power=window.close(),
+            solver_params=result.pop("solver_params", {}),
+            detail=result,  # what else the solver said (reads, …)
+        )
+        return Solved(reply, state)
 
-    def _run_asc(self, params: dict[str, Any], stop: threading.Event) -> DriverResult:
-        if params.get("mode") != "repeat":
-            return DriverResult(self._asc.run(params, stop))
+    # -- ASC device role ------------------------------------------------------------------------
+
+    def load_asc(self, body: AscLoad, arrays: list[np.ndarray]) -> Reply:
+        return self._asc.load(body, arrays)
+
+    def run_asc(self, body: AscRun, stop: threading.Event) -> Reply:
+        if not isinstance(body, AscRepeat):
+            return self._asc.run(body, stop)
         # A power window: the internal (RAPL) reading over the same loop, where it can be read.
         window = RaplWindow(self._rapl, self._rapl_reason)
-        result = self._asc.run(params, stop)
-        result["power"] = window.close()
-        return DriverResult(result)
+        result = self._asc.run(body, stop)
+        result.power = window.close()
+        return result
 
     def _sim_state(self, state: str) -> None:
         if self._sim is not None:
             self._sim.state(state)
-
-    def _solve(
-        self,
-        mode: str,
-        solver: str,
-        seed: int,
-        params: dict[str, Any],
-        stop: threading.Event,
-        t_start: float,
-    ) -> dict[str, Any]:
-        assert self._loaded is not None
-        if mode == "fixed_timeout":
-            return qubo_solvers.solve_fixed_timeout(
-                self._loaded, solver, float(params["timeout_s"]), seed, stop, t_start
-            )
-        if mode == "time_to_solution":
-            return qubo_solvers.solve_to_target(
-                self._loaded,
-                solver,
-                int(params["target"]),
-                [float(g) for g in params.get("gaps", [0.1, 0.05, 0.01])],
-                float(params.get("max_time_s", 10.0)),
-                seed,
-                stop,
-                t_start,
-            )
-        raise DriverError(f"unknown qubo mode {mode!r}", "bad_arguments")
 
     def close(self) -> None:
         self._loaded = None

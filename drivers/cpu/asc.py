@@ -31,14 +31,30 @@ import numpy as np
 
 from hilbench.agent.driver import DriverError
 from hilbench.clock import now
+from hilbench.contracts.asc import (
+    MAX_WINDOW_S,
+    STAGES,
+    AscHeldReply,
+    AscLoad,
+    AscLoadModel,
+    AscLoadSample,
+    AscLoadStream,
+    AscModelReply,
+    AscRepeat,
+    AscRun,
+    AscSampleResult,
+    AscSingleStream,
+    AscStream,
+    AscStreamReply,
+    AscUnload,
+    AscWindowResult,
+)
+from hilbench.contracts.base import Reply
 from hilbench.workloads.asc.features import extract_features
 from hilbench.workloads.asc.quant import ModelFileError, QuantisedModel
 
-STAGES = ("preprocessing", "inference")
-REPEAT_STAGES = ("idle", *STAGES)
 MODES = ("single_stream", "repeat", "stream")
-PARTS = ("model", "sample", "unload", "stream", "unload_stream")
-MAX_REPEAT_S = 3600.0
+MAX_REPEAT_S = MAX_WINDOW_S
 DEFAULT_SAMPLE_CAPACITY = 1
 DEFAULT_STREAM_CAPACITY = 60  # samples (seconds of audio) one stream may hold
 
@@ -72,54 +88,45 @@ class AscDevice:
 
     # -- loading (untimed) ----------------------------------------------------------------------
 
-    def load(self, params: dict[str, Any], arrays: list[np.ndarray]) -> dict[str, Any]:
-        part = params.get("part")
-        if part == "model":
-            return self._load_model(params, arrays)
-        if part == "sample":
-            return self._load_sample(params, arrays)
-        if part == "unload":
-            return self._unload(params)
-        if part == "stream":
-            return self._load_stream(params, arrays)
-        if part == "unload_stream":
-            self._stream, self._stream_indices = None, []
-            return {"stream_samples": 0}
-        raise DriverError(f"asc load part must be one of {list(PARTS)}, got {part!r}",
-                          "bad_arguments")
+    def load(self, body: AscLoad, arrays: list[np.ndarray]) -> Reply:
+        if isinstance(body, AscLoadModel):
+            return self._load_model(body, arrays)
+        if isinstance(body, AscLoadSample):
+            return self._load_sample(body.index, arrays[0])
+        if isinstance(body, AscUnload):
+            if self._held.pop(body.index, None) is None:
+                raise DriverError(f"sample {body.index} is not in device memory (held: "
+                                  f"{sorted(self._held)})", "not_loaded")
+            return AscHeldReply(index=body.index, held=sorted(self._held))
+        if isinstance(body, AscLoadStream):
+            return self._load_stream(body.indices, arrays[0])
+        self._stream, self._stream_indices = None, []
+        return AscStreamReply(stream_samples=0)
 
-    def _load_model(self, params: dict[str, Any], arrays: list[np.ndarray]) -> dict[str, Any]:
-        names = params.get("arrays")
-        meta = params.get("meta")
-        if not isinstance(names, list) or not isinstance(meta, dict):
-            raise DriverError(
-                "an asc model load needs 'meta' (a map) and 'arrays' (the payload names)",
-                "bad_arguments",
-            )
-        if len(names) != len(arrays):
-            raise DriverError(
-                f"asc model load names {len(names)} arrays but carries {len(arrays)} payloads",
-                "bad_arguments",
-            )
+    def _load_model(self, body: AscLoadModel, arrays: list[np.ndarray]) -> AscModelReply:
         try:
-            model = QuantisedModel.from_parts(meta, dict(zip(names, arrays, strict=True)))
+            model = QuantisedModel.from_parts(body.meta, dict(zip(body.arrays, arrays,
+                                                                  strict=True)))
         except (ModelFileError, ValueError, TypeError) as exc:
             raise DriverError(f"asc model rejected: {exc}", "bad_arguments") from exc
         self.model = model
         # Held audio was checked against the previous model's input: drop it.
         self._held.clear()
         self._stream, self._stream_indices = None, []
-        return {
-            "classes": list(model.classes),
-            "input_frames": model.input_frames,
-            "input_filters": model.input_filters,
-            "sample_rate": model.mfe_config.sample_rate,
-            "weight_bytes": model.weight_bytes,
-            "sample_capacity": self.sample_capacity,
-        }
+        return AscModelReply(
+            classes=list(model.classes),
+            input_frames=model.input_frames,
+            input_filters=model.input_filters,
+            sample_rate=model.mfe_config.sample_rate,
+            weight_bytes=model.weight_bytes,
+            sample_capacity=self.sample_capacity,
+        )
 
     def _check_audio(self, audio: np.ndarray, what: str) -> None:
         model = self._require_model()
+        if audio.dtype != np.float32:
+            raise DriverError(f"{what}: the cpu device takes float32 audio, got {audio.dtype}",
+                              "bad_arguments")
         length = audio.shape[-1]
         frames = model.mfe_config.num_frames(length)
         if frames != model.input_frames:
@@ -129,67 +136,38 @@ class AscDevice:
                 "bad_arguments",
             )
 
-    def _load_sample(self, params: dict[str, Any], arrays: list[np.ndarray]) -> dict[str, Any]:
+    def _load_sample(self, index: int, audio: np.ndarray) -> AscHeldReply:
         self._require_model()
-        index = _index_param(params)
-        if len(arrays) != 1 or arrays[0].dtype != np.float32 or arrays[0].ndim != 1:
-            raise DriverError(
-                "an asc sample load carries exactly one 1-D float32 payload (one 1 s sample)",
-                "bad_arguments",
-            )
-        self._check_audio(arrays[0], f"sample {index}")
+        self._check_audio(audio, f"sample {index}")
         if index not in self._held and len(self._held) >= self.sample_capacity:
             raise DriverError(
                 f"device memory holds {self.sample_capacity} sample(s) "
                 f"(held: {sorted(self._held)}); unload one before loading sample {index}",
                 "device_full",
             )
-        self._held[index] = np.array(arrays[0], dtype=np.float32, copy=True)
-        return {"index": index, "held": sorted(self._held), "capacity": self.sample_capacity}
+        self._held[index] = np.array(audio, dtype=np.float32, copy=True)
+        return AscHeldReply(index=index, held=sorted(self._held), capacity=self.sample_capacity)
 
-    def _unload(self, params: dict[str, Any]) -> dict[str, Any]:
-        index = _index_param(params)
-        if self._held.pop(index, None) is None:
-            raise DriverError(f"sample {index} is not in device memory (held: "
-                              f"{sorted(self._held)})", "not_loaded")
-        return {"index": index, "held": sorted(self._held)}
-
-    def _load_stream(self, params: dict[str, Any], arrays: list[np.ndarray]) -> dict[str, Any]:
+    def _load_stream(self, indices: list[int], audio: np.ndarray) -> AscStreamReply:
         self._require_model()
-        indices = params.get("indices")
-        if (not isinstance(indices, list) or not indices
-                or not all(isinstance(i, int) and not isinstance(i, bool) for i in indices)):
-            raise DriverError("an asc stream load needs 'indices', a non-empty list of integers",
-                              "bad_arguments")
-        if len(arrays) != 1 or arrays[0].dtype != np.float32 or arrays[0].ndim != 2:
-            raise DriverError(
-                "an asc stream load carries exactly one float32 (samples, audio) payload",
-                "bad_arguments",
-            )
-        if arrays[0].shape[0] != len(indices):
-            raise DriverError(f"stream payload holds {arrays[0].shape[0]} samples but "
-                              f"'indices' names {len(indices)}", "bad_arguments")
         if len(indices) > self.stream_capacity:
             raise DriverError(f"a stream holds at most {self.stream_capacity} samples, got "
                               f"{len(indices)}", "device_full")
-        self._check_audio(arrays[0], "stream sample")
-        self._stream = np.array(arrays[0], dtype=np.float32, copy=True)
+        self._check_audio(audio, "stream sample")
+        self._stream = np.array(audio, dtype=np.float32, copy=True)
         self._stream_indices = list(indices)
-        return {"stream_samples": len(indices), "indices": list(indices)}
+        return AscStreamReply(stream_samples=len(indices), indices=list(indices))
 
     # -- timed work -----------------------------------------------------------------------------
 
-    def run(self, params: dict[str, Any], stop: threading.Event) -> dict[str, Any]:
-        mode = params.get("mode")
-        if mode == "single_stream":
-            return self._single_stream(_index_param(params))
-        if mode == "repeat":
-            return self._repeat(params, stop)
-        if mode == "stream":
-            return self._play_stream(params, stop)
-        raise DriverError(f"asc mode must be one of {list(MODES)}, got {mode!r}", "bad_arguments")
+    def run(self, body: AscRun, stop: threading.Event) -> Reply:
+        if isinstance(body, AscSingleStream):
+            return self._single_stream(body.index)
+        if isinstance(body, AscRepeat):
+            return self._repeat(body, stop)
+        return self._play_stream(body, stop)
 
-    def _single_stream(self, index: int) -> dict[str, Any]:
+    def _single_stream(self, index: int) -> AscSampleResult:
         model = self._require_model()
         audio = self._require_sample(index)
         cfg = model.mfe_config
@@ -202,56 +180,50 @@ class AscDevice:
         scores, predicted = model.infer(features)
         t3 = now()
         self._sim_state("idle")
-        return {
-            "index": index,
-            "predicted": predicted,
-            "scores": [int(v) for v in scores],
-            "preprocess_s": t1 - t0,
-            "inference_s": t3 - t2,
-            "t_start": t0,
-            "t_end": t3,
-        }
+        return AscSampleResult(
+            index=index,
+            predicted=int(predicted),
+            scores=[int(v) for v in scores],
+            preprocess_s=t1 - t0,
+            inference_s=t3 - t2,
+            t_start=t0,
+            t_end=t3,
+        )
 
-    def _repeat(self, params: dict[str, Any], stop: threading.Event) -> dict[str, Any]:
-        stage = params.get("stage")
-        if stage not in REPEAT_STAGES:
-            raise DriverError(
-                f"asc repeat stage must be one of {list(REPEAT_STAGES)}, got {stage!r}",
-                "bad_arguments",
-            )
-        duration = _duration(params)
-        if stage == "idle":
-            return self._idle(duration, stop)
+    def _repeat(self, body: AscRepeat, stop: threading.Event) -> AscWindowResult:
+        if body.stage == "idle":
+            return self._idle(body.duration_s, stop)
         model = self._require_model()
-        index = _index_param(params)
-        work = _stage_work(model, stage, self._require_sample(index))
-        return {"index": index, **self._loop(stage, [work], duration, stop)}
+        assert body.index is not None  # the contract asks for it outside idle
+        work = _stage_work(model, body.stage, self._require_sample(body.index))
+        result = self._loop(body.stage, [work], body.duration_s, stop)
+        result.index = body.index
+        return result
 
-    def _play_stream(self, params: dict[str, Any], stop: threading.Event) -> dict[str, Any]:
-        stage = params.get("stage")
-        if stage not in STAGES:
-            raise DriverError(f"asc stream stage must be one of {list(STAGES)}, got {stage!r}",
-                              "bad_arguments")
-        duration = _duration(params)
+    def _play_stream(self, body: AscStream, stop: threading.Event) -> AscWindowResult:
+        if body.stage == "idle":
+            return self._idle(body.duration_s, stop)
         model = self._require_model()
         if self._stream is None:
             raise DriverError("no asc stream loaded: send load with part='stream' first",
                               "not_loaded")
-        works = [_stage_work(model, stage, audio) for audio in self._stream]
-        return {"stream_samples": len(works), "indices": list(self._stream_indices),
-                **self._loop(stage, works, duration, stop)}
+        works = [_stage_work(model, body.stage, audio) for audio in self._stream]
+        result = self._loop(body.stage, works, body.duration_s, stop)
+        result.stream_samples = len(works)
+        result.indices = list(self._stream_indices)
+        return result
 
-    def _idle(self, duration: float, stop: threading.Event) -> dict[str, Any]:
+    def _idle(self, duration: float, stop: threading.Event) -> AscWindowResult:
         self._sim_state("idle")
         t_start = now()
         stop.wait(duration)
         t_end = now()
-        return {"stage": "idle", "iterations": 0, "mean_s": None, "std_error_s": None,
-                "t_start": t_start, "t_end": t_end,
-                "stopped_early": stop.is_set() and t_end - t_start < duration}
+        return AscWindowResult(stage="idle", iterations=0, mean_s=None, std_error_s=None,
+                               t_start=t_start, t_end=t_end,
+                               stopped_early=stop.is_set() and t_end - t_start < duration)
 
     def _loop(self, stage: str, works: list[Callable[[], Any]], duration: float,
-              stop: threading.Event) -> dict[str, Any]:
+              stop: threading.Event) -> AscWindowResult:
         """Run ``works`` in turn, one sample at a time, until ``duration`` has passed."""
         times: list[float] = []
         self._sim_state(stage)
@@ -270,15 +242,15 @@ class AscDevice:
         self._sim_state("idle")
         per_sample = np.asarray(times)
         n = len(times)
-        return {
-            "stage": stage,
-            "iterations": n,
-            "mean_s": float(per_sample.mean()),
-            "std_error_s": float(per_sample.std(ddof=1) / math.sqrt(n)) if n > 1 else None,
-            "t_start": t_start,
-            "t_end": t_end,
-            "stopped_early": stop.is_set() and t_end < deadline,
-        }
+        return AscWindowResult(
+            stage=stage,  # type: ignore[arg-type]
+            iterations=n,
+            mean_s=float(per_sample.mean()),
+            std_error_s=float(per_sample.std(ddof=1) / math.sqrt(n)) if n > 1 else None,
+            t_start=t_start,
+            t_end=t_end,
+            stopped_early=stop.is_set() and t_end < deadline,
+        )
 
     # -- checks ---------------------------------------------------------------------------------
 
@@ -308,25 +280,6 @@ class AscDevice:
         self.model = None
         self._held.clear()
         self._stream = None
-
-
-def _index_param(params: dict[str, Any]) -> int:
-    index = params.get("index")
-    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
-        raise DriverError(f"sample index must be an integer >= 0, got {index!r}",
-                          "bad_arguments")
-    return index
-
-
-def _duration(params: dict[str, Any]) -> float:
-    duration = params.get("duration_s", 0.0)
-    if (isinstance(duration, bool) or not isinstance(duration, int | float)
-            or not 0 < duration <= MAX_REPEAT_S):
-        raise DriverError(
-            f"asc duration_s must be in (0, {MAX_REPEAT_S:g}] s, got {duration!r}",
-            "bad_arguments",
-        )
-    return float(duration)
 
 
 def _stage_work(model: QuantisedModel, stage: str, audio: np.ndarray) -> Callable[[], Any]:

@@ -102,6 +102,7 @@ class XyloDriver:
         caps: dict[str, Any] = {
             "workloads": ["asc"],
             "simulated": bool(self.backend.simulated),
+            "meter_link": True,  # configure {sim_meter}: the simulated meter follows the SNN
             "asc": {
                 "sample_capacity": SAMPLE_CAPACITY,
                 "stream_capacity": self.stream_capacity,
@@ -119,6 +120,13 @@ class XyloDriver:
         if self._builtin is not None:
             caps["asc"]["network_sha256"] = self._builtin.sha256
         return caps
+
+    def link_meter(self, address: str) -> None:
+        """Report the device's state to the simulated bench meter at ``address``."""
+        link = _link(address)
+        if self._sim is not None:
+            self._sim.close()
+        self._sim = link
 
     def configure(self, params: dict[str, Any]) -> DriverResult:
         """Also the on-chip AFE's one-time calibration (about 50 s; else at the model load)."""

@@ -21,9 +21,10 @@ ENTRY_POINT_GROUP = "hilbench.drivers"
 class DriverError(RuntimeError):
     """A driver could not do what was asked; ``code`` becomes the typed protocol error."""
 
-    def __init__(self, message: str, code: str = "driver_error") -> None:
+    def __init__(self, message: str, code: str = "driver_error", key: str | None = None) -> None:
         super().__init__(message)
         self.code = code
+        self.key = key  # the request key at fault, when one is (``detail.key`` of the error)
 
 
 @dataclass

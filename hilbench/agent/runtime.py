@@ -24,6 +24,7 @@ import zmq
 
 from hilbench import __version__
 from hilbench.agent.connections import ConnectionGuard
+from hilbench.agent.dispatch import Dispatcher
 from hilbench.agent.driver import Driver
 from hilbench.agent.guard import (
     DEFAULT_MEMORY_BUDGET_BYTES,
@@ -35,6 +36,7 @@ from hilbench.agent.guard import (
 )
 from hilbench.agent.turns import Job, SocketTurns
 from hilbench.clock import now
+from hilbench.contracts.base import to_wire
 from hilbench.wire import codec, keys
 from hilbench.wire.codec import Message, ProtocolError
 from hilbench.wire.message_socket import NOBLOCK, MessageSocket
@@ -124,6 +126,7 @@ class AgentRuntime(SocketTurns):
         if key is not None and connect is not None and server_key is None:
             raise ValueError("a keyed agent that connects needs the orchestrator's public key")
         self.driver = driver
+        self.dispatcher = Dispatcher(driver)  # the workload contracts, checked both ways
         self.agent_id = agent_id or f"{driver.name}@{socket.gethostname()}:{os.getpid()}"
         self.bind_address = bind
         self.connect_address = connect
@@ -626,7 +629,7 @@ class AgentRuntime(SocketTurns):
             "agent_id": self.agent_id,
             "driver": self.driver.name,
             "protocol_version": version,
-            "capabilities": self.driver.capabilities(),
+            "capabilities": to_wire(self.dispatcher.capabilities()),
             "hilbench_version": __version__,
             "host": socket.gethostname(),
             "pid": os.getpid(),

@@ -25,6 +25,7 @@ from hilbench.wire import codec
 from hilbench.wire.codec import Message
 
 if TYPE_CHECKING:
+    from hilbench.agent.dispatch import Dispatcher
     from hilbench.agent.driver import Driver
     from hilbench.agent.guard import BadMessageLog, Connection, LogLimiter, MemoryBudget
     from hilbench.wire.message_socket import MessageSocket
@@ -59,6 +60,7 @@ class SocketTurns:
     """
 
     driver: Driver
+    dispatcher: Dispatcher
     heartbeat_s: float
     stats: Any
     budget: MemoryBudget
@@ -181,14 +183,11 @@ class SocketTurns:
             return Message(type=codec.REPLY, id=msg.id, body=msg.body, arrays=msg.arrays)
         t0 = time.perf_counter()
         try:
-            if msg.cmd == "configure":
-                result = self.driver.configure(msg.body)
-            elif msg.cmd == "load":
-                result = self.driver.load(msg.body, msg.arrays)
-            else:
-                result = self.driver.run(msg.body, self._stop_run)
+            # Body and reply checked against their contracts (hilbench.contracts).
+            result = self.dispatcher.call(msg.cmd or "", msg.body, msg.arrays, self._stop_run)
         except DriverError as exc:
-            return codec.error_message(exc.code, str(exc), msg.id, command=msg.cmd)
+            where = {"key": exc.key} if exc.key else {}
+            return codec.error_message(exc.code, str(exc), msg.id, command=msg.cmd, **where)
         except Exception as exc:  # a driver bug must not kill the agent
             self.log_limiter.log(
                 f"driver failure in {msg.cmd}",

@@ -21,6 +21,7 @@ from pathlib import Path
 import click
 import numpy as np
 
+from hilbench.contracts.remote import RemoteDevice
 from hilbench.orchestrator.campaign import AgentSpec
 from hilbench.orchestrator.client import AgentClient
 from hilbench.orchestrator.spawn import spawn_agent
@@ -37,11 +38,12 @@ def _measure(slices: np.ndarray, model: object, passes: int, warmup: int) -> lis
     agent = spawn_agent(AgentSpec(id="asc-bench", driver="cpu", spawn=True))
     try:
         with AgentClient(agent.address, "asc-bench", **agent.client_keys()) as client:
-            send_model(client, model)
-            run_single_stream(client, slices[:warmup])  # untimed: caches, allocators
+            device = RemoteDevice(client)  # the procedures' own handle
+            send_model(device, model)
+            run_single_stream(device, slices[:warmup])  # untimed: caches, allocators
             records: list[SampleRecord] = []
             for _ in range(passes):
-                records.extend(run_single_stream(client, slices))
+                records.extend(run_single_stream(device, slices))
             client.request("shutdown", timeout_s=5)
         return records
     finally:

@@ -264,6 +264,7 @@ def solve(
     target (see ``hilbench qubo target``), null for an infeasible answer.
     """
     from hilbench.agent.driver import DriverError, load_driver
+    from hilbench.orchestrator.client import AgentError
     from hilbench.procedures.qubo_local import load_workload, solve_fixed_timeout
     from hilbench.workloads.qubo.check import SolutionError
 
@@ -276,7 +277,7 @@ def solve(
     try:
         workload, _ = load_workload(driver, nodes, density, seed, [solver])
         outcome = solve_fixed_timeout(driver, workload, solver, timeout_s, run_seed, target.cost)
-    except (DriverError, SolutionError) as exc:
+    except (DriverError, AgentError, SolutionError) as exc:
         raise click.ClickException(str(exc)) from exc
     finally:
         driver.close()

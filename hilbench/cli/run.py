@@ -75,10 +75,10 @@ def _run_campaign(
     task = progress.add_task(campaign.name, total=len(runner.units), last="")
 
     def on_unit_done(unit, status: str, run_uid: str | None) -> None:
-        progress.update(task, advance=1, last=f"{status}: {unit.key}")
+        progress.update(task, advance=1, last=f"{status}: {unit.key!s}")
         if status == "fail":
             errors.print(
-                f"[red]run {run_uid[:8] if run_uid else ''} failed[/red] ({escape(unit.key)})"
+                f"[red]run {run_uid[:8] if run_uid else ''} failed[/red] ({escape(str(unit.key))})"
             )
 
     runner.on_unit_done = on_unit_done

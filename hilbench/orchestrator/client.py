@@ -17,6 +17,8 @@ import numpy as np
 import zmq
 
 from hilbench.clock import now
+from hilbench.contracts.base import ContractError, decode
+from hilbench.contracts.capabilities import Capabilities
 from hilbench.wire import codec, keys
 from hilbench.wire.codec import Message, ProtocolError
 from hilbench.wire.message_socket import NOBLOCK, MessageSocket
@@ -97,6 +99,7 @@ class AgentClient:
         self.liveness = liveness
         self.connect_timeout_s = connect_timeout_s
         self.info: dict[str, Any] = {}
+        self.capabilities = Capabilities()
         self._ctx = context or zmq.Context.instance()
         self._sock: zmq.Socket | None = None
         self._last_heard = now()
@@ -151,6 +154,12 @@ class AgentClient:
                 f"agent {self.name} speaks protocol {welcome.body.get('protocol_version')!r}; "
                 f"this orchestrator supports {list(codec.SUPPORTED_VERSIONS)}"
             )
+        try:  # decoded once: what procedures read of the device
+            self.capabilities = decode(Capabilities, welcome.body.get("capabilities") or {},
+                                       "bad_reply", "welcome capabilities:")
+        except ContractError as exc:
+            self.close()
+            raise AgentUnreachable(f"agent {self.name} at {self.address}: {exc}") from None
         self.info = dict(welcome.body)
         if self.name == self.address:
             self.name = str(self.info.get("agent_id", self.address))

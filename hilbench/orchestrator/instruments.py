@@ -304,6 +304,13 @@ class InstrumentSet:
     def measuring(self, agent_id: str) -> list[Instrument]:
         return [i for i in self.instruments.values() if i.spec.measures == agent_id]
 
+    def simulated_meter_for(self, agent_id: str) -> str | None:
+        """The id of the simulated meter measuring ``agent_id``'s device, if one does."""
+        for spec in self.specs:
+            if spec.measures == agent_id and spec.simulate is not None:
+                return spec.id
+        return None
+
     def sim_address_for(self, agent_id: str) -> str | None:
         for spec in self.specs:
             if spec.measures == agent_id and spec.simulate is not None:

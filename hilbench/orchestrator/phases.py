@@ -7,14 +7,23 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from hilbench.clock import now
 from hilbench.documents import Document, DocumentStream, PhaseStart, PhaseStop, new_uid
-from hilbench.orchestrator.client import AgentClient, ClockOffset
+from hilbench.orchestrator.client import ClockOffset
 from hilbench.orchestrator.instruments import Instrument, PhaseAcquisition, drift_residual_s
 from hilbench.orchestrator.interrupt import raise_if_interrupted
 from hilbench.power.align import IntervalEstimate
 from hilbench.power.source import SampleBatch
+
+
+class Clocked(Protocol):
+    """What a phase needs of each agent it involves (a device handle or a client)."""
+
+    name: str
+
+    def clock_offset(self, probes: int = 8) -> ClockOffset: ...
 
 
 @dataclass
@@ -62,7 +71,7 @@ class RunContext:
 
     @contextmanager
     def phase(
-        self, name: str, clients: Sequence[AgentClient], instruments: Sequence[Instrument] = ()
+        self, name: str, clients: Sequence[Clocked], instruments: Sequence[Instrument] = ()
     ) -> Iterator[Phase]:
         """Measure every involved agent's clock offset, open the phase, start the instruments;
         on exit stop them (a health problem raises InstrumentFault) and close the phase.

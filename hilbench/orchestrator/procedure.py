@@ -26,21 +26,49 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 if TYPE_CHECKING:
+    from hilbench.contracts.remote import RemoteDevice
     from hilbench.orchestrator.campaign import Campaign
-    from hilbench.orchestrator.client import AgentClient
     from hilbench.orchestrator.instruments import Instrument
     from hilbench.orchestrator.phases import RunContext
 
 ENTRY_POINT_GROUP = "hilbench.procedures"
 
 
+@dataclass(frozen=True)
+class UnitKey:
+    """A unit's identity as values: ``parts`` in order, each a bare word or a ``(name,
+    value)`` field. ``str(key)`` (``qubo/fixed_timeout/n=10/…``) is what the store keeps and
+    a resumed campaign compares; code reads fields with :meth:`get`, never by splitting it."""
+
+    parts: tuple[str | tuple[str, Any], ...]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        for part in self.parts:
+            if isinstance(part, tuple) and part[0] == name:
+                return part[1]
+        return default
+
+    def __str__(self) -> str:
+        return "/".join(
+            part if isinstance(part, str) else f"{part[0]}={_key_value(part[1])}"
+            for part in self.parts
+        )
+
+
+def _key_value(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 class Unit(Protocol):
-    """One run of a campaign."""
+    """One run of a campaign, and everything it needs from the runner."""
 
     agent: str
+    # Whether the run is measured by the instruments on its agent (False: e.g. ASC single
+    # stream, accuracy and device times only; no instrument figure goes into the run).
+    uses_instruments: bool
 
     @property
-    def key(self) -> str:
+    def key(self) -> UnitKey:
         """Stable identity within the campaign: how a resumed campaign knows what is done."""
 
     @property
@@ -53,8 +81,10 @@ class Unit(Protocol):
     def prepare(self) -> dict[str, Any]:
         """Work before the run starts (e.g. the QUBO target); extra params for RunStart."""
 
-    def run(self, ctx: RunContext, client: AgentClient, instruments: Sequence[Instrument]) -> None:
-        """Emit the run's phases, events, samples and metrics through ``ctx``."""
+    def run(self, ctx: RunContext, device: RemoteDevice, instruments: Sequence[Instrument]
+            ) -> None:
+        """Emit the run's phases, events, samples and metrics through ``ctx``; ``device``
+        offers the roles of :mod:`hilbench.contracts` (``device.qubo``, ``device.asc``)."""
 
 
 @dataclass(frozen=True)

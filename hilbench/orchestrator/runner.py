@@ -17,12 +17,13 @@ import os
 import socket
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hilbench import __version__
 from hilbench.clock import now
+from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import (
     DocumentConsumer,
     DocumentStream,
@@ -133,6 +134,7 @@ class CampaignRunner:
         self.extra_consumers = list(consumers or [])
         self.resume = resume
         self.clients: dict[str, AgentClient] = {}
+        self.devices: dict[str, RemoteDevice] = {}  # what procedures receive, one per agent
         self.spawned: dict[str, SpawnedProcess] = {}
         self.log_dir = logs_dir(self.store_path)  # spawned processes' logs, kept on failure
         self.instruments = InstrumentSet(list(campaign.instruments), log_dir=self.log_dir)
@@ -163,10 +165,6 @@ class CampaignRunner:
                 self.clients[spec.id] = link
                 continue
             address = spec.address
-            sim = self.instruments.sim_address_for(spec.id)
-            if sim is not None and "sim_meter" not in spec.options:
-                # A device on the simulated bench tells the simulated meter what it is doing.
-                spec = replace(spec, options={**spec.options, "sim_meter": sim})
             link_keys = self._client_keys(spec)
             if spec.spawn:
                 agent = spawn_agent(spec, log_dir=self.log_dir)
@@ -183,6 +181,33 @@ class CampaignRunner:
             client.connect()
             self.clients[spec.id] = client
             log.info("agent %s connected: %s", spec.id, client.info.get("agent_id"))
+        for spec in self.campaign.agents:
+            self._link_simulated_meter(spec.id)
+        self.devices = {name: RemoteDevice(link) for name, link in self.clients.items()}
+
+    def _link_simulated_meter(self, agent_id: str) -> None:
+        """A device on the simulated bench tells the simulated meter what it is doing: the
+        meter's address goes to the agent in ``configure {sim_meter}``, however the agent was
+        started. An agent that cannot take it (another host, whose clock the meter does not
+        share; a driver without the link) refuses the campaign before any run."""
+        sim = self.instruments.sim_address_for(agent_id)
+        if sim is None:
+            return
+        link = self.clients[agent_id]
+        meter = self.instruments.simulated_meter_for(agent_id)
+        host = link.info.get("host")
+        if host is not None and host != socket.gethostname():
+            raise CampaignSetupError(
+                f"the simulated meter {meter} follows agent {agent_id}'s device on this host's "
+                f"clock, but the agent runs on {host!r}: run the agent here, or measure it with "
+                "a real instrument (resource = ...)")
+        try:
+            link.request("configure", {"sim_meter": sim}, timeout_s=30)
+        except AgentError as exc:
+            raise CampaignSetupError(
+                f"the simulated meter {meter} cannot follow agent {agent_id}'s device: {exc}. "
+                "Without that link it would report idle power as active; measure this agent "
+                "with a real instrument instead") from exc
 
     def _client_keys(self, spec: AgentSpec) -> dict[str, Any]:
         """CurveZMQ settings for an agent the campaign gives a key (see `hilbench keys`)."""
@@ -237,7 +262,7 @@ class CampaignRunner:
             self.start_agents()
             for unit in self.units:
                 raise_if_interrupted()
-                if unit.key in done:
+                if str(unit.key) in done:
                     outcome.skipped += 1
                     self._notify(unit, "skipped", None)
                     continue
@@ -265,6 +290,7 @@ class CampaignRunner:
         outcome: CampaignOutcome,
     ) -> str:
         client = self.clients[unit.agent]
+        device = self.devices[unit.agent]
         try:
             params = {**unit.params(), **unit.prepare()}
         except (ValueError, OSError, RuntimeError) as exc:
@@ -275,13 +301,11 @@ class CampaignRunner:
         agents = {unit.agent: {**client.info, "address": client.address}}
         instruments = self.instruments.measuring(unit.agent)
         # A unit that reads no instrument (e.g. ASC single stream) is not built on one.
-        simulation = run_simulation(
-            agents, instruments if getattr(unit, "uses_instruments", True) else []
-        )
+        simulation = run_simulation(agents, instruments if unit.uses_instruments else [])
         start = RunStart(
             run_uid,
             campaign_uid,
-            unit.key,
+            str(unit.key),
             unit.procedure,
             params,
             agents,
@@ -298,7 +322,7 @@ class CampaignRunner:
         ctx = RunContext(stream, run_uid)
         try:
             raise_if_interrupted()
-            unit.run(ctx, client, instruments)
+            unit.run(ctx, device, instruments)
         except AgentLost as exc:
             reason = f"{exc} (host {socket.gethostname()}, run {run_uid}, unit {unit.key})"
             self._end_run(stream, unit, run_uid, "fail", reason)

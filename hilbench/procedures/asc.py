@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from hilbench.orchestrator.client import AgentClient
+from hilbench.contracts.remote import RemoteDevice
 from hilbench.orchestrator.instruments import Instrument
 from hilbench.orchestrator.phases import RunContext
-from hilbench.orchestrator.procedure import Procedure
+from hilbench.orchestrator.procedure import Procedure, UnitKey
 from hilbench.procedures.asc_table import AscSpec
 
 if TYPE_CHECKING:
@@ -84,8 +84,6 @@ class AscResources:
     model: Any = None  # QuantisedModel
     test: Any = None  # AscSplit
     provenance: dict[str, Any] = field(default_factory=dict)
-    # This trial's single-stream stage times, kept for its power runs (energy uses them).
-    single_stream: StageTimes | None = None
 
     def ensure(self) -> dict[str, Any]:
         """Generate the fixture and train the model if needed, load the test split; returns
@@ -151,10 +149,24 @@ class AscResources:
 
 
 @dataclass
+class TrialTimes:
+    """What one trial's single-stream run hands its power runs: the stage times energy per
+    inference multiplies (None until that run has succeeded in this process; a power run then
+    measures them itself, e.g. after a resume)."""
+
+    stage_times: StageTimes | None = None
+
+
+def _key(spec: AscSpec, scenario: str, *parts: Any) -> UnitKey:
+    return UnitKey(("asc", scenario, spec.agent, spec.digest, *parts))
+
+
+@dataclass
 class AscSingleStreamUnit:
     spec: AscSpec
     repetition: int
     resources: AscResources = field(repr=False, compare=False)
+    trial: TrialTimes = field(default_factory=TrialTimes, repr=False, compare=False)
     # Accuracy and device times only: no power instrument's figure goes into this run.
     uses_instruments: ClassVar[bool] = False
 
@@ -167,8 +179,8 @@ class AscSingleStreamUnit:
         return "asc.single_stream"
 
     @property
-    def key(self) -> str:
-        return f"asc/single_stream/{self.spec.agent}/{self.spec.digest}/rep={self.repetition}"
+    def key(self) -> UnitKey:
+        return _key(self.spec, "single_stream", ("rep", self.repetition))
 
     def params(self) -> dict[str, Any]:
         return {"workload": "asc", "scenario": "single_stream", "repetition": self.repetition,
@@ -177,10 +189,11 @@ class AscSingleStreamUnit:
     def prepare(self) -> dict[str, Any]:
         return self.resources.ensure()
 
-    def run(self, ctx: RunContext, client: AgentClient, instruments: Sequence[Instrument]) -> None:
+    def run(self, ctx: RunContext, device: RemoteDevice, instruments: Sequence[Instrument]
+            ) -> None:
         from hilbench.procedures.asc_single_stream import run_single_stream_unit
 
-        run_single_stream_unit(ctx, self.resources, client)
+        self.trial.stage_times = run_single_stream_unit(ctx, self.resources, device)
 
 
 @dataclass
@@ -189,6 +202,8 @@ class AscPowerUnit:
     stream: int  # samples per block: 1 = one sample repeated, k = k-second streams
     repetition: int
     resources: AscResources = field(repr=False, compare=False)
+    trial: TrialTimes = field(default_factory=TrialTimes, repr=False, compare=False)
+    uses_instruments: ClassVar[bool] = True
 
     @property
     def agent(self) -> str:
@@ -199,9 +214,8 @@ class AscPowerUnit:
         return "asc.power"
 
     @property
-    def key(self) -> str:
-        return (f"asc/power/{self.spec.agent}/{self.spec.digest}/stream={self.stream}/"
-                f"rep={self.repetition}")
+    def key(self) -> UnitKey:
+        return _key(self.spec, "power", ("stream", self.stream), ("rep", self.repetition))
 
     def params(self) -> dict[str, Any]:
         return {"workload": "asc", "scenario": "power", "stream_samples": self.stream,
@@ -211,14 +225,17 @@ class AscPowerUnit:
     def prepare(self) -> dict[str, Any]:
         return self.resources.ensure()
 
-    def run(self, ctx: RunContext, client: AgentClient, instruments: Sequence[Instrument]) -> None:
+    def run(self, ctx: RunContext, device: RemoteDevice, instruments: Sequence[Instrument]
+            ) -> None:
         from hilbench.procedures.asc_power import run_power_unit
 
-        run_power_unit(ctx, self.resources, self.stream, client, instruments)
+        run_power_unit(ctx, self.resources, self.stream, device, instruments,
+                       self.trial.stage_times)
 
 
 def _spec_params(spec: AscSpec) -> dict[str, Any]:
-    return spec.params()
+    # table_digest: which [[asc]] table a run belongs to (the table groups its runs by it)
+    return {**spec.params(), "table_digest": spec.digest}
 
 
 def expand_units(
@@ -230,10 +247,11 @@ def expand_units(
     for spec in tables:
         resources = AscResources(spec)
         for rep in range(campaign.repetitions):
-            units.append(AscSingleStreamUnit(spec, rep, resources))
+            trial = TrialTimes()  # this trial's single stream -> its power runs
+            units.append(AscSingleStreamUnit(spec, rep, resources, trial))
             if spec.power:
                 for stream in (1, *spec.stream_s):
-                    units.append(AscPowerUnit(spec, stream, rep, resources))
+                    units.append(AscPowerUnit(spec, stream, rep, resources, trial))
     return units
 
 

@@ -16,54 +16,53 @@ from typing import Any
 import numpy as np
 
 from hilbench.clock import now
-from hilbench.orchestrator.client import AgentClient
+from hilbench.contracts.asc import (
+    AscLoadModel,
+    AscLoadSample,
+    AscLoadStream,
+    AscSampleResult,
+    AscSingleStream,
+    AscUnload,
+    AscUnloadStream,
+)
+from hilbench.contracts.base import to_wire
+from hilbench.contracts.remote import RemoteDevice
 
-LOAD_TIMEOUT_S = 300.0
 SAMPLE_TIMEOUT_S = 60.0  # one sample takes milliseconds; this only catches a hung device
 
-
-def send_model(client: AgentClient, model: Any) -> dict[str, Any]:
-    """Put the int8 model into the agent: JSON metadata plus its integer arrays."""
+def send_model(device: RemoteDevice, model: Any) -> dict[str, Any]:
+    """Put the int8 model into the device: JSON metadata plus its integer arrays."""
     arrays = model.arrays()
     names = sorted(arrays)
-    reply = client.request(
-        "load",
-        {"workload": "asc", "part": "model", "meta": model.metadata(), "arrays": names},
-        [np.ascontiguousarray(arrays[n]) for n in names],
-        timeout_s=LOAD_TIMEOUT_S,
-    )
-    return reply.body
+    reply = device.asc.load_asc(
+        AscLoadModel(workload="asc", meta=model.metadata(), arrays=names),
+        [np.ascontiguousarray(arrays[n]) for n in names])
+    return to_wire(reply)
 
 
-def load_sample(client: AgentClient, index: int, audio: np.ndarray) -> dict[str, Any]:
+def load_sample(device: RemoteDevice, index: int, audio: np.ndarray) -> dict[str, Any]:
     """Put one 1 s sample (float32) into device memory under ``index`` (untimed)."""
-    reply = client.request(
-        "load", {"workload": "asc", "part": "sample", "index": int(index)},
-        [np.ascontiguousarray(audio, dtype=np.float32)], timeout_s=LOAD_TIMEOUT_S,
-    )
-    return reply.body
+    reply = device.asc.load_asc(AscLoadSample(workload="asc", index=int(index)),
+                                [np.ascontiguousarray(audio, dtype=np.float32)])
+    return to_wire(reply)
 
 
-def unload_sample(client: AgentClient, index: int) -> dict[str, Any]:
+def unload_sample(device: RemoteDevice, index: int) -> dict[str, Any]:
     """Free the device memory that sample ``index`` holds."""
-    reply = client.request("load", {"workload": "asc", "part": "unload", "index": int(index)},
-                           timeout_s=LOAD_TIMEOUT_S)
-    return reply.body
+    return to_wire(device.asc.load_asc(AscUnload(workload="asc", index=int(index)), []))
 
 
-def load_stream(client: AgentClient, indices: Sequence[int], audio: np.ndarray) -> dict[str, Any]:
+def load_stream(device: RemoteDevice, indices: Sequence[int], audio: np.ndarray
+                ) -> dict[str, Any]:
     """Give the device k consecutive 1 s samples to play one after another (untimed)."""
-    reply = client.request(
-        "load", {"workload": "asc", "part": "stream", "indices": [int(i) for i in indices]},
-        [np.ascontiguousarray(audio, dtype=np.float32)], timeout_s=LOAD_TIMEOUT_S,
-    )
-    return reply.body
+    reply = device.asc.load_asc(
+        AscLoadStream(workload="asc", indices=[int(i) for i in indices]),
+        [np.ascontiguousarray(audio, dtype=np.float32)])
+    return to_wire(reply)
 
 
-def unload_stream(client: AgentClient) -> dict[str, Any]:
-    reply = client.request("load", {"workload": "asc", "part": "unload_stream"},
-                           timeout_s=LOAD_TIMEOUT_S)
-    return reply.body
+def unload_stream(device: RemoteDevice) -> dict[str, Any]:
+    return to_wire(device.asc.load_asc(AscUnloadStream(workload="asc"), []))
 
 
 @dataclass(frozen=True)
@@ -88,35 +87,33 @@ class SampleRecord:
 
 
 def run_single_stream(
-    client: AgentClient,
+    device: RemoteDevice,
     audio: np.ndarray,
     on_sample: Callable[[SampleRecord, dict], None] | None = None,
 ) -> list[SampleRecord]:
     """For each sample i of ``audio`` (N, samples): load it, run it, unload it; the next one
     only after the previous finished. Only the run is timed (on the device)."""
     records = []
-    for index in range(audio.shape[0]):
-        load_sample(client, index, audio[index])
-        t_issue = now()
-        reply = client.request(
-            "run", {"workload": "asc", "mode": "single_stream", "index": index},
-            timeout_s=SAMPLE_TIMEOUT_S,
-        )
-        t_done = now()
-        unload_sample(client, index)
-        body = reply.body
-        record = SampleRecord(
-            index=index,
-            predicted=int(body["predicted"]),
-            preprocess_s=(None if body.get("preprocess_s") is None
-                          else float(body["preprocess_s"])),
-            inference_s=float(body["inference_s"]),
-            round_trip_s=t_done - t_issue,
-            t_done=t_done,
-        )
-        records.append(record)
-        if on_sample is not None:
-            on_sample(record, body)
+    handle = device.asc
+    with device.waiting(timeout_s=SAMPLE_TIMEOUT_S):
+        for index in range(audio.shape[0]):
+            load_sample(device, index, audio[index])
+            t_issue = now()
+            result = handle.run_asc(AscSingleStream(workload="asc", index=index))
+            t_done = now()
+            unload_sample(device, index)
+            assert isinstance(result, AscSampleResult)
+            record = SampleRecord(
+                index=index,
+                predicted=result.predicted,
+                preprocess_s=result.preprocess_s,
+                inference_s=result.inference_s,
+                round_trip_s=t_done - t_issue,
+                t_done=t_done,
+            )
+            records.append(record)
+            if on_sample is not None:
+                on_sample(record, to_wire(result))
     return records
 
 

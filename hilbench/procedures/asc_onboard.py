@@ -22,21 +22,14 @@ from hilbench.power.estimators import (
     phase_power,
 )
 from hilbench.power.source import SourceInfo
+from hilbench.procedures.asc_figures import PowerWindow, stage_power_figures
 
 if TYPE_CHECKING:
-    from hilbench.orchestrator.client import AgentClient
-    from hilbench.procedures.asc_power import _Window
     from hilbench.procedures.asc_single_stream import StageTimes
 
 CATEGORY = "on-board instrument"
 CALIBRATION = ("the on-board monitor's calibration accuracy is not stated by the vendor: the "
                "budget holds statistical and timing errors only")
-
-
-def declares_onboard_power(client: AgentClient) -> bool:
-    """The device reports measured on-board power in its idle and active window replies."""
-    caps = client.info.get("capabilities") or {}
-    return bool((caps.get("asc") or {}).get("onboard_power"))
 
 
 def window_readings(power: dict[str, Any], start: float, end: float
@@ -55,7 +48,7 @@ def window_readings(power: dict[str, Any], start: float, end: float
 
 
 def onboard_figures(
-    windows: list[_Window],
+    windows: list[PowerWindow],
     boundary: str,
     times: StageTimes,
     loop_times: dict[str, tuple[float, float]],
@@ -66,9 +59,7 @@ def onboard_figures(
     A stage whose windows report only some rails (the Xylo's pre-processing on its analog
     front end: the AFE rails) is compared with the idle windows' readings of those same rails,
     so its dynamic power is that of the rails that do its work."""
-    from hilbench.procedures.asc_power import stage_power_figures
-
-    readings: list[tuple[_Window, np.ndarray, dict[str, np.ndarray]]] = []
+    readings: list[tuple[PowerWindow, np.ndarray, dict[str, np.ndarray]]] = []
     first: dict[str, Any] = {}
     try:
         for w in windows:

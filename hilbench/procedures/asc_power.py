@@ -16,17 +16,17 @@ device ran differently while its power was measured.
 from __future__ import annotations
 
 import logging
-import math
 import statistics
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hilbench.contracts.asc import STAGES, AscCapabilities, AscRepeat, AscStream
+from hilbench.contracts.base import to_wire
+from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event, Metric
-from hilbench.orchestrator.client import AgentClient
 from hilbench.orchestrator.instruments import (
     Instrument,
     aperture_s,
@@ -38,11 +38,8 @@ from hilbench.power.estimators import (
     PhaseWindow,
     PowerEstimate,
     phase_power,
-    pool_estimates,
 )
-from hilbench.power.metrics import dynamic_power, energy_per_inference
 from hilbench.power.source import SampleBatch
-from hilbench.power.uncertainty import Quantity
 from hilbench.procedures.asc_device import (
     load_sample,
     load_stream,
@@ -50,7 +47,12 @@ from hilbench.procedures.asc_device import (
     unload_sample,
     unload_stream,
 )
-from hilbench.procedures.asc_onboard import declares_onboard_power, onboard_figures
+from hilbench.procedures.asc_figures import (
+    PowerWindow,
+    loop_time,
+    stage_power_figures,
+)
+from hilbench.procedures.asc_onboard import onboard_figures
 from hilbench.procedures.asc_single_stream import (
     StageTimes,
     run_single_stream_phase,
@@ -62,81 +64,64 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STAGES = ("preprocessing", "inference")
-REPLY_MARGIN_S = 60.0
 POLL_INTERVAL_S = 0.25
-Z95 = 1.959963984540054
-
-
-@dataclass
-class _Window:
-    """One measured window: its stage, where it lies on the orchestrator timeline, the
-    samples of the phase it belongs to, and (active windows) the device's loop report."""
-
-    stage: str  # "idle" or one of STAGES
-    repetition: int
-    start: float
-    end: float
-    batch: SampleBatch | None
-    offset_uncertainty_s: float  # this phase's clock-offset probe
-    start_uncertainty_s: float | None  # this phase's acquisition start, when the meter says
-    loop: dict[str, Any] | None = None
-    # what the meter's interval estimate leaves open at the window's end, and the estimate
-    drift_residual_s: float = 0.0
-    interval: dict[str, Any] | None = None
 
 
 def run_power_unit(
     ctx: RunContext,
     res: AscResources,
     stream: int,
-    client: AgentClient,
+    device: RemoteDevice,
     instruments: Sequence[Instrument],
+    times: StageTimes | None = None,
 ) -> None:
-    """Single-stream times (from this trial's single-stream run, else measured here), then an
-    idle window and one active window per stage, ``repetitions`` times; then the figures."""
+    """Single-stream times (``times``: this trial's single-stream run, else measured here),
+    then an idle window and one active window per stage, ``repetitions`` times; then the
+    figures."""
     spec = res.spec
     test = res.test
-    times = res.single_stream
     if times is None:
         # Resumed campaign or a power-only unit: measure the test-set times in this run.
-        times = stage_times(ctx.run_uid, run_single_stream_phase(ctx, res, client))
+        times = stage_times(ctx.run_uid, run_single_stream_phase(ctx, res, device))
     rows = power_rows(spec.power_sample, stream, len(test))
-    with ctx.phase("load", [client]) as phase:
-        model_reply = send_model(client, res.model)
+    with ctx.phase("load", [device]) as phase:
+        model_reply = send_model(device, res.model)
         if stream == 1:
-            sample_reply = load_sample(client, rows[0], test.slices[rows[0]])
+            sample_reply = load_sample(device, rows[0], test.slices[rows[0]])
         else:
-            sample_reply = load_stream(client, rows, test.slices[rows])
+            sample_reply = load_stream(device, rows, test.slices[rows])
         ctx.emit(Event(ctx.run_uid, phase.uid, "loaded", ctx.now(), {
             "model": model_reply, "samples": rows, "device": sample_reply,
             "clip_ids": [test.clip_ids[r] for r in rows],
         }))
     inst = instruments[0] if instruments else None
-    windows: list[_Window] = []
-    stages = device_stages(client)
+    windows: list[PowerWindow] = []
+    caps = device.capabilities.asc or AscCapabilities()
+    stages = caps.timed_stages()
     # No external meter on this agent, but the device measures its own rails: use those.
-    onboard = inst is None and declares_onboard_power(client)
+    onboard = inst is None and caps.onboard_power
     for rep in range(spec.repetitions):
         if onboard:
-            windows.append(_device_idle_window(ctx, client, rows, spec.idle_s, rep))
+            windows.append(_device_idle_window(ctx, device, rows, spec.idle_s, rep))
         else:
-            windows.append(_idle_window(ctx, client, instruments, inst, spec.idle_s, rep))
+            windows.append(_idle_window(ctx, device, instruments, inst, spec.idle_s, rep))
         for stage in stages:
-            windows.append(_active_window(ctx, client, instruments, inst, stage, rows,
+            windows.append(_active_window(ctx, device, instruments, inst, stage, rows,
                                           spec.active_s, rep))
     if stream == 1:
-        unload_sample(client, rows[0])
+        unload_sample(device, rows[0])
     else:
-        unload_stream(client)
+        unload_stream(device)
     _emit_power_metrics(ctx, spec, stream, windows, inst, len(instruments), times, onboard)
 
 
-def device_stages(client: AgentClient) -> tuple[str, ...]:
-    """The stages the device can time in a power window (``capabilities.asc.stages``; default
-    both). A simulated Xylo, whose front end is simulated on the host, times only inference."""
-    declared = (client.info.get("capabilities") or {}).get("asc", {}).get("stages")
-    return tuple(s for s in STAGES if declared is None or s in declared)
+def _window_body(stage: str, rows: list[int], duration_s: float) -> AscRepeat | AscStream:
+    """One sample repeated, or the loaded stream played in order."""
+    if len(rows) == 1:
+        return AscRepeat(workload="asc", stage=stage,  # type: ignore[arg-type]
+                         duration_s=duration_s, index=rows[0])
+    return AscStream(workload="asc", stage=stage,  # type: ignore[arg-type]
+                     duration_s=duration_s)
 
 
 def power_rows(first: int, stream: int, test_size: int) -> list[int]:
@@ -147,14 +132,14 @@ def power_rows(first: int, stream: int, test_size: int) -> list[int]:
 
 def _idle_window(
     ctx: RunContext,
-    client: AgentClient,
+    device: RemoteDevice,
     instruments: Sequence[Instrument],
     inst: Instrument | None,
     idle_s: float,
     rep: int,
-) -> _Window:
+) -> PowerWindow:
     """The device configured, model and sample in memory, nothing asked of it."""
-    with ctx.phase("idle", [client], instruments) as phase:
+    with ctx.phase("idle", [device], instruments) as phase:
         start = ctx.now()
         end = start + idle_s
         while (remaining := end - ctx.now()) > 0:
@@ -164,57 +149,48 @@ def _idle_window(
         ctx.emit(Event(ctx.run_uid, phase.uid, "idle_window", end,
                        {"repetition": rep, "start": start, "end": end}))
     # The idle window is the orchestrator's own: no agent clock maps it, only the meter's start.
-    return _Window("idle", rep, start, end, _batch(phase, inst), 0.0, _start_u(phase, inst),
+    return PowerWindow("idle", rep, start, end, _batch(phase, inst), 0.0, _start_u(phase, inst),
                    **_drift(phase, inst, end))
 
 
 def _device_idle_window(
-    ctx: RunContext, client: AgentClient, rows: list[int], idle_s: float, rep: int
-) -> _Window:
+    ctx: RunContext, device: RemoteDevice, rows: list[int], idle_s: float, rep: int
+) -> PowerWindow:
     """Idle on the device's own timeline, so its on-board monitor reports the window: the
     network configured and the sample(s) in memory, nothing processed."""
-    body: dict[str, Any] = {"workload": "asc", "stage": "idle", "duration_s": idle_s}
-    body.update({"mode": "repeat", "index": rows[0]} if len(rows) == 1 else {"mode": "stream"})
-    with ctx.phase("idle", [client]) as phase:
-        reply = client.request("run", body, timeout_s=idle_s + REPLY_MARGIN_S)
-        loop = reply.body
-        start = phase.to_orchestrator_time(client.name, float(loop["t_start"]))
-        end = phase.to_orchestrator_time(client.name, float(loop["t_end"]))
+    with ctx.phase("idle", [device]) as phase:
+        loop = to_wire(device.asc.run_asc(_window_body("idle", rows, idle_s)))
+        start = phase.to_orchestrator_time(device.name, float(loop["t_start"]))
+        end = phase.to_orchestrator_time(device.name, float(loop["t_end"]))
         ctx.emit(Event(ctx.run_uid, phase.uid, "idle_window", ctx.now(),
                        {"repetition": rep, "start": start, "end": end,
                         "power": loop.get("power")}))
-    return _Window("idle", rep, start, end, None, phase.offsets[client.name].uncertainty_s,
-                   None, loop)
+    return PowerWindow("idle", rep, start, end, None, phase.offsets[device.name].uncertainty_s,
+                       None, loop)
 
 
 def _active_window(
     ctx: RunContext,
-    client: AgentClient,
+    device: RemoteDevice,
     instruments: Sequence[Instrument],
     inst: Instrument | None,
     stage: str,
     rows: list[int],
     active_s: float,
     rep: int,
-) -> _Window:
+) -> PowerWindow:
     """The device processes samples in its memory one at a time for ``active_s`` (its clock):
     one sample repeated, or a loaded stream played in order."""
-    body: dict[str, Any] = {"workload": "asc", "stage": stage, "duration_s": active_s}
-    if len(rows) == 1:
-        body.update(mode="repeat", index=rows[0])
-    else:
-        body.update(mode="stream")
-    with ctx.phase(f"active_{stage}", [client], instruments) as phase:
-        reply = client.request("run", body, timeout_s=active_s + REPLY_MARGIN_S,
-                               while_waiting=phase.poll)
-        loop = reply.body
-        start = phase.to_orchestrator_time(client.name, float(loop["t_start"]))
-        end = phase.to_orchestrator_time(client.name, float(loop["t_end"]))
+    with ctx.phase(f"active_{stage}", [device], instruments) as phase:
+        with device.waiting(phase.poll):
+            loop = to_wire(device.asc.run_asc(_window_body(stage, rows, active_s)))
+        start = phase.to_orchestrator_time(device.name, float(loop["t_start"]))
+        end = phase.to_orchestrator_time(device.name, float(loop["t_end"]))
         ctx.emit(Event(ctx.run_uid, phase.uid, "repeat_result", ctx.now(),
                        {**loop, "repetition": rep, "start": start, "end": end}))
-    return _Window(stage, rep, start, end, _batch(phase, inst),
-                   phase.offsets[client.name].uncertainty_s, _start_u(phase, inst), loop,
-                   **_drift(phase, inst, end))
+    return PowerWindow(stage, rep, start, end, _batch(phase, inst),
+                       phase.offsets[device.name].uncertainty_s, _start_u(phase, inst), loop,
+                       **_drift(phase, inst, end))
 
 
 def _batch(phase: Phase, inst: Instrument | None) -> SampleBatch | None:
@@ -234,52 +210,11 @@ def _drift(phase: Phase, inst: Instrument | None, end: float) -> dict[str, Any]:
             "interval": phase.interval_estimates[inst.spec.id].to_dict()}
 
 
-def loop_time(loops: list[dict[str, Any]]) -> tuple[float, float]:
-    """Per-sample mean time over the active windows (device timers), weighted by samples."""
-    counts = np.array([float(lp["iterations"]) for lp in loops])
-    share = counts / counts.sum()
-    means = np.array([float(lp["mean_s"]) for lp in loops])
-    errors = np.array([float(lp.get("std_error_s") or 0.0) for lp in loops])
-    return float((share * means).sum()), float(math.sqrt(((share * errors) ** 2).sum()))
-
-
-def time_consistency(single_stream: tuple[float, float], loop: tuple[float, float]
-                     ) -> dict[str, Any]:
-    """Does the loop time in the power window agree with the single-stream time? Flagged when
-    they differ by more than 1.96 × their combined standard error."""
-    (ss, ss_se), (lp, lp_se) = single_stream, loop
-    combined = math.hypot(ss_se, lp_se)
-    difference = lp - ss
-    return {
-        "single_stream_s": ss, "single_stream_std_error_s": ss_se,
-        "loop_s": lp, "loop_std_error_s": lp_se,
-        "relative_difference": difference / ss if ss else None,
-        "mismatch": abs(difference) > Z95 * combined,
-    }
-
-
-def energy_figure(dynamic: Quantity, single_stream: tuple[float, float],
-                  loop: tuple[float, float]) -> tuple[Quantity, dict[str, Any]]:
-    """Energy per inference from the single-stream time, and the loop-time check beside it."""
-    mean_s, se_s = single_stream
-    energy = energy_per_inference(dynamic, mean_s, se_s)
-    check = time_consistency(single_stream, loop)
-    return energy, {
-        "budget": energy.budget.to_dict(),
-        "execution_time_s": mean_s, "execution_time_std_error_s": se_s,
-        "formula": "dynamic power × mean single-stream time of this stage over the test set",
-        "loop_time": check,
-        "flag": ("power-window loop time differs from the single-stream time beyond their "
-                 "uncertainties: the device ran differently while its power was measured"
-                 if check["mismatch"] else None),
-    }
-
-
 def _emit_power_metrics(
     ctx: RunContext,
     spec: AscSpec,
     stream: int,
-    windows: list[_Window],
+    windows: list[PowerWindow],
     inst: Instrument | None,
     instrument_count: int,
     times: StageTimes,
@@ -348,7 +283,7 @@ POWER_METRICS: tuple[tuple[str, str], ...] = (
 
 def _power_figures(
     spec: AscSpec,
-    windows: list[_Window],
+    windows: list[PowerWindow],
     inst: Instrument | None,
     times: StageTimes,
     loop_times: dict[str, tuple[float, float]],
@@ -399,35 +334,4 @@ def _power_figures(
     }
     return out
 
-
-def stage_power_figures(
-    estimates: dict[str, list[PowerEstimate]],
-    loop_times: dict[str, Any],
-    times: Any,
-    extra: Callable[[str], dict[str, Any]] = lambda stage: {},
-) -> dict[str, Any]:
-    """Idle, active and dynamic power and energy per inference from pooled window estimates:
-    one rule whether the windows were read by an external meter or by a device's on-board
-    monitor. Energy = dynamic power x the stage's mean single-stream time (the rules); the
-    loop time inside the power windows only goes beside it as a check. ``extra(stage)`` adds
-    source-specific detail (e.g. per-rail watts) to the idle and active figures."""
-    idle = pool_estimates(estimates["idle"])
-    out: dict[str, Any] = {"idle_power_w": (idle.mean_w, idle.uncertainty95,
-                                            {"estimate": idle.to_dict(), **extra("idle")})}
-    for stage in loop_times:
-        active = pool_estimates(estimates[stage])
-        dyn = dynamic_power(idle, active)
-        out[f"active_power_w.{stage}"] = (active.mean_w, active.uncertainty95,
-                                          {"estimate": active.to_dict(), **extra(stage)})
-        out[f"dynamic_power_w.{stage}"] = (dyn.value, dyn.uncertainty95,
-                                           {"budget": dyn.budget.to_dict()})
-        mean_s, se_s = times.means[stage]
-        if mean_s is None:
-            out[f"energy_per_inference_j.{stage}"] = (None, None, {
-                "reason": f"the device does not measure its {stage} time"})
-            continue
-        energy, extra_energy = energy_figure(dyn, (mean_s, se_s or 0.0), loop_times[stage])
-        out[f"energy_per_inference_j.{stage}"] = (energy.value, energy.uncertainty95,
-                                                  extra_energy)
-    return out
 

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from hilbench.contracts.asc import STAGES
+from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event, Metric
-from hilbench.orchestrator.client import AgentClient
 from hilbench.orchestrator.phases import RunContext
 from hilbench.power.accuracy import clip_accuracy_interval
 from hilbench.procedures.asc_device import (
@@ -30,7 +31,7 @@ from hilbench.procedures.asc_device import (
 if TYPE_CHECKING:
     from hilbench.procedures.asc import AscResources
 
-STAGE_METRICS = {"preprocessing": "preprocess_time_s", "inference": "inference_time_s"}
+STAGE_METRICS = dict(zip(STAGES, ("preprocess_time_s", "inference_time_s"), strict=True))
 
 
 @dataclass(frozen=True)
@@ -42,19 +43,19 @@ class StageTimes:
     samples: int
 
 
-def run_single_stream_phase(ctx: RunContext, res: AscResources, client: AgentClient
+def run_single_stream_phase(ctx: RunContext, res: AscResources, device: RemoteDevice
                             ) -> list[SampleRecord]:
     """Load the model, stream the test samples one at a time; one event per sample."""
     test = res.test
-    with ctx.phase("load", [client]) as phase:
+    with ctx.phase("load", [device]) as phase:
         t0 = ctx.now()
-        model_reply = send_model(client, res.model)
+        model_reply = send_model(device, res.model)
         ctx.emit(Event(ctx.run_uid, phase.uid, "loaded", ctx.now(), {
             "model": model_reply, "load_s": ctx.now() - t0,
         }))
     labels = test.labels
 
-    with ctx.phase("single_stream", [client]) as phase:
+    with ctx.phase("single_stream", [device]) as phase:
         def on_sample(record: SampleRecord, body: dict) -> None:
             label = int(labels[record.index])
             ctx.emit(Event(ctx.run_uid, phase.uid, "sample", record.t_done, {
@@ -77,7 +78,7 @@ def run_single_stream_phase(ctx: RunContext, res: AscResources, client: AgentCli
                 "t_device_end": body.get("t_end"),
             }))
 
-        records = run_single_stream(client, test.slices, on_sample)
+        records = run_single_stream(device, test.slices, on_sample)
     return records
 
 
@@ -94,12 +95,13 @@ def stage_times(run_uid: str, records: list[SampleRecord]) -> StageTimes:
     return StageTimes(run_uid, means, len(records))
 
 
-def run_single_stream_unit(ctx: RunContext, res: AscResources, client: AgentClient) -> None:
-    """The whole single-stream run: records, then metrics; the stage times are kept for the
-    power runs of the same trial."""
-    records = run_single_stream_phase(ctx, res, client)
+def run_single_stream_unit(ctx: RunContext, res: AscResources, device: RemoteDevice
+                           ) -> StageTimes:
+    """The whole single-stream run: records, then metrics; returns the stage times (the power
+    runs of the same trial use them)."""
+    records = run_single_stream_phase(ctx, res, device)
     emit_single_stream_metrics(ctx, records, res.test.labels, res.test.clip_ids)
-    res.single_stream = stage_times(ctx.run_uid, records)
+    return stage_times(ctx.run_uid, records)
 
 
 def emit_single_stream_metrics(

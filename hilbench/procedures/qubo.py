@@ -10,10 +10,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from hilbench.contracts.base import to_wire
+from hilbench.contracts.qubo import QuboRunReply
+from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event, Metric
-from hilbench.orchestrator.client import AgentClient, AgentError
+from hilbench.orchestrator.client import AgentError
 from hilbench.orchestrator.instruments import (
     Instrument,
     aperture_s,
@@ -21,26 +24,21 @@ from hilbench.orchestrator.instruments import (
     to_watts,
 )
 from hilbench.orchestrator.phases import Phase, RunContext
-from hilbench.orchestrator.procedure import Procedure
+from hilbench.orchestrator.procedure import Procedure, UnitKey
 from hilbench.power.estimators import PhaseWindow, phase_power
+from hilbench.procedures.qubo_solve import QuboWorkload, check_solution, load, run_body
 from hilbench.procedures.qubo_table import QuboTable
-from hilbench.workloads.qubo import SparseQubo, Target, bks_gap, find_target, generate_qubo
+from hilbench.workloads.qubo import Target, bks_gap, find_target
 from hilbench.workloads.qubo.best_known import BestKnownStore
 from hilbench.workloads.qubo.check import (
     SolutionError,
     StateCheck,
-    check_state,
     is_overrun,
     overrun_tolerance_s,
-    state_vector,
-    verify_claim,
 )
 
 if TYPE_CHECKING:
     from hilbench.orchestrator.campaign import Campaign
-
-# Generous reply deadline on top of the solver's own time (set-up, cost check, transport).
-REPLY_MARGIN_S = 120.0
 
 
 @dataclass
@@ -57,18 +55,17 @@ class QuboUnit:
     repetition: int
     _target: Target | None = field(default=None, repr=False, compare=False)
     _best_known: int | None = field(default=None, repr=False, compare=False)
+    uses_instruments: ClassVar[bool] = True
 
     @property
     def procedure(self) -> str:
         return f"qubo.{self.scenario}"
 
     @property
-    def key(self) -> str:
-        budget = f"timeout={self.timeout_s:g}" if self.timeout_s is not None else "tts"
-        return (
-            f"qubo/{self.scenario}/n={self.nodes}/d={self.density:g}/seed={self.seed}/"
-            f"{self.solver}/{budget}/rep={self.repetition}"
-        )
+    def key(self) -> UnitKey:
+        budget = ("timeout", self.timeout_s) if self.timeout_s is not None else "tts"
+        return UnitKey(("qubo", self.scenario, ("n", self.nodes), ("d", self.density),
+                        ("seed", self.seed), self.solver, budget, ("rep", self.repetition)))
 
     def params(self) -> dict[str, Any]:
         return {
@@ -97,8 +94,10 @@ class QuboUnit:
             "best_known_provenance": None if best is None else best.provenance,
         }
 
-    def run(self, ctx: RunContext, client: AgentClient, instruments: Sequence[Instrument]) -> None:
-        run_unit(ctx, self, client, self._target, instruments, self._best_known)
+    def run(self, ctx: RunContext, device: RemoteDevice, instruments: Sequence[Instrument]
+            ) -> None:
+        assert self._target is not None, "prepare() looks the target up first"
+        run_unit(ctx, self, device, self._target, instruments, self._best_known)
 
 
 def expand_units(tables: Sequence[QuboTable], campaign: Campaign) -> list[QuboUnit]:
@@ -143,7 +142,7 @@ PROCEDURE = Procedure(
 def run_unit(
     ctx: RunContext,
     unit: QuboUnit,
-    client: AgentClient,
+    device: RemoteDevice,
     target: Target,
     instruments: Sequence[Instrument] = (),
     best_known: int | None = None,
@@ -154,68 +153,46 @@ def run_unit(
     over the device's own timed region (and, for time to solution, up to each reach time),
     mapped onto the orchestrator timeline. A reply whose claimed cost disagrees with the cost of
     the state it returned fails the run: the solver's own cost check is part of what is tested.
+    A reply that breaks the contract (a field missing or of the wrong type) fails the run with
+    ``bad_reply`` naming the field.
     """
-    matrix = generate_qubo(unit.nodes, unit.density, unit.seed)
-    with ctx.phase("load", [client]) as phase:
-        reply = client.request(
-            "load",
-            {
-                "workload": "qubo",
-                "nodes": unit.nodes,
-                "density": unit.density,
-                "seed": unit.seed,
-                "solvers": [unit.solver],  # prepare only what this run uses
-            },
-            [matrix],
-            timeout_s=REPLY_MARGIN_S,
-        )
-        ctx.emit(Event(ctx.run_uid, phase.uid, "loaded", ctx.now(), reply.body))
-    body: dict[str, Any] = {
-        "workload": "qubo",
-        "mode": unit.scenario,
-        "solver": unit.solver,
-        "seed": unit.seed,
-    }
-    if unit.scenario == "fixed_timeout":
-        assert unit.timeout_s is not None
-        body["timeout_s"] = unit.timeout_s
-        budget = unit.timeout_s
-    else:
-        body.update(target=target.cost, gaps=list(unit.gaps), max_time_s=unit.max_time_s)
-        budget = unit.max_time_s
-    with ctx.phase("solve", [client], instruments) as phase:
-        reply = client.request(
-            "run", body, timeout_s=budget + REPLY_MARGIN_S, while_waiting=phase.poll
-        )
-        result = reply.body
-        ctx.emit(Event(ctx.run_uid, phase.uid, "solve_result", ctx.now(), result))
+    workload = QuboWorkload.generate(unit.nodes, unit.density, unit.seed)
+    solver = device.qubo
+    with ctx.phase("load", [device]) as phase:
+        loaded = load(solver, workload, [unit.solver])  # prepare only what this run uses
+        ctx.emit(Event(ctx.run_uid, phase.uid, "loaded", ctx.now(), to_wire(loaded)))
+    body = run_body(unit.scenario, unit.solver, unit.seed, timeout_s=unit.timeout_s,
+                    target=target.cost, gaps=unit.gaps, max_time_s=unit.max_time_s)
+    with ctx.phase("solve", [device], instruments) as phase:
+        with device.waiting(phase.poll):
+            solved = solver.solve(body)
+        result = solved.reply
+        ctx.emit(Event(ctx.run_uid, phase.uid, "solve_result", ctx.now(), to_wire(result)))
         try:
-            state = state_vector(reply.arrays, unit.nodes)
-            check = check_state(SparseQubo.from_matrix(matrix), state)
-            verify_claim(check, result.get("cost"))
+            check = check_solution(workload, solved)
         except SolutionError as exc:
             ctx.emit(
                 Event(ctx.run_uid, phase.uid, "solution_check", ctx.now(), {"error": str(exc)})
             )
-            raise AgentError(client.name, "bad_solution", str(exc)) from exc
+            raise AgentError(device.name, "bad_solution", str(exc)) from exc
         ctx.emit(Event(ctx.run_uid, phase.uid, "solution_check", ctx.now(), check.to_dict()))
-    power = _window_power(phase, client.name, result, None, instruments)
+    power = _window_power(phase, device.name, result, None, instruments)
     _emit_metrics(ctx, unit, result, check, target, power, best_known)
     if unit.scenario == "time_to_solution":
-        _emit_time_to_solution(ctx, phase, client.name, unit, result, check, target, instruments)
+        _emit_time_to_solution(ctx, phase, device.name, unit, result, check, target, instruments)
 
 
 def _window_power(
     phase: Phase,
     agent: str,
-    result: dict[str, Any],
+    result: QuboRunReply,
     until_s: float | None,
     instruments: Sequence[Instrument],
 ) -> dict[str, Any]:
     """Average power from the start of solving to ``until_s`` after it (default: the end of
     the timed region): from an external instrument when one measures the device, else from the
     agent's internal reading (RAPL, whole region only); never a made-up number."""
-    internal = result.get("power", {})
+    internal = result.power or {}
     if not instruments:
         if internal.get("measured") and until_s is None:
             return {
@@ -233,8 +210,8 @@ def _window_power(
         }
     inst = instruments[0]
     offset = phase.offsets[agent]
-    t_start = float(result["t_start"])
-    t_end = float(result["t_end"]) if until_s is None else t_start + until_s
+    t_start = result.t_start
+    t_end = result.t_end if until_s is None else t_start + until_s
     start = phase.to_orchestrator_time(agent, t_start)
     end = phase.to_orchestrator_time(agent, t_end)
     batch = phase.samples.get(inst.spec.id)
@@ -267,15 +244,15 @@ def _window_power(
 def _emit_metrics(
     ctx: RunContext,
     unit: QuboUnit,
-    result: dict[str, Any],
+    result: QuboRunReply,
     check: StateCheck,
     target: Target,
     power: dict[str, Any],
     best_known: int | None = None,
 ) -> None:
     run = ctx.run_uid
-    requested_s = float(result["requested_s"])
-    actual_s = float(result["actual_s"])
+    requested_s = result.requested_s
+    actual_s = result.actual_s
     avg_w, avg_u, power_meta = power["value"], power["uncertainty"], power["meta"]
     ctx.emit(Metric(run, "requested_s", requested_s, "s"))
     ctx.emit(Metric(run, "actual_s", actual_s, "s"))
@@ -294,7 +271,7 @@ def _emit_metrics(
             },
         )
     )
-    ctx.emit(Metric(run, "setup_s", float(result.get("setup_s", 0.0)), "s"))
+    ctx.emit(Metric(run, "setup_s", result.setup_s or 0.0, "s"))
     ctx.emit(Metric(run, "avg_power_w", avg_w, "W", avg_u, meta=power_meta))
     energy = avg_w * actual_s if avg_w is not None else None
     energy_u = avg_u * actual_s if avg_u is not None else None
@@ -308,7 +285,7 @@ def _emit_metrics(
             meta={**power_meta, "method": "average power × actual solving time"},
         )
     )
-    internal = result.get("power", {})
+    internal = result.power or {}
     if internal.get("measured") and power_meta.get("source") != internal.get("source"):
         ctx.emit(
             Metric(
@@ -342,18 +319,18 @@ def _emit_metrics(
         known_gap = bks_gap(check.cost, best_known)
     ctx.emit(Metric(run, "best_known_gap", known_gap, "", meta=known_meta))
     if unit.scenario == "fixed_timeout":
-        ctx.emit(Metric(run, "cost_check_s", float(result.get("cost_check_s", 0.0)), "s"))
+        ctx.emit(Metric(run, "cost_check_s", result.cost_check_s or 0.0, "s"))
 
 
-def reached_times(result: dict[str, Any], gaps: Sequence[float]) -> dict[float, float]:
+def reached_times(result: QuboRunReply, gaps: Sequence[float]) -> dict[float, float]:
     """The reply's ``reached`` list as {gap: seconds since t_start}, checked for sense."""
     wanted = {float(g) for g in gaps}
     times: dict[float, float] = {}
-    for entry in result.get("reached") or []:
-        gap, t_s = float(entry["gap"]), float(entry["t_s"])
+    for entry in result.reached or []:
+        gap, t_s = entry.gap, entry.t_s
         if gap not in wanted:
             raise SolutionError(f"reached lists gap {gap:g}, which was not asked for")
-        if not 0 <= t_s <= float(result["actual_s"]) * 1.001 + 1e-6:
+        if not 0 <= t_s <= result.actual_s * 1.001 + 1e-6:
             raise SolutionError(f"gap {gap:g} reached at {t_s} s, outside the solving time")
         times[gap] = t_s
     return times
@@ -364,7 +341,7 @@ def _emit_time_to_solution(
     phase: Phase,
     agent: str,
     unit: QuboUnit,
-    result: dict[str, Any],
+    result: QuboRunReply,
     check: StateCheck,
     target: Target,
     instruments: Sequence[Instrument],

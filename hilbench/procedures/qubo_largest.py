@@ -24,22 +24,20 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
+from hilbench.contracts.base import to_wire
+from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event, Metric
-from hilbench.orchestrator.client import AgentClient, AgentError
+from hilbench.orchestrator.client import AgentError
 from hilbench.orchestrator.instruments import Instrument
 from hilbench.orchestrator.phases import RunContext
-from hilbench.orchestrator.procedure import CampaignTable, Procedure
-from hilbench.workloads.qubo import SparseQubo, edges_in_graph, generate_qubo
-from hilbench.workloads.qubo.check import (
-    SolutionError,
-    check_state,
-    state_vector,
-    verify_claim,
-)
+from hilbench.orchestrator.procedure import CampaignTable, Procedure, UnitKey
+from hilbench.procedures.qubo_solve import QuboWorkload, check_solution, load, run_body
+from hilbench.workloads.qubo import edges_in_graph
+from hilbench.workloads.qubo.check import SolutionError
 
 if TYPE_CHECKING:
     from hilbench.orchestrator.campaign import Campaign
@@ -79,20 +77,6 @@ def sizes(start: int, growth: float) -> Iterator[int]:
         n = max(n + 1, round(n * growth))
 
 
-def _declared_limit(capabilities: dict[str, Any], solver: str, nodes: int) -> str | None:
-    """Why the driver's declared limits rule out ``nodes`` (None if they allow it)."""
-    limits = (capabilities.get("qubo") or {}).get("limits") or {}
-    max_nodes = limits.get("max_nodes")
-    if isinstance(max_nodes, dict):
-        max_nodes = max_nodes.get(solver)
-    if max_nodes is not None and nodes > int(max_nodes):
-        return f"the driver declares max_nodes {int(max_nodes)} for {solver}"
-    max_bytes = limits.get("max_bytes")
-    if max_bytes is not None and nodes * nodes > int(max_bytes):
-        return f"a {nodes}² int8 matrix passes the driver's declared max_bytes {int(max_bytes)}"
-    return None
-
-
 @dataclass
 class LargestUnit:
     agent: str
@@ -104,12 +88,12 @@ class LargestUnit:
     def procedure(self) -> str:
         return "qubo.largest_workload"
 
+    uses_instruments: ClassVar[bool] = True
+
     @property
-    def key(self) -> str:
-        return (
-            f"qubo/largest_workload/d={self.density:g}/{self.table.solver}/"
-            f"seed={self.table.seed}/rep={self.repetition}"
-        )
+    def key(self) -> UnitKey:
+        return UnitKey(("qubo", "largest_workload", ("d", self.density), self.table.solver,
+                        ("seed", self.table.seed), ("rep", self.repetition)))
 
     def params(self) -> dict[str, Any]:
         t = self.table
@@ -131,11 +115,12 @@ class LargestUnit:
     def prepare(self) -> dict[str, Any]:
         return {}
 
-    def run(self, ctx: RunContext, client: AgentClient, instruments: Sequence[Instrument]) -> None:
-        grow(ctx, self, client)
+    def run(self, ctx: RunContext, device: RemoteDevice, instruments: Sequence[Instrument]
+            ) -> None:
+        grow(ctx, self, device)
 
 
-def _stop_before(unit: LargestUnit, client: AgentClient, n: int) -> tuple[str, str] | None:
+def _stop_before(unit: LargestUnit, device: RemoteDevice, n: int) -> tuple[str, str] | None:
     t = unit.table
     if n > t.max_nodes:
         return "max_nodes", f"the next size {n} passes max_nodes {t.max_nodes}"
@@ -143,52 +128,34 @@ def _stop_before(unit: LargestUnit, client: AgentClient, n: int) -> tuple[str, s
         return "memory_limit", (
             f"a {n}² int8 matrix ({n * n} bytes) passes memory_limit_bytes {t.memory_limit_bytes}"
         )
-    declared = _declared_limit(client.info.get("capabilities", {}), t.solver, n)
+    declared_caps = device.capabilities.qubo
+    declared = declared_caps.declared_limit(t.solver, n) if declared_caps else None
     if declared:
         return "memory_limit", declared
     return None
 
 
-def _attempt(ctx: RunContext, unit: LargestUnit, client: AgentClient, n: int) -> dict[str, Any]:
+def _attempt(ctx: RunContext, unit: LargestUnit, device: RemoteDevice, n: int
+             ) -> dict[str, Any]:
     """Generate, load and solve size ``n``; the outcome, with ``stop`` set when it ends here."""
     t = unit.table
     started = time.monotonic()
     outcome: dict[str, Any] = {"nodes": n, "edges": edges_in_graph(n, unit.density)}
-    matrix = generate_qubo(n, unit.density, t.seed)
+    workload = QuboWorkload.generate(n, unit.density, t.seed)
     outcome["generate_s"] = time.monotonic() - started
+    solver = device.qubo
     try:
-        with ctx.phase(f"load n={n}", [client]):
+        with ctx.phase(f"load n={n}", [device]):
             left = t.time_limit_s - (time.monotonic() - started)
-            reply = client.request(
-                "load",
-                {
-                    "workload": "qubo",
-                    "nodes": n,
-                    "density": unit.density,
-                    "seed": t.seed,
-                    "solvers": [t.solver],
-                },
-                [matrix],
-                timeout_s=max(left, 1.0),
-            )
-            outcome["load"] = reply.body
-        with ctx.phase(f"solve n={n}", [client]):
+            with device.waiting(timeout_s=max(left, 1.0)):
+                outcome["load"] = to_wire(load(solver, workload, [t.solver]))
+        with ctx.phase(f"solve n={n}", [device]):
             left = t.time_limit_s - (time.monotonic() - started)
-            reply = client.request(
-                "run",
-                {
-                    "workload": "qubo",
-                    "mode": "fixed_timeout",
-                    "solver": t.solver,
-                    "timeout_s": t.timeout_s,
-                    "seed": t.seed,
-                },
-                timeout_s=max(left, t.timeout_s + 1.0),
-            )
-        state = state_vector(reply.arrays, n)
-        check = check_state(SparseQubo.from_matrix(matrix), state)
-        verify_claim(check, reply.body.get("cost"))
-        outcome.update(check=check.to_dict(), actual_s=reply.body.get("actual_s"))
+            with device.waiting(timeout_s=max(left, t.timeout_s + 1.0)):
+                solved = solver.solve(run_body("fixed_timeout", t.solver, t.seed,
+                                               timeout_s=t.timeout_s))
+        check = check_solution(workload, solved)
+        outcome.update(check=check.to_dict(), actual_s=solved.reply.actual_s)
         if not check.feasible:
             outcome["stop"] = ("failed", f"infeasible answer at n={n}")
     except AgentError as exc:
@@ -206,17 +173,17 @@ def _attempt(ctx: RunContext, unit: LargestUnit, client: AgentClient, n: int) ->
     return outcome
 
 
-def grow(ctx: RunContext, unit: LargestUnit, client: AgentClient) -> None:
+def grow(ctx: RunContext, unit: LargestUnit, device: RemoteDevice) -> None:
     """Try growing sizes; emit each attempt and, at the end, the largest feasible size."""
     t = unit.table
     largest: int | None = None
     reason: tuple[str, str]
     for n in sizes(t.start_nodes, t.growth):
-        stop = _stop_before(unit, client, n)
+        stop = _stop_before(unit, device, n)
         if stop:
             reason = stop
             break
-        outcome = _attempt(ctx, unit, client, n)
+        outcome = _attempt(ctx, unit, device, n)
         stop = outcome.pop("stop", None)
         ctx.emit(
             Event(

@@ -1,53 +1,41 @@
 """One QUBO workload solved by a driver in this process, checked as a campaign checks it.
 
 `hilbench qubo solve` and `hilbench bench qubo-cpu` use this: the driver is found through its
-entry point and receives the same ``load`` and ``run`` bodies an agent would pass it; the
-returned state is re-scored, tested for independence and the claimed cost verified here, exactly
-as the campaign procedure does.
+entry point and reached through the same QUBO solver handle a campaign uses
+(:class:`hilbench.contracts.remote.RemoteDevice` over a
+:class:`hilbench.orchestrator.local.LocalLink`), so the bodies, the agent's checks, the reply's
+contract and the checks of the returned state are those of a campaign run.
 """
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
+from hilbench.contracts.base import to_wire
+from hilbench.contracts.remote import RemoteDevice
+from hilbench.orchestrator.local import LocalLink
+from hilbench.procedures.qubo_solve import QuboWorkload, check_solution, load, run_body
+from hilbench.workloads.qubo import bks_gap
+from hilbench.workloads.qubo.check import is_overrun
 
-from hilbench.agent.driver import Driver
-from hilbench.workloads.qubo import SparseQubo, bks_gap, generate_qubo
-from hilbench.workloads.qubo.check import (
-    check_state,
-    is_overrun,
-    state_vector,
-    verify_claim,
-)
+LoadedWorkload = QuboWorkload
 
 
-@dataclass
-class LoadedWorkload:
-    nodes: int
-    density: float
-    seed: int
-    matrix: np.ndarray
-    sparse: SparseQubo
+def _device(driver: Any) -> RemoteDevice:
+    return driver if isinstance(driver, RemoteDevice) else RemoteDevice(LocalLink(driver))
 
 
 def load_workload(
-    driver: Driver, nodes: int, density: float, seed: int, solvers: list[str] | None = None
-) -> tuple[LoadedWorkload, dict[str, Any]]:
+    driver: Any, nodes: int, density: float, seed: int, solvers: list[str] | None = None
+) -> tuple[QuboWorkload, dict[str, Any]]:
     """Generate the workload and load it into ``driver`` (untimed); returns the load reply."""
-    matrix = generate_qubo(nodes, density, seed)
-    params: dict[str, Any] = {"workload": "qubo", "nodes": nodes, "density": density, "seed": seed}
-    if solvers:
-        params["solvers"] = solvers
-    reply = driver.load(params, [matrix])
-    return LoadedWorkload(nodes, density, seed, matrix, SparseQubo.from_matrix(matrix)), reply.body
+    workload = QuboWorkload.generate(nodes, density, seed)
+    return workload, to_wire(load(_device(driver).qubo, workload, solvers))
 
 
 def solve_fixed_timeout(
-    driver: Driver,
-    workload: LoadedWorkload,
+    driver: Any,
+    workload: QuboWorkload,
     solver: str,
     timeout_s: float,
     run_seed: int,
@@ -55,21 +43,10 @@ def solve_fixed_timeout(
 ) -> dict[str, Any]:
     """One fixed-timeout run, checked; the summary a user reads (gap None when infeasible) and
     the returned ``state``."""
-    reply = driver.run(
-        {
-            "workload": "qubo",
-            "mode": "fixed_timeout",
-            "solver": solver,
-            "timeout_s": timeout_s,
-            "seed": run_seed,
-        },
-        threading.Event(),
-    )
-    body = reply.body
-    state = state_vector(reply.arrays, workload.nodes)
-    check = check_state(workload.sparse, state)
-    verify_claim(check, body.get("cost"))
-    requested, actual = float(body["requested_s"]), float(body["actual_s"])
+    solved = _device(driver).qubo.solve(
+        run_body("fixed_timeout", solver, run_seed, timeout_s=timeout_s))
+    check = check_solution(workload, solved)
+    reply = solved.reply
     return {
         "nodes": workload.nodes,
         "density": workload.density,
@@ -79,11 +56,11 @@ def solve_fixed_timeout(
         "feasible": check.feasible,
         "set_size": check.set_size,
         "violated_edges": check.violated_edges,
-        "requested_s": requested,
-        "actual_s": actual,
-        "overrun": is_overrun(requested, actual),
+        "requested_s": reply.requested_s,
+        "actual_s": reply.actual_s,
+        "overrun": is_overrun(reply.requested_s, reply.actual_s),
         "gap": bks_gap(check.cost, target) if (target is not None and check.feasible) else None,
         "target": target,
-        "solver_params": body.get("solver_params", {}),
-        "state": state,
+        "solver_params": reply.solver_params,
+        "state": solved.state,
     }

@@ -12,6 +12,7 @@ whether every trial lies within 5 % of that mean (NeuroBench's 5-trial rule) and
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from dataclasses import dataclass, field
@@ -69,6 +70,19 @@ class AscGroup:
         return part in self.simulation
 
 
+_PER_RUN = ("scenario", "repetition", "stream_samples", "amortised", "table_digest")
+
+
+def _table_of(params: dict[str, Any]) -> str:
+    """Which ``[[asc]]`` table a run belongs to: its recorded digest (older stores: the
+    table's settings themselves)."""
+    digest = params.get("table_digest")
+    if digest:
+        return str(digest)
+    return json.dumps({k: v for k, v in params.items() if k not in _PER_RUN}, sort_keys=True,
+                      default=str)
+
+
 def asc_groups(store_path: Path, campaign_uid: str) -> list[AscGroup]:
     """The campaign's ASC runs, grouped by agent and table, metrics keyed by name."""
     groups: dict[tuple[str, str], AscGroup] = {}
@@ -77,8 +91,7 @@ def asc_groups(store_path: Path, campaign_uid: str) -> list[AscGroup]:
             if not str(run["procedure"]).startswith("asc."):
                 continue
             params = run["params"]
-            parts = str(run["unit_key"]).split("/")
-            key = (str(params.get("agent")), parts[3] if len(parts) > 3 else "")
+            key = (str(params.get("agent")), _table_of(params))
             if key not in groups:
                 groups[key] = AscGroup(agent=key[0], params=params,
                                        timing=_device_timing(run, key[0]))

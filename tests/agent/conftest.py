@@ -11,13 +11,42 @@ import pytest
 
 from hilbench.agent.driver import DriverError, DriverResult
 from hilbench.agent.runtime import AgentRuntime
+from hilbench.contracts.base import Contract, Reply, Seconds
+from hilbench.contracts.capabilities import Settings
+from hilbench.contracts.messages import Workload, register_workload
 from tests.agent_thread import serving
+
+
+class SleepLoad(Contract, tag_field="workload", tag="sleep", kw_only=True):
+    """A transport test's workload: any payloads."""
+
+    def check_payloads(self, arrays: list[Any]) -> None:
+        pass
+
+
+class SleepRun(Contract, tag_field="workload", tag="sleep", kw_only=True):
+    seconds: Seconds = 0.0
+
+
+class SleepSettings(Settings, kw_only=True):
+    explode: bool = False
+
+
+class SleepReply(Reply, kw_only=True):
+    sum: float | None = None
+    slept_s: float | None = None
+    stopped: bool | None = None
+
+
+register_workload("sleep", Workload(load=SleepLoad, run=SleepRun,
+                                    replies={SleepLoad: SleepReply, SleepRun: SleepReply}))
 
 
 class SleepyDriver:
     """Sleeps for the requested time (or until stopped) and reports what it did."""
 
     name: ClassVar[str] = "sleepy"
+    settings: ClassVar[type[Settings]] = SleepSettings
 
     def __init__(self) -> None:
         self.loaded: list[np.ndarray] = []

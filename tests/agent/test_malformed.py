@@ -217,7 +217,8 @@ def test_noop_goes_through_the_worker_and_returns_its_payload(agent):
         # it is a device command: refused while the worker is busy with a run
         sock = raw_socket(agent, session=client.session)
         sock.send_multipart(
-            codec.encode(Message(type="request", id="r", cmd="run", body={"seconds": 10}))
+            codec.encode(Message(type="request", id="r", cmd="run",
+                                 body={"workload": "sleep", "seconds": 10}))
         )
         with pytest.raises(AgentError) as info:
             client.request("noop", {})

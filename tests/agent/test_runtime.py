@@ -45,8 +45,8 @@ def test_handshake_reports_agent_driver_and_capabilities(agent):
 def test_payloads_round_trip_through_load_and_run(agent):
     with AgentClient(agent.endpoint) as client:
         matrix = np.arange(12, dtype=np.float64).reshape(3, 4)
-        assert client.request("load", {}, [matrix]).body["sum"] == matrix.sum()
-        reply = client.request("run", {"seconds": 0})
+        assert client.request("load", {"workload": "sleep"}, [matrix]).body["sum"] == matrix.sum()
+        reply = client.request("run", {"workload": "sleep", "seconds": 0})
         assert reply.arrays[0].tolist() == [0, 1, 2, 3]
         assert reply.arrays[0].dtype == np.int32
 
@@ -128,7 +128,7 @@ def test_payload_beyond_zmq_limit_drops_connection_not_agent():
 def test_driver_errors_are_typed_replies(agent):
     with AgentClient(agent.endpoint) as client:
         with pytest.raises(AgentError) as info:
-            client.request("load", {})
+            client.request("load", {"workload": "sleep"})
         assert info.value.code == "bad_arguments"
         with pytest.raises(AgentError) as info:
             client.request("configure", {"explode": True})
@@ -142,14 +142,15 @@ def test_second_device_command_while_busy_is_refused_and_stop_ends_run(agent):
 
         sock = raw_socket(agent, session=client.session)  # one session: its stop is heard
         sock.send_multipart(
-            codec.encode(Message(type="request", id="long", cmd="run", body={"seconds": 30}))
+            codec.encode(Message(type="request", id="long", cmd="run",
+                                 body={"workload": "sleep", "seconds": 30}))
         )
 
         deadline = time.monotonic() + 3
         while client.request("status").body["state"] != "busy":
             assert time.monotonic() < deadline
         with pytest.raises(AgentError) as info:
-            client.request("run", {"seconds": 0})
+            client.request("run", {"workload": "sleep", "seconds": 0})
         assert info.value.code == "busy"
         assert client.request("stop").body["stopping"] == "run"
     reply = recv_non_heartbeat(sock)
@@ -159,7 +160,7 @@ def test_second_device_command_while_busy_is_refused_and_stop_ends_run(agent):
 
 def test_heartbeats_flow_while_the_driver_is_busy(agent):
     with AgentClient(agent.endpoint, heartbeat_s=0.1, liveness=5) as client:
-        reply = client.request("run", {"seconds": 1.0})
+        reply = client.request("run", {"workload": "sleep", "seconds": 1.0})
         assert reply.body["slept_s"] >= 1.0
         assert client.heartbeats_received >= 5
 
@@ -185,5 +186,5 @@ def test_silent_agent_is_declared_lost(agent):
 
     time.sleep(0.3)
     with pytest.raises(AgentLost, match="test-agent"):
-        client.request("run", {"seconds": 5})
+        client.request("run", {"workload": "sleep", "seconds": 5})
     client.close()

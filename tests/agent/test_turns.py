@@ -41,7 +41,8 @@ def test_short_and_long_commands_run_on_one_driver_thread_while_status_is_answer
             client.request("configure", {})
         done: list[float] = []
         long_run = threading.Thread(
-            target=lambda: done.append(client.request("run", {"seconds": 1.0}).body["slept_s"])
+            target=lambda: done.append(
+                client.request("run", {"workload": "sleep", "seconds": 1.0}).body["slept_s"])
         )
         long_run.start()
         time.sleep(0.2)  # the run is under way: the other thread has the socket

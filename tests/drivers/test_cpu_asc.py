@@ -170,8 +170,11 @@ def test_a_model_with_missing_arrays_is_refused(driver):
         ({"mode": "single_stream", "index": True}, "index"),
         ({"mode": "repeat", "stage": "classification", "duration_s": 0.01, "index": 0}, "stage"),
         ({"mode": "repeat", "stage": "inference", "duration_s": 0, "index": 0}, "duration_s"),
-        ({"mode": "stream", "stage": "idle", "duration_s": 0.01}, "stage"),
-        ({"mode": "batch"}, "asc mode"),
+        ({"mode": "stream", "stage": "classification", "duration_s": 0.01}, "stage"),
+        ({"mode": "batch"}, "'mode'"),
+        ({"mode": "repeat", "stage": "inference", "duration_s": float("nan"), "index": 0},
+         "duration_s"),
+        ({"mode": "single_stream", "index": 0, "extra": 1}, "extra"),
     ],
 )
 def test_bad_run_arguments_are_refused_with_the_reason(driver, body, message):
@@ -263,7 +266,7 @@ def test_qubo_still_works_beside_asc(driver):
     assert driver.capabilities()["simulated"] is False
     driver.load({"workload": "qubo", "nodes": 10, "density": 0.2, "seed": 0},
                 [generate_qubo(10, 0.2, 0)])
-    result = driver.run({"mode": "fixed_timeout", "solver": "sa", "timeout_s": 0.01},
-                        threading.Event()).body
+    result = driver.run({"workload": "qubo", "mode": "fixed_timeout", "solver": "sa",
+                         "timeout_s": 0.01, "seed": 0}, threading.Event()).body
     assert result["cost"] < 0
     assert run(driver, mode="single_stream", index=0)["predicted"] in range(4)

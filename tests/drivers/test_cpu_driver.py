@@ -27,7 +27,8 @@ def loaded_driver(tmp_path, nodes=25, density=0.1, seed=0, **kw) -> CpuDriver:
 def test_fixed_timeout_returns_the_state_its_cost_and_the_time_it_took(tmp_path, solver):
     driver = loaded_driver(tmp_path)
     reply = driver.run(
-        {"mode": "fixed_timeout", "solver": solver, "timeout_s": 0.05, "seed": 3}, threading.Event()
+        {"workload": "qubo", "mode": "fixed_timeout", "solver": solver, "timeout_s": 0.05,
+         "seed": 3}, threading.Event()
     )
     result = reply.body
     target = find_target(25, 0.1, 0)
@@ -64,6 +65,7 @@ def test_time_to_solution_reaches_loose_gaps_on_a_small_graph(tmp_path, solver):
     target = find_target(25, 0.1, 0).cost
     result = driver.run(
         {
+            "workload": "qubo",
             "mode": "time_to_solution",
             "solver": solver,
             "target": target,
@@ -86,12 +88,14 @@ def test_power_from_rapl_counters_matches_what_they_counted(tmp_path):
     fake.add_zone("intel-rapl:0:0", "core", 0)
     fake.add_zone("intel-rapl:0:2", "dram", 0)
     driver = CpuDriver(rapl_root=str(fake.root))
-    driver.load({"workload": "qubo"}, [generate_qubo(25, 0.1, 0)])
+    driver.load({"workload": "qubo", "nodes": 25, "density": 0.1, "seed": 0},
+                [generate_qubo(25, 0.1, 0)])
     # The "hardware": 20 W package, 2 W DRAM, 15 W core (nested in the package, not summed).
     with fake.drawing({"intel-rapl:0": 20.0, "intel-rapl:0:2": 2.0, "intel-rapl:0:0": 15.0}):
         time.sleep(0.01)
         result = driver.run(
-            {"mode": "fixed_timeout", "solver": "tabu", "timeout_s": 0.5}, threading.Event()
+            {"workload": "qubo", "mode": "fixed_timeout", "solver": "tabu", "timeout_s": 0.5,
+             "seed": 0}, threading.Event()
         ).body
     power = result["power"]
     assert power["measured"] is True
@@ -102,26 +106,31 @@ def test_power_from_rapl_counters_matches_what_they_counted(tmp_path):
 @pytest.mark.parametrize("timeout", [0.0001, 1000])
 def test_timeouts_outside_the_benchmark_range_are_refused(tmp_path, timeout):
     driver = loaded_driver(tmp_path, nodes=10)
-    with pytest.raises(DriverError, match="outside"):
+    with pytest.raises(DriverError, match="timeout_s"):
         driver.run(
-            {"mode": "fixed_timeout", "solver": "sa", "timeout_s": timeout}, threading.Event()
+            {"workload": "qubo", "mode": "fixed_timeout", "solver": "sa", "timeout_s": timeout,
+             "seed": 0}, threading.Event()
         )
 
 
 def test_run_before_load_and_wrong_payload_are_clear_errors(tmp_path):
     driver = CpuDriver(rapl_root=str(tmp_path))
     with pytest.raises(DriverError, match="no workload loaded"):
-        driver.run({"timeout_s": 0.01}, threading.Event())
+        driver.run({"workload": "qubo", "mode": "fixed_timeout", "solver": "sa",
+                    "timeout_s": 0.01, "seed": 0}, threading.Event())
     with pytest.raises(DriverError, match="int8"):
-        driver.load({"workload": "qubo"}, [np.zeros((3, 3), dtype=np.float32)])
+        driver.load({"workload": "qubo", "nodes": 3, "density": 0.5, "seed": 0},
+                    [np.zeros((3, 3), dtype=np.float32)])
     with pytest.raises(DriverError, match="square"):
-        driver.load({"workload": "qubo"}, [np.zeros((3, 4), dtype=np.int8)])
+        driver.load({"workload": "qubo", "nodes": 3, "density": 0.5, "seed": 0},
+                    [np.zeros((3, 4), dtype=np.int8)])
 
 
 def test_anytime_returns_an_independent_set_at_the_shortest_timeout(tmp_path):
     driver = loaded_driver(tmp_path, nodes=1000, density=0.05, seed=0)
     reply = driver.run(
-        {"mode": "fixed_timeout", "solver": "anytime", "timeout_s": 0.001, "seed": 1},
+        {"workload": "qubo", "mode": "fixed_timeout", "solver": "anytime", "timeout_s": 0.001,
+         "seed": 1},
         threading.Event(),
     )
     [state] = reply.arrays
@@ -134,7 +143,8 @@ def test_anytime_beats_the_published_target_given_time(tmp_path):
     """The published n=1000 targets are weak; ARW local search passes them within 0.2 s."""
     driver = loaded_driver(tmp_path, nodes=1000, density=0.05, seed=1)
     body = driver.run(
-        {"mode": "fixed_timeout", "solver": "anytime", "timeout_s": 0.2, "seed": 0},
+        {"workload": "qubo", "mode": "fixed_timeout", "solver": "anytime", "timeout_s": 0.2,
+         "seed": 0},
         threading.Event(),
     ).body
     assert body["cost"] < find_target(1000, 0.05, 1).cost
@@ -144,7 +154,8 @@ def test_sa_sizes_its_sweeps_to_the_time_left(tmp_path):
     driver = loaded_driver(tmp_path, nodes=1000, density=0.05, seed=0, num_sweeps=1000)
     short, long_ = (
         driver.run(
-            {"mode": "fixed_timeout", "solver": "sa", "timeout_s": t, "seed": 0},
+            {"workload": "qubo", "mode": "fixed_timeout", "solver": "sa", "timeout_s": t,
+         "seed": 0},
             threading.Event(),
         ).body["solver_params"]
         for t in (0.001, 1.0)
@@ -156,8 +167,11 @@ def test_sa_sizes_its_sweeps_to_the_time_left(tmp_path):
 
 def test_load_prepares_only_the_solvers_asked_for(tmp_path):
     driver = CpuDriver(rapl_root=str(tmp_path))
-    driver.load({"workload": "qubo", "solvers": ["anytime"]}, [generate_qubo(30, 0.1, 0)])
+    driver.load({"workload": "qubo", "nodes": 30, "density": 0.1, "seed": 0,
+                 "solvers": ["anytime"]},
+                [generate_qubo(30, 0.1, 0)])
     with pytest.raises(DriverError, match="not prepared at load"):
         driver.run(
-            {"mode": "fixed_timeout", "solver": "tabu", "timeout_s": 0.01}, threading.Event()
+            {"workload": "qubo", "mode": "fixed_timeout", "solver": "tabu", "timeout_s": 0.01,
+             "seed": 0}, threading.Event()
         )

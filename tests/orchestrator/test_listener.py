@@ -73,9 +73,9 @@ def test_requests_carry_arrays_both_ways(listener, start_agent):
     np.testing.assert_array_equal(echoed.arrays[0], q)
     np.testing.assert_array_equal(echoed.arrays[1], bits)
 
-    loaded = link.request("load", {}, [q, bits], timeout_s=5)
+    loaded = link.request("load", {"workload": "sleep"}, [q, bits], timeout_s=5)
     assert loaded.body["sum"] == float(q.sum() + bits.sum())
-    ran = link.request("run", {"seconds": 0}, timeout_s=5)
+    ran = link.request("run", {"workload": "sleep", "seconds": 0}, timeout_s=5)
     np.testing.assert_array_equal(ran.arrays[0], np.arange(4, dtype=np.int32))
 
 
@@ -83,7 +83,7 @@ def test_driver_errors_arrive_typed_and_name_the_agent(listener, start_agent):
     start_agent("dev-a")
     link = listener.wait_for("dev-a", timeout_s=5)
     with pytest.raises(AgentError, match="dev-a") as err:
-        link.request("load", {}, [], timeout_s=5)
+        link.request("load", {"workload": "sleep"}, [], timeout_s=5)
     assert err.value.code == "bad_arguments"
 
 
@@ -113,7 +113,7 @@ def test_a_reply_for_one_agent_is_kept_while_waiting_for_another(listener, start
         codec.encode(Message(type=codec.REQUEST, id="b-1", cmd="echo", body={"n": 1}))
     )
     beats_before = b.heartbeats_received
-    a.request("run", {"seconds": 0.3}, timeout_s=5)
+    a.request("run", {"workload": "sleep", "seconds": 0.3}, timeout_s=5)
     assert b.heartbeats_received > beats_before  # B's heartbeats were seen, not lost
     assert b.transport.poll(0)
     queued = codec.decode(b.transport.recv_message())
@@ -123,7 +123,8 @@ def test_a_reply_for_one_agent_is_kept_while_waiting_for_another(listener, start
 def test_a_run_longer_than_the_liveness_window_is_not_mistaken_for_loss(listener, start_agent):
     start_agent("dev-a")
     link = listener.wait_for("dev-a", timeout_s=5)
-    reply = link.request("run", {"seconds": 2 * BEAT_S * LIVENESS}, timeout_s=10)
+    reply = link.request("run", {"workload": "sleep", "seconds": 2 * BEAT_S * LIVENESS},
+                         timeout_s=10)
     assert reply.body["stopped"] is False
     assert link.heartbeats_received > 0
 

@@ -97,6 +97,8 @@ class WordsTable(CampaignTable):
 
 
 class WordsUnit:
+    uses_instruments = True
+
     def __init__(self, agent, word, rep):
         self.agent, self.word, self.rep = agent, word, rep
 
@@ -114,9 +116,9 @@ class WordsUnit:
     def prepare(self):
         return {}
 
-    def run(self, ctx, client, instruments):
-        with ctx.phase("echo", [client], instruments):
-            reply = client.request("echo", {"word": self.word}, timeout_s=10)
+    def run(self, ctx, device, instruments):
+        with ctx.phase("echo", [device], instruments):
+            reply = device.link.request("echo", {"word": self.word}, timeout_s=10)
         ctx.emit(Metric(ctx.run_uid, "letters", float(len(reply.body["word"])), "1"))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from hilbench.power.uncertainty import Quantity, UncertaintyBudget, UncertaintyComponent
-from hilbench.procedures.asc_power import energy_figure, loop_time
+from hilbench.procedures.asc_figures import energy_figure, loop_time
 
 
 def _dynamic(watts: float, u: float) -> Quantity:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from hilbench.agent.driver import DriverError, DriverResult
+from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import DocumentStream, Metric
 from hilbench.orchestrator.phases import RunContext
 from hilbench.procedures.asc_device import run_single_stream
@@ -70,7 +71,7 @@ def device_client():
 def test_each_time_stays_with_its_stage_and_every_metric_follows(device_client):
     device, client = device_client
     audio = np.zeros((4, 16), dtype=np.float32)
-    records = run_single_stream(client, audio)
+    records = run_single_stream(RemoteDevice(client), audio)
     assert device.loads == [0, 1, 2, 3]  # one at a time, each after the previous unloaded
     assert [r.preprocess_s for r in records] == [PRE_S * (1 + i) for i in range(4)]
     assert all(r.inference_s == INF_S for r in records)
@@ -103,7 +104,7 @@ def test_a_device_that_cannot_time_preprocessing_gives_no_preprocessing_figure(d
         return result
 
     device.run = without_preprocessing
-    records = run_single_stream(client, np.zeros((2, 16), dtype=np.float32))
+    records = run_single_stream(RemoteDevice(client), np.zeros((2, 16), dtype=np.float32))
     assert all(r.preprocess_s is None and r.device_s == INF_S for r in records)
     assert all(r.overhead_s == pytest.approx(r.round_trip_s - INF_S) for r in records)
     docs: list[Any] = []

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from hilbench.contracts.remote import RemoteDevice
 from hilbench.orchestrator.client import AgentClient, AgentError
 from hilbench.procedures import asc_device
 from hilbench.workloads.asc.vectors import fixed_model
@@ -32,7 +33,8 @@ def kind(value: Any) -> str:
 
 # Keys a reply may carry beside a vector's (protocols/agent-protocol.md): the runtime's
 # agent_elapsed_s on every reply, and a device's optional own power reading over a window.
-OPTIONAL_REPLY_KEYS = {"agent_elapsed_s", "power"}
+# agent_elapsed_s, power: informative; detail: the contract's map of device-specific extras
+OPTIONAL_REPLY_KEYS = {"agent_elapsed_s", "power", "detail"}
 
 
 def shape(body: dict[str, Any], leave_out: set[str] = frozenset()) -> dict[str, str]:
@@ -72,19 +74,20 @@ def exchange(tmp_path_factory) -> Recorder:
     driver = CpuDriver(rapl_root=str(tmp_path_factory.mktemp("no-powercap")))
     with served(driver, "cpu0") as client:
         rec = Recorder(client)
-        asc_device.send_model(client, MODEL)
-        asc_device.run_single_stream(client, audio[:1])  # load 0, run 0, unload 0
-        asc_device.load_sample(client, 0, audio[0])
+        device = RemoteDevice(client)
+        asc_device.send_model(device, MODEL)
+        asc_device.run_single_stream(device, audio[:1])  # load 0, run 0, unload 0
+        asc_device.load_sample(device, 0, audio[0])
         with pytest.raises(AgentError):
-            asc_device.load_sample(client, 1, audio[1])
+            asc_device.load_sample(device, 1, audio[1])
         # The power procedure's window bodies (hilbench/procedures/asc_power.py).
         client.request("run", {"workload": "asc", "stage": "inference", "duration_s": 0.05,
                                "mode": "repeat", "index": 0}, timeout_s=30)
-        asc_device.unload_sample(client, 0)
-        asc_device.load_stream(client, [0, 1], audio)
+        asc_device.unload_sample(device, 0)
+        asc_device.load_stream(device, [0, 1], audio)
         client.request("run", {"workload": "asc", "stage": "preprocessing", "duration_s": 0.05,
                                "mode": "stream"}, timeout_s=30)
-        asc_device.unload_stream(client)
+        asc_device.unload_stream(device)
     driver.close()
     return rec
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import DocumentStream, Event, Metric
 from hilbench.orchestrator.phases import RunContext
 from hilbench.procedures.asc_power import run_power_unit
@@ -41,8 +42,7 @@ def _resources() -> Any:
     split = type("Split", (), {
         "slices": np.stack([shaped_audio(0), shaped_audio(1)]), "labels": np.array([0, 1]),
         "clip_ids": ["a", "b"], "slice_index": np.array([0, 0]), "__len__": lambda self: 2})
-    return SimpleNamespace(spec=spec, model=tiny_network_parts(), test=split(),
-                           single_stream=None)
+    return SimpleNamespace(spec=spec, model=tiny_network_parts(), test=split())
 
 
 def test_preprocessing_is_measured_on_the_chip_with_power_from_the_afe_rails(chip_agent):
@@ -51,7 +51,8 @@ def test_preprocessing_is_measured_on_the_chip_with_power_from_the_afe_rails(chi
     assert caps["asc"]["stages"] == ["preprocessing", "inference"]
     docs: list[Any] = []
     res = _resources()
-    run_single_stream_unit(RunContext(DocumentStream([docs.append]), "ss"), res, client)
+    device = RemoteDevice(client)
+    times = run_single_stream_unit(RunContext(DocumentStream([docs.append]), "ss"), res, device)
     samples = [d for d in docs if isinstance(d, Event) and d.name == "sample"]
     assert len(samples) == 2
     for event in samples:
@@ -61,7 +62,7 @@ def test_preprocessing_is_measured_on_the_chip_with_power_from_the_afe_rails(chi
     assert pre.value == pytest.approx(1.0) and pre.meta["samples"] == 2
 
     docs.clear()
-    run_power_unit(RunContext(DocumentStream([docs.append]), "pw"), res, 1, client, [])
+    run_power_unit(RunContext(DocumentStream([docs.append]), "pw"), res, 1, device, [], times)
     metrics = {d.name: d for d in docs if isinstance(d, Metric)}
     active = metrics["active_power_w.preprocessing"]
     assert sorted(active.meta["rails_w"]) == ["afe_core", "afe_ldo"]

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from rich.console import Console
 
+from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import DocumentStream, Event, Metric
 from hilbench.orchestrator.phases import RunContext
 from hilbench.procedures.asc_power import run_power_unit
@@ -42,17 +43,17 @@ def _resources() -> Any:
                            active_s=0.4, boundary="exclude")
     split = type("Split", (), {"slices": np.zeros((3, 16000), np.float32),
                                "clip_ids": ["a", "a", "b"], "__len__": lambda self: 3})
-    return SimpleNamespace(
-        spec=spec, model=tiny_network_parts(), test=split(),
-        single_stream=StageTimes("ss", {"preprocessing": (None, None),
-                                        "inference": (INFERENCE_S, 0.0005)}, 3))
+    return SimpleNamespace(spec=spec, model=tiny_network_parts(), test=split())
+
+
+TIMES = StageTimes("ss", {"preprocessing": (None, None), "inference": (INFERENCE_S, 0.0005)}, 3)
 
 
 def test_idle_and_active_power_come_from_the_boards_rails(hdk_agent):
     assert hdk_agent.info["capabilities"]["asc"]["onboard_power"] is True
     docs: list[Any] = []
     ctx = RunContext(DocumentStream([docs.append]), "run")
-    run_power_unit(ctx, _resources(), 1, hdk_agent, [])
+    run_power_unit(ctx, _resources(), 1, RemoteDevice(hdk_agent), [], TIMES)
     metrics = {d.name: d for d in docs if isinstance(d, Metric)}
     idle, active = metrics["idle_power_w"], metrics["active_power_w.inference"]
     assert idle.meta["category"] == "on-board instrument"

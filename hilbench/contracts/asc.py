@@ -1,0 +1,208 @@
+"""The ASC (acoustic scene classification) contract: model, one sample or a stream in device
+memory, single-stream runs and power windows, their replies, the capabilities an ASC device
+declares, and the :class:`AscDevice` role.
+
+All work is at batch size 1; loading is never timed; times are float seconds on the agent's
+clock. ``STAGES`` is the one definition of the timed stages.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Annotated, Any, Literal, Protocol, runtime_checkable
+
+import msgspec
+import numpy as np
+
+from hilbench.contracts.base import (
+    Contract,
+    ContractError,
+    Count,
+    Detail,
+    Finite,
+    Instant,
+    Name,
+    Reply,
+    Seconds,
+    Text,
+    payload_count,
+)
+
+STAGES: tuple[str, ...] = ("preprocessing", "inference")
+Stage = Literal["preprocessing", "inference"]
+WindowStage = Literal["idle", "preprocessing", "inference"]
+MAX_WINDOW_S = 3600.0
+MAX_STREAM = 3600  # samples in one stream (an hour of audio)
+
+Index = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1, description="int 0 … 2^31−1")]
+Window = Annotated[float, msgspec.Meta(gt=0, le=MAX_WINDOW_S, description="s, (0, 3600]")]
+
+
+# --- load ------------------------------------------------------------------------------------
+
+class AscLoadModel(Contract, tag_field="part", tag="model", kw_only=True):
+    """The int8 model: its JSON description and one integer payload per name in ``arrays``."""
+
+    workload: Literal["asc"]
+    meta: dict[str, Any]
+    arrays: Annotated[list[Name], msgspec.Meta(max_length=64)]
+
+    def check_payloads(self, arrays: list[np.ndarray]) -> None:
+        payload_count(arrays, len(self.arrays))
+        for i, a in enumerate(arrays):
+            if a.dtype.kind not in "iu":
+                raise ContractError("bad_arguments", f"payloads[{i}]",
+                                    f"model tensors are integer arrays, got {a.dtype}")
+
+
+class AscLoadSample(Contract, tag_field="part", tag="sample", kw_only=True):
+    """ONE float32 1-D payload: one 1 s sample at the model's rate (or int8 2-D features)."""
+
+    workload: Literal["asc"]
+    index: Index
+
+    def check_payloads(self, arrays: list[np.ndarray]) -> None:
+        payload_count(arrays, 1)
+        a = arrays[0]
+        if not ((a.dtype == np.float32 and a.ndim == 1) or (a.dtype == np.int8 and a.ndim == 2)):
+            raise ContractError("bad_arguments", "payloads[0]",
+                                "a sample is float32 1-D audio (or int8 2-D features), got "
+                                f"{a.dtype}{list(a.shape)}")
+
+
+class AscUnload(Contract, tag_field="part", tag="unload", kw_only=True):
+    workload: Literal["asc"]
+    index: Index
+
+
+class AscLoadStream(Contract, tag_field="part", tag="stream", kw_only=True):
+    """ONE float32 ``(k, samples)`` payload: k consecutive 1 s samples."""
+
+    workload: Literal["asc"]
+    indices: Annotated[list[Index], msgspec.Meta(min_length=1, max_length=MAX_STREAM)]
+
+    def check_payloads(self, arrays: list[np.ndarray]) -> None:
+        payload_count(arrays, 1)
+        a = arrays[0]
+        if a.dtype != np.float32 or a.ndim != 2 or a.shape[0] != len(self.indices):
+            raise ContractError("bad_arguments", "payloads[0]",
+                                f"a stream is float32 ({len(self.indices)}, samples), got "
+                                f"{a.dtype}{list(a.shape)}")
+
+
+class AscUnloadStream(Contract, tag_field="part", tag="unload_stream", kw_only=True):
+    workload: Literal["asc"]
+
+
+AscLoad = AscLoadModel | AscLoadSample | AscUnload | AscLoadStream | AscUnloadStream
+
+
+class AscModelReply(Reply, kw_only=True):
+    classes: list[Any]
+    sample_rate: Count
+    sample_capacity: Count
+    input_frames: Count | None = None
+    input_filters: Count | None = None
+    weight_bytes: Count | None = None
+    detail: Detail = msgspec.field(default_factory=dict)
+
+
+class AscHeldReply(Reply, kw_only=True):
+    """Reply to ``sample`` and ``unload``: what device memory holds now."""
+
+    index: Index
+    held: list[Index]
+    capacity: Count | None = None
+    detail: Detail = msgspec.field(default_factory=dict)
+
+
+class AscStreamReply(Reply, kw_only=True):
+    stream_samples: Count
+    indices: list[Index] = msgspec.field(default_factory=list)
+    detail: Detail = msgspec.field(default_factory=dict)
+
+
+# --- run -------------------------------------------------------------------------------------
+
+class AscSingleStream(Contract, tag_field="mode", tag="single_stream", kw_only=True):
+    workload: Literal["asc"]
+    index: Index
+
+
+class AscRepeat(Contract, tag_field="mode", tag="repeat", kw_only=True):
+    """The held sample ``index`` processed again and again for ``duration_s`` (idle: no
+    work, no index needed)."""
+
+    workload: Literal["asc"]
+    stage: WindowStage
+    duration_s: Window
+    index: Index | None = None
+
+
+class AscStream(Contract, tag_field="mode", tag="stream", kw_only=True):
+    workload: Literal["asc"]
+    stage: WindowStage
+    duration_s: Window
+
+
+AscRun = AscSingleStream | AscRepeat | AscStream
+
+
+class AscSampleResult(Reply, kw_only=True):
+    index: Index
+    predicted: Count
+    scores: list[Finite]
+    inference_s: Seconds
+    t_start: Instant
+    t_end: Instant
+    preprocess_s: Seconds | None
+    preprocess_reason: Text | None = None
+    preprocess_latency_s: Seconds | None = None
+    detail: Detail = msgspec.field(default_factory=dict)
+
+
+class AscWindowResult(Reply, kw_only=True):
+    """A power window: ``mean_s`` per sample and its standard error (None for idle, or with
+    fewer than 2 iterations)."""
+
+    stage: WindowStage
+    iterations: Count
+    mean_s: Seconds | None
+    std_error_s: Seconds | None
+    t_start: Instant
+    t_end: Instant
+    stopped_early: bool
+    index: Index | None = None
+    stream_samples: Count | None = None
+    indices: list[Index] | None = None
+    power: Detail | None = None
+    detail: Detail = msgspec.field(default_factory=dict)
+
+
+class AscCapabilities(Contract, omit_defaults=False, kw_only=True):
+    sample_capacity: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)] = 1
+    stream_capacity: Count = 0
+    modes: list[Literal["single_stream", "repeat", "stream"]] = msgspec.field(
+        default_factory=lambda: ["single_stream"])
+    stages: list[Stage] | None = None
+    timing: Text | None = None
+    onboard_power: bool = False
+    max_repeat_s: Window | None = None
+    detail: Detail = msgspec.field(default_factory=dict)
+
+    def timed_stages(self) -> tuple[str, ...]:
+        """The stages the device can time in a power window (absent: both)."""
+        return tuple(s for s in STAGES if self.stages is None or s in self.stages)
+
+
+@runtime_checkable
+class AscDevice(Protocol):
+    """The ASC role: a device (or a handle to one) holding a model and samples, running them."""
+
+    def load_asc(self, body: AscLoad, arrays: list[np.ndarray]) -> Reply:
+        """Untimed: a model, a sample, a stream, or freeing one (reply type by ``part``)."""
+        ...
+
+    def run_asc(self, body: AscRun, stop: threading.Event) -> Reply:
+        """Timed on the device: one sample, or a power window (reply type by ``mode``)."""
+        ...

@@ -1,0 +1,139 @@
+"""The pieces every workload contract is built from: strict Structs, bounded number types, and
+one error that names the key a body or reply got wrong.
+
+A contract Struct refuses unknown keys, missing required keys, wrong types (an int is not a
+float's stand-in the other way round, ``true`` is not ``1``) and numbers outside their stated
+range — NaN and infinities included, since every float type here is bounded. Both sides of the
+wire decode with :func:`decode`: the agent before its driver sees a request (``bad_arguments``),
+the orchestrator before a procedure sees a reply (``bad_reply``).
+"""
+
+from __future__ import annotations
+
+import re
+import types
+import typing
+from typing import Annotated, Any, TypeVar, Union
+
+import msgspec
+
+T = TypeVar("T")
+
+# Every float on the wire is finite: a bound on each side refuses NaN and the infinities.
+FINITE = 1e300
+MAX_SECONDS = 86_400.0  # one day: no single request or timed region is longer
+MAX_INT = 2**62  # costs, counts: far beyond any workload, well inside int64
+
+Finite = Annotated[float, msgspec.Meta(ge=-FINITE, le=FINITE, description="finite float")]
+Instant = Annotated[
+    float, msgspec.Meta(ge=-FINITE, le=FINITE, description="s on the sender's monotonic clock")
+]
+Seconds = Annotated[float, msgspec.Meta(ge=0, le=MAX_SECONDS, description="s, 0 … 86 400")]
+Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_INT, description="int ≥ 0")]
+BigInt = Annotated[int, msgspec.Meta(ge=-MAX_INT, le=MAX_INT, description="int, |x| ≤ 2^62")]
+Seed = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1, description="int 0 … 2^63−1")]
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=64, description="str, 1 … 64 chars")]
+Text = Annotated[str, msgspec.Meta(max_length=4096, description="str, ≤ 4096 chars")]
+Detail = dict[str, Any]
+
+
+class Contract(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, kw_only=True):
+    """Base of every body, reply and capability Struct: unknown keys are refused."""
+
+    def check_payloads(self, arrays: list[Any]) -> None:
+        """The payload frames this request must carry (default: none)."""
+        payload_count(arrays, 0)
+
+
+def payload_count(arrays: list[Any], count: int) -> None:
+    if len(arrays) != count:
+        raise ContractError("bad_arguments", "payloads",
+                            f"this request carries {count} payload(s), got {len(arrays)}")
+
+
+class Reply(Contract):
+    """Base of every reply to a driver command."""
+
+    agent_elapsed_s: Seconds | None = None  # the agent's own time for the command; informative
+
+
+class ContractError(ValueError):
+    """A body or reply that breaks its contract; ``key`` is the dotted path of the bad key."""
+
+    def __init__(self, code: str, key: str, reason: str, what: str = "") -> None:
+        where = f"{what} " if what else ""
+        super().__init__(f"{where}key {key!r}: {reason}" if key else f"{where}{reason}")
+        self.code = code
+        self.key = key
+        self.reason = reason
+
+
+_AT = re.compile(r" - at `\$(?P<path>[^`]*)`$")
+_FIELD = re.compile(r"field `(?P<name>[^`]+)`")
+
+
+def _key_and_reason(exc: msgspec.ValidationError) -> tuple[str, str]:
+    """msgspec's message as (dotted key, reason): '... - at `$.gaps[0]`' -> ('gaps[0]', '...')."""
+    text = str(exc)
+    match = _AT.search(text)
+    path = ""
+    if match:
+        path = match["path"].lstrip(".")
+        text = text[: match.start()]
+    named = _FIELD.search(text)
+    if named:  # unknown or missing field: msgspec names it in the message, not the path
+        path = f"{path}.{named['name']}" if path else named["name"]
+    return path, text
+
+
+def decode(type_: type[T], body: Any, code: str = "bad_arguments", what: str = "") -> T:
+    """``body`` (plain msgpack types) as ``type_``, or ContractError naming the key."""
+    try:
+        return msgspec.convert(body, type_, strict=True)
+    except msgspec.ValidationError as exc:
+        key, reason = _key_and_reason(exc)
+        raise ContractError(code, key, reason, what) from None
+
+
+def to_wire(value: msgspec.Struct) -> dict[str, Any]:
+    """A Struct as the plain map that goes on the wire (every field, None included)."""
+    return msgspec.to_builtins(value)
+
+
+def _struct_of(annotation: Any) -> type[Contract] | None:
+    """The Contract class inside ``X``, ``X | None`` or ``Annotated[X, ...]``, if any."""
+    origin = typing.get_origin(annotation)
+    if origin is Annotated:
+        return _struct_of(typing.get_args(annotation)[0])
+    if origin in (Union, types.UnionType):
+        found = [s for a in typing.get_args(annotation) if (s := _struct_of(a)) is not None]
+        return found[0] if len(found) == 1 else None
+    if isinstance(annotation, type) and issubclass(annotation, Contract):
+        return annotation
+    return None
+
+
+def gather_extras(type_: type[Contract], body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` with the keys ``type_`` does not name moved under its ``detail`` map (nested
+    contract maps too): how a driver that returns a plain dict gets its device-specific extras
+    onto the wire without breaking the contract. Types are not touched; :func:`decode` checks
+    them afterwards."""
+    if not isinstance(body, dict):
+        return body
+    hints = typing.get_type_hints(type_, include_extras=True)
+    known = {f.encode_name: f for f in msgspec.structs.fields(type_)}
+    out: dict[str, Any] = {}
+    extras: dict[str, Any] = {}
+    for key, value in body.items():
+        field = known.get(key)
+        if field is None:
+            extras[key] = value
+            continue
+        nested = _struct_of(hints.get(field.name))
+        out[key] = gather_extras(nested, value) if nested is not None else value
+    if extras and "detail" in known:
+        detail = out.get("detail")
+        out["detail"] = {**extras, **(detail if isinstance(detail, dict) else {})}
+    elif extras:
+        out.update(extras)  # no room for extras: decode names the first unknown key
+    return out

@@ -1,0 +1,131 @@
+"""Device handles: the role Protocols of :mod:`hilbench.contracts` over an agent link.
+
+A procedure receives a :class:`RemoteDevice`, never the client: ``device.qubo`` is a
+:class:`~hilbench.contracts.qubo.QuboSolver`, ``device.asc`` an
+:class:`~hilbench.contracts.asc.AscDevice`. Every request body is built from its Struct and
+every reply decoded against its Struct; a reply that breaks the contract raises
+:class:`~hilbench.orchestrator.client.AgentError` with code ``bad_reply`` naming the key, which
+fails that run and lets the campaign go on.
+
+The link is anything with the client's ``name``, ``capabilities``, ``request`` and
+``clock_offset``: an :class:`~hilbench.orchestrator.client.AgentClient`, the listener's view of
+a dialled-in agent, or :class:`hilbench.orchestrator.local.LocalLink` (a driver in this process).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol, TypeVar
+
+import numpy as np
+
+from hilbench.contracts import asc, qubo
+from hilbench.contracts.base import ContractError, Reply, decode, to_wire
+from hilbench.contracts.capabilities import Capabilities
+from hilbench.contracts.messages import reply_type
+from hilbench.orchestrator.client import AgentError, ClockOffset
+
+R = TypeVar("R", bound=Reply)
+
+LOAD_TIMEOUT_S = 300.0
+# Generous reply deadline on top of a run's own budget (set-up, cost check, transport).
+REPLY_MARGIN_S = 120.0
+
+
+class Link(Protocol):
+    name: str
+
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    def request(self, cmd: str, body: dict[str, Any] | None = None,
+                arrays: list[np.ndarray] | None = None, timeout_s: float | None = None,
+                while_waiting: Callable[[], None] | None = None) -> Any: ...
+
+    def clock_offset(self, probes: int = 8) -> ClockOffset: ...
+
+
+class RemoteDevice:
+    """The device behind one agent link, as procedures see it."""
+
+    def __init__(self, link: Link) -> None:
+        self.link = link
+        self.name = link.name
+        self._waiting: Callable[[], None] | None = None
+        self._timeout_s: float | None = None
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """Decoded once, at the handshake."""
+        return self.link.capabilities
+
+    def clock_offset(self, probes: int = 8) -> ClockOffset:
+        return self.link.clock_offset(probes)
+
+    @property
+    def qubo(self) -> RemoteQuboSolver:
+        return RemoteQuboSolver(self)
+
+    @property
+    def asc(self) -> RemoteAscDevice:
+        return RemoteAscDevice(self)
+
+    @contextlib.contextmanager
+    def waiting(self, poll: Callable[[], None] | None = None,
+                timeout_s: float | None = None) -> Iterator[None]:
+        """Requests inside call ``poll`` while they wait (instruments drain there) and give up
+        after ``timeout_s`` (default: the request's own budget plus a margin)."""
+        saved = self._waiting, self._timeout_s
+        self._waiting, self._timeout_s = poll, timeout_s
+        try:
+            yield
+        finally:
+            self._waiting, self._timeout_s = saved
+
+    def call(self, cmd: str, body: Any, arrays: list[np.ndarray] | None, budget_s: float
+             ) -> tuple[Reply, list[np.ndarray]]:
+        """Send a typed request; its reply decoded against the contract (``bad_reply`` else)."""
+        expected = reply_type(body)
+        timeout = self._timeout_s if self._timeout_s is not None else budget_s
+        reply = self.link.request(cmd, to_wire(body), arrays, timeout_s=timeout,
+                                  while_waiting=self._waiting)
+        try:
+            typed = decode(expected, reply.body, "bad_reply", f"the {cmd} reply's")
+        except ContractError as exc:
+            raise AgentError(self.name, "bad_reply", str(exc), {"key": exc.key}) from None
+        return typed, list(reply.arrays)
+
+
+class RemoteQuboSolver:
+    """:class:`~hilbench.contracts.qubo.QuboSolver` over an agent link."""
+
+    def __init__(self, device: RemoteDevice) -> None:
+        self.device = device
+
+    def load_qubo(self, body: qubo.QuboLoad, matrix: np.ndarray) -> qubo.QuboLoadReply:
+        reply, _ = self.device.call("load", body, [matrix], REPLY_MARGIN_S)
+        assert isinstance(reply, qubo.QuboLoadReply)
+        return reply
+
+    def solve(self, body: qubo.QuboRun, stop: threading.Event | None = None) -> qubo.Solved:
+        budget = body.timeout_s if isinstance(body, qubo.FixedTimeout) else body.max_time_s
+        reply, arrays = self.device.call("run", body, None, budget + REPLY_MARGIN_S)
+        assert isinstance(reply, qubo.QuboRunReply)
+        # The state is checked by the procedure (a missing one fails the run as bad_solution).
+        return qubo.Solved(reply, arrays[0] if len(arrays) == 1 else None)  # type: ignore[arg-type]
+
+
+class RemoteAscDevice:
+    """:class:`~hilbench.contracts.asc.AscDevice` over an agent link."""
+
+    def __init__(self, device: RemoteDevice) -> None:
+        self.device = device
+
+    def load_asc(self, body: asc.AscLoad, arrays: list[np.ndarray]) -> Reply:
+        return self.device.call("load", body, arrays, LOAD_TIMEOUT_S)[0]
+
+    def run_asc(self, body: asc.AscRun, stop: threading.Event | None = None) -> Reply:
+        budget = getattr(body, "duration_s", 0.0)
+        return self.device.call("run", body, None, budget + 60.0)[0]

@@ -1,0 +1,115 @@
+"""Power figures of ASC power windows, whoever read the windows (an external meter or the
+device's own on-board monitor): the window record, loop time, the loop-time consistency check,
+and idle / active / dynamic power and energy per inference from pooled window estimates.
+
+:mod:`.asc_power` (external instruments) and :mod:`.asc_onboard` (on-board monitor) both use
+this module; neither imports the other.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hilbench.power.estimators import PowerEstimate, pool_estimates
+from hilbench.power.metrics import dynamic_power, energy_per_inference
+from hilbench.power.source import SampleBatch
+from hilbench.power.uncertainty import Quantity
+
+Z95 = 1.959963984540054
+
+
+@dataclass
+class PowerWindow:
+    """One measured window: its stage, where it lies on the orchestrator timeline, the
+    samples of the phase it belongs to, and (active windows) the device's loop report."""
+
+    stage: str  # "idle" or one of hilbench.contracts.asc.STAGES
+    repetition: int
+    start: float
+    end: float
+    batch: SampleBatch | None
+    offset_uncertainty_s: float  # this phase's clock-offset probe
+    start_uncertainty_s: float | None  # this phase's acquisition start, when the meter says
+    loop: dict[str, Any] | None = None
+    # what the meter's interval estimate leaves open at the window's end, and the estimate
+    drift_residual_s: float = 0.0
+    interval: dict[str, Any] | None = None
+
+
+def loop_time(loops: list[dict[str, Any]]) -> tuple[float, float]:
+    """Per-sample mean time over the active windows (device timers), weighted by samples."""
+    counts = np.array([float(lp["iterations"]) for lp in loops])
+    share = counts / counts.sum()
+    means = np.array([float(lp["mean_s"]) for lp in loops])
+    errors = np.array([float(lp.get("std_error_s") or 0.0) for lp in loops])
+    return float((share * means).sum()), float(math.sqrt(((share * errors) ** 2).sum()))
+
+
+def time_consistency(single_stream: tuple[float, float], loop: tuple[float, float]
+                     ) -> dict[str, Any]:
+    """Does the loop time in the power window agree with the single-stream time? Flagged when
+    they differ by more than 1.96 × their combined standard error."""
+    (ss, ss_se), (lp, lp_se) = single_stream, loop
+    combined = math.hypot(ss_se, lp_se)
+    difference = lp - ss
+    return {
+        "single_stream_s": ss, "single_stream_std_error_s": ss_se,
+        "loop_s": lp, "loop_std_error_s": lp_se,
+        "relative_difference": difference / ss if ss else None,
+        "mismatch": abs(difference) > Z95 * combined,
+    }
+
+
+def energy_figure(dynamic: Quantity, single_stream: tuple[float, float],
+                  loop: tuple[float, float]) -> tuple[Quantity, dict[str, Any]]:
+    """Energy per inference from the single-stream time, and the loop-time check beside it."""
+    mean_s, se_s = single_stream
+    energy = energy_per_inference(dynamic, mean_s, se_s)
+    check = time_consistency(single_stream, loop)
+    return energy, {
+        "budget": energy.budget.to_dict(),
+        "execution_time_s": mean_s, "execution_time_std_error_s": se_s,
+        "formula": "dynamic power × mean single-stream time of this stage over the test set",
+        "loop_time": check,
+        "flag": ("power-window loop time differs from the single-stream time beyond their "
+                 "uncertainties: the device ran differently while its power was measured"
+                 if check["mismatch"] else None),
+    }
+
+
+def stage_power_figures(
+    estimates: dict[str, list[PowerEstimate]],
+    loop_times: dict[str, Any],
+    times: Any,
+    extra: Callable[[str], dict[str, Any]] = lambda stage: {},
+) -> dict[str, Any]:
+    """Idle, active and dynamic power and energy per inference from pooled window estimates:
+    one rule whether the windows were read by an external meter or by a device's on-board
+    monitor. Energy = dynamic power x the stage's mean single-stream time (the rules); the
+    loop time inside the power windows only goes beside it as a check. ``extra(stage)`` adds
+    source-specific detail (e.g. per-rail watts) to the idle and active figures."""
+    idle = pool_estimates(estimates["idle"])
+    out: dict[str, Any] = {"idle_power_w": (idle.mean_w, idle.uncertainty95,
+                                            {"estimate": idle.to_dict(), **extra("idle")})}
+    for stage in loop_times:
+        active = pool_estimates(estimates[stage])
+        dyn = dynamic_power(idle, active)
+        out[f"active_power_w.{stage}"] = (active.mean_w, active.uncertainty95,
+                                          {"estimate": active.to_dict(), **extra(stage)})
+        out[f"dynamic_power_w.{stage}"] = (dyn.value, dyn.uncertainty95,
+                                           {"budget": dyn.budget.to_dict()})
+        mean_s, se_s = times.means[stage]
+        if mean_s is None:
+            out[f"energy_per_inference_j.{stage}"] = (None, None, {
+                "reason": f"the device does not measure its {stage} time"})
+            continue
+        energy, extra_energy = energy_figure(dyn, (mean_s, se_s or 0.0), loop_times[stage])
+        out[f"energy_per_inference_j.{stage}"] = (energy.value, energy.uncertainty95,
+                                                  extra_energy)
+    return out
+
