@@ -20,11 +20,13 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
+import msgspec
 import numpy as np
 
 from hilbench.agent.driver import DriverError, DriverResult
+from hilbench.contracts.capabilities import Settings
 from hilbench_drivers.loihi.child import run_child
 from hilbench_drivers.loihi.probe_source import LoihiProbeSource
 
@@ -49,10 +51,21 @@ def gap_threshold_cost(target: int, gap: float) -> int:
     return math.floor(target + gap * abs(target) + 1e-9)
 
 
+class LoihiSettings(Settings, kw_only=True):
+    """``configure`` of the loihi driver (``inject``: a test fault for the next run, honoured
+    only with the option allow_inject)."""
+
+    hyperparameters: dict[str, Any] | None = None
+    time_per_step_s: Annotated[float, msgspec.Meta(ge=0, le=10.0)] | None = None
+    margin_s: Annotated[float, msgspec.Meta(ge=0, le=3600.0)] | None = None
+    inject: Literal["hang", "crash", "wrong_cost"] | None = None
+
+
 class LoihiDriver:
     """QUBO with lava-optimization's solver, on Loihi 2 or on Lava's CPU back end."""
 
     name: ClassVar[str] = "loihi"
+    settings: ClassVar[type[Settings]] = LoihiSettings
 
     def __init__(
         self,
@@ -81,6 +94,7 @@ class LoihiDriver:
         self.setup_timeout_s = float(setup_timeout_s)
         self.margin_s = float(margin_s)
         self.allow_inject = _truthy(allow_inject)
+        self._inject_next: str | None = None  # configure {inject}: a test fault, next run only
         self._dir = Path(tempfile.mkdtemp(prefix="hilbench-loihi-"))
         self._matrix: np.ndarray | None = None
         self._calibrations: dict[str, dict[str, Any]] = {}  # matrix sha256 -> calibration
@@ -129,6 +143,8 @@ class LoihiDriver:
             self.configured_step_s = float(value) if value else None
         if "margin_s" in params:
             self.margin_s = float(params["margin_s"])
+        if params.get("inject"):
+            self._inject_next = str(params["inject"])
         return DriverResult(
             {
                 "hyperparameters": self.hyperparameters,
@@ -215,8 +231,9 @@ class LoihiDriver:
         step_s = self._step_record()["time_per_step_s"]["used"]
         overhead_s = self.run_overhead_s
         job: dict[str, Any] = {"seed": int(params.get("seed", 0))}
-        if self.allow_inject and params.get("inject"):
-            job["inject"] = str(params["inject"])
+        inject, self._inject_next = params.get("inject") or self._inject_next, None
+        if self.allow_inject and inject:
+            job["inject"] = str(inject)
         if mode == "fixed_timeout":
             requested = float(params["timeout_s"])
             if not MIN_TIMEOUT_S <= requested <= MAX_TIMEOUT_S:

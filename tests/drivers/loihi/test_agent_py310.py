@@ -40,11 +40,14 @@ def test_agent_runs_on_python_3_10_and_survives_a_hung_lava_run(agent, lava_pyth
     with AgentClient(address) as client:
         caps = client.info["capabilities"]
         assert caps["simulated"] is True and "Lava CPU back end" in caps["simulation"]
-        client.request("load", {"workload": "qubo"}, [matrix], timeout_s=120)
+        client.request("load", {"workload": "qubo", "nodes": 25, "density": 0.05, "seed": 0},
+                       [matrix], timeout_s=120)
+        client.request("configure", {"inject": "hang"})  # a test fault for the next run
         with pytest.raises(AgentError) as caught:
             client.request(
                 "run",
-                {"workload": "qubo", "mode": "fixed_timeout", "timeout_s": 0.2, "inject": "hang"},
+                {"workload": "qubo", "mode": "fixed_timeout", "solver": "lava", "timeout_s": 0.2,
+                 "seed": 0},
                 timeout_s=120,
             )
         assert caught.value.code == "timeout" and "killed" in str(caught.value)
@@ -52,7 +55,8 @@ def test_agent_runs_on_python_3_10_and_survives_a_hung_lava_run(agent, lava_pyth
         # a loaded machine slows Lava after calibration: no kill for the run that must succeed
         client.request("configure", {"margin_s": 30})
         reply = client.request(
-            "run", {"workload": "qubo", "mode": "fixed_timeout", "timeout_s": 0.5}, timeout_s=120
+            "run", {"workload": "qubo", "mode": "fixed_timeout", "solver": "lava",
+                    "timeout_s": 0.5, "seed": 0}, timeout_s=120
         )
         (state,) = reply.arrays
         assert reply.body["cost"] == SparseQubo.from_matrix(matrix).cost(state)
