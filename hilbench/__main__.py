@@ -1,3 +1,3 @@
-from hilbench.cli import main
+from hilbench.launch import main
 
 main()

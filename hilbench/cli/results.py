@@ -121,8 +121,10 @@ def results(
                 _write_csv(store.iter_runs(flt))
             elif every_run:
                 _print_runs_table(store, flt, limit, path)
+                _print_stopped_campaigns(store, flt)
             else:
                 _print_groups_table(store, flt, limit, path)
+                _print_stopped_campaigns(store, flt)
     except StoreError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None
@@ -267,6 +269,32 @@ def _print_runs_table(store: Store, flt: RunFilter, limit: int, path: Path) -> N
             highlight=False,
             markup=False,
         )
+
+
+STOPPED_SHOWN = 10
+
+
+def _print_stopped_campaigns(store: Store, flt: RunFilter) -> None:
+    """Campaigns that did not finish, with the reason they stopped: one that could not start
+    has no run to show, and its row is the only record of what happened."""
+    if flt.procedure is not None:
+        return
+    stopped = [
+        c for c in store.campaigns()
+        if c["status"] != "success" and flt.campaign_uid in (None, c["uid"])
+        and flt.status in (None, c["status"])
+    ]
+    if not stopped:
+        return
+    click.echo("campaigns that did not finish:")
+    for c in stopped[-STOPPED_SHOWN:]:
+        when = _utc(c["wall_stop"] or c["wall_start"])
+        reason = c["reason"] or ("still running, or its orchestrator was killed"
+                                 if c["status"] == "incomplete" else "no reason stored")
+        click.echo(f"  {c['uid'][:SHORT_UID]} {c['name']}: {c['status']} at {when}, "
+                   f"{c['n_runs']} run(s): {reason}")
+    if len(stopped) > STOPPED_SHOWN:
+        click.echo(f"  and {len(stopped) - STOPPED_SHOWN} older")
 
 
 def _say_no_runs(path: Path, flt: RunFilter) -> None:

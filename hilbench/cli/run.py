@@ -28,6 +28,7 @@ def _run_campaign(
     quiet: bool,
     resume_command: list[str],
     trials: int | None = None,
+    again: bool = False,
 ) -> None:
     from hilbench.orchestrator.campaign import CampaignError, load_campaign
     from hilbench.orchestrator.client import AgentUnreachable
@@ -62,7 +63,7 @@ def _run_campaign(
         logs_dir(db), campaign.name, None if sys.stdout.isatty() else sys.stdout
     )
     consumers = [runlog, *([recorder] if recorder else [])]
-    runner = CampaignRunner(campaign, db, consumers=consumers, resume=resume)
+    runner = CampaignRunner(campaign, db, consumers=consumers, again=again or not resume)
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -81,8 +82,17 @@ def _run_campaign(
                 f"[red]run {run_uid[:8] if run_uid else ''} failed[/red] ({escape(str(unit.key))})"
             )
 
+    def on_plan(plan) -> None:
+        # What this run does with earlier attempts, before anything starts; shown with --quiet.
+        errors.print(plan.message(str(campaign_path)), highlight=False, soft_wrap=True,
+                     markup=False)
+        if plan.action != "finished":
+            runlog.note(f"campaign {campaign.name} starting: {len(runner.units)} unit(s), "
+                        f"store {db}")
+        runlog.note(plan.message(str(campaign_path)))
+
     runner.on_unit_done = on_unit_done
-    runlog.note(f"campaign {campaign.name} starting: {len(runner.units)} unit(s), store {db}")
+    runner.on_plan = on_plan
     try:
         with signals_interrupt(), progress:
             outcome = runner.run()
@@ -100,8 +110,9 @@ def _run_campaign(
         runlog.note(f"{exc}; {hint}")
         raise SystemExit(EXIT_UNREACHABLE) from None
     except (AgentUnreachable, SpawnError, InstrumentFault) as exc:
-        error(str(exc))
-        runlog.note(f"campaign {campaign.name} could not start: {exc}")
+        error(f"campaign {campaign.name} could not start: {exc}")
+        errors.print(hint, highlight=False, soft_wrap=True, markup=False)
+        runlog.note(f"campaign {campaign.name} could not start: {exc}; {hint}")
         raise SystemExit(EXIT_UNREACHABLE) from None
     except (StoreError, CampaignSetupError) as exc:
         error(str(exc))
@@ -111,15 +122,22 @@ def _run_campaign(
         runlog.close()
         if recorder:
             recorder.close()
+    if outcome.finished_before:
+        return  # said so above; nothing ran
     # Piped or logged output is not cut to 80 columns: the tables are the result.
     out = Console() if sys.stdout.isatty() else Console(width=160)
-    print_summary(db, outcome.campaign_uid, out, campaign.name)
-    out.print(
-        f"campaign {outcome.campaign_uid[:8]}: {outcome.completed} run(s) completed, "
-        f"{outcome.skipped} resumed from earlier, {outcome.failed} failed; store {db}; "
-        f"run log {runlog.path}",
-        highlight=False,
-    )
+    try:
+        print_summary(db, outcome.campaign_uid, out, campaign.name)
+        out.print(
+            f"campaign {outcome.campaign_uid[:8]}: {outcome.completed} run(s) completed, "
+            f"{outcome.skipped} resumed from earlier, {outcome.failed} failed; store {db}; "
+            f"run log {runlog.path}",
+            highlight=False,
+        )
+    except Interrupted as exc:
+        error(f"{exc} while printing the summary; the campaign had ended and every run is "
+              f"in {db} (`hilbench results` shows them)")
+        raise SystemExit(exc.exit_code) from None
     if outcome.failed:
         raise SystemExit(EXIT_RUN_FAILED)
 
@@ -130,6 +148,26 @@ _DB_OPTION = click.option(
     default=None,
     help="SQLite results file [default: $HILBENCH_DB or ./hilbench.sqlite].",
 )
+
+
+def invoked_program() -> list[str]:
+    """The program as this process was started, so a printed command runs as typed:
+    ``.venv/bin/hilbench`` (not bare ``hilbench``, which may not be on PATH) or
+    ``python -m hilbench``."""
+    argv0 = sys.argv[0] if sys.argv and sys.argv[0] else "hilbench"
+    if Path(argv0).name == "__main__.py":
+        return [sys.executable, "-m", "hilbench"]
+    return [argv0]
+
+
+def _interrupted_at_start(exc: BaseException, resume_command: list[str]) -> SystemExit:
+    """A stop signal before the campaign began: nothing ran; say so and how to start it."""
+    from hilbench.orchestrator.interrupt import Interrupted
+
+    assert isinstance(exc, Interrupted)
+    click.echo(f"error: {exc} before the campaign started; nothing was run", err=True)
+    click.echo(f"to resume: {shlex.join(resume_command)}", err=True)
+    return SystemExit(exc.exit_code)
 
 
 def _db_path(db: Path | None) -> Path:
@@ -145,7 +183,14 @@ def _db_path(db: Path | None) -> Path:
     "--resume/--no-resume",
     default=True,
     show_default=True,
-    help="Skip units that an earlier, interrupted attempt of this campaign finished.",
+    help="Skip units that an earlier, interrupted attempt of this campaign finished "
+    "(--no-resume: the same as --again).",
+)
+@click.option(
+    "--again",
+    is_flag=True,
+    help="Run every unit as a new campaign, even when an earlier attempt of this campaign "
+    "finished (without it, a finished campaign is reported and nothing runs).",
 )
 @click.option(
     "--record",
@@ -161,8 +206,8 @@ def _db_path(db: Path | None) -> Path:
     help="Run every unit this many times (NeuroBench: 5), overriding [campaign] repetitions; "
     "tables show each metric's mean over trials and flag a trial more than 5 % from it.",
 )
-def run(campaign: Path, db: Path | None, resume: bool, record: Path | None, quiet: bool,
-        trials: int | None) -> None:
+def run(campaign: Path, db: Path | None, resume: bool, again: bool, record: Path | None,
+        quiet: bool, trials: int | None) -> None:
     """Run a campaign file (TOML): its agents, workloads and repetitions.
 
     Results go to the SQLite store; a summary table is printed at the end; one line per
@@ -172,18 +217,29 @@ def run(campaign: Path, db: Path | None, resume: bool, record: Path | None, quie
     agent or instrument was unreachable, lost or failed (the campaign stops), 130 stopped by
     Ctrl-C (SIGINT), 143 stopped by SIGTERM. After 3, 130 and 143 the run in progress is
     marked in the store, completed runs stay, and the same command resumes.
+
+    Before it starts, it says what it does with earlier attempts in the same store: "resuming
+    campaign X: k of n units done"; "new campaign …: FILE changed since campaign X (keys …)";
+    or, for a campaign that already finished, that there is nothing to do (exit 0; --again
+    runs it anew).
     """
+    from hilbench.orchestrator.interrupt import Interrupted
+
     db = _db_path(db)
-    again = ["hilbench", "run", str(campaign), "--db", str(db)]
+    command = [*invoked_program(), "run", str(campaign), "--db", str(db)]
     if trials is not None:
-        again += ["--trials", str(trials)]
-    _run_campaign(campaign, db, resume, record, quiet, again, trials)
+        command += ["--trials", str(trials)]
+    try:
+        _run_campaign(campaign, db, resume, record, quiet, command, trials, again)
+    except Interrupted as exc:
+        raise _interrupted_at_start(exc, command) from None
 
 
 @click.command()
 @_DB_OPTION
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
-def demo(db: Path | None, quiet: bool) -> None:
+@click.option("--again", is_flag=True, help="Run it anew when it already finished in this store.")
+def demo(db: Path | None, quiet: bool, again: bool) -> None:
     """Run the example QUBO campaign (examples/qubo-cpu.toml) on this machine.
 
     hilbench starts the CPU agent process itself on loopback, runs D-Wave SA and Tabu for
@@ -191,5 +247,11 @@ def demo(db: Path | None, quiet: bool) -> None:
     """
     resource = files("hilbench.campaigns").joinpath("qubo-cpu.toml")
     db = _db_path(db)
-    with as_file(resource) as path:
-        _run_campaign(path, db, True, None, quiet, ["hilbench", "demo", "--db", str(db)])
+    from hilbench.orchestrator.interrupt import Interrupted
+
+    command = [*invoked_program(), "demo", "--db", str(db)]
+    try:
+        with as_file(resource) as path:
+            _run_campaign(path, db, True, None, quiet, command, again=again)
+    except Interrupted as exc:
+        raise _interrupted_at_start(exc, command) from None

@@ -487,9 +487,16 @@ def load_campaign(path: str | Path) -> Campaign:
     """Read and validate a campaign TOML file."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         raise CampaignError([f"cannot read campaign file {path}: {exc.strerror}"]) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CampaignError(
+            [f"{path} is not UTF-8 text (TOML must be): byte {exc.start} "
+             f"(0x{raw[exc.start]:02x}) cannot be decoded ({exc.reason})"]
+        ) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

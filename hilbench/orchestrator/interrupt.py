@@ -68,6 +68,21 @@ def signals_interrupt() -> Iterator[None]:
         _received.clear()
 
 
+def interrupt_from_now() -> None:
+    """From this instant on, SIGINT and SIGTERM raise ``Interrupted`` in the main thread (not
+    click's "Aborted!" with exit 1, nor a kill half-way through opening the store), so a
+    command stopped during its start-up exits 130 or 143 like one stopped later.
+    ``signals_interrupt`` takes over inside its block and puts this handler back after it."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def _handler(signum: int, _frame: object) -> None:
+        raise Interrupted(signum)
+
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _handler)
+
+
 @contextmanager
 def deferred_interrupts() -> Iterator[None]:
     """A stop signal that arrives inside waits for the next ``raise_if_interrupted``.

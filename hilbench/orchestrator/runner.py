@@ -16,7 +16,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,9 +43,10 @@ from hilbench.orchestrator.interrupt import (
 from hilbench.orchestrator.listener import AgentListener
 from hilbench.orchestrator.phases import RunContext
 from hilbench.orchestrator.procedure import Unit, expand_all
+from hilbench.orchestrator.resume import ResumePlan, plan_resume
 from hilbench.orchestrator.spawn import SpawnedProcess, spawn_agent
 from hilbench.simulation import run_simulation
-from hilbench.store import Store, StoreError, StoreWriter
+from hilbench.store import StoreError, StoreWriter
 from hilbench.store.paths import logs_dir
 from hilbench.wire import keys
 
@@ -77,22 +78,9 @@ class CampaignOutcome:
     completed: int = 0
     skipped: int = 0
     failed: int = 0
+    started: int = 0  # runs begun in this attempt
     run_uids: list[str] = field(default_factory=list)
-
-
-def _find_resumable(store_path: Path, campaign: Campaign) -> str | None:
-    """The newest unfinished attempt of this same campaign in the store, if any."""
-    if not store_path.exists():
-        return None
-    with Store(store_path) as store:
-        for row in sorted(store.campaigns(), key=lambda c: c.get("wall_start") or 0, reverse=True):
-            config = row.get("config") or {}
-            if (
-                config.get("config_hash") == campaign.config_hash()
-                and row.get("status") != "success"
-            ):
-                return row["uid"]
-    return None
+    finished_before: bool = False  # an earlier attempt had finished: nothing was run
 
 
 @contextlib.contextmanager
@@ -119,6 +107,15 @@ def _campaign_lock(log_dir: Path, campaign: Campaign, store_path: Path) -> Itera
         yield
 
 
+def stop_reason(exc: BaseException, outcome: CampaignOutcome) -> str:
+    """Why a campaign stopped, as stored with its status: 'could not start: …' when no unit
+    had run yet."""
+    text = str(exc) if isinstance(exc, Interrupted) else (str(exc) or type(exc).__name__)
+    if not outcome.started:
+        return f"could not start: {text}"
+    return text
+
+
 class CampaignRunner:
     """Runs one campaign against its agents, feeding documents to the store and any consumers."""
 
@@ -128,11 +125,13 @@ class CampaignRunner:
         store_path: Path,
         consumers: list[DocumentConsumer] | None = None,
         resume: bool = True,
+        again: bool = False,
     ) -> None:
         self.campaign = campaign
         self.store_path = Path(store_path)
         self.extra_consumers = list(consumers or [])
-        self.resume = resume
+        # again (or resume=False): a new campaign whatever earlier attempts did
+        self.again = again or not resume
         self.clients: dict[str, AgentClient] = {}
         self.devices: dict[str, RemoteDevice] = {}  # what procedures receive, one per agent
         self.spawned: dict[str, SpawnedProcess] = {}
@@ -141,6 +140,8 @@ class CampaignRunner:
         self.listener: AgentListener | None = None
         self.units = expand_all(campaign)
         self.on_unit_done = None  # callable(unit, status, run_uid) for progress display
+        self.on_plan: Callable[[ResumePlan], None] | None = None  # told before anything starts
+        self.plan: ResumePlan | None = None
 
     # ---------------------------------------------------------------- agents
     def start_agents(self) -> None:
@@ -241,19 +242,26 @@ class CampaignRunner:
             return self._run_locked()
 
     def _run_locked(self) -> CampaignOutcome:
-        resume_uid = _find_resumable(self.store_path, self.campaign) if self.resume else None
-        campaign_uid = resume_uid or new_uid()
-        done: set[str] = set()
-        writer = StoreWriter(self.store_path)
+        config = {**self.campaign.config_dict(), "config_hash": self.campaign.config_hash()}
+        plan = plan_resume(
+            self.store_path, config, (str(u.key) for u in self.units), again=self.again
+        )
+        self.plan = plan
+        log.info("%s", plan.message(self.campaign.source or self.campaign.name))
+        if self.on_plan is not None:
+            self.on_plan(plan)
+        campaign_uid = plan.campaign_uid
         outcome = CampaignOutcome(campaign_uid, self.store_path, total=len(self.units))
+        if plan.action == "finished":
+            outcome.skipped = len(self.units)
+            outcome.finished_before = True
+            return outcome
+        with deferred_interrupts():  # a store file created but not yet a store: never
+            writer = StoreWriter(self.store_path)
         try:
-            if resume_uid:
-                with Store(self.store_path) as store:
-                    done = store.completed_unit_keys(campaign_uid)
-                log.info("resuming campaign %s: %d units already done", campaign_uid[:8], len(done))
-            config = {**self.campaign.config_dict(), "config_hash": self.campaign.config_hash()}
             writer.begin_campaign(campaign_uid, self.campaign.name, config)
-            if resume_uid:
+            raise_if_interrupted()  # one that waited while the store was being created
+            if plan.action == "resume":
                 for run_uid in writer.abort_unfinished_runs(campaign_uid, UNFINISHED_REASON):
                     log.warning("run %s of the earlier attempt marked aborted: %s",
                                 run_uid[:8], UNFINISHED_REASON)
@@ -262,25 +270,30 @@ class CampaignRunner:
             self.start_agents()
             for unit in self.units:
                 raise_if_interrupted()
-                if str(unit.key) in done:
+                if str(unit.key) in plan.done:
                     outcome.skipped += 1
                     self._notify(unit, "skipped", None)
                     continue
                 run_uid = self._run_unit(stream, campaign_uid, unit, outcome)
                 outcome.run_uids.append(run_uid)
-            writer.end_campaign(campaign_uid, "success" if not outcome.failed else "fail")
+            if outcome.failed:
+                writer.end_campaign(campaign_uid, "fail", f"{outcome.failed} run(s) failed")
+            else:
+                writer.end_campaign(campaign_uid, "success")
             return outcome
-        except BaseException:
+        except BaseException as exc:
             # Whatever stopped it (a lost agent, a silent instrument at start, a signal), the
-            # campaign row ends with a status; the error says why.
+            # campaign row ends with a status and the reason.
             try:
-                writer.end_campaign(campaign_uid, "abort")
-            except StoreError as exc:  # the error that stopped the campaign is the one to report
-                log.error("could not mark campaign %s aborted: %s", campaign_uid[:8], exc)
+                writer.end_campaign(campaign_uid, "abort", stop_reason(exc, outcome))
+            except StoreError as store_exc:  # the error that stopped it is the one to report
+                log.error("could not mark campaign %s aborted: %s", campaign_uid[:8], store_exc)
             raise
         finally:
-            self.stop_agents()
-            writer.close()
+            # Stopping what was started is not cut short by a signal (it waits until the end).
+            with deferred_interrupts():
+                self.stop_agents()
+                writer.close()
 
     def _run_unit(
         self,
@@ -319,6 +332,7 @@ class CampaignRunner:
         # document, would leave the run without a status: it waits for the next checkpoint.
         with deferred_interrupts():
             stream.emit(start)
+            outcome.started += 1
         ctx = RunContext(stream, run_uid)
         try:
             raise_if_interrupted()

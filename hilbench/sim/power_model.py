@@ -49,12 +49,20 @@ SIMULATED_CPU = DevicePowerModel(
 
 @dataclass
 class StateTimeline:
-    """The device's state over time: a sorted list of (t, state) changes, seconds on one clock."""
+    """The device's state over time: a sorted list of (t, state) changes, seconds on one clock.
+
+    Queries cost what the window they ask about holds, not the whole history: a long campaign
+    adds changes for hours, and each reading must cost the same at its end as at its start.
+    The energy up to each change is kept as a running sum per power model, extended as
+    changes arrive; a query looks up its window's changes by bisection.
+    """
 
     initial_state: str = "idle"
     t0: float = 0.0
     _times: list[float] = field(default_factory=list)
     _states: list[str] = field(default_factory=list)
+    # id(model) -> (model, energy from t0 to each change): the running sums, per power model
+    _sums: dict[int, tuple[DevicePowerModel, list[float]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._times = [self.t0]
@@ -76,10 +84,15 @@ class StateTimeline:
     def durations(self, t_start: float, t_end: float) -> dict[str, float]:
         """Seconds spent in each state within [t_start, t_end]."""
         out: dict[str, float] = {}
-        bounds = [*self._times[1:], float("inf")]
-        for t_a, t_b, state in zip(self._times, bounds, self._states, strict=True):
+        times, n = self._times, len(self._times)
+        first = max(bisect.bisect_right(times, t_start) - 1, 0)
+        last = bisect.bisect_right(times, t_end)
+        for i in range(first, last):
+            t_a = times[i]
+            t_b = times[i + 1] if i + 1 < n else float("inf")
             lo, hi = max(t_a, t_start), min(t_b, t_end)
             if hi > lo:
+                state = self._states[i]
                 out[state] = out.get(state, 0.0) + (hi - lo)
         return out
 
@@ -95,14 +108,35 @@ class StateTimeline:
 
         A meter may ask for hundreds of thousands of readings at once; differences of this
         function give every aperture's energy without a Python loop per reading. Time before
-        the timeline's start counts as no energy, as in :meth:`durations`.
+        the timeline's start counts as no energy, as in :meth:`durations`. The cost is that of
+        the changes between the earliest and the latest time asked about, whatever the
+        length of the history before them.
         """
-        times = np.asarray(self._times, dtype=np.float64)
-        watts = np.array([model.watts(s) for s in self._states], dtype=np.float64)
-        at_change = np.concatenate(([0.0], np.cumsum(watts[:-1] * np.diff(times))))
+        times = self._times
         t = np.maximum(np.asarray(t, dtype=np.float64), times[0])
-        i = np.searchsorted(times, t, side="right") - 1
-        return at_change[i] + watts[i] * (t - times[i])
+        if t.size == 0:
+            return np.zeros_like(t)
+        first = max(bisect.bisect_right(times, float(t.min())) - 1, 0)
+        last = bisect.bisect_right(times, float(t.max()))
+        sums = self._running_sums(model, last)
+        seg_times = np.asarray(times[first:last], dtype=np.float64)
+        seg_watts = np.array([model.watts(s) for s in self._states[first:last]], dtype=np.float64)
+        seg_sums = np.asarray(sums[first:last], dtype=np.float64)
+        i = np.searchsorted(seg_times, t, side="right") - 1
+        return seg_sums[i] + seg_watts[i] * (t - seg_times[i])
+
+    def _running_sums(self, model: DevicePowerModel, upto: int) -> list[float]:
+        """Energy from the start to each of the first ``upto`` changes, for ``model``; only
+        the changes not yet summed are added."""
+        entry = self._sums.get(id(model))
+        if entry is None or entry[0] is not model:
+            entry = (model, [0.0])
+            self._sums[id(model)] = entry
+        sums = entry[1]
+        times, states = self._times, self._states
+        for k in range(len(sums), upto):
+            sums.append(sums[k - 1] + model.watts(states[k - 1]) * (times[k] - times[k - 1]))
+        return sums
 
 
 def quantise(values: np.ndarray, resolution: float) -> np.ndarray:

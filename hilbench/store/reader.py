@@ -359,6 +359,7 @@ def _campaign(row: sqlite3.Row) -> dict[str, Any]:
         "wall_start": row["wall_start"],
         "wall_stop": row["wall_stop"],
         "status": row["status"] or INCOMPLETE,
+        "reason": row["reason"],
         "resumes": row["resumes"],
         "n_runs": row["n_runs"],
     }

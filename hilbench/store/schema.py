@@ -109,6 +109,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX runs_by_group ON runs (campaign_uid, procedure, unit_group, exit_status)",
         "CREATE INDEX campaigns_by_name ON campaigns (name, wall_start)",
     ),
+    # 4: why a campaign stopped (could not start, an agent lost, a signal), beside its status.
+    ("ALTER TABLE campaigns ADD COLUMN reason TEXT NOT NULL DEFAULT ''",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -129,7 +129,7 @@ class StoreWriter(DocumentRouter):
             if exists:
                 conn.execute(
                     "UPDATE campaigns SET name = ?, config = ?, status = NULL, wall_stop = NULL,"
-                    " resumes = resumes + 1 WHERE uid = ?",
+                    " reason = '', resumes = resumes + 1 WHERE uid = ?",
                     (name, config_json, uid),
                 )
             else:
@@ -139,7 +139,8 @@ class StoreWriter(DocumentRouter):
                 )
             self._commit()
 
-    def end_campaign(self, uid: str, status: ExitStatus) -> None:
+    def end_campaign(self, uid: str, status: ExitStatus, reason: str = "") -> None:
+        """Give the campaign its status and, unless it succeeded, the reason it stopped."""
         _check_status(status, f"campaign {uid}")
         with self._lock:
             conn = self._connection()
@@ -147,8 +148,8 @@ class StoreWriter(DocumentRouter):
                 raise StoreError(f"{self.path}: cannot end campaign {uid}: it was never begun")
             self._begin()
             conn.execute(
-                "UPDATE campaigns SET status = ?, wall_stop = ? WHERE uid = ?",
-                (status, time.time(), uid),
+                "UPDATE campaigns SET status = ?, wall_stop = ?, reason = ? WHERE uid = ?",
+                (status, time.time(), reason, uid),
             )
             self._commit()
 

@@ -3,6 +3,7 @@ the campaign with exit 3 (like a lost agent); the runs before it keep their figu
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 
 import pytest
@@ -11,7 +12,7 @@ from hilbench.sim import SimulatedMeter
 from hilbench.sim.power_model import SIMULATED_CPU
 from hilbench.store import Store
 from tests.campaign_toml import campaign, keysight, measured_agent, qubo, write_campaign
-from tests.subprocesses import start_campaign, wait_for_run
+from tests.subprocesses import hilbench_command, start_campaign, wait_for_run
 
 
 def meter_campaign(meter: SimulatedMeter, seeds: Sequence[int] = range(6)) -> str:
@@ -51,7 +52,8 @@ def test_meter_fault_marks_runs_invalid_and_keeps_good_ones(tmp_path, fault, rea
                 proc.kill()
             meter.resume()
     assert proc.returncode == 3, err
-    assert "instrument dmm" in err and f"to resume: hilbench run {path} --db {db}" in err
+    assert "instrument dmm" in err
+    assert "to resume: " + shlex.join(hilbench_command("run", path, "--db", db)) in err
     with Store(db) as store:
         runs = store.runs()
         good = [r for r in runs if r["status"] == "success"]

@@ -5,6 +5,7 @@ same command resumes so that every unit ends with exactly one success. Real proc
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import sqlite3
 import subprocess
@@ -146,7 +147,7 @@ def test_stopped_campaign_leaves_no_process_and_resumes(tmp_path, point, sig):
     else:
         # A clean stop: exit 128 + signal, the run in progress aborted with the reason, a hint.
         assert proc.returncode == 128 + sig, (err, _out, _runs(db))
-        assert f"to resume: hilbench run {path} --db {db}" in err
+        assert "to resume: " + shlex.join(hilbench_command("run", path, "--db", db)) in err
         assert open_runs == []
         aborted = [r for r in _runs(db) if r["status"] == "abort"]
         if point != "agent-start-up":
@@ -214,7 +215,7 @@ def test_ctrl_c_stops_the_demo_as_documented(tmp_path):
 
     _out, err = _signal_when(proc, tree, stored_a_run, signal.SIGINT, "a stored run")
     assert proc.returncode == 130, err
-    assert f"to resume: hilbench demo --db {db}" in err
+    assert "to resume: " + shlex.join(hilbench_command("demo", "--db", db)) in err
     assert tree.seen and tree.alive() == []
     with Store(db) as store:
         assert [c["status"] for c in store.campaigns()] == ["abort"]
