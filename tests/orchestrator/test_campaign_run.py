@@ -115,8 +115,8 @@ def test_silent_instrument_at_start_exits_3_and_the_campaign_row_has_a_status(tm
 def test_the_same_campaign_twice_at_once_is_refused(tmp_path):
     """A second `hilbench run` of a campaign still running against the same store would take
     its open runs for a dead orchestrator's; it is refused (exit 2) and names the holder."""
-    path = write_campaign(tmp_path, small(1.0))
-    db = tmp_path / "twice.sqlite"
+    path = write_campaign(tmp_path, small(1.0, seeds=range(3)))  # 12 s: still running when
+    db = tmp_path / "twice.sqlite"  # the second one starts, however loaded the machine
     first = start_campaign(path, db, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_run(db, first, status=None, timeout_s=60)
