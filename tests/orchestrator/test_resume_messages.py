@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from hilbench.orchestrator.resume import changed_keys
-from hilbench.store import Store
+from hilbench.store import Store, StoreError
 from tests.campaign_toml import agent, campaign, qubo, write_campaign
 from tests.subprocesses import hilbench, hilbench_command, run_campaign, start_campaign
 
@@ -188,13 +188,16 @@ def test_a_stop_signal_during_start_up_exits_128_plus_n_and_leaves_nothing_open(
 
 
 def _runs_if_any(db: Path) -> list[dict]:
-    return _runs(db) if db.exists() and db.stat().st_size else []
+    try:
+        return _runs(db)
+    except StoreError:  # not there yet, or being created
+        return []
 
 
 def _campaigns_if_any(db: Path) -> list[dict]:
     try:
-        return _campaigns(db) if db.exists() and db.stat().st_size else []
-    except Exception:  # being created
+        return _campaigns(db)
+    except StoreError:
         return []
 
 
