@@ -38,7 +38,9 @@ def test_handshake_reports_agent_driver_and_capabilities(agent):
         assert client.info["agent_id"] == "test-agent"
         assert client.info["driver"] == "sleepy"
         assert client.info["protocol_version"] == codec.PROTOCOL_VERSION
-        assert client.info["capabilities"] == {"workloads": ["sleep"]}
+        # the contract's whole capabilities map: what the driver declared, defaults for the rest
+        assert client.info["capabilities"]["workloads"] == ["sleep"]
+        assert client.capabilities.workloads == ["sleep"] and client.capabilities.qubo is None
         assert client.name == "test-agent"
 
 
