@@ -112,6 +112,12 @@ class CpuDriver(ContractDriver):
             self._sim.close()
         self._sim = link
 
+    @classmethod
+    def declared_limits(cls) -> dict[str, Any]:
+        """Per workload, what this driver can hold, known without a device (campaign check
+        refuses larger workloads before anything starts; capabilities report the same)."""
+        return {"qubo": qubo_solvers.known_limits()}
+
     def capabilities(self) -> dict[str, Any]:
         return {
             # A real CPU runs the work; only the power reading of a simulated bench is not real,
@@ -124,7 +130,7 @@ class CpuDriver(ContractDriver):
                 "modes": ["fixed_timeout", "time_to_solution"],
                 "timeout_range_s": [qubo_solvers.MIN_TIMEOUT_S, qubo_solvers.MAX_TIMEOUT_S],
                 # Known limits: the host's memory (Tabu holds a dense float64 n x n matrix).
-                "limits": qubo_solvers.known_limits(),
+                "limits": self.declared_limits()["qubo"],
             },
             "asc": self._asc.capabilities(),
             "power": {

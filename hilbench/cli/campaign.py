@@ -55,15 +55,24 @@ def schema(out: Path | None) -> None:
         click.echo(f"wrote {out}", err=True)
 
 
+RUNS_LISTED = 20
+
+
 @campaign.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
-def check(files: tuple[Path, ...]) -> None:
+@click.option("--all", "every_run", is_flag=True,
+              help=f"List every run, not only the first {RUNS_LISTED}.")
+def check(files: tuple[Path, ...], every_run: bool) -> None:
     """Validate campaign FILES without starting anything; list the runs each would make.
 
     Checks every table and key, agent addresses, interpreter paths and instrument settings,
-    exactly as `hilbench run` does before it starts a process. Exit status 0 when every file
-    is valid, 2 otherwise.
+    exactly as `hilbench run` does before it starts a process; then counts the runs, estimates
+    the duration (the units' budgets plus a per-run overhead) and the memory a unit needs, and
+    refuses a campaign this host's memory or a driver's declared limits cannot hold. Prints
+    each run's unit key (the first 20; --all: every one). Exit status 0 when every file is
+    valid, 2 otherwise.
     """
+    from hilbench.orchestrator.bounds import bound_campaign
     from hilbench.orchestrator.campaign import CampaignError, load_campaign
     from hilbench.orchestrator.procedure import expand_all
 
@@ -71,6 +80,7 @@ def check(files: tuple[Path, ...]) -> None:
     for path in files:
         try:
             loaded = load_campaign(path)
+            bounds = bound_campaign(loaded)
             units = expand_all(loaded)
         except CampaignError as exc:
             echo_campaign_error(exc)
@@ -84,5 +94,11 @@ def check(files: tuple[Path, ...]) -> None:
             f"{path}: ok, campaign {loaded.name!r}: {len(units)} run(s) ({listed}) on "
             f"agent(s) {agents}; instrument(s) {instruments}"
         )
+        click.echo(f"  {bounds.summary()}")
+        shown = units if every_run else units[:RUNS_LISTED]
+        for unit in shown:
+            click.echo(f"  {unit.key}  (agent {unit.agent})")
+        if len(shown) < len(units):
+            click.echo(f"  … and {len(units) - len(shown)} more (--all lists every run)")
     if bad:
         raise SystemExit(EXIT_USAGE)

@@ -30,6 +30,7 @@ def _run_campaign(
     trials: int | None = None,
     again: bool = False,
 ) -> None:
+    from hilbench.orchestrator.bounds import bound_campaign
     from hilbench.orchestrator.campaign import CampaignError, load_campaign
     from hilbench.orchestrator.client import AgentUnreachable
     from hilbench.orchestrator.instruments import InstrumentFault
@@ -52,6 +53,7 @@ def _run_campaign(
         if trials is not None:
             # Every unit `trials` times, stored as repetitions; tables check the 5 % rule.
             campaign = dataclasses.replace(campaign, repetitions=trials)
+        bounds = bound_campaign(campaign)  # refuse what cannot be held, before anything starts
     except CampaignError as exc:
         echo_campaign_error(exc)
         raise SystemExit(EXIT_USAGE) from None
@@ -87,8 +89,7 @@ def _run_campaign(
         errors.print(plan.message(str(campaign_path)), highlight=False, soft_wrap=True,
                      markup=False)
         if plan.action != "finished":
-            runlog.note(f"campaign {campaign.name} starting: {len(runner.units)} unit(s), "
-                        f"store {db}")
+            runlog.note(f"campaign {campaign.name} starting: {bounds.summary()}; store {db}")
         runlog.note(plan.message(str(campaign_path)))
 
     runner.on_unit_done = on_unit_done

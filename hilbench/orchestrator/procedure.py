@@ -140,6 +140,9 @@ class Procedure:
     table: type[CampaignTable]
     expand: Callable[[Sequence[Any], Campaign], list[Unit]]
     summary: str = ""  # one line for `hilbench campaign schema` and error messages
+    # Units one table makes per repetition, without making them (a campaign's size is checked
+    # before anything starts, see hilbench.orchestrator.bounds); None: expand and count.
+    count: Callable[[Any], int] | None = None
 
 
 class ProcedureError(RuntimeError):

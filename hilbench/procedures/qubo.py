@@ -8,14 +8,17 @@ BKS-gap in the results traces back to a stated target and its provenance.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import msgspec
+
 from hilbench.contracts.base import to_wire
-from hilbench.contracts.qubo import QuboRunReply
+from hilbench.contracts.qubo import QuboCapabilities, QuboLimits, QuboRunReply
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event, Metric
+from hilbench.orchestrator.bounds import UnitNeeds
 from hilbench.orchestrator.client import AgentError
 from hilbench.orchestrator.instruments import (
     Instrument,
@@ -36,6 +39,7 @@ from hilbench.workloads.qubo.check import (
     is_overrun,
     overrun_tolerance_s,
 )
+from hilbench.workloads.qubo.generator import edge_count
 
 if TYPE_CHECKING:
     from hilbench.orchestrator.campaign import Campaign
@@ -99,6 +103,23 @@ class QuboUnit:
         assert self._target is not None, "prepare() looks the target up first"
         run_unit(ctx, self, device, self._target, instruments, self._best_known)
 
+    def needs(self, limits: Mapping[str, Any] | None) -> UnitNeeds:
+        """Before anything starts: the dense int8 matrix (n² bytes, held twice while it is
+        sent) and the edge lists it is built from; the time budget; and whether the QUBO
+        limits the agent's driver declares allow this size for this solver."""
+        n = self.nodes
+        memory = 2 * n * n + 32 * edge_count(n, self.density)
+        refusal = None
+        declared = (limits or {}).get("qubo")
+        if declared is not None:
+            caps = QuboCapabilities(solvers=[self.solver],
+                                    limits=msgspec.convert(declared, QuboLimits))
+            why = caps.declared_limit(self.solver, n)
+            if why:
+                refusal = f"{n} is too large: {why}"
+        budget = self.timeout_s if self.timeout_s is not None else self.max_time_s
+        return UnitNeeds(memory, budget, "nodes", refusal)
+
 
 def expand_units(tables: Sequence[QuboTable], campaign: Campaign) -> list[QuboUnit]:
     """Every unit of the ``[[qubo]]`` tables, with units of one workload next to each other."""
@@ -132,10 +153,17 @@ def expand_units(tables: Sequence[QuboTable], campaign: Campaign) -> list[QuboUn
     return units
 
 
+def count_units(spec: QuboTable) -> int:
+    """Units of one table per repetition: the product :func:`expand_units` makes."""
+    budgets = len(spec.timeouts_s or ()) if spec.scenario == "fixed_timeout" else 1
+    return len(spec.nodes) * len(spec.densities) * len(spec.seeds) * len(spec.solvers) * budgets
+
+
 PROCEDURE = Procedure(
     table=QuboTable,
     expand=expand_units,
     summary="QUBO (maximum independent set): fixed timeout or time to solution",
+    count=count_units,
 )
 
 
