@@ -21,10 +21,10 @@ from pydantic import Field, model_validator
 
 from hilbench.orchestrator.procedure import CampaignTable
 
-# The solvers the drivers offer (cpu: sa, tabu, anytime; loihi: lava); each driver refuses the
-# ones it lacks (capabilities()["qubo"]["solvers"] lists its own).
-SOLVERS = ("sa", "tabu", "anytime", "lava")
-Solver = Literal["sa", "tabu", "anytime", "lava"]
+# A solver is whatever the agent's driver declares (capabilities qubo.solvers; cpu: sa, tabu,
+# anytime; loihi: lava): a new driver brings new names without a change here, and the agent
+# refuses a name its driver lacks (bad_arguments naming ``solver``).
+Solver = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.+-]+$")]
 
 
 class QuboTable(CampaignTable):
@@ -37,14 +37,17 @@ class QuboTable(CampaignTable):
         min_length=1, description="edge densities in (0, 1]"
     )
     seeds: list[Annotated[int, Field(ge=0)]] = Field(min_length=1, description="workload seeds")
-    solvers: list[Solver] = Field(min_length=1)
+    solvers: list[Solver] = Field(
+        min_length=1, description="solvers of the agent's driver (cpu: sa, tabu, anytime; "
+        "loihi: lava; `hilbench drivers` lists each driver's)")
     timeouts_s: list[Annotated[float, Field(ge=1e-3, le=1e2)]] | None = Field(
         None, min_length=1, description="fixed_timeout: solver budgets in seconds (1e-3 … 1e2)"
     )
     gaps: list[Annotated[float, Field(gt=0, lt=1)]] = Field(
         [0.1, 0.05, 0.01], min_length=1, description="time_to_solution: BKS-gap thresholds"
     )
-    max_time_s: float = Field(10.0, gt=0, description="time_to_solution: give up after this")
+    max_time_s: float = Field(10.0, gt=0, le=86_400,
+                              description="time_to_solution: give up after this (≤ 1 day)")
 
     @model_validator(mode="after")
     def _budget_given(self) -> QuboTable:
