@@ -184,7 +184,7 @@ class AgentRuntime(SocketTurns):
         """
         gate = None
         if self.key is not None and self.bind_address is not None:
-            gate = keys.Gatekeeper(self._ctx, self.authorized)
+            gate = keys.Gatekeeper(self._ctx, self.authorized, self.log_limiter)
         sock = self._open_socket()
         assert self.guard is not None
         self.guard.start()
@@ -222,6 +222,7 @@ class AgentRuntime(SocketTurns):
             driver.join(timeout=5)
             if not driver.is_alive():
                 self._send_finished(sock)
+                self._say_who_shut_down(sock)
             try:
                 self.driver.close()
             except Exception:  # closing must not hide the reason we stopped
@@ -563,6 +564,15 @@ class AgentRuntime(SocketTurns):
                 type=codec.REPLY, id=msg.id, body={"shutdown": True, "by": self.shutdown_by}
             )
         self._send(sock, route, reply)
+
+    def _say_who_shut_down(self, sock: zmq.Socket) -> None:
+        """A last heartbeat to every peer, naming who asked for the shutdown (see R11)."""
+        if self.shutdown_by is None:
+            return
+        body = {"busy": None, "shutdown_by": self.shutdown_by}
+        for peer in list(self._peers.values()):
+            if peer.greeted:
+                self._send(sock, peer.route, Message(type=codec.HEARTBEAT, body=body))
 
     def _who(self, route: list[bytes]) -> str:
         """A peer as the log names it: routing id, address and session."""

@@ -43,11 +43,16 @@ class AgentUnreachable(ConnectionError):
 class AgentLost(ConnectionError):
     """The agent stopped answering (process died, host gone, network cut)."""
 
-    def __init__(self, agent: str, silent_s: float, during: str) -> None:
-        super().__init__(
-            f"agent {agent} lost: nothing heard for {silent_s:.1f} s while waiting for {during}"
-        )
+    def __init__(
+        self, agent: str, silent_s: float, during: str, shutdown_by: str | None = None
+    ) -> None:
+        if shutdown_by is not None:  # the agent said so before it went
+            what = f"it shut down at the request of {shutdown_by}"
+        else:
+            what = f"nothing heard for {silent_s:.1f} s"
+        super().__init__(f"agent {agent} lost: {what} while waiting for {during}")
         self.agent = agent
+        self.shutdown_by = shutdown_by
 
 
 @dataclass(frozen=True)
@@ -314,6 +319,9 @@ class AgentClient:
                 continue
             if reply.type == codec.HEARTBEAT:
                 self.heartbeats_received += 1
+                by = reply.body.get("shutdown_by")
+                if by is not None:  # its last word: who asked it to shut down
+                    raise AgentLost(self.name, 0.0, _what(msg), shutdown_by=str(by))
                 continue
             if reply.id != msg.id:
                 if reply.type == codec.ERROR and reply.id is None:

@@ -21,6 +21,8 @@ import zmq
 import zmq.auth
 from zmq.auth.thread import ThreadAuthenticator
 
+from hilbench.loglimit import LogLimiter
+
 log = logging.getLogger(__name__)
 
 PUBLIC_SUFFIX = ".key"
@@ -150,9 +152,12 @@ def _load(path: str | os.PathLike[str]) -> tuple[bytes, bytes | None]:
 class Gatekeeper:
     """A ZAP authenticator on ``context`` admitting exactly ``allowed`` public keys."""
 
-    def __init__(self, context: zmq.Context, allowed: dict[bytes, str]) -> None:
+    def __init__(
+        self, context: zmq.Context, allowed: dict[bytes, str], limiter: LogLimiter | None = None
+    ) -> None:
         self.allowed = dict(allowed)
         self.refused = 0
+        self.limiter = limiter or LogLimiter(logger=log)
         self._auth = ThreadAuthenticator(context, log=logging.getLogger(__name__ + ".zap"))
         self._auth.start()
         self._auth.configure_curve_callback(domain="*", credentials_provider=self)
@@ -162,12 +167,13 @@ class Gatekeeper:
         if key in self.allowed:
             return True
         self.refused += 1
-        if self.refused <= 3 or self.refused % 100 == 0:
-            log.warning(
-                "refused a connection with unknown key %s (%d refused so far)",
-                fingerprint(key),
-                self.refused,
-            )
+        self.limiter.log(
+            "refused key",
+            logging.WARNING,
+            "refused a connection with unknown key %s (%d refused so far)",
+            fingerprint(key),
+            self.refused,
+        )
         return False
 
     def stop(self) -> None:

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 import pytest
 
-from hilbench.orchestrator.client import AgentClient, AgentError
+from hilbench.orchestrator.client import AgentClient, AgentError, AgentLost
+from hilbench.wire import codec
+from hilbench.wire.codec import Message
+from tests.agent.test_runtime import raw_socket
 
 
 def test_a_session_owns_the_agent_s_work(agent):
@@ -24,3 +30,21 @@ def test_a_session_owns_the_agent_s_work(agent):
         assert other.request("status").body["state"] == "idle"  # what any peer may ask
         reply = owner.request("shutdown").body
         assert reply["shutdown"] is True and f"session {owner.session}" in reply["by"]
+
+
+def test_a_client_waiting_on_the_agent_hears_who_shut_it_down(agent):
+    with AgentClient(agent.endpoint, "owner") as client:
+        other = raw_socket(agent, session=client.session)  # e.g. the same user's second shell
+
+        def shut_down_soon() -> None:
+            time.sleep(0.3)
+            other.send_multipart(codec.encode(Message(type="request", id="s", cmd="shutdown")))
+
+        threading.Thread(target=shut_down_soon, daemon=True).start()
+        assert client.request("run", {"seconds": 5}).body["stopped"] is True  # ended early
+        with pytest.raises(AgentLost) as info:
+            client.request("status")
+        assert info.value.shutdown_by is not None
+        assert "shut down at the request of peer" in str(info.value)
+        assert f"session {client.session}" in str(info.value)
+        other.close()
