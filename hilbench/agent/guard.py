@@ -138,8 +138,8 @@ class MemoryBudget:
 
     def _over_share(self, conn: Connection, nbytes: int, used: int) -> list[Connection] | None:
         """Connections to drop so that ``conn`` gets ``nbytes``, or None if not its share."""
-        holders = [c for c in self.connections.values() if c.dropped is None and c.held]
-        used -= sum(c.held for c in self.connections.values() if c.dropped is not None)
+        holders = [c for c in list(self.connections.values()) if c.dropped is None and c.held]
+        used -= sum(c.held for c in list(self.connections.values()) if c.dropped is not None)
         if conn not in holders:
             holders.append(conn)
         share = self.ceiling // len(holders)
@@ -223,7 +223,7 @@ class MemoryBudget:
             target = self.ceiling
             if used <= target:
                 return
-            live = [c for c in self.connections.values() if c.dropped is None and c.held]
+            live = [c for c in list(self.connections.values()) if c.dropped is None and c.held]
             share = target // max(1, len(live))
             victims = []
             for conn in sorted(live, key=lambda c: c.held, reverse=True):

@@ -141,7 +141,8 @@ def test_clock_offset_is_zero_within_its_uncertainty_on_one_host(listener, start
 def test_an_agent_that_shuts_down_is_lost_and_can_reconnect(listener, start_agent):
     _, thread = start_agent("dev-a")
     link = listener.wait_for("dev-a", timeout_s=5)
-    assert link.request("shutdown", timeout_s=5).body == {"shutdown": True}
+    body = link.request("shutdown", timeout_s=5).body
+    assert body["shutdown"] is True and body["by"].startswith("peer ")  # who asked, logged too
     thread.join(5)  # the agent has closed its socket
     with pytest.raises(AgentLost, match="dev-a") as lost:
         link.request("status", timeout_s=10)
