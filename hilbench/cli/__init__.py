@@ -1,7 +1,8 @@
 """The ``hilbench`` command: one entry point, one sub-command module per area, imported lazily.
 
 Exit codes: 0 success; 1 a run failed; 2 bad usage or input (click's own); 3 an agent or
-instrument could not be reached, was lost or failed; 128 + N stopped by signal N (130 Ctrl-C,
+instrument could not be reached, was lost or failed; 4 the store could not be written (disk
+full, I/O error, read-only); 128 + N stopped by signal N (130 Ctrl-C,
 143 SIGTERM), after a clean stop.
 """
 
@@ -19,6 +20,7 @@ EXIT_OK = 0
 EXIT_RUN_FAILED = 1
 EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
+EXIT_STORE_FAULT = 4
 
 # name -> "module:attribute" of a click command; imported only when that command is used.
 SUBCOMMANDS: dict[str, str] = {

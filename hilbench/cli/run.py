@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from hilbench.cli import EXIT_RUN_FAILED, EXIT_UNREACHABLE, EXIT_USAGE
+from hilbench.cli import EXIT_RUN_FAILED, EXIT_STORE_FAULT, EXIT_UNREACHABLE, EXIT_USAGE
 from hilbench.cli.campaign import echo_campaign_error
 
 log = logging.getLogger(__name__)
@@ -40,8 +40,10 @@ def _run_campaign(
     from hilbench.orchestrator.runner import CampaignAborted, CampaignRunner, CampaignSetupError
     from hilbench.orchestrator.spawn import SpawnError
     from hilbench.report.summary import print_summary
-    from hilbench.store import StoreError
+    from hilbench.store import StoreError, StoreFault
+    from hilbench.store.errors import is_storage_fault
     from hilbench.store.paths import logs_dir
+    from hilbench.store.schema import check_store_path
 
     console = Console(stderr=True, quiet=quiet)  # progress
     errors = Console(stderr=True)  # errors are printed even with --quiet
@@ -58,6 +60,16 @@ def _run_campaign(
         echo_campaign_error(exc)
         raise SystemExit(EXIT_USAGE) from None
     hint = f"to resume: {shlex.join(resume_command)}"
+    try:  # before anything is created beside it
+        if check_store_path(db):
+            click.echo(f"new store {db} (owner-only)")
+    except StoreFault as exc:
+        error(str(exc))
+        errors.print(hint, highlight=False, soft_wrap=True, markup=False)
+        raise SystemExit(EXIT_STORE_FAULT) from None
+    except StoreError as exc:
+        error(str(exc))
+        raise SystemExit(EXIT_USAGE) from None
     recorder = JsonlRecorder(record) if record else None
     # A person reading a log (stdout not a terminal) gets one line per finished run; the same
     # lines always go to a file beside the store.
@@ -115,6 +127,16 @@ def _run_campaign(
         errors.print(hint, highlight=False, soft_wrap=True, markup=False)
         runlog.note(f"campaign {campaign.name} could not start: {exc}; {hint}")
         raise SystemExit(EXIT_UNREACHABLE) from None
+    except (StoreFault, OSError) as exc:
+        if not is_storage_fault(exc):
+            raise
+        # Disk full, I/O error, read-only: committed runs are intact; the same command
+        # completes the statuses left open and goes on once the disk is fixed.
+        error(f"campaign {campaign.name} stopped: {exc}; free space or fix the disk, then "
+              "resume")
+        errors.print(hint, highlight=False, soft_wrap=True, markup=False)
+        runlog.note(f"campaign {campaign.name} stopped: {exc}; {hint}")
+        raise SystemExit(EXIT_STORE_FAULT) from None
     except (StoreError, CampaignSetupError) as exc:
         error(str(exc))
         runlog.note(f"campaign {campaign.name} stopped: {exc}")
@@ -215,9 +237,10 @@ def run(campaign: Path, db: Path | None, resume: bool, again: bool, record: Path
     finished run goes to STORE.logs/NAME.log (and to stdout when it is not a terminal).
 
     Exit status: 0 all runs succeeded, 1 some runs failed, 2 bad campaign or store, 3 an
-    agent or instrument was unreachable, lost or failed (the campaign stops), 130 stopped by
-    Ctrl-C (SIGINT), 143 stopped by SIGTERM. After 3, 130 and 143 the run in progress is
-    marked in the store, completed runs stay, and the same command resumes.
+    agent or instrument was unreachable, lost or failed (the campaign stops), 4 the store
+    could not be written (disk full, I/O error, read-only), 130 stopped by Ctrl-C (SIGINT),
+    143 stopped by SIGTERM. After 3, 4, 130 and 143 the run in progress is marked in the
+    store (after 4, by the next run), completed runs stay, and the same command resumes.
 
     Before it starts, it says what it does with earlier attempts in the same store: "resuming
     campaign X: k of n units done"; "new campaign …: FILE changed since campaign X (keys …)";

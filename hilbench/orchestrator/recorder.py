@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
 from hilbench.documents import Document
+from hilbench.private_files import open_private
+
+log = logging.getLogger(__name__)
 
 
 def _plain(value: Any) -> Any:
@@ -25,7 +29,7 @@ class JsonlRecorder:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._fh: IO[str] = self.path.open("a", encoding="utf-8")
+        self._fh: IO[str] = open_private(self.path, "a")
 
     def __call__(self, doc: Document) -> None:
         record = {"kind": doc.kind, **dataclasses.asdict(doc)}
@@ -33,4 +37,8 @@ class JsonlRecorder:
         self._fh.flush()
 
     def close(self) -> None:
-        self._fh.close()
+        """Close; a write that fails now (disk full) is logged: the campaign reported it."""
+        try:
+            self._fh.close()
+        except OSError as exc:
+            log.error("record %s could not be written: %s", self.path, exc)

@@ -4,12 +4,17 @@ log, a CI job), where the live progress bar shows nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import logging
 import re
 from pathlib import Path
 from typing import TextIO
 
 from hilbench.documents import DocumentRouter, Metric, RunStart, RunStop
+from hilbench.private_files import open_private, private_dir
+
+log = logging.getLogger(__name__)
 
 
 def _figure(metric: Metric) -> str:
@@ -25,9 +30,9 @@ class RunLog(DocumentRouter):
     """A document consumer that writes a line when each run stops."""
 
     def __init__(self, path: Path, echo: TextIO | None = None) -> None:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dir(path.parent)
         self.path = path
-        self._file: TextIO | None = path.open("a", encoding="utf-8")
+        self._file: TextIO | None = open_private(path, "a")
         self._echo = echo
         self._runs: dict[str, tuple[str, list[Metric]]] = {}
 
@@ -41,8 +46,14 @@ class RunLog(DocumentRouter):
         stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         line = f"{stamp} {text}\n"
         if self._file is not None:
-            self._file.write(line)
-            self._file.flush()
+            try:
+                self._file.write(line)
+                self._file.flush()
+            except OSError as exc:
+                # A full disk stops the campaign through the store; the log must not hide that.
+                log.error("run log %s could not be written (%s); its lines go on only to "
+                          "stdout", self.path, exc)
+                self._drop_file()
         if self._echo is not None:
             self._echo.write(line)
             self._echo.flush()
@@ -65,5 +76,14 @@ class RunLog(DocumentRouter):
 
     def close(self) -> None:
         if self._file is not None:
-            self._file.close()
+            try:
+                self._file.close()
+            except OSError as exc:
+                log.error("run log %s could not be written (%s)", self.path, exc)
             self._file = None
+
+    def _drop_file(self) -> None:
+        assert self._file is not None
+        with contextlib.suppress(OSError):  # its buffer cannot be written either (logged)
+            self._file.close()
+        self._file = None

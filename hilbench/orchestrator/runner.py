@@ -45,21 +45,33 @@ from hilbench.orchestrator.phases import RunContext
 from hilbench.orchestrator.procedure import Unit, expand_all
 from hilbench.orchestrator.resume import ResumePlan, plan_resume
 from hilbench.orchestrator.spawn import SpawnedProcess, spawn_agent
+from hilbench.private_files import open_private, private_dir
 from hilbench.simulation import run_simulation
-from hilbench.store import StoreError, StoreWriter
+from hilbench.store import StoreError, StoreFault, StoreWriter
+from hilbench.store.errors import is_storage_fault
 from hilbench.store.paths import logs_dir
 from hilbench.wire import keys
 
 log = logging.getLogger(__name__)
 
 UNFINISHED_REASON = (
-    "the orchestrator stopped before this run ended (killed or crashed); found on resume"
+    "the orchestrator stopped before this run ended (killed, crashed, or its store could not be"
+    " written); found on resume"
 )
 
 
 class CampaignAborted(RuntimeError):
     """The campaign could not go on (an agent or instrument was lost or failed); completed runs
     are in the store."""
+
+    def __init__(self, message: str, outcome: CampaignOutcome) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+
+
+class CampaignStoreFault(StoreFault):
+    """The store could not be written (disk full, I/O error, read-only): the campaign stopped;
+    runs committed before it are intact and the same command resumes."""
 
     def __init__(self, message: str, outcome: CampaignOutcome) -> None:
         super().__init__(message)
@@ -88,9 +100,9 @@ def _campaign_lock(log_dir: Path, campaign: Campaign, store_path: Path) -> Itera
     """Hold a lock on this campaign in this store while it runs. The kernel releases it when
     the process dies, however it dies, so a resume knows that an unfinished run it finds was
     left by a dead orchestrator, never by one still running."""
-    log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir(log_dir)
     path = log_dir / f"campaign-{campaign.config_hash()[:16]}.lock"
-    with open(path, "a+", encoding="utf-8") as fh:
+    with open_private(path, "a+") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -283,11 +295,18 @@ class CampaignRunner:
             return outcome
         except BaseException as exc:
             # Whatever stopped it (a lost agent, a silent instrument at start, a signal), the
-            # campaign row ends with a status and the reason.
+            # campaign row ends with a status and the reason. After a full disk this may fail
+            # too: the next run of the campaign gives it one.
             try:
                 writer.end_campaign(campaign_uid, "abort", stop_reason(exc, outcome))
             except StoreError as store_exc:  # the error that stopped it is the one to report
                 log.error("could not mark campaign %s aborted: %s", campaign_uid[:8], store_exc)
+            if is_storage_fault(exc) and not isinstance(exc, CampaignStoreFault):
+                raise CampaignStoreFault(
+                    f"{exc}; {outcome.completed} run(s) completed before it are in "
+                    f"{self.store_path}",
+                    outcome,
+                ) from exc
             raise
         finally:
             # Stopping what was started is not cut short by a signal (it waits until the end).
@@ -366,6 +385,10 @@ class CampaignRunner:
             return run_uid
         except BaseException as exc:
             reason = str(exc) if isinstance(exc, Interrupted) else f"{type(exc).__name__}: {exc}"
+            if is_storage_fault(exc):  # the store may refuse the stop document too
+                with contextlib.suppress(StoreError, OSError):
+                    self._end_run(stream, unit, run_uid, "abort", reason)
+                raise
             self._end_run(stream, unit, run_uid, "abort", reason)
             raise
         self._end_run(stream, unit, run_uid, "success")

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hilbench.lifeline import dies_with_parent, stop_process_group
+from hilbench.private_files import private_dir
 from hilbench.wire import keys
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ def _open_log(log_dir: Path | None, name: str) -> tuple[int, Path]:
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-")
     if log_dir is None:
         log_dir = Path(tempfile.gettempdir()) / f"hilbench-{os.getuid()}"
-    log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir(log_dir, parents=True)
     fd, path = tempfile.mkstemp(prefix=f"spawn-{slug}-", suffix=".log", dir=log_dir)
     return fd, Path(path)
 

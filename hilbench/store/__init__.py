@@ -6,11 +6,20 @@ are in :mod:`hilbench.store.frames`.
 
 from typing import Any
 
+from hilbench.store.errors import StoreDamaged, StoreError, StoreFault
 from hilbench.store.paths import default_db_path
 from hilbench.store.reader import Store
-from hilbench.store.schema import SCHEMA_VERSION, StoreError
+from hilbench.store.schema import SCHEMA_VERSION
 
-__all__ = ["SCHEMA_VERSION", "Store", "StoreError", "StoreWriter", "default_db_path"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "Store",
+    "StoreDamaged",
+    "StoreError",
+    "StoreFault",
+    "StoreWriter",
+    "default_db_path",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -11,7 +11,7 @@ import math
 import sys
 from typing import TYPE_CHECKING, Any
 
-from hilbench.store.schema import StoreError
+from hilbench.store.errors import StoreError
 
 if TYPE_CHECKING:
     import numpy as np

@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from hilbench.store.codec import blob_to_array, from_json
+from hilbench.store.errors import StoreError, store_error
 from hilbench.store.listing import (
     INCOMPLETE,
     RunFilter,
@@ -25,7 +26,7 @@ from hilbench.store.listing import (
     run_groups,
 )
 from hilbench.store.paths import default_db_path
-from hilbench.store.schema import StoreError, open_store
+from hilbench.store.schema import open_store
 
 if TYPE_CHECKING:
     import numpy as np
@@ -116,13 +117,13 @@ class Store:
             yield from iter_runs(self._conn, flt or RunFilter(), limit=limit,
                                  newest_first=newest_first)
         except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: reading the store failed: {exc}") from exc
+            raise store_error(self.path, "read the store", exc) from exc
 
     def count_runs(self, flt: RunFilter | None = None) -> int:
         try:
             return count_runs(self._conn, flt or RunFilter())
         except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: reading the store failed: {exc}") from exc
+            raise store_error(self.path, "read the store", exc) from exc
 
     def run_groups(
         self, flt: RunFilter | None = None, limit: int | None = None
@@ -132,7 +133,7 @@ class Store:
         try:
             return run_groups(self._conn, flt or RunFilter(), limit)
         except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: reading the store failed: {exc}") from exc
+            raise store_error(self.path, "read the store", exc) from exc
 
     def run(self, uid: str) -> dict[str, Any]:
         rows = self._query("SELECT * FROM runs WHERE uid = ?", (uid,))
@@ -287,7 +288,7 @@ class Store:
         try:
             return self._conn.execute(sql, args).fetchall()
         except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: reading the store failed: {exc}") from exc
+            raise store_error(self.path, "read the store", exc) from exc
 
     def _require_run(self, run_uid: str) -> None:
         if not self._query("SELECT 1 FROM runs WHERE uid = ?", (run_uid,)):

@@ -14,6 +14,7 @@ import sqlite3
 from pathlib import Path
 from typing import Literal
 
+from hilbench.store.errors import StoreError, StoreFault, store_error
 from hilbench.store.groups import install_functions
 
 APPLICATION_ID = 0x48494C42  # "HILB"
@@ -117,10 +118,6 @@ SCHEMA_VERSION = len(MIGRATIONS)
 Mode = Literal["read", "write"]
 
 
-class StoreError(Exception):
-    """The store cannot be opened or a document cannot be stored; the message says why."""
-
-
 def open_store(path: Path, mode: Mode) -> sqlite3.Connection:
     """Open ``path`` as a hilbench store, creating (``write``) or migrating it when needed.
 
@@ -137,6 +134,9 @@ def open_store(path: Path, mode: Mode) -> sqlite3.Connection:
             conn.execute("PRAGMA synchronous = FULL")
             conn.execute("PRAGMA foreign_keys = ON")
             migrate(conn, path)
+        except sqlite3.Error as exc:  # e.g. no room for the write-ahead log
+            conn.close()
+            raise store_error(path, "open the store for writing", exc) from exc
         except BaseException:
             conn.close()
             raise
@@ -176,14 +176,35 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
     except sqlite3.Error as exc:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
-        raise StoreError(f"{path}: could not create or upgrade the store schema: {exc}") from exc
+        raise store_error(path, "create or upgrade the store schema", exc) from exc
+
+
+def check_store_path(path: Path) -> bool:
+    """Refuse, before anything is written, a path a campaign could not store into: a folder
+    that does not exist (a mistyped ``--db`` is not silently created), or an existing file
+    that is not a hilbench store. Returns True when the store will be a new file."""
+    _check_file(path, create=True)
+    if os.statvfs(path.parent).f_flag & os.ST_RDONLY:
+        raise StoreFault(
+            f"{path}: the store cannot be written: {path.parent} is on a read-only file system"
+        )
+    if not path.exists():
+        return True
+    if path.stat().st_size:  # an empty file may become a store
+        open_store(path, "read").close()
+    return False
 
 
 def _check_file(path: Path, create: bool) -> None:
     if not path.exists():
-        if create:
-            return
-        raise StoreError(f"no hilbench store at {path} (file does not exist)")
+        if not create:
+            raise StoreError(f"no hilbench store at {path} (file does not exist)")
+        if not path.parent.is_dir():
+            raise StoreError(
+                f"cannot create the store {path}: folder {path.parent} does not exist "
+                "(create it first, or give another --db)"
+            )
+        return
     if not path.is_file():
         raise StoreError(f"{path} is not a file, so it cannot be a hilbench store")
     with path.open("rb") as f:
@@ -198,7 +219,6 @@ def _check_file(path: Path, create: bool) -> None:
 def _create_private(path: Path) -> None:
     """A new store is readable by its owner only; SQLite gives its -wal and -shm files the
     same mode. (Results, host names and agent addresses are nobody else's business.)"""
-    path.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(FileExistsError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
@@ -226,7 +246,7 @@ def _check_identity(conn: sqlite3.Connection, path: Path, allow_empty: bool) -> 
             row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         ]
     except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{path} is not a readable SQLite database: {exc}") from exc
+        raise store_error(path, "read it as a SQLite database", exc) from exc
     if app_id == APPLICATION_ID:
         _refuse_newer(version, path)
         return version

@@ -9,10 +9,12 @@ loses at most that last interval of an unfinished run, and never a finished one.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -33,9 +35,10 @@ from hilbench.documents import (
     Samples,
 )
 from hilbench.store.codec import array_to_blob, finite_or_none, to_json
+from hilbench.store.errors import StoreError, StoreFault, store_error
 from hilbench.store.groups import replicate_key
 from hilbench.store.paths import default_db_path
-from hilbench.store.schema import StoreError, open_store
+from hilbench.store.schema import open_store
 
 log = logging.getLogger(__name__)
 
@@ -76,26 +79,27 @@ class StoreWriter(DocumentRouter):
     # -- lifecycle -----------------------------------------------------------------------------
 
     def __call__(self, doc: Document) -> None:
-        with self._lock:
-            try:
-                super().__call__(doc)
-            except sqlite3.Error as exc:
-                run_uid = getattr(doc, "run_uid", getattr(doc, "uid", "?"))
-                raise StoreError(
-                    f"{self.path}: could not store {doc.kind} of run {run_uid}: {exc}"
-                ) from exc
+        run_uid = getattr(doc, "run_uid", getattr(doc, "uid", "?"))
+        with self._lock, self._sqlite(f"store {doc.kind} of run {run_uid}"):
+            super().__call__(doc)
 
     def flush(self) -> None:
         """Commit whatever has been written so far."""
-        with self._lock:
+        with self._lock, self._sqlite("commit"):
             self._commit()
 
     def close(self) -> None:
-        """Commit and close; runs still open stay "incomplete" in the store."""
+        """Commit and close; runs still open stay "incomplete" in the store. A commit that
+        fails here (the disk filled up) is logged, not raised: closing runs while another
+        error is being reported, and the next run of the campaign marks what stayed open."""
         with self._lock:
             if self._conn is None:
                 return
-            self._commit()
+            try:
+                with self._sqlite("commit before closing"):
+                    self._commit()
+            except StoreError as exc:
+                log.error("%s", exc)
             if self._runs:
                 log.warning(
                     "store %s closed with %d run(s) not stopped; they read back as incomplete: %s",
@@ -122,7 +126,7 @@ class StoreWriter(DocumentRouter):
     def begin_campaign(self, uid: str, name: str, config: dict) -> None:
         """Record a campaign; beginning a known uid again is a resume (config is replaced)."""
         config_json = to_json(config, f"config of campaign {uid}")
-        with self._lock:
+        with self._lock, self._sqlite(f"begin campaign {uid}"):
             conn = self._connection()
             self._begin()
             exists = conn.execute("SELECT 1 FROM campaigns WHERE uid = ?", (uid,)).fetchone()
@@ -142,7 +146,7 @@ class StoreWriter(DocumentRouter):
     def end_campaign(self, uid: str, status: ExitStatus, reason: str = "") -> None:
         """Give the campaign its status and, unless it succeeded, the reason it stopped."""
         _check_status(status, f"campaign {uid}")
-        with self._lock:
+        with self._lock, self._sqlite(f"end campaign {uid}"):
             conn = self._connection()
             if not conn.execute("SELECT 1 FROM campaigns WHERE uid = ?", (uid,)).fetchone():
                 raise StoreError(f"{self.path}: cannot end campaign {uid}: it was never begun")
@@ -157,7 +161,7 @@ class StoreWriter(DocumentRouter):
         """Give every run of the campaign that has no status (its writer died before the run
         stopped) the status "abort" and ``reason``; return their uids. Call only when no other
         process writes this campaign (a resume holds the campaign's lock)."""
-        with self._lock:
+        with self._lock, self._sqlite(f"mark the unfinished runs of campaign {campaign_uid}"):
             conn = self._connection()
             self._begin()
             uids = [
@@ -337,6 +341,22 @@ class StoreWriter(DocumentRouter):
         del self._runs[doc.run_uid]
 
     # -- internals -----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _sqlite(self, what: str) -> Iterator[None]:
+        """Turn a SQLite error into a StoreError that says what failed and why; after a fault
+        (disk full, I/O error) roll back what this transaction had not committed, so the
+        connection is usable again when space returns."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            error = store_error(self.path, what, exc)
+            if isinstance(error, StoreFault) and self._conn is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    if self._conn.in_transaction:
+                        self._conn.execute("ROLLBACK")
+                self._pending = 0
+            raise error from exc
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:

@@ -24,6 +24,9 @@ from hilbench.store import StoreWriter
 
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
+    """A store path in a folder that exists (a store is never made in a folder that does
+    not: a mistyped path is refused)."""
+    (tmp_path / "results").mkdir()
     return tmp_path / "results" / "hilbench.sqlite"
 
 

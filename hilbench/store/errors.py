@@ -1,0 +1,72 @@
+"""What can go wrong with a store, told apart: a bad file (the user's input, exit 2), a damaged
+store (salvage it), and a storage fault — a full disk, an I/O error, a read-only file system —
+that stops a campaign (exit 4) but leaves every committed run intact, so the same command
+resumes once the disk is fixed."""
+
+from __future__ import annotations
+
+import errno
+import sqlite3
+from pathlib import Path
+
+# OSError numbers that mean the medium failed, not that the user named a wrong file.
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EFBIG})
+
+# SQLite primary result codes (sqlite3.h) and what they mean for a store.
+_SQLITE_READONLY, _SQLITE_IOERR, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_NOTADB = 8, 10, 11, 13, 26
+_FAULTS = {
+    _SQLITE_FULL: "the disk is full",
+    _SQLITE_IOERR: "an I/O error",
+    _SQLITE_READONLY: "the store is read-only",
+}
+# Python < 3.11 has no sqlite_errorcode: the messages SQLite gives for the same codes.
+_FAULT_MESSAGES = {
+    "database or disk is full": _SQLITE_FULL,
+    "disk i/o error": _SQLITE_IOERR,
+    "attempt to write a readonly database": _SQLITE_READONLY,
+    "database disk image is malformed": _SQLITE_CORRUPT,
+    "file is not a database": _SQLITE_NOTADB,
+}
+
+
+class StoreError(Exception):
+    """The store cannot be opened or a document cannot be stored; the message says why."""
+
+
+class StoreFault(StoreError):
+    """The store's medium failed (disk full, I/O error, read-only). Runs committed before it
+    are intact; the campaign stops and the same command resumes once the disk is fixed."""
+
+
+class StoreDamaged(StoreError):
+    """SQLite found the file damaged (truncated, overwritten); `hilbench store check` says
+    where and `hilbench store salvage` recovers the intact runs."""
+
+
+def _primary_code(exc: sqlite3.Error) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return int(code) & 0xFF
+    text = str(exc).lower()
+    return next((c for message, c in _FAULT_MESSAGES.items() if message in text), None)
+
+
+def store_error(path: Path, what: str, exc: sqlite3.Error) -> StoreError:
+    """The StoreError for a SQLite error met while doing ``what`` with the store at ``path``."""
+    code = _primary_code(exc)
+    if code in _FAULTS:
+        return StoreFault(f"{path}: could not {what}: {_FAULTS[code]} ({exc})")
+    if code in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
+        return StoreDamaged(
+            f"{path}: could not {what}: the store is damaged ({exc}); "
+            f"`hilbench store check --db {path}` says where, "
+            f"`hilbench store salvage {path} --out NEW` recovers the intact runs"
+        )
+    return StoreError(f"{path}: could not {what}: {exc}")
+
+
+def is_storage_fault(exc: BaseException) -> bool:
+    """True for an error of the medium: a StoreFault, or an OSError such as ENOSPC or EROFS."""
+    if isinstance(exc, StoreFault):
+        return True
+    return isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS
