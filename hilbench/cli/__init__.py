@@ -38,6 +38,7 @@ SUBCOMMANDS: dict[str, str] = {
     "xylo": "hilbench.cli.xylo:xylo",
     "arduino": "hilbench_drivers.arduino.cli:arduino",
     "keys": "hilbench.cli.keys:keys",
+    "store": "hilbench.cli.store:store",
 }
 
 
