@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from hilbench.private_files import private_dir
 from hilbench_drivers.xylo import vendor
 from hilbench_drivers.xylo.network import MAX_INPUT_EVENTS_PER_STEP, AfeSettings
 
@@ -110,7 +111,7 @@ class HostFrontEnd:
         return rasterise(np.asarray(events), fs, self.dt, steps)
 
     def _store(self, path: Path, raster: np.ndarray) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent, parents=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".partial")
         try:
             with os.fdopen(fd, "wb") as fh:

@@ -226,6 +226,9 @@ def _log_agent_to(log_file: str | None) -> None:
         if not logging.getLogger().handlers:
             logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if log_file is not None:
+        from hilbench.private_files import open_private
+
+        open_private(log_file, "a").close()  # a new log file is owner-only, whatever the umask
         handler = logging.FileHandler(log_file)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         logging.getLogger("hilbench").addHandler(handler)

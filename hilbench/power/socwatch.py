@@ -37,6 +37,7 @@ from hilbench.power.source import (
     SourceInfo,
     check_settings,
 )
+from hilbench.private_files import private_dir
 
 
 class SocWatchUnavailable(SocWatchError):
@@ -112,7 +113,7 @@ class SocWatchRun:
         if self._process is not None:
             raise SocWatchError("this SoC Watch run was already started")
         executable = self.resolve_executable()
-        self.output_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.output_dir, parents=True)
         self.launched_at = clock.now()
         self._process = subprocess.Popen(
             [executable, *self.command()[1:]],

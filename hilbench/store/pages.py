@@ -63,7 +63,8 @@ class PageReader:
         size = struct.unpack_from(">H", self.data, 16)[0]
         self.page_size = 65536 if size == 1 else size
         self.usable = self.page_size - self.data[20]
-        self.pages_in_file = len(self.data) // self.page_size
+        # A last page cut part way is read for the bytes it still has (every read is checked).
+        self.pages_in_file = -(-len(self.data) // self.page_size)
         header_pages = struct.unpack_from(">I", self.data, 28)[0]
         valid = self.data[24:28] == self.data[92:96]
         self.pages_expected = header_pages if valid and header_pages else self.pages_in_file
@@ -83,17 +84,15 @@ class PageReader:
         result.rows.sort(key=lambda row: row[0])
         return result
 
-    def schema(self) -> dict[str, tuple[int, str]]:
-        """Table name -> (root page, CREATE statement), from sqlite_master on page 1."""
+    def schema(self) -> tuple[dict[str, int], list[LostRange]]:
+        """Table name -> root page, as far as sqlite_master (rooted at page 1) can be read,
+        and what of sqlite_master is lost."""
         read = self.read_table(1)
-        if read.lost:
-            raise BadPage(f"the schema table is damaged (page {read.lost[0].page}: "
-                          f"{read.lost[0].why})")
         tables = {}
         for _rowid, values in read.rows:
             if len(values) >= 5 and values[0] == "table" and isinstance(values[3], int):
-                tables[values[1]] = (values[3], values[4] or "")
-        return tables
+                tables[values[1]] = values[3]
+        return tables, read.lost
 
     # -- b-trees -------------------------------------------------------------------------------
 
@@ -173,6 +172,8 @@ class PageReader:
             seen.add(number)
             page = self.page(number)  # BadPage when the chain leads past the end
             chunk = page[4 : 4 + min(remaining, self.usable - 4)]
+            if len(chunk) < min(remaining, self.usable - 4):
+                raise BadPage(f"overflow page {number} is cut short")
             parts.append(chunk)
             remaining -= len(chunk)
             number = struct.unpack_from(">I", page, 0)[0]

@@ -11,7 +11,9 @@ that window; a run read whole but next to a lost range is copied as ``fail`` wit
 from __future__ import annotations
 
 import contextlib
+import functools
 import sqlite3
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,14 +141,42 @@ def _reader(path: Path) -> PageReader:
 
 
 def _read_tables(reader: PageReader) -> dict[str, TableRead]:
-    try:
-        schema = reader.schema()
-    except BadPage as exc:
-        raise StoreError(f"{reader.path}: {exc}; its tables cannot be found") from exc
-    missing = [name for name in TABLES if name not in schema]
-    if missing:
-        raise StoreError(f"{reader.path} has no table {', '.join(missing)}: not a hilbench store")
-    return {name: reader.read_table(schema[name][0]) for name in TABLES}
+    """Each store table as far as it can be read. A table whose schema row is lost is looked
+    for where a new store of this version puts it, and taken only if its rows fit the table."""
+    schema, schema_lost = reader.schema()
+    if not schema_lost:
+        missing = [name for name in TABLES if name not in schema]
+        if missing:
+            raise StoreError(
+                f"{reader.path} has no table {', '.join(missing)}: not a hilbench store"
+            )
+    found = {}
+    for name in TABLES:
+        if name in schema:
+            found[name] = reader.read_table(schema[name])
+            continue
+        read = reader.read_table(_template()[name][0])
+        if not read.rows or any(len(v) != _template()[name][1] for _r, v in read.rows):
+            why = f"its schema row is lost ({schema_lost[0].why})"
+            read = TableRead(lost=[LostRange(None, None, schema_lost[0].page, why)])
+        found[name] = read
+    return found
+
+
+@functools.cache
+def _template() -> dict[str, tuple[int, int]]:
+    """Table -> (root page, column count) in a store made new by this hilbench."""
+    with tempfile.TemporaryDirectory() as folder:
+        conn = open_store(Path(folder) / "template.sqlite", "write")
+        try:
+            return {
+                name: (root, len(conn.execute(f"PRAGMA table_info({name})").fetchall()))
+                for name, root in conn.execute(
+                    "SELECT name, rootpage FROM sqlite_master WHERE type = 'table'"
+                )
+            }
+        finally:
+            conn.close()
 
 
 def _suspect_runs(tables: dict[str, TableRead], order: dict[str, int]) -> dict[str, list[str]]:

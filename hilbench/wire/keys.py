@@ -22,6 +22,7 @@ import zmq.auth
 from zmq.auth.thread import ThreadAuthenticator
 
 from hilbench.loglimit import LogLimiter
+from hilbench.private_files import private_dir
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ def generate(name: str, out_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
     for path in (public, secret):
         if path.exists():
             raise KeyFileError(f"{path} already exists; remove it first to replace the key")
-    out.mkdir(parents=True, exist_ok=True)
+    private_dir(out, parents=True)  # a new folder of keys is owner-only, whatever the umask
     old_umask = os.umask(0o077)  # the secret is never readable by others, not even for a moment
     try:
         made_public, made_secret = zmq.auth.create_certificates(str(out), name)

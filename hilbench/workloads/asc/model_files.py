@@ -18,6 +18,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from hilbench.private_files import open_private, private_dir
+
 ENTRY_POINT_GROUP = "hilbench.asc_models"
 
 
@@ -61,8 +63,8 @@ def load_model_file(path: str | Path) -> AscModel:
 def write_model_npz(path: str | Path, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Path:
     """One ``.npz``: the arrays plus a JSON ``meta`` string (never a pickled object)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("wb") as fh:
+    private_dir(path.parent, parents=True)
+    with open_private(path, "w", binary=True) as fh:
         np.savez(fh, meta=np.array(json.dumps(meta, sort_keys=True)), **arrays)
     return path
 

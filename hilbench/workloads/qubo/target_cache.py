@@ -16,6 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from hilbench.private_files import private_dir
+
 log = logging.getLogger(__name__)
 
 CACHE_FILE_NAME = "qubo_targets.json"
@@ -61,7 +63,7 @@ class TargetCache:
         document = {"format": CACHE_FORMAT, "entries": entries}
         tmp_name = None
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(self.path.parent, parents=True)
             fd, tmp_name = tempfile.mkstemp(
                 prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent
             )
