@@ -279,7 +279,7 @@ class AgentRuntime(SocketTurns):
         sock.setsockopt(zmq.MAXMSGSIZE, min(limit, self.budget.limit))
         sock.setsockopt(zmq.HANDSHAKE_IVL, HANDSHAKE_MS)
         sock.setsockopt(zmq.LINGER, 200)
-        sock.setsockopt(zmq.IPV6, 1)  # tcp://[::1]:port and other IPv6 addresses (IPv4 too)
+        keys.use_ipv6(sock, self.bind_address or self.connect_address or "")
         sock.setsockopt(zmq.RCVHWM, RECEIVE_QUEUE)
         sock.setsockopt(zmq.SNDHWM, SEND_QUEUE)
         if self.key is not None:

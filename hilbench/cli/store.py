@@ -92,6 +92,9 @@ def salvage(bad: Path, out: Path) -> None:
     except StoreError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None
+    wal = Path(f"{bad}-wal")
+    if wal.exists() and wal.stat().st_size:
+        click.echo(f"note: {wal} holds writes not yet in {bad}; they are not recovered")
     lost = sum(len(v) for v in report.lost.values())
     click.echo(
         f"new store {out}: {report.runs} run(s) recovered from {bad}, {report.intact} intact, "

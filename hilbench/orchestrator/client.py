@@ -179,7 +179,7 @@ class AgentClient:
         """
         sock = self._ctx.socket(zmq.DEALER, socket_class=MessageSocket)
         sock.setsockopt(zmq.LINGER, 0)
-        sock.setsockopt(zmq.IPV6, 1)  # tcp://[::1]:port and other IPv6 addresses (IPv4 too)
+        keys.use_ipv6(sock, self.address)
         sock.copy_threshold = codec.COPY_THRESHOLD_BYTES
         if self.key is not None and self.agent_key is not None:
             keys.make_client(sock, self.key, self.agent_key)

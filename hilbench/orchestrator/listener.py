@@ -198,7 +198,7 @@ class AgentListener:
             return self.endpoint or ""
         sock = self._ctx.socket(zmq.ROUTER)
         sock.setsockopt(zmq.LINGER, 0)
-        sock.setsockopt(zmq.IPV6, 1)  # tcp://[::1]:port and other IPv6 addresses (IPv4 too)
+        keys.use_ipv6(sock, self.bind)
         # An agent that restarts with the same id takes its identity over instead of being refused.
         sock.setsockopt(zmq.ROUTER_HANDOVER, 1)
         sock.setsockopt(zmq.MAXMSGSIZE, codec.MAX_HEADER_BYTES + self.max_payload_bytes)

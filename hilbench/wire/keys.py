@@ -195,6 +195,13 @@ def make_client(sock: zmq.Socket, pair: KeyPair, server_public: bytes) -> None:
     sock.curve_serverkey = server_public
 
 
+def use_ipv6(sock: zmq.Socket, address: str) -> None:
+    """Let ``sock`` bind or connect to an IPv6 address such as ``tcp://[::1]:5555``. Only for
+    bracketed hosts: with IPv6 on, libzmq reports an IPv4 endpoint as ``[::ffff:127.0.0.1]``."""
+    if "[" in address.partition("://")[2]:
+        sock.setsockopt(zmq.IPV6, 1)
+
+
 def is_loopback(address: str) -> bool:
     """True when a ZeroMQ address reaches this host only: tcp to loopback, ipc, inproc."""
     transport, sep, rest = address.partition("://")
