@@ -45,6 +45,9 @@ def test_everything_hilbench_creates_is_owner_only_under_umask_000(tmp_path, mon
     with announced_agent("--driver", "cpu", "--bind", "tcp://127.0.0.1:*",
                          "--log-file", str(work / "agent.log")):
         pass
+    matrix = hilbench("qubo", "generate", "--nodes", "10", "--density", "0.1", "--seed", "0",
+                      "--out", work / "q.npy", umask=0)
+    assert matrix.returncode == 0, matrix.stderr
     damaged = work / "copy.sqlite"
     damaged.write_bytes(db.read_bytes()[: db.stat().st_size // 2])
     salvaged = hilbench("store", "salvage", damaged, "--out", work / "saved.sqlite", umask=0)
@@ -69,7 +72,7 @@ def test_everything_hilbench_creates_is_owner_only_under_umask_000(tmp_path, mon
         "s.sqlite", "s.sqlite.logs", "s.sqlite.logs/fine.log", "s.sqlite.logs/broken.log",
         "docs.jsonl", "new", "new/keys", "new/keys/orch.key", "new/keys/orch.key_secret",
         "agent.log", "saved.sqlite", "open.sqlite", "open.sqlite-wal", "open.sqlite-shm",
-        "models", "models/m.npz", "cache", "cache/hilbench", "cache/hilbench/t.json",
+        "models", "models/m.npz", "cache", "cache/hilbench", "cache/hilbench/t.json", "q.npy",
     }
     assert expected <= set(modes), sorted(set(modes))
     assert any(name.startswith("s.sqlite.logs/spawn-") for name in modes)
