@@ -22,10 +22,14 @@ def test_a_session_owns_the_agent_s_work(agent):
         AgentClient(agent.endpoint, "other") as other,
     ):
         owner.request("configure", {})
-        for cmd, arrays in (("stop", None), ("shutdown", None),
-                            ("load", [np.ones(3, np.float32)])):
+        for cmd, body, arrays in (
+            ("stop", {}, None),
+            ("shutdown", {}, None),
+            ("load", {"workload": "sleep"}, [np.ones(3, np.float32)]),
+            ("run", {"workload": "sleep", "seconds": 0}, None),
+        ):
             with pytest.raises(AgentError) as info:
-                other.request(cmd, {}, arrays)
+                other.request(cmd, body, arrays)
             assert info.value.code == "not_owner", cmd
         assert other.request("status").body["state"] == "idle"  # what any peer may ask
         reply = owner.request("shutdown").body
@@ -41,7 +45,8 @@ def test_a_client_waiting_on_the_agent_hears_who_shut_it_down(agent):
             other.send_multipart(codec.encode(Message(type="request", id="s", cmd="shutdown")))
 
         threading.Thread(target=shut_down_soon, daemon=True).start()
-        assert client.request("run", {"seconds": 5}).body["stopped"] is True  # ended early
+        reply = client.request("run", {"workload": "sleep", "seconds": 5})
+        assert reply.body["stopped"] is True  # the shutdown ended the run early
         with pytest.raises(AgentLost) as info:
             client.request("status")
         assert info.value.shutdown_by is not None
