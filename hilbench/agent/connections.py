@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import zmq
 from zmq.utils.monitor import parse_monitor_message
 
-from hilbench.agent.guard import Connection, LogLimiter, MemoryBudget
+from hilbench.agent.guard import CONNECTION_OVERHEAD_BYTES, Connection, LogLimiter, MemoryBudget
 from hilbench.clock import now
 
 if TYPE_CHECKING:
@@ -52,12 +52,13 @@ _serials = itertools.count(1)
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
-def default_max_connections() -> int:
-    """Connections that fit in this process's descriptor limit with FD_RESERVE to spare."""
+def default_max_connections(budget: int) -> int:
+    """Connections that fit in this process's descriptor limit with FD_RESERVE to spare, and
+    whose own cost takes at most a quarter of the memory ``budget``."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         soft = 65536
-    return max(8, soft - FD_RESERVE)
+    return max(8, min(soft - FD_RESERVE, budget // 4 // CONNECTION_OVERHEAD_BYTES))
 
 
 def _libc() -> ctypes.CDLL | None:
@@ -141,7 +142,7 @@ class ConnectionGuard:
     ) -> None:
         self.budget = budget
         self.limiter = limiter
-        self.max_connections = max_connections or default_max_connections()
+        self.max_connections = max_connections or default_max_connections(budget.limit)
         self.curve = curve
         self.dropped = 0
         self.accepted = 0

@@ -663,6 +663,7 @@ class AgentRuntime(SocketTurns):
             "bad_messages": self.bad_messages.total,
             "peers": len(self._peers),
             "in_flight_bytes": self.budget.used,
+            "connection_bytes": self.budget.connection_bytes,
             "memory_budget_bytes": self.budget.limit,
             "connections": len(self.budget.connections),
             "max_connections": self.guard.max_connections if self.guard else None,

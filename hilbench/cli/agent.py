@@ -92,7 +92,8 @@ from hilbench.lifeline import call_on_signal
     default=None,
     type=click.IntRange(min=1),
     help="Most peer connections at once; a new one past it drops the longest idle. "
-    "[default: the descriptor limit (ulimit -n) less 64]",
+    "[default: the descriptor limit (ulimit -n) less 64, at most what a quarter of the memory "
+    "budget pays for at 64 KiB a connection]",
 )
 @click.option(
     "--log-file",
