@@ -436,7 +436,12 @@ class AgentRuntime(SocketTurns):
                 self.stats.errors += 1
                 self._send(sock, route, self._incident(route, cid, "handling a message"))
             except Exception:  # even the error reply failed: the log has it, serve on
-                log.exception("could not send an internal-error reply")
+                self.log_limiter.log(
+                    "unsent internal error",
+                    logging.ERROR,
+                    "could not send an internal-error reply",
+                    exc_info=True,
+                )
 
     def _handle_message(self, sock: zmq.Socket, route: list[bytes], frames: list[Any]) -> None:
         key = route[0] if route else b""

@@ -19,6 +19,7 @@ import zmq
 from hilbench.clock import now
 from hilbench.contracts.base import ContractError, decode
 from hilbench.contracts.capabilities import Capabilities
+from hilbench.loglimit import LogLimiter
 from hilbench.wire import codec, keys
 from hilbench.wire.codec import Message, ProtocolError
 from hilbench.wire.message_socket import NOBLOCK, MessageSocket
@@ -111,6 +112,7 @@ class AgentClient:
         self._next_beat = now()
         self.heartbeats_received = 0
         self.session = secrets.token_hex(16)  # kept across re-greetings of this link
+        self._log_limit = LogLimiter(logger=log)  # an agent cannot flood our log either
 
     # ------------------------------------------------------------ lifecycle
     def connect(self) -> dict[str, Any]:
@@ -316,7 +318,13 @@ class AgentClient:
             try:
                 reply = codec.decode(frames)
             except ProtocolError as exc:
-                log.warning("agent %s sent a bad message: %s", self.name, exc)
+                self._log_limit.log(
+                    "bad message",
+                    logging.WARNING,
+                    "agent %s sent a bad message: %s",
+                    self.name,
+                    exc,
+                )
                 continue
             if reply.type == codec.HEARTBEAT:
                 self.heartbeats_received += 1

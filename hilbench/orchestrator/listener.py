@@ -25,6 +25,7 @@ from typing import Any
 import zmq
 
 from hilbench.clock import now
+from hilbench.loglimit import LogLimiter
 from hilbench.orchestrator.client import AgentClient, AgentUnreachable
 from hilbench.wire import codec, keys
 from hilbench.wire.codec import Message, ProtocolError
@@ -177,6 +178,7 @@ class AgentListener:
             raise ValueError("a keyed listener needs the public key of each agent that dials in")
         self.key = key
         self.agent_keys = dict(agent_keys or {})
+        self._log_limit = LogLimiter(logger=log)  # what agents can make us repeat
         self._gate: keys.Gatekeeper | None = None
         self.bind = bind
         self.heartbeat_s = heartbeat_s
@@ -367,8 +369,11 @@ class AgentListener:
         want = self.agent_keys.get(agent_id)
         if want is not None and user == want.decode():
             return True
-        log.warning(
-            "ignoring a message from agent id %r: it did not come with that agent's key", agent_id
+        self._log_limit.log(
+            "wrong key",
+            logging.WARNING,
+            "ignoring a message from agent id %r: it did not come with that agent's key",
+            agent_id,
         )
         return False
 
