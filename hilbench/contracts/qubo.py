@@ -115,6 +115,9 @@ class QuboRunReply(Reply, kw_only=True):
     target: BigInt | None = None
     set_size: Count | None = None
     setup_s: Seconds | None = None
+    # Per-run set-up and teardown outside the timed region (a Lava process per run), allowed
+    # for when the orchestrator checks the claim against its own request→reply window.
+    untimed_s: Seconds | None = None
     solver_s: Seconds | None = None
     cost_check_s: Seconds | None = None
     stopped_early: bool = False

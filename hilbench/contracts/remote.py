@@ -55,6 +55,9 @@ class RemoteDevice:
         self.name = link.name
         self._waiting: Callable[[], None] | None = None
         self._timeout_s: float | None = None
+        # The last request's window on the orchestrator's clock (sent, reply received), which
+        # a timed region the agent claims must lie inside (hilbench.orchestrator.timing_check).
+        self.window: tuple[float, float] | None = None
 
     @property
     def capabilities(self) -> Capabilities:
@@ -91,6 +94,8 @@ class RemoteDevice:
         timeout = self._timeout_s if self._timeout_s is not None else budget_s
         reply = self.link.request(cmd, to_wire(body), arrays, timeout_s=timeout,
                                   while_waiting=self._waiting)
+        sent, received = getattr(reply, "sent", 0.0), getattr(reply, "received", 0.0)
+        self.window = (sent, received) if received else None
         try:
             typed = decode(expected, reply.body, "bad_reply", f"the {cmd} reply's")
         except ContractError as exc:

@@ -78,6 +78,10 @@ class ClockOffset:
 class Reply:
     body: dict[str, Any]
     arrays: list[np.ndarray]
+    # The orchestrator's own window around the exchange (its clock): just before the request
+    # left, and when the reply arrived. Whatever the agent says it timed must lie inside.
+    sent: float = 0.0
+    received: float = 0.0
 
 
 class AgentClient:
@@ -110,6 +114,7 @@ class AgentClient:
         self._sock: zmq.Socket | None = None
         self._last_heard = now()
         self._next_beat = now()
+        self._sent = self._received = 0.0  # the last exchange's window (see Reply)
         self.heartbeats_received = 0
         self.session = secrets.token_hex(16)  # kept across re-greetings of this link
         self._log_limit = LogLimiter(logger=log)  # an agent cannot flood our log either
@@ -224,7 +229,7 @@ class AgentClient:
         reply = self._exchange(
             msg, timeout_s=timeout_s, expect=codec.REPLY, while_waiting=while_waiting
         )
-        return Reply(reply.body, reply.arrays)
+        return Reply(reply.body, reply.arrays, self._sent, self._received)
 
     def clock_offset(self, probes: int = 8) -> ClockOffset:
         """NTP-style offset of the agent's clock, keeping the lowest-RTT probe."""
@@ -284,7 +289,9 @@ class AgentClient:
             raise RuntimeError(f"agent {self.name} is not connected")
         # Never block on send: a DEALER whose connection is not up (or was refused, as a
         # CurveZMQ server does with an unknown key) has no peer to queue to.
-        unsent: list[Any] | None = self._try_send(codec.encode(msg))
+        frames = codec.encode(msg)
+        self._sent = now()  # nothing the agent does for this request can start before this
+        unsent: list[Any] | None = self._try_send(frames)
         # The agent gets a full liveness window from now: idle time before this call is no silence.
         t = started = self._last_heard = now()
         deadline = None if timeout_s is None else started + timeout_s
@@ -343,6 +350,7 @@ class AgentClient:
                 raise AgentError(
                     self.name, "unexpected_type", f"got {reply.type}, expected {expect}"
                 )
+            self._received = t
             return reply
 
     def _try_send(self, frames: list[Any]) -> list[Any] | None:

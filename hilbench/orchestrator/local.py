@@ -15,6 +15,7 @@ import numpy as np
 
 from hilbench.agent.dispatch import Dispatcher
 from hilbench.agent.driver import DriverError
+from hilbench.clock import now
 from hilbench.contracts.capabilities import Capabilities
 from hilbench.orchestrator.client import AgentError, ClockOffset, Reply
 
@@ -41,12 +42,13 @@ class LocalLink:
     def request(self, cmd: str, body: dict[str, Any] | None = None,
                 arrays: list[np.ndarray] | None = None, timeout_s: float | None = None,
                 while_waiting: Callable[[], None] | None = None) -> Reply:
+        sent = now()
         try:
             result = self.dispatcher.call(cmd, body or {}, list(arrays or []), self.stop)
         except DriverError as exc:
             raise AgentError(self.name, exc.code, str(exc),
                              {"key": exc.key} if exc.key else None) from None
-        return Reply(result.body, result.arrays)
+        return Reply(result.body, result.arrays, sent, now())
 
     def clock_offset(self, probes: int = 8) -> ClockOffset:
         return ClockOffset(0.0, 0.0, 0.0, probes)

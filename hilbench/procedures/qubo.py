@@ -28,6 +28,11 @@ from hilbench.orchestrator.instruments import (
 )
 from hilbench.orchestrator.phases import Phase, RunContext
 from hilbench.orchestrator.procedure import Procedure, UnitKey
+from hilbench.orchestrator.timing_check import (
+    TimingCheck,
+    check_timed_region,
+    inconsistent_error,
+)
 from hilbench.power.estimators import PhaseWindow, phase_power
 from hilbench.procedures.qubo_solve import QuboWorkload, check_solution, load, run_body
 from hilbench.procedures.qubo_table import QuboTable
@@ -196,6 +201,12 @@ def run_unit(
             solved = solver.solve(body)
         result = solved.reply
         ctx.emit(Event(ctx.run_uid, phase.uid, "solve_result", ctx.now(), to_wire(result)))
+        assert device.window is not None
+        timing = check_timed_region(result.t_start, result.t_end, result.actual_s,
+                                    result.untimed_s, *device.window, phase.offsets[device.name])
+        ctx.emit(Event(ctx.run_uid, phase.uid, "timing_check", ctx.now(), timing.to_dict()))
+        if not timing.consistent:
+            raise inconsistent_error(device.name, timing)
         try:
             check = check_solution(workload, solved)
         except SolutionError as exc:
@@ -205,7 +216,7 @@ def run_unit(
             raise AgentError(device.name, "bad_solution", str(exc)) from exc
         ctx.emit(Event(ctx.run_uid, phase.uid, "solution_check", ctx.now(), check.to_dict()))
     power = _window_power(phase, device.name, result, None, instruments)
-    _emit_metrics(ctx, unit, result, check, target, power, best_known)
+    _emit_metrics(ctx, unit, result, timing, check, target, power, best_known)
     if unit.scenario == "time_to_solution":
         _emit_time_to_solution(ctx, phase, device.name, unit, result, check, target, instruments)
 
@@ -273,17 +284,25 @@ def _emit_metrics(
     ctx: RunContext,
     unit: QuboUnit,
     result: QuboRunReply,
+    timing: TimingCheck,
     check: StateCheck,
     target: Target,
     power: dict[str, Any],
     best_known: int | None = None,
 ) -> None:
+    """The run's metrics. An overrun of a fixed timeout is not an answer at that timeout: its
+    gap, power and energy are stored without a value (``meta.excluded = "overrun"``, the
+    measured value beside it), so no table, summary or frame files them under the nominal
+    timeout; ``overrun_actual_s`` holds its actual time."""
     run = ctx.run_uid
-    requested_s = result.requested_s
+    # What the orchestrator asked for, not what the agent says it was asked.
+    requested_s = unit.timeout_s if unit.timeout_s is not None else unit.max_time_s
     actual_s = result.actual_s
     avg_w, avg_u, power_meta = power["value"], power["uncertainty"], power["meta"]
     ctx.emit(Metric(run, "requested_s", requested_s, "s"))
+    # The agent's claim, and beside it the orchestrator's bound (its request→reply window).
     ctx.emit(Metric(run, "actual_s", actual_s, "s"))
+    ctx.emit(Metric(run, "orchestrator_window_s", timing.window_s, "s", meta=timing.to_dict()))
     overrun = is_overrun(requested_s, actual_s)
     ctx.emit(
         Metric(
@@ -299,31 +318,31 @@ def _emit_metrics(
             },
         )
     )
+    late = overrun and unit.scenario == "fixed_timeout"
+    if late:
+        ctx.emit(Metric(run, "overrun_actual_s", actual_s, "s",
+                        meta={"requested_s": requested_s, "ratio": actual_s / requested_s}))
+
+    def figure(name: str, value: float | None, unit_: str, uncertainty: float | None = None,
+               meta: dict[str, Any] | None = None) -> None:
+        meta = dict(meta or {})
+        if late and value is not None:
+            meta.update(excluded="overrun", measured=value, measured_uncertainty=uncertainty,
+                        reason=f"the run took {actual_s:.6g} s for a {requested_s:g} s timeout: "
+                               "not filed under the nominal timeout")
+            value = uncertainty = None
+        ctx.emit(Metric(run, name, value, unit_, uncertainty, meta=meta))
+
     ctx.emit(Metric(run, "setup_s", result.setup_s or 0.0, "s"))
-    ctx.emit(Metric(run, "avg_power_w", avg_w, "W", avg_u, meta=power_meta))
+    figure("avg_power_w", avg_w, "W", avg_u, power_meta)
     energy = avg_w * actual_s if avg_w is not None else None
     energy_u = avg_u * actual_s if avg_u is not None else None
-    ctx.emit(
-        Metric(
-            run,
-            "energy_j",
-            energy,
-            "J",
-            energy_u,
-            meta={**power_meta, "method": "average power × actual solving time"},
-        )
-    )
+    figure("energy_j", energy, "J", energy_u,
+           {**power_meta, "method": "average power × actual solving time"})
     internal = result.power or {}
     if internal.get("measured") and power_meta.get("source") != internal.get("source"):
-        ctx.emit(
-            Metric(
-                run,
-                "internal_avg_power_w",
-                internal.get("avg_power_w"),
-                "W",
-                meta={"source": internal.get("source")},
-            )
-        )
+        figure("internal_avg_power_w", internal.get("avg_power_w"), "W",
+               meta={"source": internal.get("source")})
     check_meta = check.to_dict()
     ctx.emit(Metric(run, "feasible", float(check.feasible), "", meta=check_meta))
     ctx.emit(Metric(run, "set_size", float(check.set_size), ""))
@@ -335,7 +354,7 @@ def _emit_metrics(
     else:  # an infeasible state has no gap: it must never be averaged with feasible ones
         gap = None
         gap_meta.update(status="infeasible", reason=f"{check.violated_edges} violated edges")
-    ctx.emit(Metric(run, "bks_gap", gap, "", meta=gap_meta))
+    figure("bks_gap", gap, "", meta=gap_meta)
     # The gap to the best feasible cost any solver here recorded (None: nothing recorded yet).
     known_meta: dict[str, Any] = {"best_known": best_known}
     known_gap: float | None = None
@@ -345,7 +364,7 @@ def _emit_metrics(
         known_meta.update(status="infeasible")
     else:
         known_gap = bks_gap(check.cost, best_known)
-    ctx.emit(Metric(run, "best_known_gap", known_gap, "", meta=known_meta))
+    figure("best_known_gap", known_gap, "", meta=known_meta)
     if unit.scenario == "fixed_timeout":
         ctx.emit(Metric(run, "cost_check_s", result.cost_check_s or 0.0, "s"))
 

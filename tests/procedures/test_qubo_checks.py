@@ -56,6 +56,7 @@ class TamperingDriver:
         elif self.fault == "slow":  # the solver kept going 30 ms past the deadline
             time.sleep(0.03)
             body["actual_s"] += 0.03
+            body["t_end"] += 0.03
         return DriverResult(body, [state])
 
     def close(self) -> None:
@@ -143,3 +144,4 @@ def test_an_overrun_is_flagged_in_the_run_and_the_table(tmp_path, tampering_agen
     assert metrics["requested_s"]["value"] == 0.01
     [row] = gap_rows(db, campaign_uid)
     assert row.overruns == 1 and row.max_actual_over_requested >= 3
+    assert row.on_time == 0 and row.mean_gap is None and row.mean_actual_s is None
