@@ -245,6 +245,17 @@ def target(
     is_flag=True,
     help="Offer a feasible answer to the best-known file (see `hilbench qubo target --kind`).",
 )
+@click.option(
+    "--target",
+    "target_kind",
+    type=click.Choice(["official", "best-known", "none"]),
+    default="official",
+    show_default=True,
+    help="What the gap is against. official: exact below 50 nodes, else the published table, "
+    "else D-Wave Tabu (100 reads × 50 restarts; from the cache when computed before, else "
+    "computed AFTER the answer is printed, with progress: minutes at n ≥ 1000). best-known: "
+    "the best feasible cost recorded here. none: no gap, nothing computed.",
+)
 def solve(
     nodes: int,
     density: float,
@@ -255,13 +266,16 @@ def solve(
     driver_name: str,
     as_json: bool,
     record: bool,
+    target_kind: str,
 ) -> None:
     """Solve one workload with one solver for a fixed timeout, through the driver's own code.
 
     The returned state is checked here as a campaign checks it: cost recomputed, independence
     tested, the driver's claimed cost verified. ``overrun`` is true when the actual time passed
-    the requested one by more than max(5 %, 0.5 ms). ``gap`` is the BKS-gap to the official
-    target (see ``hilbench qubo target``), null for an infeasible answer.
+    the requested one by more than max(5 %, 0.5 ms). The answer comes first; ``gap`` is the
+    BKS-gap to the target ``--target`` names (null for an infeasible answer or without a
+    target). A Tabu target that is neither published nor cached is computed after the answer,
+    with its sampler seed shown.
     """
     from hilbench.agent.driver import DriverError, load_driver
     from hilbench.orchestrator.client import AgentError
@@ -273,15 +287,13 @@ def solve(
         driver = load_driver(driver_name)
     except DriverError as exc:
         raise click.BadParameter(str(exc), param_hint="--driver") from exc
-    target = find_target(nodes, density, seed)
     try:
         workload, _ = load_workload(driver, nodes, density, seed, [solver])
-        outcome = solve_fixed_timeout(driver, workload, solver, timeout_s, run_seed, target.cost)
+        outcome = solve_fixed_timeout(driver, workload, solver, timeout_s, run_seed, None)
     except (DriverError, AgentError, SolutionError) as exc:
         raise click.ClickException(str(exc)) from exc
     finally:
         driver.close()
-    outcome["target_source"] = target.source
     if record and outcome["feasible"]:
         from hilbench.workloads.qubo.best_known import BestKnownStore
 
@@ -294,21 +306,90 @@ def solve(
              "run_seed": run_seed, "by": "hilbench qubo solve --record"},
         )
     outcome.pop("state", None)
+    violated = outcome["violated_edges"]
+    state = "feasible" if outcome["feasible"] else f"INFEASIBLE ({violated} violated edges)"
+    over = " OVERRUN" if outcome["overrun"] else ""
+    # The answer first: on stderr under --json, whose last stdout line is the one object.
+    say = (lambda text: click.echo(text, err=True)) if as_json else click.echo
+    say(f"{solver} on n={nodes} d={density:g} seed={seed}: cost {outcome['cost']}, {state}, "
+        f"set size {outcome['set_size']}; time: requested {timeout_s:g} s, actual "
+        f"{outcome['actual_s']:.6f} s{over}")
+    _add_gap(outcome, _solve_target(target_kind, nodes, density, seed, say))
     if as_json:
         click.echo(json.dumps(outcome, sort_keys=True, default=str))
         return
-    violated = outcome["violated_edges"]
-    state = "feasible" if outcome["feasible"] else f"INFEASIBLE ({violated} violated edges)"
     gap = "n/a" if outcome["gap"] is None else f"{outcome['gap']:.4f}"
-    click.echo(
-        f"{solver} on n={nodes} d={density:g} seed={seed}: cost {outcome['cost']}, {state}, "
-        f"set size {outcome['set_size']}"
+    click.echo(f"BKS-gap {gap} ({outcome['target_note']})")
+
+
+def _solve_target(kind: str, nodes: int, density: float, seed: int, say) -> dict:
+    """The target ``qubo solve --target KIND`` asks for, as {cost, source, detail, note};
+    a Tabu run happens only here, after the answer, and says what it is doing meanwhile."""
+    if kind == "none":
+        return {"cost": None, "source": "none", "detail": {}, "note": "no target: --target none"}
+    if kind == "best-known":
+        from hilbench.workloads.qubo.best_known import BestKnownStore
+
+        best = BestKnownStore().get(nodes, density, seed)
+        if best is None:
+            return {"cost": None, "source": "best-known", "detail": {},
+                    "note": "no best-known cost recorded for this workload"}
+        return {"cost": best.cost, "source": "best-known",
+                "detail": {"provenance": best.provenance},
+                "note": f"target {best.cost}, best known ({best.provenance})"}
+    from hilbench.workloads.qubo.targets import default_tabu_seed, known_target
+
+    target = known_target(nodes, density, seed)
+    if target is None:
+        if nodes >= EXACT_BELOW_NODES:
+            say(f"computing the official target: D-Wave Tabu, 100 reads × 50 restarts, sampler "
+                f"seed {default_tabu_seed(seed)} (minutes at n ≥ 1000; cached afterwards; "
+                "--target none skips it) …")
+        with _ticking(say, "computing the target"):
+            target = find_target(nodes, density, seed)
+    return {"cost": target.cost, "source": target.source, "detail": target.detail,
+            "note": f"target {target.cost}, {target.describe()}"}
+
+
+def _add_gap(outcome: dict, target: dict) -> None:
+    from hilbench.workloads.qubo import bks_gap
+
+    cost = target["cost"]
+    outcome.update(
+        target=cost,
+        target_source=target["source"],
+        target_detail=target["detail"],
+        target_note=target["note"],
+        gap=bks_gap(outcome["cost"], cost) if cost is not None and outcome["feasible"] else None,
     )
-    over = " OVERRUN" if outcome["overrun"] else ""
-    click.echo(
-        f"time: requested {timeout_s:g} s, actual {outcome['actual_s']:.6f} s{over}; "
-        f"BKS-gap {gap} (target {target.cost}, {target.source})"
-    )
+    if "sampler_seed" in target["detail"]:
+        outcome["tabu_seed"] = target["detail"]["sampler_seed"]
+
+
+class _ticking:
+    """While a long computation runs, say every ``every_s`` how long it has taken."""
+
+    def __init__(self, say, what: str, every_s: float = 15.0) -> None:
+        import threading
+
+        self.say, self.what, self.every_s = say, what, every_s
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._tick, daemon=True)
+
+    def _tick(self) -> None:
+        import time
+
+        started = time.monotonic()
+        while not self.done.wait(self.every_s):
+            self.say(f"… {self.what}: {time.monotonic() - started:.0f} s")
+
+    def __enter__(self) -> _ticking:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join()
 
 
 def _register_targets() -> None:

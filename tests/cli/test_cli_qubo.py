@@ -238,3 +238,57 @@ def test_target_grid_on_dask_records_best_known_values(tmp_path: Path) -> None:
     lines = lookup.stdout.strip().splitlines()
     assert "best known" in lines[-2] and "anytime" in lines[-2]
     assert int(lines[-1]) == next(c["cost"] for c in cells if c["nodes"] == 100)
+
+
+def test_solve_answers_before_it_computes_a_missing_target(monkeypatch, private_cache) -> None:
+    """n = 60, seed 23 has no published target: the answer is printed first, then the Tabu
+    target is computed (its sampler seed shown and recorded) and cached; the next solve takes
+    it from the cache. Tabu itself is replaced by a quick stand-in: only the order is tested."""
+    import hilbench.workloads.qubo.targets as targets
+    from hilbench.workloads.qubo.tabu import TabuResult
+
+    calls = []
+
+    def quick_tabu(sparse, settings, seed):
+        calls.append(seed)
+        return TabuResult(cost=-20, best_sample=np.zeros(sparse.nodes, dtype=np.int8),
+                          independent=True, elapsed_s=0.0)
+
+    monkeypatch.setattr(targets, "run_tabu", quick_tabu)
+    args = ("solve", "--nodes", "60", "--density", "0.1", "--seed", "23", "--timeout", "0.01")
+    first = run(*args, "--json")
+    assert first.exit_code == 0, first.output
+    lines = first.stderr.splitlines()
+    assert lines[0].startswith("anytime on n=60") and "cost -" in lines[0]  # the answer
+    assert "computing the official target" in lines[1] and "sampler seed 23" in lines[1]
+    out = json.loads(first.stdout.strip().splitlines()[-1])
+    assert calls == [23] and out["tabu_seed"] == 23 and out["target"] == -20
+    assert out["target_source"] == "tabu" and "seed 23" in out["target_note"]
+    assert private_cache.exists()
+    second = run(*args)
+    assert second.exit_code == 0 and calls == [23]  # from the cache: nothing computed
+    assert "computing" not in second.output
+    assert "seed 23, from cache" in second.output
+
+
+def test_solve_with_target_none_computes_nothing(monkeypatch, private_cache) -> None:
+    import hilbench.workloads.qubo.targets as targets
+
+    monkeypatch.setattr(targets, "run_tabu", lambda *a: pytest.fail("Tabu ran"))
+    result = run("solve", "--nodes", "300", "--density", "0.05", "--seed", "23",
+                 "--timeout", "0.01", "--target", "none", "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["target"] is None and out["gap"] is None and out["target_source"] == "none"
+    assert out["feasible"] and out["cost"] < 0
+    assert not private_cache.exists()
+
+
+def test_solve_best_known_target_is_the_recorded_cost(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("HILBENCH_BEST_KNOWN", str(tmp_path / "bk.json"))
+    args = ("solve", "--nodes", "60", "--density", "0.1", "--seed", "23", "--timeout", "0.01",
+            "--target", "best-known", "--json")
+    empty = json.loads(run(*args).stdout.strip().splitlines()[-1])
+    assert empty["target"] is None and "no best-known cost" in empty["target_note"]
+    recorded = json.loads(run(*args, "--record").stdout.strip().splitlines()[-1])
+    assert recorded["target"] == recorded["cost"] and recorded["gap"] == 0.0

@@ -86,6 +86,22 @@ def _exact(nodes: int, density: float, seed: int) -> Target:
     )
 
 
+def _tabu_key(nodes: int, density: float, seed: int, settings: TabuSettings, tabu_seed: int) -> str:
+    return (
+        f"n={nodes};edges={edge_count(nodes, density)};seed={seed};"
+        f"reads={settings.num_reads};restarts={settings.num_restarts};"
+        f"timeout_ms={settings.timeout_ms};budget_s={settings.time_budget_s};"
+        f"sampler_seed={tabu_seed};"
+        f"networkx={_networkx_version()};dwave-samplers={installed_version('dwave-samplers')}"
+    )
+
+
+def _cached_tabu(key: str, cache: TargetCache | None) -> Target | None:
+    if cache is not None and (entry := cache.get(key)) is not None:
+        return Target(entry["cost"], "tabu", {**entry["detail"], "cached": True})
+    return None
+
+
 def _tabu(
     nodes: int,
     density: float,
@@ -94,15 +110,9 @@ def _tabu(
     tabu_seed: int,
     cache: TargetCache | None,
 ) -> Target:
-    key = (
-        f"n={nodes};edges={edge_count(nodes, density)};seed={seed};"
-        f"reads={settings.num_reads};restarts={settings.num_restarts};"
-        f"timeout_ms={settings.timeout_ms};budget_s={settings.time_budget_s};"
-        f"sampler_seed={tabu_seed};"
-        f"networkx={_networkx_version()};dwave-samplers={installed_version('dwave-samplers')}"
-    )
-    if cache is not None and (entry := cache.get(key)) is not None:
-        return Target(entry["cost"], "tabu", {**entry["detail"], "cached": True})
+    key = _tabu_key(nodes, density, seed, settings, tabu_seed)
+    if (cached := _cached_tabu(key, cache)) is not None:
+        return cached
     u, v = workload_edges(nodes, density, seed)  # the same edges, without a networkx Graph
     sparse = SparseQubo(
         diag=np.full(nodes, DIAGONAL_WEIGHT, dtype=np.int64),
@@ -116,6 +126,43 @@ def _tabu(
         cache.put(key, {"cost": result.cost, "detail": detail})
         detail = {**detail, "cache_file": str(cache.path)}
     return Target(result.cost, "tabu", {**detail, "cached": False})
+
+
+def _published(nodes: int, density: float, seed: int) -> Target | None:
+    row = published_target(nodes, density, seed)
+    if row is None:
+        return None
+    detail: dict[str, Any] = {
+        "table": f"hilbench.workloads.qubo/{TABLE_RESOURCE}",
+        "origin": TABLE_ORIGIN,
+        "row": {"nodes": row.nodes, "density": row.density, "seed": row.seed},
+    }
+    later = LATER_OPTIMA.get((row.nodes, row.density, row.seed))
+    if later is not None:
+        detail["later_optimum"] = later
+        detail["note"] = f"an exact solver later found {later}; the published value is official"
+    return Target(cost=row.cost, source="published", detail=detail)
+
+
+def default_tabu_seed(seed: int) -> int:
+    """The Tabu sampler's seed for workload ``seed`` when none is given (32-bit)."""
+    return seed % 2**32
+
+
+def known_target(nodes: int, density: float, seed: int, *, cache_path: Path | None = None
+                 ) -> Target | None:
+    """The official target when it costs nothing to have: the published table, or a Tabu
+    value computed earlier (the cache). None when only a Tabu run (or, below 50 nodes, the
+    exact solver) would give it."""
+    validate_workload(nodes, density, seed)
+    nodes, density, seed = int(nodes), float(density), int(seed)
+    if nodes < EXACT_BELOW_NODES:
+        return None
+    published = _published(nodes, density, seed)
+    if published is not None:
+        return published
+    key = _tabu_key(nodes, density, seed, TabuSettings(), default_tabu_seed(seed))
+    return _cached_tabu(key, TargetCache(cache_path))
 
 
 def find_target(
@@ -139,23 +186,14 @@ def find_target(
     nodes, density, seed = int(nodes), float(density), int(seed)
     if nodes < EXACT_BELOW_NODES:
         return _exact(nodes, density, seed)
-    row = published_target(nodes, density, seed)
-    if row is not None:
-        detail: dict[str, Any] = {
-            "table": f"hilbench.workloads.qubo/{TABLE_RESOURCE}",
-            "origin": TABLE_ORIGIN,
-            "row": {"nodes": row.nodes, "density": row.density, "seed": row.seed},
-        }
-        later = LATER_OPTIMA.get((row.nodes, row.density, row.seed))
-        if later is not None:
-            detail["later_optimum"] = later
-            detail["note"] = f"an exact solver later found {later}; the published value is official"
-        return Target(cost=row.cost, source="published", detail=detail)
+    published = _published(nodes, density, seed)
+    if published is not None:
+        return published
     return _tabu(
         nodes,
         density,
         seed,
         tabu_settings or TabuSettings(),
-        seed % 2**32 if tabu_seed is None else tabu_seed,  # the sampler takes 32-bit seeds
+        default_tabu_seed(seed) if tabu_seed is None else tabu_seed,
         TargetCache(cache_path) if cache else None,
     )
