@@ -12,6 +12,7 @@ from hilbench.sim import SimulatedMeter
 from hilbench.sim.power_model import SIMULATED_CPU
 from hilbench.store import Store
 from tests.campaign_toml import campaign, keysight, measured_agent, qubo, write_campaign
+from tests.figures import measured
 from tests.subprocesses import hilbench_command, start_campaign, wait_for_run
 
 
@@ -66,6 +67,6 @@ def test_meter_fault_marks_runs_invalid_and_keeps_good_ones(tmp_path, fault, rea
         assert [c["status"] for c in store.campaigns()] == ["abort"]
         for run in good:
             power = {m["name"]: m for m in store.metrics(run["uid"])}["avg_power_w"]
-            assert power["value"] == pytest.approx(SIMULATED_CPU.watts("solving"), rel=0.01)
+            assert measured(power) == pytest.approx(SIMULATED_CPU.watts("solving"), rel=0.01)
         for run in bad:  # an invalid run carries no power figure at all
             assert "avg_power_w" not in {m["name"] for m in store.metrics(run["uid"])}

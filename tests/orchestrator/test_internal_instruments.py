@@ -8,6 +8,7 @@ from hilbench.orchestrator.campaign import CampaignError, parse_campaign
 from hilbench.orchestrator.instruments import InstrumentFault
 from hilbench.orchestrator.runner import CampaignRunner
 from hilbench.store import Store
+from tests.figures import measured
 from tests.power.conftest import FakePowercap
 
 
@@ -33,7 +34,7 @@ def test_rapl_instrument_gives_the_power_its_counters_count(tmp_path):
         run = store.runs()[0]
         power = {m["name"]: m for m in store.metrics(run["uid"])}["avg_power_w"]
         assert power["meta"]["source"] == "pkg"
-        assert power["value"] == pytest.approx(33.0, rel=0.05), power["meta"]
+        assert measured(power) == pytest.approx(33.0, rel=0.05), power["meta"]
         assert store.sample_sources(run["uid"])[0]["source"] == "pkg"
 
 

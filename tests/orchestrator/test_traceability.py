@@ -11,6 +11,7 @@ from hilbench.sim import SimulatedMeter
 from hilbench.sim.power_model import SIMULATED_CPU
 from hilbench.store import Store
 from tests.campaign_toml import write_campaign
+from tests.figures import measured
 from tests.orchestrator.test_instrument_faults import meter_campaign
 from tests.subprocesses import run_campaign
 
@@ -45,7 +46,7 @@ def test_avg_power_is_recomputed_from_stored_samples_and_device_times(tmp_path):
             again = phase_power(t, amps * 12.0, PhaseWindow("active", start, end), info,
                                 aperture_s=budget.get("aperture_s", 0.2 / 50),
                                 timing_uncertainty_s=budget.get("timing_uncertainty_s"))
-            assert power["value"] == pytest.approx(again.mean_w, rel=1e-12)
-            assert power["value"] == pytest.approx(SIMULATED_CPU.watts("solving"), rel=0.005)
-            energy = metrics["energy_j"]["value"]
-            assert energy == pytest.approx(power["value"] * metrics["actual_s"]["value"])
+            assert measured(power) == pytest.approx(again.mean_w, rel=1e-12)
+            assert measured(power) == pytest.approx(SIMULATED_CPU.watts("solving"), rel=0.005)
+            energy = measured(metrics["energy_j"])
+            assert energy == pytest.approx(measured(power) * metrics["actual_s"]["value"])
