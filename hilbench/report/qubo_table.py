@@ -42,8 +42,7 @@ class GapRow:
 
     @property
     def feasible_fraction(self) -> float:
-        """Of the on-time runs: a late answer is not an answer at this timeout."""
-        return self.feasible / self.on_time if self.on_time else 0.0
+        return self.feasible / self.runs if self.runs else 0.0
 
 
 def _mean_or_none(values: list[float | None], runs: int) -> float | None:
@@ -73,8 +72,9 @@ def gap_rows(store_path: Path, campaign_uid: str) -> list[GapRow]:
     for key in sorted(groups):
         late = [r for r in groups[key] if r.get("overrun") == 1.0]
         runs = [r for r in groups[key] if r.get("overrun") != 1.0]  # on time: the row's figures
-        feasible = [r for r in runs if r.get("feasible") == 1.0]
-        gaps = [r["bks_gap"] for r in feasible if r.get("bks_gap") is not None]
+        feasible = [r for r in groups[key] if r.get("feasible") == 1.0]  # a property of answers
+        gaps = [r["bks_gap"] for r in feasible
+                if r.get("bks_gap") is not None and r.get("overrun") != 1.0]
         ratios = [r["actual_s"] / r["requested_s"] for r in groups[key]]
         rows.append(
             GapRow(
@@ -131,7 +131,7 @@ def gap_table(rows: list[GapRow], title: str) -> Table:
             f"{r.timeout_s:g}",
             r.solver,
             str(r.runs),
-            f"{r.feasible}/{r.on_time}",
+            f"{r.feasible}/{r.runs}",
             _fmt(r.mean_gap, ".4f", "infeasible" if r.on_time else "-"),
             _fmt(r.worst_gap, ".4f", "-"),
             _fmt(r.mean_actual_s, ".4f", "-"),
