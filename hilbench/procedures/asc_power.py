@@ -34,6 +34,7 @@ from hilbench.orchestrator.instruments import (
     to_watts,
 )
 from hilbench.orchestrator.phases import Phase, RunContext
+from hilbench.orchestrator.timing_check import check_region
 from hilbench.power.estimators import (
     PhaseWindow,
     PowerEstimate,
@@ -160,6 +161,7 @@ def _device_idle_window(
     network configured and the sample(s) in memory, nothing processed."""
     with ctx.phase("idle", [device]) as phase:
         loop = to_wire(device.asc.run_asc(_window_body("idle", rows, idle_s)))
+        _check_window(device, phase, f"idle window {rep}", loop)
         start = phase.to_orchestrator_time(device.name, float(loop["t_start"]))
         end = phase.to_orchestrator_time(device.name, float(loop["t_end"]))
         ctx.emit(Event(ctx.run_uid, phase.uid, "idle_window", ctx.now(),
@@ -184,6 +186,7 @@ def _active_window(
     with ctx.phase(f"active_{stage}", [device], instruments) as phase:
         with device.waiting(phase.poll):
             loop = to_wire(device.asc.run_asc(_window_body(stage, rows, active_s)))
+        _check_window(device, phase, f"{stage} window {rep}", loop)
         start = phase.to_orchestrator_time(device.name, float(loop["t_start"]))
         end = phase.to_orchestrator_time(device.name, float(loop["t_end"]))
         ctx.emit(Event(ctx.run_uid, phase.uid, "repeat_result", ctx.now(),
@@ -191,6 +194,17 @@ def _active_window(
     return PowerWindow(stage, rep, start, end, _batch(phase, inst),
                        phase.offsets[device.name].uncertainty_s, _start_u(phase, inst), loop,
                        **_drift(phase, inst, end))
+
+
+def _check_window(device: RemoteDevice, phase: Phase, what: str, loop: dict[str, Any]) -> None:
+    """The window the device claims must lie inside the orchestrator's request→reply window
+    and hold the loop's work (iterations × mean time), else the run is timing_inconsistent."""
+    if device.window is None:
+        return
+    n, mean = loop.get("iterations"), loop.get("mean_s")
+    work = float(n) * float(mean) if n is not None and mean is not None else 0.0
+    check_region(device.name, what, float(loop["t_start"]), float(loop["t_end"]),
+                 *device.window, phase.offsets[device.name], work)
 
 
 def _batch(phase: Phase, inst: Instrument | None) -> SampleBatch | None:

@@ -20,6 +20,7 @@ from hilbench.contracts.asc import STAGES
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event, Metric
 from hilbench.orchestrator.phases import RunContext
+from hilbench.orchestrator.timing_check import check_region
 from hilbench.power.accuracy import clip_accuracy_interval
 from hilbench.procedures.asc_device import (
     SampleRecord,
@@ -57,6 +58,10 @@ def run_single_stream_phase(ctx: RunContext, res: AscResources, device: RemoteDe
 
     with ctx.phase("single_stream", [device]) as phase:
         def on_sample(record: SampleRecord, body: dict) -> None:
+            # The device's region must lie inside this sample's run request→reply window.
+            check_region(device.name, f"sample {record.index}", float(body["t_start"]),
+                         float(body["t_end"]), record.t_done - record.round_trip_s,
+                         record.t_done, phase.offsets[device.name], record.device_s)
             label = int(labels[record.index])
             ctx.emit(Event(ctx.run_uid, phase.uid, "sample", record.t_done, {
                 "index": record.index,
