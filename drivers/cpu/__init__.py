@@ -215,9 +215,11 @@ class CpuDriver(ContractDriver):
         result.power = window.close()
         return result
 
-    def _sim_state(self, state: str) -> None:
+    def _sim_state(self, state: str, t: float | None = None) -> None:
+        """Tell the simulated meter the device entered ``state`` at ``t`` (bench clock;
+        default now)."""
         if self._sim is not None:
-            self._sim.state(state)
+            self._sim.state(state, t)
 
     def close(self) -> None:
         self._loaded = None

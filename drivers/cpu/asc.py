@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from hilbench.agent.driver import DriverError
-from hilbench.clock import now
+from hilbench.clock import bench_now, now
 from hilbench.contracts.asc import (
     MAX_WINDOW_S,
     STAGES,
@@ -74,7 +74,7 @@ class AscDevice:
 
     def __init__(
         self,
-        sim_state: Callable[[str], None],
+        sim_state: Callable[..., None],
         sample_capacity: str | int = DEFAULT_SAMPLE_CAPACITY,
         stream_capacity: str | int = DEFAULT_STREAM_CAPACITY,
     ) -> None:
@@ -171,15 +171,18 @@ class AscDevice:
         model = self._require_model()
         audio = self._require_sample(index)
         cfg = model.mfe_config
-        self._sim_state("preprocessing")
+        # The simulated meter hears of the stages after they end, stamped when they began: a
+        # report sent at a stage's start wakes the meter process while the stage is timed.
+        s0 = bench_now()
         t0 = now()
         features = extract_features(audio, cfg)
         t1 = now()
-        self._sim_state("inference")
+        s2 = bench_now()
         t2 = now()
         scores, predicted = model.infer(features)
         t3 = now()
-        self._sim_state("idle")
+        for state, stamp in (("preprocessing", s0), ("inference", s2), ("idle", bench_now())):
+            self._sim_state(state, stamp)
         return AscSampleResult(
             index=index,
             predicted=int(predicted),
