@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -255,6 +256,28 @@ def test_the_simulated_meter_sees_the_stage_the_device_repeats(tmp_path):
             # The meter stamps a state on arrival, a little after the device sent it.
             truth = meter.true_mean_power(result["t_start"] + 0.01, result["t_end"])
             assert truth == pytest.approx(SIMULATED_CPU.watts(stage), rel=1e-3)
+    finally:
+        driver.close()
+        meter.stop()
+
+
+def test_the_simulated_meter_learns_a_single_stream_samples_stages_with_their_times(tmp_path):
+    """Reported after the sample (no meter wake-up inside a timed stage), stamped when each
+    stage began: the meter's truth over each stage is that stage's power."""
+    meter = SimulatedMeter(SIMULATED_CPU)
+    meter.start()
+    driver = CpuDriver(rapl_root=str(tmp_path / "none"), sim_meter=f"{meter.host}:{meter.port}")
+    try:
+        loaded(driver, audio(1)[0])
+        result = run(driver, mode="single_stream", index=0)
+        pre_end = result["t_start"] + result["preprocess_s"]
+        time.sleep(0.05)  # the reports travel to the meter after the sample
+        assert meter.true_mean_power(result["t_start"], pre_end) == pytest.approx(
+            SIMULATED_CPU.watts("preprocessing"), rel=1e-3)
+        assert meter.true_mean_power(result["t_end"] - result["inference_s"],
+                                     result["t_end"]) == pytest.approx(
+            SIMULATED_CPU.watts("inference"), rel=1e-3)
+        assert meter.state == "idle"
     finally:
         driver.close()
         meter.stop()
