@@ -6,33 +6,19 @@ from __future__ import annotations
 import threading
 from typing import Any, ClassVar
 
-import numpy as np
-
 from hilbench.agent.driver import DriverResult
 from hilbench.agent.runtime import AgentRuntime
 from hilbench.orchestrator.campaign import parse_campaign
 from hilbench.orchestrator.runner import CampaignRunner
 from hilbench.store import Store
-from hilbench_drivers.cpu import CpuDriver
 from tests.agent_thread import serving
+from tests.cpu_wrapper import CpuWrapper
 
 
-class BackdatingDriver:
+class BackdatingDriver(CpuWrapper):
     """The cpu driver; sample 3's single-stream reply claims it ran a second earlier."""
 
     name: ClassVar[str] = "backdating"
-
-    def __init__(self, rapl_root: str) -> None:
-        self.inner = CpuDriver(rapl_root=rapl_root)
-
-    def capabilities(self) -> dict[str, Any]:
-        return self.inner.capabilities()
-
-    def configure(self, params: dict[str, Any]) -> DriverResult:
-        return self.inner.configure(params)
-
-    def load(self, params: dict[str, Any], arrays: list[np.ndarray]) -> DriverResult:
-        return self.inner.load(params, arrays)
 
     def run(self, params: dict[str, Any], stop: threading.Event) -> DriverResult:
         reply = self.inner.run(params, stop)
@@ -42,8 +28,6 @@ class BackdatingDriver:
             body["t_end"] -= 1.0
         return DriverResult(body, reply.arrays)
 
-    def close(self) -> None:
-        self.inner.close()
 
 
 def test_a_backdated_sample_fails_its_run_as_timing_inconsistent(tmp_path, asc_cache,

@@ -21,25 +21,19 @@ from hilbench.orchestrator.runner import CampaignRunner
 from hilbench.report.qubo_table import gap_rows
 from hilbench.store import Store
 from hilbench.workloads.qubo import SparseQubo, edges_in_graph
-from hilbench_drivers.cpu import CpuDriver
 from tests.agent_thread import serving
+from tests.cpu_wrapper import CpuWrapper
 
 
-class TamperingDriver:
+class TamperingDriver(CpuWrapper):
     """The cpu driver, with its replies altered according to ``fault``."""
 
     name: ClassVar[str] = "tampering"
 
     def __init__(self, fault: str, rapl_root: str) -> None:
+        super().__init__(rapl_root)
         self.fault = fault
-        self.inner = CpuDriver(rapl_root=rapl_root)
         self.matrix: np.ndarray | None = None
-
-    def capabilities(self) -> dict[str, Any]:
-        return self.inner.capabilities()
-
-    def configure(self, params: dict[str, Any]) -> DriverResult:
-        return self.inner.configure(params)
 
     def load(self, params: dict[str, Any], arrays: list[np.ndarray]) -> DriverResult:
         self.matrix = arrays[0]
@@ -59,8 +53,6 @@ class TamperingDriver:
             body["t_end"] += 0.03
         return DriverResult(body, [state])
 
-    def close(self) -> None:
-        self.inner.close()
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ stores the largest size that returned a feasible answer with the reason it stopp
 from __future__ import annotations
 
 import io
-import threading
 from typing import Any, ClassVar
 
 import numpy as np
@@ -17,34 +16,19 @@ from hilbench.orchestrator.campaign import load_campaign
 from hilbench.orchestrator.runner import CampaignRunner
 from hilbench.report.summary import print_summary
 from hilbench.store import Store
-from hilbench_drivers.cpu import CpuDriver
 from tests.agent_thread import serving
+from tests.cpu_wrapper import CpuWrapper
 
 
-class SmallDevice:
+class SmallDevice(CpuWrapper):
     """The cpu driver on a device that holds at most 120 nodes: bigger loads are refused."""
 
     name: ClassVar[str] = "small-device"
-
-    def __init__(self, rapl_root: str) -> None:
-        self.inner = CpuDriver(rapl_root=rapl_root)
-
-    def capabilities(self) -> dict[str, Any]:
-        return self.inner.capabilities()
-
-    def configure(self, params: dict[str, Any]) -> DriverResult:
-        return self.inner.configure(params)
 
     def load(self, params: dict[str, Any], arrays: list[np.ndarray]) -> DriverResult:
         if arrays[0].shape[0] > 120:
             raise DriverError(f"{arrays[0].shape[0]} nodes do not fit in 120", "device_full")
         return self.inner.load(params, arrays)
-
-    def run(self, params: dict[str, Any], stop: threading.Event) -> DriverResult:
-        return self.inner.run(params, stop)
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 @pytest.fixture
