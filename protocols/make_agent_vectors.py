@@ -8,20 +8,26 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import msgpack
 import numpy as np
 
+from hilbench.contracts import asc, qubo
+from hilbench.contracts.base import to_wire
+from hilbench.contracts.capabilities import Settings
+from hilbench.contracts.spec import replace_tables
 from hilbench.wire import codec
 from hilbench.wire.codec import Message
 from hilbench.workloads.asc.vectors import fixed_model
 
 OUT = Path(__file__).parent / "vectors" / "agent_messages.json"
+SPEC = Path(__file__).parent / "agent-protocol.md"
 
 
 def _valid() -> list[tuple[str, Message]]:
     return [
-        ("hello", Message(type="hello", id="1", body={"versions": [1]})),
+        ("hello", Message(type="hello", id="1", body={"versions": [codec.PROTOCOL_VERSION]})),
         ("heartbeat", Message(type="heartbeat", body={"busy": None})),
         ("ping", Message(type="ping", id="p-7", body={"t1": 1234.567891})),
         (
@@ -34,7 +40,8 @@ def _valid() -> list[tuple[str, Message]]:
                 type="request",
                 id="a-2",
                 cmd="run",
-                body={"mode": "fixed_timeout", "solver": "sa", "timeout_s": 0.01},
+                body=to_wire(qubo.FixedTimeout(workload="qubo", solver="sa", timeout_s=0.01,
+                                               seed=0)),
             ),
         ),
         (
@@ -43,7 +50,7 @@ def _valid() -> list[tuple[str, Message]]:
                 type="request",
                 id="a-3",
                 cmd="load",
-                body={"workload": "qubo", "nodes": 3},
+                body=to_wire(qubo.QuboLoad(nodes=3, density=1.0, seed=0)),
                 arrays=[np.array([[-1, 4, 0], [4, -1, 0], [0, 0, -1]], dtype=np.int8)],
             ),
         ),
@@ -65,75 +72,85 @@ def _valid() -> list[tuple[str, Message]]:
 
 
 def _workload_messages() -> list[tuple[str, Message]]:
-    """The workload bodies of protocols/agent-protocol.md ("QUBO workload", "Workload messages:
-    ASC"), one example each, so an implementer sees exact keys, types and payloads."""
+    """One example of each workload body of protocols/agent-protocol.md ("Workload contracts"),
+    each built from its contract Struct (hilbench/contracts), so an implementer sees exact keys,
+    types and payloads, and a vector that breaks its contract cannot be written."""
     state = np.array([1, 0, 1], dtype=np.uint8)
     audio = np.linspace(-0.5, 0.5, 8, dtype="<f4")  # a real sample holds 1 s at the model's rate
     model = fixed_model()  # the reference int8 model: a model load a device can really take
     model_arrays = model.arrays()
     names = sorted(model_arrays)
+
+    def request(cid: str, cmd: str, body: Any, arrays: list[np.ndarray] | None = None) -> Message:
+        return Message(type="request", id=cid, cmd=cmd, body=to_wire(body), arrays=arrays or [])
+
+    def reply(cid: str, body: Any, arrays: list[np.ndarray] | None = None) -> Message:
+        return Message(type="reply", id=cid, body=to_wire(body), arrays=arrays or [])
+
+    matrix = np.array([[-1, 4, 0], [4, -1, 0], [0, 0, -1]], dtype=np.int8)
     return [
-        ("qubo_run_fixed_timeout", Message(type="request", id="q-1", cmd="run", body={
-            "workload": "qubo", "mode": "fixed_timeout", "solver": "anytime",
-            "timeout_s": 0.01, "seed": 0})),
-        ("qubo_run_reply_with_state", Message(type="reply", id="q-1", body={
-            "cost": -2, "requested_s": 0.01, "actual_s": 0.00998, "t_start": 12.5,
-            "t_end": 12.50998}, arrays=[state])),
-        ("qubo_tts_reply", Message(type="reply", id="q-2", body={
-            "cost": -2, "requested_s": 1.0, "actual_s": 0.004, "t_start": 20.0, "t_end": 20.004,
-            "reached": [{"gap": 0.1, "t_s": 0.001, "cost": -2}]}, arrays=[state])),
-        ("asc_load_model", Message(type="request", id="s-0", cmd="load", body={
-            "workload": "asc", "part": "model", "meta": model.metadata(), "arrays": names},
-            arrays=[np.ascontiguousarray(model_arrays[n]) for n in names])),
-        ("asc_load_model_reply", Message(type="reply", id="s-0", body={
-            "classes": list(model.classes), "input_frames": model.input_frames,
-            "input_filters": model.input_filters, "sample_rate": model.mfe_config.sample_rate,
-            "weight_bytes": model.weight_bytes, "sample_capacity": 1})),
-        ("asc_load_sample", Message(type="request", id="s-1", cmd="load", body={
-            "workload": "asc", "part": "sample", "index": 7}, arrays=[audio])),
-        ("asc_load_sample_reply", Message(type="reply", id="s-1", body={
-            "index": 7, "held": [7], "capacity": 1})),
-        ("asc_run_single_stream", Message(type="request", id="s-2", cmd="run", body={
-            "workload": "asc", "mode": "single_stream", "index": 7})),
-        ("asc_single_stream_reply", Message(type="reply", id="s-2", body={
-            "index": 7, "predicted": 2, "scores": [-31, 4, 57, -12], "preprocess_s": 0.000233,
-            "inference_s": 0.000283, "t_start": 40.0, "t_end": 40.000521})),
-        ("asc_run_repeat", Message(type="request", id="s-3", cmd="run", body={
-            "workload": "asc", "mode": "repeat", "stage": "inference", "duration_s": 60.0,
-            "index": 7})),
-        ("asc_repeat_reply", Message(type="reply", id="s-3", body={
-            "stage": "inference", "index": 7, "iterations": 211000, "mean_s": 0.000284,
-            "std_error_s": 1.1e-08, "t_start": 41.0, "t_end": 101.000137,
-            "stopped_early": False})),
-        ("asc_unload_sample", Message(type="request", id="s-4", cmd="load", body={
-            "workload": "asc", "part": "unload", "index": 7})),
-        ("asc_unload_sample_reply", Message(type="reply", id="s-4", body={
-            "index": 7, "held": []})),
-        ("asc_load_stream", Message(type="request", id="s-6", cmd="load", body={
-            "workload": "asc", "part": "stream", "indices": [7, 8]},
-            arrays=[np.stack([audio, audio[::-1]])])),
-        ("asc_load_stream_reply", Message(type="reply", id="s-6", body={
-            "stream_samples": 2, "indices": [7, 8]})),
-        ("asc_run_stream", Message(type="request", id="s-7", cmd="run", body={
-            "workload": "asc", "mode": "stream", "stage": "preprocessing", "duration_s": 10.0})),
-        ("asc_stream_reply", Message(type="reply", id="s-7", body={
-            "stream_samples": 2, "indices": [7, 8], "stage": "preprocessing",
-            "iterations": 42900, "mean_s": 0.000233, "std_error_s": 2.0e-08, "t_start": 102.0,
-            "t_end": 112.000101, "stopped_early": False})),
-        ("asc_unload_stream", Message(type="request", id="s-8", cmd="load", body={
-            "workload": "asc", "part": "unload_stream"})),
-        ("asc_unload_stream_reply", Message(type="reply", id="s-8", body={
-            "stream_samples": 0})),
+        ("qubo_load", request("q-0", "load", qubo.QuboLoad(
+            nodes=3, density=0.67, seed=0, solvers=["anytime"]), [matrix])),
+        ("qubo_load_reply", reply("q-0", qubo.QuboLoadReply(
+            nodes=3, couplings=1, load_s=0.0002))),
+        ("qubo_run_fixed_timeout", request("q-1", "run", qubo.FixedTimeout(
+            workload="qubo", solver="anytime", timeout_s=0.01, seed=0))),
+        ("qubo_run_reply_with_state", reply("q-1", qubo.QuboRunReply(
+            cost=-2, requested_s=0.01, actual_s=0.00998, t_start=12.5, t_end=12.50998),
+            [state])),
+        ("qubo_run_time_to_solution", request("q-2", "run", qubo.TimeToSolution(
+            workload="qubo", solver="anytime", target=-2, gaps=[0.1], max_time_s=1.0, seed=0))),
+        ("qubo_tts_reply", reply("q-2", qubo.QuboRunReply(
+            cost=-2, requested_s=1.0, actual_s=0.004, t_start=20.0, t_end=20.004,
+            reached=[qubo.Reached(gap=0.1, t_s=0.001, cost=-2)]), [state])),
+        ("asc_load_model", request("s-0", "load", asc.AscLoadModel(
+            workload="asc", meta=model.metadata(), arrays=names),
+            [np.ascontiguousarray(model_arrays[n]) for n in names])),
+        ("asc_load_model_reply", reply("s-0", asc.AscModelReply(
+            classes=list(model.classes), input_frames=model.input_frames,
+            input_filters=model.input_filters, sample_rate=model.mfe_config.sample_rate,
+            weight_bytes=model.weight_bytes, sample_capacity=1))),
+        ("asc_load_sample", request("s-1", "load", asc.AscLoadSample(workload="asc", index=7),
+                                    [audio])),
+        ("asc_load_sample_reply", reply("s-1", asc.AscHeldReply(index=7, held=[7], capacity=1))),
+        ("asc_run_single_stream", request("s-2", "run", asc.AscSingleStream(
+            workload="asc", index=7))),
+        ("asc_single_stream_reply", reply("s-2", asc.AscSampleResult(
+            index=7, predicted=2, scores=[-31, 4, 57, -12], preprocess_s=0.000233,
+            inference_s=0.000283, t_start=40.0, t_end=40.000521))),
+        ("asc_run_repeat", request("s-3", "run", asc.AscRepeat(
+            workload="asc", stage="inference", duration_s=60.0, index=7))),
+        ("asc_repeat_reply", reply("s-3", asc.AscWindowResult(
+            stage="inference", index=7, iterations=211000, mean_s=0.000284, std_error_s=1.1e-08,
+            t_start=41.0, t_end=101.000137, stopped_early=False))),
+        ("asc_unload_sample", request("s-4", "load", asc.AscUnload(workload="asc", index=7))),
+        ("asc_unload_sample_reply", reply("s-4", asc.AscHeldReply(index=7, held=[]))),
+        ("asc_load_stream", request("s-6", "load", asc.AscLoadStream(
+            workload="asc", indices=[7, 8]), [np.stack([audio, audio[::-1]])])),
+        ("asc_load_stream_reply", reply("s-6", asc.AscStreamReply(
+            stream_samples=2, indices=[7, 8]))),
+        ("asc_run_stream", request("s-7", "run", asc.AscStream(
+            workload="asc", stage="preprocessing", duration_s=10.0))),
+        ("asc_stream_reply", reply("s-7", asc.AscWindowResult(
+            stream_samples=2, indices=[7, 8], stage="preprocessing", iterations=42900,
+            mean_s=0.000233, std_error_s=2.0e-08, t_start=102.0, t_end=112.000101,
+            stopped_early=False))),
+        ("asc_unload_stream", request("s-8", "load", asc.AscUnloadStream(workload="asc"))),
+        ("asc_unload_stream_reply", reply("s-8", asc.AscStreamReply(stream_samples=0))),
         ("asc_second_sample_refused", codec.error_message(
             "device_full", "the device holds 1 sample (capacity 1): unload index 7 first",
             "s-5")),
+        ("configure_sim_meter", request("c-1", "configure", Settings(sim_meter="127.0.0.1:5025"))),
+        ("bad_arguments_naming_the_key", codec.error_message(
+            "bad_arguments", "key 'timeout_s': Expected `float` <= 1000.0", "q-3",
+            command="run", key="timeout_s")),
     ]
 
 
 def _raw_header(**fields) -> bytes:
     base = {
         "proto": "hilbench-agent",
-        "v": 1,
+        "v": codec.PROTOCOL_VERSION,
         "type": "request",
         "id": "x",
         "cmd": "status",
@@ -281,17 +298,20 @@ def _exchanges() -> list[dict]:
         {
             "name": "hello_then_request",
             "socket": "DEALER",
-            "steps": [step(_hello([1]), "welcome"), step(_request("status", "s2"), "reply")],
+            "steps": [step(_hello([codec.PROTOCOL_VERSION]), "welcome"),
+                      step(_request("status", "s2"), "reply")],
         },
         {
             "name": "hello_unknown_version",
             "socket": "DEALER",
-            "steps": [step(_hello([2]), "error", "unsupported_version")],
+            "steps": [
+                step(_hello([codec.PROTOCOL_VERSION + 1]), "error", "unsupported_version")
+            ],
         },
         {
             "name": "hello_highest_common_version",
             "socket": "DEALER",
-            "steps": [step(_hello([9, 1]), "welcome")],
+            "steps": [step(_hello([9, codec.PROTOCOL_VERSION]), "welcome")],
         },
         {
             "name": "hello_without_versions",
@@ -308,7 +328,7 @@ def _exchanges() -> list[dict]:
             "name": "unknown_command",
             "socket": "DEALER",
             "steps": [
-                step(_hello([1]), "welcome"),
+                step(_hello([codec.PROTOCOL_VERSION]), "welcome"),
                 step(_request("format_disk", "u1"), "error", "unknown_command"),
             ],
         },
@@ -316,7 +336,7 @@ def _exchanges() -> list[dict]:
             "name": "a_reply_is_not_accepted",
             "socket": "DEALER",
             "steps": [
-                step(_hello([1]), "welcome"),
+                step(_hello([codec.PROTOCOL_VERSION]), "welcome"),
                 step(
                     [bytes(f) for f in codec.encode(Message(type="reply", id="r"))],
                     "error",
@@ -327,7 +347,7 @@ def _exchanges() -> list[dict]:
         {
             "name": "req_socket",
             "socket": "REQ",
-            "steps": [step(_hello([1]), "error", "req_socket")],
+            "steps": [step(_hello([codec.PROTOCOL_VERSION]), "error", "req_socket")],
         },
     ]
 
@@ -371,7 +391,10 @@ def render() -> str:
 
 if __name__ == "__main__":
     text = render()
+    spec = SPEC.read_text(encoding="utf-8")
+    tables = replace_tables(spec)
     if "--check" in sys.argv:
-        sys.exit(0 if OUT.read_text() == text else 1)
+        sys.exit(0 if OUT.read_text() == text and spec == tables else 1)
     OUT.write_text(text)
-    print(f"wrote {OUT}")
+    SPEC.write_text(tables, encoding="utf-8")
+    print(f"wrote {OUT} and the contract tables of {SPEC}")

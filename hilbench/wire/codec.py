@@ -33,8 +33,9 @@ from hilbench.wire.header_schema import (
 )
 
 PROTOCOL_NAME = "hilbench-agent"
-PROTOCOL_VERSION = 1
-SUPPORTED_VERSIONS = (1,)
+# 2: typed workload contracts (protocols/agent-protocol.md, "What changed in version 2")
+PROTOCOL_VERSION = 2
+SUPPORTED_VERSIONS = (2,)
 
 MAX_HEADER_BYTES = 64 * 1024
 DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024 * 1024

@@ -23,6 +23,8 @@ from hilbench.wire.codec import Message, ProtocolError
 from tests.subprocesses import announced_agent
 from tests.wire.message_strategies import generated, mutate, pack
 
+PROTO_V = codec.PROTOCOL_VERSION  # the protocol version these messages speak
+
 GENERATED = 600  # hypothesis examples, one message each (generation costs ~20 ms a message)
 WARM_UP = 2_000  # mutated messages before the memory baseline
 MUTATED = 8_000  # mutated messages after it
@@ -55,7 +57,7 @@ def test_ten_thousand_bad_messages_leave_the_agent_serving_and_small(agent_proce
     sock.setsockopt(zmq.SNDHWM, 0)
     sock.setsockopt(zmq.RCVTIMEO, 60_000)
     sock.connect(endpoint)
-    sock.send_multipart(codec.encode(Message(type="hello", id="h", body={"versions": [1]})))
+    sock.send_multipart(codec.encode(Message(type="hello", id="h", body={"versions": [PROTO_V]})))
     sent = 0
     syncs = itertools.count()
 

@@ -21,6 +21,8 @@ from hilbench.wire import codec
 from hilbench.wire.codec import Message
 from tests.agent import zmtp_raw
 
+PROTO_V = codec.PROTOCOL_VERSION  # the protocol version these messages speak
+
 MiB = 1 << 20
 BUDGET_MIB = 512
 RSS_LIMIT = (BUDGET_MIB + 64) * MiB
@@ -135,7 +137,8 @@ def _whole_messages(endpoint: str, connections: int, size: int) -> None:
         sock = ctx.socket(zmq.DEALER)
         sock.linger = 0
         sock.connect(endpoint)
-        sock.send_multipart(codec.encode(Message(type="hello", id="h", body={"versions": [1]})))
+        sock.send_multipart(codec.encode(Message(type="hello", id="h",
+                                                 body={"versions": [PROTO_V]})))
         socks.append(sock)
     time.sleep(0.2)
     for i, sock in enumerate(socks):
@@ -162,7 +165,7 @@ def _never_reads(endpoint: str, size: int) -> None:
     sock.rcvhwm = 1
     sock.setsockopt(zmq.RCVBUF, 4096)
     sock.connect(endpoint)
-    sock.send_multipart(codec.encode(Message(type="hello", id="h", body={"versions": [1]})))
+    sock.send_multipart(codec.encode(Message(type="hello", id="h", body={"versions": [PROTO_V]})))
     payload = np.ones(size, np.uint8)
     for i in range(12):  # echoes whose replies it never reads
         msg = Message(type=codec.REQUEST, id=f"hog{i}", cmd="echo", arrays=[payload])

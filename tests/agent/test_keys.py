@@ -19,6 +19,8 @@ from hilbench.wire.codec import Message
 from tests.agent.conftest import SleepyDriver
 from tests.agent_thread import serving
 
+PROTO_V = codec.PROTOCOL_VERSION  # the protocol version these messages speak
+
 
 @pytest.fixture(scope="module")
 def keydir(tmp_path_factory):
@@ -86,7 +88,7 @@ def test_plaintext_to_a_keyed_agent_gets_nothing(keyed_agent, keydir):
     sock = zmq.Context.instance().socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
     sock.connect(keyed_agent.endpoint)
-    sock.send_multipart(codec.encode(Message(type="hello", id="1", body={"versions": [1]})))
+    sock.send_multipart(codec.encode(Message(type="hello", id="1", body={"versions": [PROTO_V]})))
     assert sock.poll(1000) == 0  # not even a heartbeat or an error
     sock.close()
     with pytest.raises(AgentUnreachable):

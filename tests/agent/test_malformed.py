@@ -23,11 +23,13 @@ from tests.agent.conftest import SleepyDriver
 from tests.agent.test_runtime import raw_socket, recv_non_heartbeat
 from tests.agent_thread import serving
 
+PROTO_V = codec.PROTOCOL_VERSION  # the protocol version these messages speak
+
 
 def header(**fields: Any) -> bytes:
     base = {
         "proto": "hilbench-agent",
-        "v": 1,
+        "v": PROTO_V,
         "type": "request",
         "id": "m",
         "cmd": "echo",
@@ -81,7 +83,7 @@ KILLERS = {
             msgpack.packb(
                 {
                     "proto": "hilbench-agent",
-                    "v": 1,
+                    "v": PROTO_V,
                     "type": "request",
                     "id": "m",
                     "cmd": "echo",
@@ -100,7 +102,7 @@ KILLERS = {
             msgpack.packb(
                 {
                     "proto": "hilbench-agent",
-                    "v": 1,
+                    "v": PROTO_V,
                     "type": "request",
                     "id": "m",
                     "cmd": "echo",
@@ -152,7 +154,7 @@ def test_a_req_socket_is_told_to_use_a_dealer(agent):
     sock.setsockopt(zmq.LINGER, 0)
     sock.setsockopt(zmq.RCVTIMEO, 3000)
     sock.connect(agent.endpoint)
-    sock.send_multipart(codec.encode(Message(type="hello", id="r", body={"versions": [1]})))
+    sock.send_multipart(codec.encode(Message(type="hello", id="r", body={"versions": [PROTO_V]})))
     reply = codec.decode(sock.recv_multipart())
     sock.close()
     assert (reply.type, reply.body["code"]) == (codec.ERROR, "req_socket")
@@ -188,7 +190,7 @@ def test_an_unforeseen_exception_is_an_internal_error_whose_incident_finds_the_t
     runtime, driver = broken_agent
     caplog.set_level(logging.ERROR, logger="hilbench.agent.runtime")
     driver.fail_capabilities = True
-    hello = codec.encode(Message(type="hello", id="h", body={"versions": [1]}))
+    hello = codec.encode(Message(type="hello", id="h", body={"versions": [PROTO_V]}))
     reply = exchange(runtime, hello, greet=False)
     assert (reply.type, reply.body["code"], reply.id) == (codec.ERROR, "internal", "h")
     incident = reply.body["detail"]["incident"]

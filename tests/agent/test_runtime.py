@@ -11,6 +11,8 @@ from hilbench.orchestrator.client import AgentClient, AgentError, AgentLost, Age
 from hilbench.wire import codec
 from hilbench.wire.codec import Message
 
+PROTO_V = codec.PROTOCOL_VERSION  # the protocol version these messages speak
+
 
 def raw_socket(runtime, greet: bool = True, session: str | None = None) -> zmq.Socket:
     """A bare DEALER on the agent; ``greet`` does the hello/welcome a request must follow
@@ -20,7 +22,9 @@ def raw_socket(runtime, greet: bool = True, session: str | None = None) -> zmq.S
     sock.setsockopt(zmq.RCVTIMEO, 3000)
     sock.connect(runtime.endpoint)
     if greet:
-        body = {"versions": [1]} if session is None else {"versions": [1], "session": session}
+        body: dict = {"versions": [PROTO_V]}
+        if session is not None:
+            body["session"] = session
         sock.send_multipart(codec.encode(Message(type="hello", id="h", body=body)))
         assert recv_non_heartbeat(sock).type == codec.WELCOME
     return sock

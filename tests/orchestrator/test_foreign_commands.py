@@ -18,6 +18,8 @@ from hilbench.wire.codec import Message
 from tests.campaign_toml import agent, campaign, qubo
 from tests.subprocesses import hilbench_command
 
+PROTO_V = codec.PROTOCOL_VERSION  # the protocol version these messages speak
+
 pytestmark = pytest.mark.slow
 
 
@@ -45,7 +47,7 @@ def _foreign_commands(endpoint: str) -> None:
     sock = ctx.socket(zmq.DEALER)
     sock.linger = 0
     sock.connect(endpoint)
-    sock.send_multipart(codec.encode(Message(type="hello", id="h", body={"versions": [1]})))
+    sock.send_multipart(codec.encode(Message(type="hello", id="h", body={"versions": [PROTO_V]})))
     for i, (cmd, arrays) in enumerate(
         (("shutdown", []), ("stop", []), ("load", [np.zeros((10, 10), np.int8)]))
     ):

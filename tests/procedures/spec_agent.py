@@ -17,7 +17,7 @@ HEADER_KEYS = ("proto", "v", "type", "id", "cmd", "body", "payloads")
 
 
 def _header(kind: str, cid: str | None, body: dict | None, payloads: list | None = None) -> bytes:
-    values = ("hilbench-agent", 1, kind, cid, None, body, payloads or [])
+    values = ("hilbench-agent", 2, kind, cid, None, body, payloads or [])
     return msgpack.packb(dict(zip(HEADER_KEYS, values, strict=True)))
 
 
@@ -73,7 +73,7 @@ class SpecAgent:
         kind, cid, body = msg["type"], msg["id"], msg["body"] or {}
         if kind == "hello":
             self._send(peer, "welcome", cid, {
-                "agent_id": "spec0", "driver": "spec", "protocol_version": 1,
+                "agent_id": "spec0", "driver": "spec", "protocol_version": 2,
                 "capabilities": {"workloads": ["qubo"], "qubo": {"solvers": ["anytime"]}},
                 "hilbench_version": "none", "host": socket.gethostname(), "pid": os.getpid(),
                 "heartbeat_s": 0.5, "liveness": 6, "key_fingerprint": None})

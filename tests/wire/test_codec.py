@@ -56,8 +56,21 @@ def test_invalid_vector_raises_its_error_code(vector):
 def test_vectors_file_is_current():
     script = ROOT / "protocols" / "make_agent_vectors.py"
     assert subprocess.run([sys.executable, str(script), "--check"]).returncode == 0, (
-        "protocols/vectors/agent_messages.json is stale: run python protocols/make_agent_vectors.py"
+        "protocols/vectors/agent_messages.json or the contract tables of agent-protocol.md are "
+        "stale: run python protocols/make_agent_vectors.py"
     )
+
+
+def test_the_contract_tables_follow_the_structs(monkeypatch):
+    """A contract change the document does not show is caught (the check above then fails)."""
+    from hilbench.contracts import qubo
+    from hilbench.contracts.spec import render, replace_tables
+
+    document = (ROOT / "protocols" / "agent-protocol.md").read_text(encoding="utf-8")
+    assert replace_tables(document) == document
+    assert "| `timeout_s` | float (≥ 0.001, ≤ 1000) | yes |" in render()
+    monkeypatch.setattr(qubo.FixedTimeout, "__doc__", "changed")
+    assert replace_tables(document) != document
 
 
 def test_arrays_decode_without_copying_the_payload():

@@ -22,6 +22,8 @@ from hilbench.wire import codec
 from hilbench.wire.codec import Message, ProtocolError
 from tests.wire.message_strategies import SEED_FRAMES, generated, mutate, pack, values
 
+PROTO_V = codec.PROTOCOL_VERSION  # the protocol version these messages speak
+
 LIMIT = 1 << 20
 
 
@@ -74,7 +76,7 @@ def well_formed(draw) -> list:
         frames.append(bytes(draw(st.binary(min_size=nbytes, max_size=nbytes))))
     header = {
         "proto": "hilbench-agent",
-        "v": 1,
+        "v": PROTO_V,
         "type": mtype,
         "id": draw(ids),
         "cmd": draw(commands if mtype == codec.REQUEST else st.sampled_from([None, None, "x"])),
@@ -109,7 +111,7 @@ def test_the_decoders_agree_on_mutated_vectors_and_the_fast_path_takes_the_valid
 
 def _header(**changes) -> dict:
     header = {
-        "proto": "hilbench-agent", "v": 1, "type": "request", "id": "r-1", "cmd": "noop",
+        "proto": "hilbench-agent", "v": PROTO_V, "type": "request", "id": "r-1", "cmd": "noop",
         "body": {}, "payloads": [],
     }
     header.update(changes)
@@ -154,7 +156,7 @@ TRAPS = {
         msgpack.packb(_header(payloads=[{"dtype": "|O", "shape": [1]}])), b"\0" * 8
     ],
     "duplicate key, the last one wrong": [
-        _raw_header([*_header().items(), ("v", 2)])
+        _raw_header([*_header().items(), ("v", PROTO_V + 1)])
     ],
 }
 
@@ -168,7 +170,7 @@ def test_the_fast_path_defers_what_the_protocol_refuses(case):
 
 
 def test_the_last_of_duplicate_keys_counts_in_both_decoders():
-    frames = [_raw_header([*_header(v=True).items(), ("v", 1)])]
+    frames = [_raw_header([*_header(v=True).items(), ("v", PROTO_V)])]
     assert _outcome(codec.decode, frames)[0] == "ok"
     _agree(frames)
 

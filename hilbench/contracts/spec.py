@@ -1,0 +1,123 @@
+"""The workload tables of ``protocols/agent-protocol.md``, rendered from the contract Structs.
+
+``python protocols/make_agent_vectors.py`` writes them between the document's markers and
+``--check`` fails when they are stale, so the prose cannot drift from what both sides decode.
+"""
+
+from __future__ import annotations
+
+import msgspec
+import msgspec.inspect as mi
+
+from hilbench.contracts import asc, qubo
+from hilbench.contracts.capabilities import Capabilities, ConfigureReply, Settings
+
+BEGIN = "<!-- contract tables: generated from hilbench/contracts by make_agent_vectors.py -->"
+END = "<!-- end of generated contract tables -->"
+
+SECTIONS: tuple[tuple[str, tuple[type[msgspec.Struct], ...]], ...] = (
+    ("Handshake and configure", (Capabilities, qubo.QuboCapabilities, qubo.QuboLimits,
+                                 asc.AscCapabilities, Settings, ConfigureReply)),
+    ("QUBO", (qubo.QuboLoad, qubo.QuboLoadReply, qubo.FixedTimeout, qubo.TimeToSolution,
+              qubo.QuboRunReply, qubo.Reached)),
+    ("ASC", (asc.AscLoadModel, asc.AscModelReply, asc.AscLoadSample, asc.AscUnload,
+             asc.AscHeldReply, asc.AscLoadStream, asc.AscUnloadStream, asc.AscStreamReply,
+             asc.AscSingleStream, asc.AscSampleResult, asc.AscRepeat, asc.AscStream,
+             asc.AscWindowResult)),
+)
+
+
+def _num(value: float) -> str:
+    if isinstance(value, float) or abs(value) < 2**20:
+        return f"{value:g}" if isinstance(value, float) else str(value)
+    sign, size = ("−" if value < 0 else ""), abs(value)
+    if size & (size - 1) == 0:
+        return f"{sign}2^{size.bit_length() - 1}"
+    if (size + 1) & size == 0:
+        return f"{sign}2^{size.bit_length()}−1"
+    return str(value)
+
+
+def _bounds(t: mi.Type) -> str:
+    parts = []
+    for attr, sign in (("ge", "≥"), ("gt", ">"), ("le", "≤"), ("lt", "<"),
+                       ("min_length", "len ≥"), ("max_length", "len ≤")):
+        value = getattr(t, attr, None)
+        if value is not None:
+            parts.append(f"{sign} {_num(value)}")
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def type_name(t: mi.Type) -> str:
+    """A field's type as the table shows it (msgpack terms, with its bounds)."""
+    if isinstance(t, mi.Metadata):
+        return type_name(t.type)
+    if isinstance(t, mi.BoolType):
+        return "bool"
+    if isinstance(t, mi.IntType):
+        return "int" + _bounds(t)
+    if isinstance(t, mi.FloatType):
+        return "float" + _bounds(t)
+    if isinstance(t, mi.StrType):
+        return "str" + _bounds(t)
+    if isinstance(t, mi.NoneType):
+        return "nil"
+    if isinstance(t, mi.AnyType):
+        return "any"
+    if isinstance(t, mi.LiteralType):
+        return " \\| ".join(f'`"{v}"`' if isinstance(v, str) else f"`{v}`" for v in t.values)
+    if isinstance(t, mi.ListType | mi.TupleType | mi.VarTupleType):
+        items = getattr(t, "item_type", None)
+        inner = type_name(items) if items is not None else ", ".join(
+            type_name(i) for i in t.item_types)
+        return f"[{inner}]" + _bounds(t)
+    if isinstance(t, mi.DictType):
+        return f"map {type_name(t.key_type)} → {type_name(t.value_type)}"
+    if isinstance(t, mi.StructType):
+        return f"`{t.cls.__name__}`"
+    if isinstance(t, mi.UnionType):
+        return " \\| ".join(type_name(u) for u in t.types)
+    return type(t).__name__
+
+
+def struct_table(cls: type[msgspec.Struct]) -> str:
+    """One Struct as a markdown table: key, type, required or its default."""
+    info = mi.type_info(cls)
+    assert isinstance(info, mi.StructType)
+    lines = [f"**`{cls.__name__}`**" + (f" — {_doc(cls)}" if _doc(cls) else ""), "",
+             "| key | type | required |", "|---|---|---|"]
+    if info.tag_field is not None:
+        lines.append(f'| `{info.tag_field}` | `"{info.tag}"` | yes |')
+    for field in info.fields:
+        if field.required:
+            need = "yes"
+        else:
+            default = field.default if field.default is not msgspec.NODEFAULT else (
+                field.default_factory())
+            need = f"no (`{msgspec.json.encode(default).decode()}`)"
+        lines.append(f"| `{field.encode_name}` | {type_name(field.type)} | {need} |")
+    return "\n".join(lines)
+
+
+def _doc(cls: type) -> str:
+    own = cls.__dict__.get("__doc__") or ""
+    return " ".join(own.split()).replace("``", "`")
+
+
+def render() -> str:
+    """Every contract table, in the document's order, between the markers."""
+    out = [BEGIN, "", "Unknown keys are refused in every map below (except the `detail`, "
+           "`meta`, `power` and `solver_params` maps, which are free). Every reply may also "
+           "carry `agent_elapsed_s` (float s, ≥ 0, informative).", ""]
+    for title, classes in SECTIONS:
+        out += [f"#### {title}", ""]
+        for cls in classes:
+            out += [struct_table(cls), ""]
+    out.append(END)
+    return "\n".join(out)
+
+
+def replace_tables(document: str) -> str:
+    """``document`` with its generated section replaced by :func:`render`'s."""
+    start, end = document.index(BEGIN), document.index(END) + len(END)
+    return document[:start] + render() + document[end:]
