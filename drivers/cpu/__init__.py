@@ -116,7 +116,7 @@ class CpuDriver(ContractDriver):
     def declared_limits(cls) -> dict[str, Any]:
         """Per workload, what this driver can hold, known without a device (campaign check
         refuses larger workloads before anything starts; capabilities report the same)."""
-        return {"qubo": qubo_solvers.known_limits()}
+        return {"qubo": qubo_solvers.known_limits(), "qubo_solvers": list(qubo_solvers.SOLVERS)}
 
     def capabilities(self) -> dict[str, Any]:
         return {

@@ -115,6 +115,12 @@ class QuboUnit:
         n = self.nodes
         memory = 2 * n * n + 32 * edge_count(n, self.density)
         refusal = None
+        solvers = (limits or {}).get("qubo_solvers")
+        budget = self.timeout_s if self.timeout_s is not None else self.max_time_s
+        if solvers is not None and self.solver not in solvers:
+            return UnitNeeds(memory, budget, "solvers",
+                             f"unknown solver {self.solver!r} (the driver has "
+                             f"{', '.join(solvers)})")
         declared = (limits or {}).get("qubo")
         if declared is not None:
             caps = QuboCapabilities(solvers=[self.solver],
@@ -122,7 +128,6 @@ class QuboUnit:
             why = caps.declared_limit(self.solver, n)
             if why:
                 refusal = f"{n} is too large: {why}"
-        budget = self.timeout_s if self.timeout_s is not None else self.max_time_s
         return UnitNeeds(memory, budget, "nodes", refusal)
 
 

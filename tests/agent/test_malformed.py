@@ -136,17 +136,17 @@ def test_a_request_before_hello_is_refused_with_hello_first(agent):
 
 
 def test_hello_offering_only_unknown_versions_lists_the_supported_ones(agent):
-    hello = codec.encode(Message(type="hello", id="h2", body={"versions": [2]}))
+    hello = codec.encode(Message(type="hello", id="h2", body={"versions": [PROTO_V + 1]}))
     reply = exchange(agent, hello, greet=False)
     assert (reply.type, reply.body["code"]) == (codec.ERROR, "unsupported_version")
-    assert reply.body["detail"]["supported"] == [1]
+    assert reply.body["detail"]["supported"] == [PROTO_V]
     still_serving(agent)
 
 
 def test_hello_picks_the_highest_common_version(agent):
-    hello = codec.encode(Message(type="hello", id="h3", body={"versions": [7, 1, 2]}))
+    hello = codec.encode(Message(type="hello", id="h3", body={"versions": [7, 1, PROTO_V]}))
     reply = exchange(agent, hello, greet=False)
-    assert (reply.type, reply.body["protocol_version"]) == (codec.WELCOME, 1)
+    assert (reply.type, reply.body["protocol_version"]) == (codec.WELCOME, PROTO_V)
 
 
 def test_a_req_socket_is_told_to_use_a_dealer(agent):

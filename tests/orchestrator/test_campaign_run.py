@@ -14,6 +14,7 @@ import psutil
 import pytest
 
 from hilbench.agent.runtime import AgentRuntime
+from hilbench.orchestrator.bounds import bound_campaign
 from hilbench.orchestrator.campaign import CampaignError, load_campaign, parse_campaign
 from hilbench.orchestrator.procedure import expand_all
 from hilbench.orchestrator.runner import CampaignRunner
@@ -259,7 +260,9 @@ def test_interrupted_campaign_resumes_where_it_stopped(tmp_path):
 def test_bad_campaigns_are_refused_with_the_key_named(patch, message):
     base = {"agents": [{"id": "a", "driver": "cpu", "spawn": True}]}
     with pytest.raises(CampaignError, match=message):
-        parse_campaign({**base, **patch}, "bad.toml")
+        # what `hilbench run` and `campaign check` do before anything starts (a solver is
+        # checked against what the spawned agent's driver declares)
+        bound_campaign(parse_campaign({**base, **patch}, "bad.toml"))
 
 
 def test_bad_campaign_file_exits_2_naming_the_file(tmp_path):
