@@ -112,16 +112,9 @@ class ArduinoDriver:
 
     def link_meter(self, address: str) -> None:
         """Report the emulated board's state to the simulated bench meter at ``address``."""
-        from hilbench.sim.device_link import SimulatedDeviceLink
+        from hilbench.sim.device_link import relink
 
-        try:
-            link = SimulatedDeviceLink(address)
-        except (OSError, ValueError) as exc:
-            raise DriverError(f"cannot reach the simulated meter at {address}: {exc}",
-                              "bad_arguments", key="sim_meter") from exc
-        if self._meter_link is not None:
-            self._meter_link.close()
-        self._meter_link = link
+        self._meter_link = relink(self._meter_link, address)
 
     def _report_state(self, state: str, t: float | None = None) -> None:
         if self._meter_link is not None:

@@ -33,7 +33,7 @@ from hilbench.contracts.qubo import (
     Solved,
 )
 from hilbench.power.rapl import DEFAULT_POWERCAP_ROOT, RaplCounters, probe_rapl
-from hilbench.sim.device_link import SimulatedDeviceLink
+from hilbench.sim.device_link import SimulatedDeviceLink, relink
 from hilbench_drivers.cpu import qubo_solvers
 from hilbench_drivers.cpu.asc import AscDevice
 from hilbench_drivers.cpu.qubo_solvers import LoadedQubo
@@ -103,14 +103,7 @@ class CpuDriver(ContractDriver):
         self._asc = AscDevice(self._sim_state, asc_sample_capacity, asc_stream_capacity)
 
     def link_meter(self, address: str) -> None:
-        try:
-            link = SimulatedDeviceLink(address)
-        except (OSError, ValueError) as exc:
-            raise DriverError(f"cannot reach the simulated meter at {address}: {exc}",
-                              "bad_arguments", key="sim_meter") from exc
-        if self._sim is not None:
-            self._sim.close()
-        self._sim = link
+        self._sim = relink(self._sim, address)
 
     @classmethod
     def declared_limits(cls) -> dict[str, Any]:

@@ -23,7 +23,7 @@ import numpy as np
 
 from hilbench.agent.driver import DriverError, DriverResult
 from hilbench.clock import now
-from hilbench.sim.device_link import SimulatedDeviceLink
+from hilbench.sim.device_link import SimulatedDeviceLink, relink
 from hilbench_drivers.xylo.network import NetworkFileError, XyloNetwork
 
 SAMPLE_CAPACITY = 1
@@ -123,10 +123,7 @@ class XyloDriver:
 
     def link_meter(self, address: str) -> None:
         """Report the device's state to the simulated bench meter at ``address``."""
-        link = _link(address)
-        if self._sim is not None:
-            self._sim.close()
-        self._sim = link
+        self._sim = relink(self._sim, address)
 
     def configure(self, params: dict[str, Any]) -> DriverResult:
         """Also the on-chip AFE's one-time calibration (about 50 s; else at the model load)."""

@@ -32,3 +32,18 @@ class SimulatedDeviceLink:
 
     def close(self) -> None:
         self._sock.close()
+
+
+def relink(previous: SimulatedDeviceLink | None, address: str) -> SimulatedDeviceLink:
+    """A driver's new link to the meter at ``address`` (``configure {sim_meter}``), the previous
+    one closed; a meter it cannot reach is the request's fault, named by its key."""
+    from hilbench.agent.driver import DriverError
+
+    try:
+        link = SimulatedDeviceLink(address)
+    except (OSError, ValueError) as exc:
+        raise DriverError(f"cannot reach the simulated meter at {address}: {exc}",
+                          "bad_arguments", key="sim_meter") from exc
+    if previous is not None:
+        previous.close()
+    return link
