@@ -17,6 +17,7 @@ BENCHMARKS: dict[str, str] = {
     "xylo": "hilbench.bench.xylo:xylo",
     "arduino-serial": "hilbench_drivers.arduino.bench:arduino_serial",
     "results": "hilbench.bench.results_scale:results_scale",
+    "flat-cost": "hilbench.bench.flat_cost:flat_cost",
 }
 
 

@@ -11,6 +11,7 @@ before it stay in the store. Every campaign row ends with a status, whatever sto
 from __future__ import annotations
 
 import contextlib
+import copy
 import fcntl
 import logging
 import os
@@ -323,6 +324,9 @@ class CampaignRunner:
     ) -> str:
         client = self.clients[unit.agent]
         device = self.devices[unit.agent]
+        # What a unit prepares (a target, a graph's independent set) lives as long as its run:
+        # the campaign's list keeps the unprepared unit, so memory does not grow run by run.
+        unit = copy.copy(unit)
         try:
             params = {**unit.params(), **unit.prepare()}
         except (ValueError, OSError, RuntimeError) as exc:
