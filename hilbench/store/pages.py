@@ -11,7 +11,9 @@ all a store's rows live in. The main file only: a -wal beside it is reported, no
 
 from __future__ import annotations
 
+import mmap
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,8 +59,12 @@ class PageReader:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.data = self.path.read_bytes()
-        if len(self.data) < 100 or not self.data.startswith(b"SQLite format 3\x00"):
+        with self.path.open("rb") as fh:  # mapped, not read: a store may be gigabytes
+            size = fh.seek(0, 2)
+            self.data: bytes | mmap.mmap = (
+                mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+            )
+        if len(self.data) < 100 or self.data[:16] != b"SQLite format 3\x00":
             raise BadPage(f"{self.path}: no SQLite header (the first page is lost)")
         size = struct.unpack_from(">H", self.data, 16)[0]
         self.page_size = 65536 if size == 1 else size
@@ -80,9 +86,13 @@ class PageReader:
     def read_table(self, root: int) -> TableRead:
         """Every readable row of the table b-tree rooted at page ``root``."""
         result = TableRead()
-        self._walk(root, None, None, result, set())
-        result.rows.sort(key=lambda row: row[0])
+        result.rows.extend(self.iter_table(root, result.lost))
         return result
+
+    def iter_table(self, root: int, lost: list[LostRange]) -> Iterator[tuple[int, list[Any]]]:
+        """The readable rows of the table rooted at ``root`` in rowid order, one at a time (a
+        table may be larger than memory); what cannot be read is appended to ``lost``."""
+        yield from self._walk(root, None, None, lost, set())
 
     def schema(self) -> tuple[dict[str, int], list[LostRange]]:
         """Table name -> root page, as far as sqlite_master (rooted at page 1) can be read,
@@ -97,8 +107,8 @@ class PageReader:
     # -- b-trees -------------------------------------------------------------------------------
 
     def _walk(
-        self, number: int, lo: int | None, hi: int | None, out: TableRead, seen: set[int]
-    ) -> None:
+        self, number: int, lo: int | None, hi: int | None, lost: list[LostRange], seen: set[int]
+    ) -> Iterator[tuple[int, list[Any]]]:
         try:
             if number in seen:
                 raise BadPage(f"page {number} appears twice in the tree")
@@ -114,7 +124,7 @@ class PageReader:
                 struct.unpack_from(">H", page, base + header + 2 * i)[0] for i in range(cells)
             ]
         except (BadPage, struct.error, IndexError) as exc:
-            out.lost.append(LostRange(lo, hi, number, str(exc)))
+            lost.append(LostRange(lo, hi, number, str(exc)))
             return
         if kind == _LEAF_TABLE:
             for offset in pointers:
@@ -122,14 +132,16 @@ class PageReader:
                 try:
                     size, offset = _varint(page, offset)
                     rowid, offset = _varint(page, offset)
-                    out.rows.append((_signed(rowid), self._payload(page, offset, size)))
+                    row = (_signed(rowid), self._payload(page, offset, size))
                 except (BadPage, struct.error, IndexError, UnicodeDecodeError) as exc:
                     # One row lost: its own rowid when it could be read, else the page's range.
                     if rowid is None:
-                        out.lost.append(LostRange(lo, hi, number, f"a row: {exc}"))
+                        lost.append(LostRange(lo, hi, number, f"a row: {exc}"))
                     else:
-                        row = _signed(rowid)
-                        out.lost.append(LostRange(row - 1, row, number, f"row {row}: {exc}"))
+                        gone = _signed(rowid)
+                        lost.append(LostRange(gone - 1, gone, number, f"row {gone}: {exc}"))
+                    continue
+                yield row
             return
         low = lo
         for offset in pointers:
@@ -137,12 +149,16 @@ class PageReader:
                 child = struct.unpack_from(">I", page, offset)[0]
                 key, _ = _varint(page, offset + 4)
             except (struct.error, IndexError) as exc:
-                out.lost.append(LostRange(lo, hi, number, str(exc)))
+                lost.append(LostRange(lo, hi, number, str(exc)))
                 return
-            self._walk(child, low, key, out, seen)
+            yield from self._walk(child, low, key, lost, seen)
             low = key
-        right = struct.unpack_from(">I", page, base + 8)[0]
-        self._walk(right, low, hi, out, seen)
+        try:
+            right = struct.unpack_from(">I", page, base + 8)[0]
+        except struct.error as exc:
+            lost.append(LostRange(low, hi, number, str(exc)))
+            return
+        yield from self._walk(right, low, hi, lost, seen)
 
     def _payload(self, page: bytes, offset: int, size: int) -> list[Any]:
         local = self._local_size(size)

@@ -50,8 +50,8 @@ def check(path: Path, max_problems: int = 20) -> CheckReport:
     _require_sqlite_file(path)
     wal = Path(f"{path}-wal")
     report = CheckReport(path, wal=wal.exists() and wal.stat().st_size > 0)
-    # immutable: no -wal or -shm is created beside a damaged file that has none
-    flags = "mode=ro" if report.wal else "immutable=1"
+    # immutable: no -wal or -shm is created beside a file that has none (no writer has it open)
+    flags = "mode=ro" if wal.exists() or Path(f"{path}-shm").exists() else "immutable=1"
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?{flags}", uri=True)
         try:
@@ -63,7 +63,7 @@ def check(path: Path, max_problems: int = 20) -> CheckReport:
         report.problems = [f"SQLite cannot check it: {exc}"]
     reader = _reader(path)
     report.pages_in_file, report.pages_expected = reader.pages_in_file, reader.pages_expected
-    for name, read in _read_tables(reader).items():
+    for name, read in _read_tables(reader, brief=True)[1].items():
         report.rows[name] = len(read.rows)
         report.lost[name] = read.lost
     return report
@@ -87,9 +87,10 @@ def salvage(bad: Path, out: Path) -> SalvageReport:
     if out.resolve() == bad.resolve():
         raise StoreError("--out must be another file than the damaged store")
     reader = _reader(bad)
-    tables = _read_tables(reader)
+    # First pass: whole campaign and run rows, only (rowid, run) of the other tables.
+    roots, tables = _read_tables(reader, brief=True)
     report = SalvageReport(lost={name: read.lost for name, read in tables.items()})
-    runs = tables["runs"].rows
+    runs = sorted(tables["runs"].rows, key=lambda row: row[0])
     order = {values[0]: i for i, (_rowid, values) in enumerate(runs)}
     suspects = _suspect_runs(tables, order)
     conn = open_store(out, "write")
@@ -105,8 +106,9 @@ def salvage(bad: Path, out: Path) -> SalvageReport:
                 values = _invalidated(conn, values, bad, suspects[uid])
                 report.invalid.append(uid)
             _insert(conn, "runs", rowid, values)
-        for name in CHILD_TABLES:
-            for rowid, values in tables[name].rows:
+        for name in CHILD_TABLES:  # second pass: one row at a time, samples and all
+            rows = reader.iter_table(roots[name], []) if tables[name].rows else iter(())
+            for rowid, values in rows:
                 if len(values) > 1 and values[1] in order:
                     _insert(conn, name, rowid, values)
                 else:
@@ -140,9 +142,13 @@ def _reader(path: Path) -> PageReader:
         raise StoreError(str(exc)) from exc
 
 
-def _read_tables(reader: PageReader) -> dict[str, TableRead]:
-    """Each store table as far as it can be read. A table whose schema row is lost is looked
-    for where a new store of this version puts it, and taken only if its rows fit the table."""
+def _read_tables(
+    reader: PageReader, brief: bool = False
+) -> tuple[dict[str, int], dict[str, TableRead]]:
+    """Each store table's root page and its rows as far as they can be read (``brief``: of
+    phases, events, samples and metrics only the first two values, id and run). A table whose
+    schema row is lost is looked for where a new store of this version puts it, and taken only
+    if its rows fit the table."""
     schema, schema_lost = reader.schema()
     if not schema_lost:
         missing = [name for name in TABLES if name not in schema]
@@ -150,17 +156,20 @@ def _read_tables(reader: PageReader) -> dict[str, TableRead]:
             raise StoreError(
                 f"{reader.path} has no table {', '.join(missing)}: not a hilbench store"
             )
-    found = {}
+    roots, found = {}, {}
     for name in TABLES:
-        if name in schema:
-            found[name] = reader.read_table(schema[name])
-            continue
-        read = reader.read_table(_template()[name][0])
-        if not read.rows or any(len(v) != _template()[name][1] for _r, v in read.rows):
-            why = f"its schema row is lost ({schema_lost[0].why})"
-            read = TableRead(lost=[LostRange(None, None, schema_lost[0].page, why)])
+        guessed = name not in schema
+        roots[name] = _template()[name][0] if guessed else schema[name]
+        read = TableRead()
+        columns = _template()[name][1]
+        for rowid, values in reader.iter_table(roots[name], read.lost):
+            if guessed and len(values) != columns:
+                why = f"its schema row is lost ({schema_lost[0].why})"
+                read = TableRead(lost=[LostRange(None, None, schema_lost[0].page, why)])
+                break
+            read.rows.append((rowid, values[:2] if brief and name in CHILD_TABLES else values))
         found[name] = read
-    return found
+    return roots, found
 
 
 @functools.cache
