@@ -7,8 +7,8 @@ timeout, and the orchestrator checks the returned state as in every QUBO run. Th
 at the first of:
 
 - ``refused``: the agent answered an error (``device_full``, ``bad_arguments``, …);
-- ``failed``: the answer was infeasible or its claimed cost wrong, or the agent was too slow
-  to answer within ``time_limit_s``;
+- ``failed``: the answer was infeasible, its claimed cost wrong or its reply broke the contract
+  (``bad_reply``), or the agent was too slow to answer within ``time_limit_s``;
 - ``time_limit``: a step (generation + load + solve) took longer than ``time_limit_s``;
 - ``memory_limit``: the next workload's dense matrix would pass ``memory_limit_bytes`` or a
   limit the driver declares in ``capabilities()["qubo"]["limits"]`` (``max_nodes``, as a number
@@ -159,7 +159,8 @@ def _attempt(ctx: RunContext, unit: LargestUnit, device: RemoteDevice, n: int
         if not check.feasible:
             outcome["stop"] = ("failed", f"infeasible answer at n={n}")
     except AgentError as exc:
-        outcome["stop"] = ("refused", str(exc))
+        # an answer that breaks the reply contract is a failed answer, not a refusal
+        outcome["stop"] = ("failed" if exc.code == "bad_reply" else "refused", str(exc))
     except SolutionError as exc:
         outcome["stop"] = ("failed", f"bad answer at n={n}: {exc}")
     except TimeoutError as exc:

@@ -25,9 +25,10 @@ class SpecAgent:
     """ROUTER on loopback; ``fault``: ``("omit", field)`` or ``("type", field, value)``."""
 
     def __init__(self, fault: tuple | None = None, faulty_seeds: tuple[int, ...] = (1,),
-                 port: int | None = None) -> None:
+                 port: int | None = None, faulty_above_nodes: int | None = None) -> None:
         self.fault = fault
         self.faulty_seeds = faulty_seeds
+        self.faulty_above_nodes = faulty_above_nodes
         self.nodes = 0
         self._ctx = zmq.Context()
         self._sock = self._ctx.socket(zmq.ROUTER)
@@ -87,7 +88,9 @@ class SpecAgent:
             t_start = time.monotonic()
             reply: dict[str, Any] = {"cost": 0, "requested_s": body["timeout_s"],
                                      "actual_s": 0.0, "t_start": t_start, "t_end": t_start}
-            if self.fault and body["seed"] in self.faulty_seeds:
+            above = self.faulty_above_nodes
+            faulty = body["seed"] in self.faulty_seeds if above is None else self.nodes > above
+            if self.fault and faulty:
                 if self.fault[0] == "omit":
                     reply.pop(self.fault[1])
                 else:

@@ -97,3 +97,18 @@ def test_a_refusing_agent_ends_the_search_and_the_last_good_size_is_kept(tmp_pat
     assert "device_full" in largest["meta"]["detail"]
     assert result["attempts"][-1]["nodes"] == 240
     assert result["attempts"][-1]["outcome"] == "refused"
+
+
+def test_a_reply_breaking_the_contract_ends_the_search_as_failed(tmp_path):
+    from tests.procedures.spec_agent import SpecAgent
+
+    with SpecAgent(("omit", "actual_s"), faulty_above_nodes=60) as agent:
+        [result] = run_largest(
+            tmp_path, f'[[agents]]\nid = "spec0"\ndriver = "spec"\naddress = "{agent.address}"',
+            'densities = [0.01]\nsolver = "anytime"\nstart_nodes = 30\ngrowth = 2.0\n'
+            "timeout_s = 0.01",
+        )
+    largest = result["largest"]
+    assert largest["value"] == 60  # 30 and 60 answered; 120's reply had no actual_s
+    assert largest["meta"]["stop_reason"] == "failed"
+    assert "bad_reply" in largest["meta"]["detail"] and "actual_s" in largest["meta"]["detail"]
