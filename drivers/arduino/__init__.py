@@ -28,8 +28,26 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from hilbench.agent.driver import DriverError, DriverResult
+from hilbench.agent.dispatch import ContractDriver
+from hilbench.agent.driver import DriverError
 from hilbench.clock import now
+from hilbench.contracts.asc import (
+    MAX_WINDOW_S,
+    STAGES,
+    AscHeldReply,
+    AscLoad,
+    AscLoadModel,
+    AscLoadSample,
+    AscModelReply,
+    AscRepeat,
+    AscRun,
+    AscSampleResult,
+    AscSingleStream,
+    AscUnload,
+    AscWindowResult,
+)
+from hilbench.contracts.base import Reply
+from hilbench.contracts.capabilities import ConfigureReply, Settings
 from hilbench_drivers.arduino.board import Board, Identity, audio_to_pcm16
 from hilbench_drivers.arduino.discovery import resolve_port
 from hilbench_drivers.arduino.link import BoardError, BoardReset, SerialLink
@@ -37,15 +55,17 @@ from hilbench_drivers.arduino.protocol import Kind, Stage
 
 log = logging.getLogger(__name__)
 
-STAGES = {"idle": Stage.IDLE, "preprocessing": Stage.PREPROCESSING, "inference": Stage.INFERENCE}
-MAX_REPEAT_S = 3600.0
+# the contract's stage names -> the serial protocol's stage codes
+STAGE_CODES = {"idle": Stage.IDLE, "preprocessing": Stage.PREPROCESSING,
+               "inference": Stage.INFERENCE}
+MAX_REPEAT_S = MAX_WINDOW_S
 SIMULATION = (
     "the firmware's host build on a pseudo-terminal: the real protocol, MFE and int8 CNN code, "
     "timed by the host's clock, power from the simulated meter's arduino-nano-33-ble model"
 )
 
 
-class ArduinoDriver:
+class ArduinoDriver(ContractDriver):
     """ASC on a Nano 33 BLE (or its host build) through the hilbench serial protocol."""
 
     name: ClassVar[str] = "arduino"
@@ -183,7 +203,7 @@ class ArduinoDriver:
             "asc": {
                 "sample_capacity": identity.capacity,
                 "modes": ["single_stream", "repeat"],
-                "stages": [s for s in STAGES if s != "idle"],  # timed stages; repeat takes idle
+                "stages": list(STAGES),  # timed stages; repeat takes idle too
                 "stream_capacity": 0,  # no streams: the board holds one sample
                 "max_repeat_s": MAX_REPEAT_S,
                 "model_fingerprint": identity.model,
@@ -201,39 +221,30 @@ class ArduinoDriver:
             caps["simulation"] = SIMULATION
         return caps
 
-    def configure(self, params: dict[str, Any]) -> DriverResult:
-        return DriverResult({"board": self._identity().board})
+    def apply(self, settings: Settings) -> ConfigureReply:
+        return ConfigureReply(detail={"board": self._identity().board})
 
-    def load(self, params: dict[str, Any], arrays: list[np.ndarray]) -> DriverResult:
-        if params.get("workload") != "asc":
-            raise DriverError(
-                f"the arduino driver runs asc only, not {params.get('workload')!r}", "bad_arguments"
-            )
-        part = params.get("part")
-        if part == "model":
-            return DriverResult(self._check_model(params, arrays))
-        if part == "sample":
-            return DriverResult(self._load_sample(params, arrays))
-        if part == "unload":
-            index = _index(params)
-            self._call("unload", lambda b: b.unload(index))
+    # -- ASC device role (bodies arrive checked against hilbench.contracts.asc) ----------------
+
+    def load_asc(self, body: AscLoad, arrays: list[np.ndarray]) -> Reply:
+        if isinstance(body, AscLoadModel):
+            return self._check_model(body, arrays)
+        if isinstance(body, AscLoadSample):
+            return self._load_sample(body.index, arrays[0])
+        if isinstance(body, AscUnload):
+            self._call("unload", lambda b: b.unload(body.index))
             self._held = None
-            return DriverResult({"index": index, "held": []})
-        raise DriverError(
-            f"asc load part must be 'model', 'sample' or 'unload', got {part!r}", "bad_arguments"
-        )
+            return AscHeldReply(index=body.index, held=[])
+        raise DriverError("the board holds one sample and plays no streams "
+                          "(capabilities asc.stream_capacity 0)", "device_full")
 
-    def _check_model(self, params: dict[str, Any], arrays: list[np.ndarray]) -> dict[str, Any]:
+    def _check_model(self, body: AscLoadModel, arrays: list[np.ndarray]) -> AscModelReply:
         from hilbench.workloads.asc.quant import ModelFileError, QuantisedModel
         from hilbench_drivers.arduino.model_header import model_fingerprint
 
-        names, meta = params.get("arrays"), params.get("meta")
-        if not isinstance(names, list) or not isinstance(meta, dict) or len(names) != len(arrays):
-            raise DriverError(
-                "an asc model load needs 'meta' and 'arrays' naming each payload", "bad_arguments"
-            )
         try:
-            model = QuantisedModel.from_parts(meta, dict(zip(names, arrays, strict=True)))
+            model = QuantisedModel.from_parts(body.meta, dict(zip(body.arrays, arrays,
+                                                                  strict=True)))
         except (ModelFileError, ValueError, TypeError) as exc:
             raise DriverError(f"asc model rejected: {exc}", "bad_arguments") from exc
         identity = self._identity()
@@ -252,24 +263,21 @@ class ArduinoDriver:
         if self._held is not None:  # loading a model drops any held sample (contract 2)
             held, self._held = self._held, None
             self._call("unload", lambda b: b.unload(held))
-        return {
-            "model_fingerprint": fingerprint,
-            "built_in": True,
-            "reflashed": reflashed,
-            "classes": list(identity.classes),
-            "input_frames": identity.frames,
-            "input_filters": identity.filters,
-            "sample_rate": identity.sample_rate,
-            "weight_bytes": model.weight_bytes,
-            "sample_capacity": identity.capacity,
-        }
+        return AscModelReply(
+            classes=list(identity.classes),
+            input_frames=identity.frames,
+            input_filters=identity.filters,
+            sample_rate=identity.sample_rate,
+            weight_bytes=model.weight_bytes,
+            sample_capacity=identity.capacity,
+            detail={"model_fingerprint": fingerprint, "built_in": True, "reflashed": reflashed},
+        )
 
-    def _load_sample(self, params: dict[str, Any], arrays: list[np.ndarray]) -> dict[str, Any]:
-        index = _index(params)
+    def _load_sample(self, index: int, sample: np.ndarray) -> AscHeldReply:
+        if index >= 65536:
+            raise DriverError(f"the board numbers samples 0..65535, got {index}",
+                              "bad_arguments", key="index")
         identity = self._identity()
-        if len(arrays) != 1:
-            raise DriverError("an asc sample load carries exactly one payload", "bad_arguments")
-        sample = arrays[0]
         if sample.dtype == np.float32 and sample.size == identity.sample_count:
             kind, data = Kind.AUDIO_PCM16, audio_to_pcm16(sample.ravel())
         elif sample.dtype == np.int8 and sample.shape == (identity.frames, identity.filters):
@@ -283,75 +291,53 @@ class ArduinoDriver:
             )
         transfer_s = self._call(f"loading sample {index}", lambda b: b.load(index, kind, data))
         self._held, self._held_kind = index, kind
-        return {
-            "index": index,
-            "held": [index],
-            "capacity": identity.capacity,
-            "bytes": len(data),
-            "format": kind.name.lower(),
-            "transfer_s": transfer_s,
-        }
+        return AscHeldReply(index=index, held=[index], capacity=identity.capacity,
+                            detail={"bytes": len(data), "format": kind.name.lower(),
+                                    "transfer_s": transfer_s})
 
-    def run(self, params: dict[str, Any], stop: threading.Event) -> DriverResult:
-        if params.get("workload") != "asc":
-            raise DriverError("the arduino driver runs asc only", "bad_arguments")
-        mode = params.get("mode")
-        if mode == "single_stream":
-            return DriverResult(self._single_stream(_index(params)))
-        if mode == "repeat":
-            return DriverResult(self._repeat(params, stop))
-        raise DriverError(
-            f"asc mode must be 'single_stream' or 'repeat', got {mode!r}", "bad_arguments"
-        )
+    def run_asc(self, body: AscRun, stop: threading.Event) -> Reply:
+        if isinstance(body, AscSingleStream):
+            return self._single_stream(body.index)
+        if isinstance(body, AscRepeat):
+            return self._repeat(body, stop)
+        raise DriverError("the board plays no streams (capabilities asc.modes)", "bad_arguments",
+                          key="mode")
 
-    def _single_stream(self, index: int) -> dict[str, Any]:
+    def _single_stream(self, index: int) -> AscSampleResult:
         t_sent = now()
         result = self._call(f"running sample {index}", lambda b: b.run(index))
         t_end = now()
         device_s = ((result.preprocess_us or 0) + result.inference_us) * 1e-6
-        body: dict[str, Any] = {
-            "index": result.index,
-            "predicted": result.predicted,
-            "scores": result.logits,
-            "preprocess_s": None if result.preprocess_us is None else result.preprocess_us * 1e-6,
-            "inference_s": result.inference_us * 1e-6,
+        return AscSampleResult(
+            index=result.index,
+            predicted=result.predicted,
+            scores=list(result.logits),
+            preprocess_s=None if result.preprocess_us is None else result.preprocess_us * 1e-6,
+            preprocess_reason=("the sample was int8 features: nothing to pre-process"
+                               if result.preprocess_us is None else None),
+            inference_s=result.inference_us * 1e-6,
             # The board's timed region ends just before its reply; the reply takes well under a
             # millisecond, so the region is placed ending at the reply's arrival.
-            "t_start": max(t_sent, t_end - device_s),
-            "t_end": t_end,
-        }
-        if result.preprocess_us is None:
-            body["preprocess_reason"] = "the sample was int8 features: nothing to pre-process"
-        return body
-
-    def _repeat(self, params: dict[str, Any], stop: threading.Event) -> dict[str, Any]:
-        stage = params.get("stage")
-        if stage not in STAGES:
-            raise DriverError(
-                f"asc repeat stage must be one of {list(STAGES)}, got {stage!r}", "bad_arguments"
-            )
-        duration = float(params.get("duration_s", 0.0))
-        if not 0 < duration <= MAX_REPEAT_S:
-            raise DriverError(
-                f"asc repeat duration_s must be in (0, {MAX_REPEAT_S:g}], got {duration}",
-                "bad_arguments",
-            )
-        index = _index(params) if stage != "idle" or "index" in params else 0
-        t_sent = now()
-        result = self._call(
-            f"repeating {stage}", lambda b: b.repeat(index, STAGES[stage], duration, stop)
+            t_start=max(t_sent, t_end - device_s),
+            t_end=t_end,
         )
+
+    def _repeat(self, body: AscRepeat, stop: threading.Event) -> AscWindowResult:
+        index = body.index if body.index is not None else 0  # idle holds any sample
+        t_sent = now()
+        result = self._call(f"repeating {body.stage}", lambda b: b.repeat(
+            index, STAGE_CODES[body.stage], body.duration_s, stop))
         t_end = now()
-        return {
-            "stage": stage,
-            "index": index,
-            "iterations": result.iterations,
-            "mean_s": result.mean_s,
-            "std_error_s": result.std_error_s,
-            "t_start": max(t_sent, t_end - result.elapsed_us * 1e-6),
-            "t_end": t_end,
-            "stopped_early": result.stopped_early,
-        }
+        return AscWindowResult(
+            stage=body.stage,
+            index=index,
+            iterations=result.iterations,
+            mean_s=result.mean_s,
+            std_error_s=result.std_error_s,
+            t_start=max(t_sent, t_end - result.elapsed_us * 1e-6),
+            t_end=t_end,
+            stopped_early=result.stopped_early,
+        )
 
     def close(self) -> None:
         self._close_board()
@@ -361,15 +347,6 @@ class ArduinoDriver:
         if self._meter_link is not None:
             self._meter_link.close()
             self._meter_link = None
-
-
-def _index(params: dict[str, Any]) -> int:
-    index = params.get("index", 0)
-    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < 65536:
-        raise DriverError(
-            f"sample index must be an integer 0..65535, got {index!r}", "bad_arguments"
-        )
-    return index
 
 
 __all__ = ["ArduinoDriver"]

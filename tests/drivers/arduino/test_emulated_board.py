@@ -55,7 +55,7 @@ def test_identity_names_the_host_build_and_its_model(driver):
 def test_model_load_accepts_the_built_in_model_and_refuses_another(driver):
     arrays = MODEL.arrays()
     params = {"workload": "asc", "part": "model", "meta": MODEL.metadata(), "arrays": list(arrays)}
-    assert driver.load(params, list(arrays.values())).body["built_in"] is True
+    assert driver.load(params, list(arrays.values())).body["detail"]["built_in"] is True
     arrays["conv0.bias"] = arrays["conv0.bias"] + 3
     with pytest.raises(DriverError) as err:
         driver.load(params, list(arrays.values()))
@@ -80,7 +80,7 @@ def test_audio_sample_is_preprocessed_on_the_board_like_the_reference(driver, fr
     t = np.arange(16000) / 16000
     audio = (0.4 * np.sin(2 * np.pi * freq * t)).astype(np.float32)
     body = _load(driver, 0, audio)
-    assert body["bytes"] == 32000 and body["format"] == "audio_pcm16"
+    assert body["detail"]["bytes"] == 32000 and body["detail"]["format"] == "audio_pcm16"
     result = _run(driver, 0)
     pcm = np.frombuffer(audio_to_pcm16(audio), "<i2").astype(np.float32) / np.float32(32768)
     logits, predicted = MODEL.infer(extract_features(pcm))
@@ -153,7 +153,7 @@ def test_emulate_mode_flashes_the_campaigns_model_into_the_host_build(host_progr
             "arrays": list(arrays),
         }
         body = drv.load(params, list(arrays.values())).body
-        assert body["reflashed"] is True
+        assert body["detail"]["reflashed"] is True
         assert drv.capabilities()["asc"]["model_fingerprint"] == model_fingerprint(MODEL)
         doc = json.loads(VECTOR_FILES[0].read_text())
         features = np.asarray(doc["input"]["data"], np.int8).reshape(doc["input"]["shape"])
