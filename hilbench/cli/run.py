@@ -30,12 +30,12 @@ def _run_campaign(
     trials: int | None = None,
     again: bool = False,
 ) -> None:
+    from hilbench.cassette.recorder import CassetteRecorder
     from hilbench.orchestrator.bounds import bound_campaign
     from hilbench.orchestrator.campaign import CampaignError, load_campaign
     from hilbench.orchestrator.client import AgentUnreachable
     from hilbench.orchestrator.instruments import InstrumentFault
     from hilbench.orchestrator.interrupt import Interrupted, signals_interrupt
-    from hilbench.orchestrator.recorder import JsonlRecorder
     from hilbench.orchestrator.runlog import RunLog
     from hilbench.orchestrator.runner import CampaignAborted, CampaignRunner, CampaignSetupError
     from hilbench.orchestrator.spawn import SpawnError
@@ -70,7 +70,11 @@ def _run_campaign(
     except StoreError as exc:
         error(str(exc))
         raise SystemExit(EXIT_USAGE) from None
-    recorder = JsonlRecorder(record) if record else None
+    try:
+        recorder = CassetteRecorder(record, campaign_path, campaign) if record else None
+    except (FileExistsError, NotADirectoryError) as exc:
+        error(f"--record {record}: {exc}")
+        raise SystemExit(EXIT_USAGE) from None
     # A person reading a log (stdout not a terminal) gets one line per finished run; the same
     # lines always go to a file beside the store.
     runlog = RunLog.for_campaign(
@@ -217,9 +221,12 @@ def _db_path(db: Path | None) -> Path:
 )
 @click.option(
     "--record",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Also write every run document to this JSON-lines file.",
+    help="Also write a cassette into this new (or empty) folder: a manifest (software, "
+    "campaign file and its sha256, agents, instruments, clock offsets), every run document "
+    "as JSON lines and the raw power samples as array files named by sha256; owner-only, "
+    "flushed as it goes.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
 @click.option(

@@ -33,7 +33,7 @@ def test_everything_hilbench_creates_is_owner_only_under_umask_000(tmp_path, mon
     work.mkdir()
     db = work / "s.sqlite"
     ok = write_campaign(tmp_path, campaign(agent(), qubo(), name="fine"))
-    done = hilbench("run", ok, "--db", db, "--record", work / "docs.jsonl", "-q", umask=0)
+    done = hilbench("run", ok, "--db", db, "--record", work / "cassette", "-q", umask=0)
     assert done.returncode == 0, done.stderr
     # A spawned process that fails keeps its log beside the store.
     broken = write_campaign(
@@ -70,7 +70,9 @@ def test_everything_hilbench_creates_is_owner_only_under_umask_000(tmp_path, mon
     modes = _modes(work) | wal
     expected = {
         "s.sqlite", "s.sqlite.logs", "s.sqlite.logs/fine.log", "s.sqlite.logs/broken.log",
-        "docs.jsonl", "new", "new/keys", "new/keys/orch.key", "new/keys/orch.key_secret",
+        "cassette", "cassette/manifest.json", "cassette/documents.jsonl",
+        "cassette/samples.jsonl", "cassette/samples", "new", "new/keys", "new/keys/orch.key",
+        "new/keys/orch.key_secret",
         "agent.log", "saved.sqlite", "open.sqlite", "open.sqlite-wal", "open.sqlite-shm",
         "models", "models/m.npz", "cache", "cache/hilbench", "cache/hilbench/t.json", "q.npy",
     }
