@@ -39,6 +39,7 @@ SUBCOMMANDS: dict[str, str] = {
     "arduino": "hilbench_drivers.arduino.cli:arduino",
     "keys": "hilbench.cli.keys:keys",
     "store": "hilbench.cli.store:store",
+    "audit": "hilbench.cli.audit:audit",
 }
 
 

@@ -267,6 +267,13 @@ def _window_power(
     }
     if inst.spec.id in phase.interval_estimates:
         meta["interval"] = phase.interval_estimates[inst.spec.id].to_dict()
+    # The analysis inputs beside the window, so `hilbench audit verify` recomputes the figure.
+    meta["analysis"] = {
+        "aperture_s": aperture_s(inst),
+        "timing_uncertainty_s": timing_uncertainty_s(
+            inst, offset.uncertainty_s, phase.start_uncertainty_s.get(inst.spec.id),
+            phase.drift_residual_s(inst.spec.id, end)),
+    }
     try:
         watts = to_watts(inst.info, batch.values)
         estimate = phase_power(
@@ -274,10 +281,7 @@ def _window_power(
             watts,
             PhaseWindow("active", start, end),
             inst.info,
-            aperture_s=aperture_s(inst),
-            timing_uncertainty_s=timing_uncertainty_s(
-                inst, offset.uncertainty_s, phase.start_uncertainty_s.get(inst.spec.id),
-                phase.drift_residual_s(inst.spec.id, end)),
+            **meta["analysis"],
         )
     except ValueError as exc:
         return {"value": None, "uncertainty": None, "meta": {**meta, "reason": str(exc)}}

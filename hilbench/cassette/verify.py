@@ -1,0 +1,199 @@
+"""`hilbench audit verify BUNDLE`: every hash, then every figure recomputed from the raw samples
+and events with the runner's own analysis (:func:`hilbench.power.estimators.phase_power`,
+:func:`hilbench.orchestrator.timing_check.check_timed_region`, :func:`bks_gap`), compared with
+the stored metric. One line per disagreement."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hilbench.cassette.bundle import DATA, check_bag
+from hilbench.cassette.reader import Cassette, Stream
+from hilbench.orchestrator.client import ClockOffset
+from hilbench.orchestrator.instruments import to_watts
+from hilbench.orchestrator.timing_check import check_timed_region
+from hilbench.power.align import IntervalEstimate
+from hilbench.power.estimators import PhaseWindow, phase_power
+from hilbench.power.source import SourceInfo
+from hilbench.workloads.qubo import bks_gap
+
+REL_TOL = 1e-9  # the same code on the same float64 data: only summation order may differ
+
+
+@dataclass
+class RunRecord:
+    run: dict[str, Any]
+    phases: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def event(self, name: str, phase_uid: str | None = None) -> dict[str, Any] | None:
+        return next((e for e in self.events if e["name"] == name
+                     and (phase_uid is None or e["phase_uid"] == phase_uid)), None)
+
+
+@dataclass
+class Outcome:
+    problems: list[str] = field(default_factory=list)
+    checked: int = 0  # figures recomputed and compared
+    not_recomputed: dict[str, int] = field(default_factory=dict)  # procedure -> runs
+
+
+def verify_bundle(bundle: Path) -> Outcome:
+    outcome = Outcome(check_bag(bundle))
+    try:
+        cassette = Cassette(bundle / DATA)
+    except ValueError as exc:
+        outcome.problems.append(str(exc))
+        return outcome
+    outcome.problems += cassette.check_hashes()
+    runs = _runs(cassette)
+    streams: dict[tuple[str | None, str], Stream] = {(s.phase_uid, s.source): s
+                                                     for s in cassette.streams()}
+    for record in runs.values():
+        if record.run.get("status") != "success":
+            continue
+        procedure = str(record.run.get("procedure", ""))
+        if not procedure.startswith("qubo."):
+            outcome.not_recomputed[procedure] = outcome.not_recomputed.get(procedure, 0) + 1
+        else:
+            for problem in _check_qubo(record, cassette, streams, outcome):
+                outcome.problems.append(f"run {record.run['uid'][:8]} "
+                                        f"({record.run.get('unit_key')}): {problem}")
+    return outcome
+
+
+def _runs(cassette: Cassette) -> dict[str, RunRecord]:
+    runs: dict[str, RunRecord] = {}
+    lists: dict[str, Any] = defaultdict(list)
+    for doc in cassette.documents():
+        kind = doc["kind"]
+        if kind == "run":
+            runs[doc["uid"]] = RunRecord(doc)
+        elif kind == "phase":
+            runs[doc["run_uid"]].phases.append(doc)
+        elif kind == "event":
+            runs[doc["run_uid"]].events.append(doc)
+        elif kind == "metric":
+            runs[doc["run_uid"]].metrics[doc["name"]] = doc
+        else:
+            lists[kind].append(doc)
+    return runs
+
+
+def _figure(metric: dict[str, Any]) -> float | None:
+    """The value a metric stands for: an overrun's is kept in meta.measured."""
+    if metric["value"] is not None:
+        return float(metric["value"])
+    measured = (metric.get("meta") or {}).get("measured")
+    return None if measured is None else float(measured)
+
+
+def _differs(stored: float | None, again: float | None) -> bool:
+    if stored is None or again is None:
+        return (stored is None) != (again is None)
+    return not math.isclose(stored, again, rel_tol=REL_TOL, abs_tol=1e-15)
+
+
+def _check_qubo(record: RunRecord, cassette: Cassette,
+                streams: dict[tuple[str | None, str], Stream], outcome: Outcome) -> Iterator[str]:
+    solve = next((p for p in record.phases if p["name"] == "solve"), None)
+    result = record.event("solve_result", solve and solve["uid"])
+    if solve is None or result is None:
+        yield "no solve phase or solve_result event to recompute from"
+        return
+    data, metrics = result["data"], record.metrics
+    agent = _agent(record, solve)
+    offset_dict = (solve.get("clock_offsets") or {}).get(agent)
+    timing = record.event("timing_check", solve["uid"])
+    if offset_dict is None or timing is None:
+        yield "no clock offset or timing_check to check the timed region against"
+    else:
+        offset = ClockOffset(**{k: offset_dict[k] for k in
+                                ("offset_s", "uncertainty_s", "rtt_s", "probes")
+                                if k in offset_dict} | {"probes": offset_dict.get("probes", 0)})
+        sent, received = timing["data"]["orchestrator_window"]
+        again = check_timed_region(data["t_start"], data["t_end"], data["actual_s"],
+                                   data.get("untimed_s"), sent, received, offset)
+        outcome.checked += 1
+        if not again.consistent:
+            yield f"clock-offset bound: {again.reason}"
+        window = metrics.get("orchestrator_window_s")
+        if window is not None and _differs(_figure(window), again.window_s):
+            yield (f"metric orchestrator_window_s stored {_figure(window)!r}, "
+                   f"recomputed {again.window_s!r}")
+    power = metrics.get("avg_power_w")
+    source = (power or {}).get("meta", {}).get("source")
+    stream = streams.get((solve["uid"], source)) if source else None
+    if power is not None and stream is not None:
+        try:
+            watts_again = _avg_power(record, solve, data, power, stream, cassette)
+        except LookupError as exc:
+            yield f"metric avg_power_w cannot be recomputed: {exc}"
+            return
+        outcome.checked += 1
+        if _differs(_figure(power), watts_again):
+            yield f"metric avg_power_w stored {_figure(power)!r}, recomputed {watts_again!r}"
+        energy = metrics.get("energy_j")
+        if energy is not None:
+            energy_again = None if watts_again is None else watts_again * data["actual_s"]
+            outcome.checked += 1
+            if _differs(_figure(energy), energy_again):
+                yield f"metric energy_j stored {_figure(energy)!r}, recomputed {energy_again!r}"
+    gap, cost = metrics.get("bks_gap"), metrics.get("cost")
+    if gap is not None and cost is not None and (gap.get("meta") or {}).get("target") is not None:
+        feasible = _figure(metrics["feasible"]) if "feasible" in metrics else 1.0
+        again_gap = (bks_gap(int(_figure(cost) or 0), int(gap["meta"]["target"]))
+                     if feasible else None)
+        outcome.checked += 1
+        if _differs(_figure(gap), again_gap):
+            yield f"metric bks_gap stored {_figure(gap)!r}, recomputed {again_gap!r}"
+    actual = metrics.get("actual_s")
+    if actual is not None:
+        outcome.checked += 1
+        if _differs(_figure(actual), float(data["actual_s"])):
+            yield f"metric actual_s stored {_figure(actual)!r}, recomputed {data['actual_s']!r}"
+
+
+def _agent(record: RunRecord, solve: dict[str, Any]) -> str:
+    """The run's agent: named in its parameters, else the one its solve phase probed."""
+    named = record.run["params"].get("agent")
+    offsets = solve.get("clock_offsets") or {}
+    if named is None and len(offsets) == 1:
+        return str(next(iter(offsets)))
+    return str(named)
+
+
+def _avg_power(record: RunRecord, solve: dict[str, Any], data: dict[str, Any],
+               power: dict[str, Any], stream: Stream, cassette: Cassette) -> float | None:
+    """The solve window's mean power, as the QUBO procedure takes it (``_window_power``)."""
+    t, values = cassette.read(stream)
+    for event in record.events:
+        if event["name"] == "instrument_interval" and event["phase_uid"] == solve["uid"] \
+                and event["data"].get("instrument") == stream.source:
+            t = IntervalEstimate.from_dict(event["data"]).restamp(t)
+    meta = power.get("meta") or {}
+    offset = solve["clock_offsets"][_agent(record, solve)]["offset_s"]
+    start, end = data["t_start"] - offset, data["t_end"] - offset
+    info = SourceInfo(stream.source, stream.unit,  # type: ignore[arg-type]
+                      float(stream.meta.get("time_resolution_s") or 0.0),
+                      supply_voltage_v=stream.meta.get("supply_voltage_v"))
+    analysis = meta.get("analysis")
+    if not isinstance(analysis, dict):
+        raise LookupError("its meta has no analysis inputs (aperture, timing uncertainty): "
+                          "stored by a hilbench before the audit")
+    try:
+        estimate = phase_power(t, to_watts(info, np.asarray(values)),
+                               PhaseWindow("active", start, end), info,
+                               aperture_s=analysis.get("aperture_s"),
+                               timing_uncertainty_s=analysis.get("timing_uncertainty_s"))
+    except ValueError:
+        return None
+    return float(estimate.mean_w)
