@@ -1,5 +1,5 @@
 """`hilbench audit verify BUNDLE`: every hash, then every figure recomputed from the raw samples
-and events with the runner's own analysis (:func:`hilbench.power.estimators.phase_power`,
+and events with the runner's own analysis (:func:`hilbench.cassette.figures.window_power_again`,
 :func:`hilbench.orchestrator.timing_check.check_timed_region`, :func:`bks_gap`), compared with
 the stored metric. One line per disagreement."""
 
@@ -12,16 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from hilbench.cassette.bundle import DATA, check_bag
+from hilbench.cassette.figures import window_power_again
 from hilbench.cassette.reader import Cassette, Stream
 from hilbench.orchestrator.client import ClockOffset
-from hilbench.orchestrator.instruments import to_watts
 from hilbench.orchestrator.timing_check import check_timed_region
-from hilbench.power.align import IntervalEstimate
-from hilbench.power.estimators import PhaseWindow, phase_power
-from hilbench.power.source import SourceInfo
 from hilbench.workloads.qubo import bks_gap
 
 REL_TOL = 1e-9  # the same code on the same float64 data: only summation order may differ
@@ -174,26 +169,18 @@ def _agent(record: RunRecord, solve: dict[str, Any]) -> str:
 def _avg_power(record: RunRecord, solve: dict[str, Any], data: dict[str, Any],
                power: dict[str, Any], stream: Stream, cassette: Cassette) -> float | None:
     """The solve window's mean power, as the QUBO procedure takes it (``_window_power``)."""
-    t, values = cassette.read(stream)
-    for event in record.events:
-        if event["name"] == "instrument_interval" and event["phase_uid"] == solve["uid"] \
-                and event["data"].get("instrument") == stream.source:
-            t = IntervalEstimate.from_dict(event["data"]).restamp(t)
-    meta = power.get("meta") or {}
-    offset = solve["clock_offsets"][_agent(record, solve)]["offset_s"]
-    start, end = data["t_start"] - offset, data["t_end"] - offset
-    info = SourceInfo(stream.source, stream.unit,  # type: ignore[arg-type]
-                      float(stream.meta.get("time_resolution_s") or 0.0),
-                      supply_voltage_v=stream.meta.get("supply_voltage_v"))
-    analysis = meta.get("analysis")
+    analysis = (power.get("meta") or {}).get("analysis")
     if not isinstance(analysis, dict):
         raise LookupError("its meta has no analysis inputs (aperture, timing uncertainty): "
                           "stored by a hilbench before the audit")
+    t, values = cassette.read(stream)
+    intervals = [e["data"] for e in record.events
+                 if e["name"] == "instrument_interval" and e["phase_uid"] == solve["uid"]]
+    offset = solve["clock_offsets"][_agent(record, solve)]["offset_s"]
     try:
-        estimate = phase_power(t, to_watts(info, np.asarray(values)),
-                               PhaseWindow("active", start, end), info,
-                               aperture_s=analysis.get("aperture_s"),
-                               timing_uncertainty_s=analysis.get("timing_uncertainty_s"))
+        estimate = window_power_again(t, values, stream.source, stream.unit, stream.meta,
+                                      (data["t_start"], data["t_end"]), offset, intervals,
+                                      analysis)
     except ValueError:
         return None
     return float(estimate.mean_w)

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hilbench.power.align import IntervalEstimate
-from hilbench.power.estimators import PhaseWindow, phase_power
-from hilbench.power.source import SourceInfo
+from hilbench.cassette.figures import window_power_again
 from hilbench.sim import SimulatedMeter
 from hilbench.sim.power_model import SIMULATED_CPU
 from hilbench.store import Store
@@ -37,15 +35,13 @@ def test_avg_power_is_recomputed_from_stored_samples_and_device_times(tmp_path):
             t, amps = store.samples(run["uid"], "dmm", phase_uid=solve["uid"])
             # Stored stamps are the meter's nominal ones; a stored interval record (the meter's
             # real interval from its own count) turns them into the stamps the figure used.
-            records = store.events(run["uid"], "instrument_interval")
-            for record in records:
-                if record["phase_uid"] == solve["uid"]:
-                    t = IntervalEstimate.from_dict(record["data"]).restamp(t)
-            info = SourceInfo("dmm", "A", 0.01, supply_voltage_v=12.0)
-            budget = power["meta"]["budget"]
-            again = phase_power(t, amps * 12.0, PhaseWindow("active", start, end), info,
-                                aperture_s=budget.get("aperture_s", 0.2 / 50),
-                                timing_uncertainty_s=budget.get("timing_uncertainty_s"))
+            records = [e["data"] for e in store.events(run["uid"], "instrument_interval")
+                       if e["phase_uid"] == solve["uid"]]
+            batch = next(store.sample_batches(run["uid"], "dmm", phase_uid=solve["uid"]))
+            assert batch["meta"]["supply_voltage_v"] == 12.0
+            again = window_power_again(t, amps, "dmm", "A", batch["meta"],
+                                       (result["t_start"], result["t_end"]), offset, records,
+                                       power["meta"]["analysis"])
             assert measured(power) == pytest.approx(again.mean_w, rel=1e-12)
             assert measured(power) == pytest.approx(SIMULATED_CPU.watts("solving"), rel=0.005)
             energy = measured(metrics["energy_j"])
