@@ -48,10 +48,14 @@ def verify_bundle(bundle: Path) -> Outcome:
     except ValueError as exc:
         outcome.problems.append(str(exc))
         return outcome
-    outcome.problems += cassette.check_hashes()
-    runs = _runs(cassette)
-    streams: dict[tuple[str | None, str], Stream] = {(s.phase_uid, s.source): s
-                                                     for s in cassette.streams()}
+    try:
+        outcome.problems += cassette.check_hashes()
+        runs = _runs(cassette)
+        streams: dict[tuple[str | None, str], Stream] = {(s.phase_uid, s.source): s
+                                                         for s in cassette.streams()}
+    except (ValueError, KeyError, TypeError) as exc:
+        outcome.problems.append(f"{bundle / DATA}: unreadable ({type(exc).__name__}: {exc})")
+        return outcome
     for record in runs.values():
         if record.run.get("status") != "success":
             continue

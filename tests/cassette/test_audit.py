@@ -70,3 +70,12 @@ def test_a_changed_stored_metric_fails_naming_it_and_the_recomputed_value(bundle
     assert "metric avg_power_w stored" in line
     recomputed = float(line.rsplit("recomputed ", 1)[1])
     assert recomputed == pytest.approx(true_value, rel=1e-12)
+
+
+def test_a_folder_that_is_not_a_bundle_fails_with_one_line_per_cause(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "documents.jsonl").write_text("{not json\n")
+    done = _verify(tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert f"{tmp_path / MANIFEST}: missing (not a bundle)" in done.stdout
+    assert "no manifest.json" in done.stdout

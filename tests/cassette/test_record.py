@@ -126,3 +126,47 @@ def test_record_refuses_a_folder_that_holds_files(tmp_path):
 def test_every_line_is_json(recorded, name):
     for line in (recorded[2] / name).read_text().splitlines():
         json.loads(line)
+
+
+@pytest.mark.slow
+def test_a_killed_recording_keeps_every_finished_run(tmp_path):
+    """SIGKILL mid-campaign: the cassette still reads, with every document and sample of each
+    run the store completed, bit for bit."""
+    import signal
+    import subprocess
+
+    from hilbench.sim import SimulatedMeter
+    from hilbench.sim.power_model import SIMULATED_CPU
+    from tests.campaign_toml import write_campaign
+    from tests.orchestrator.test_instrument_faults import meter_campaign
+    from tests.subprocesses import hilbench_command, wait_for_run
+
+    db, folder = tmp_path / "s.sqlite", tmp_path / "cassette"
+    with SimulatedMeter(SIMULATED_CPU, noise_std_w=0.05, seed=3) as meter:
+        path = write_campaign(tmp_path, meter_campaign(meter, seeds=range(30)))
+        proc = subprocess.Popen(hilbench_command("run", path, "--db", db, "-q", "--record",
+                                                 folder), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        try:
+            wait_for_run(db, proc)
+            proc.send_signal(signal.SIGKILL)
+        finally:
+            proc.wait(30)
+    cassette = Cassette(folder)
+    with Store(db) as store:
+        done = [r["uid"] for r in store.runs() if r["status"] == "success"]
+        assert done and len(done) < 30
+        documents = list(cassette.documents())
+        for uid in done:
+            assert any(d["kind"] == "run_stop" and d["run_uid"] == uid for d in documents)
+            stored = {m["name"]: m["value"] for m in store.metrics(uid)}
+            kept = {d["name"]: d["value"] for d in documents
+                    if d["kind"] == "metric" and d["run_uid"] == uid}
+            assert kept == stored
+            streams = [s for s in cassette.streams() if s.run_uid == uid]
+            assert streams and all(s.sha256 for s in streams)
+            for stream in streams:
+                t, values = cassette.read(stream)
+                t0, v0 = store.samples(uid, stream.source, phase_uid=stream.phase_uid)
+                assert np.array_equal(t, t0) and np.array_equal(values, v0)
+    assert cassette.check_hashes() == []
