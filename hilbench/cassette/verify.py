@@ -59,6 +59,9 @@ def verify_bundle(bundle: Path) -> Outcome:
     for record in runs.values():
         if record.run.get("status") != "success":
             continue
+        for problem in _check_offsets(record):
+            outcome.problems.append(f"run {record.run['uid'][:8]} "
+                                    f"({record.run.get('unit_key')}): {problem}")
         procedure = str(record.run.get("procedure", ""))
         if not procedure.startswith("qubo."):
             outcome.not_recomputed[procedure] = outcome.not_recomputed.get(procedure, 0) + 1
@@ -85,6 +88,22 @@ def _runs(cassette: Cassette) -> dict[str, RunRecord]:
         else:
             lists[kind].append(doc)
     return runs
+
+
+def _check_offsets(record: RunRecord) -> Iterator[str]:
+    """Each phase's clock offset as the client measures it: from at least one probe, finite,
+    and no more certain than half the best probe's round trip (the offset lies within ± that)."""
+    for phase in record.phases:
+        for agent, offset in (phase.get("clock_offsets") or {}).items():
+            values = [offset.get(k) for k in ("offset_s", "uncertainty_s", "rtt_s")]
+            where = f"clock offset of {agent} in phase {phase.get('name')}"
+            if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
+                yield f"{where}: not finite numbers {offset}"
+            elif offset.get("probes", 1) < 1 or values[2] <= 0:
+                yield f"{where}: no probe behind it {offset}"
+            elif values[1] < values[2] / 2 * (1 - 1e-9):
+                yield (f"{where}: uncertainty {values[1]!r} s below half the round trip "
+                       f"{values[2] / 2!r} s")
 
 
 def _figure(metric: dict[str, Any]) -> float | None:

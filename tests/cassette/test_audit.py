@@ -47,22 +47,15 @@ def test_one_changed_byte_of_a_raw_sample_file_fails_naming_it(bundle, tmp_path)
 
 
 def test_a_changed_stored_metric_fails_naming_it_and_the_recomputed_value(bundle, tmp_path):
-    copy = tmp_path / "b"
-    shutil.copytree(bundle, copy)
-    documents = copy / "data" / "documents.jsonl"
-    lines = [json.loads(line) for line in documents.read_text().splitlines()]
-    metric = next(d for d in lines if d["kind"] == "metric" and d["name"] == "avg_power_w")
-    true_value = metric["value"]
-    metric["value"] = true_value * 1.01
-    documents.write_text("".join(json.dumps(d) + "\n" for d in lines))
-    # The tamperer also rewrites the hash manifest, so only the recomputation can catch it.
-    manifest = copy / MANIFEST
-    manifest.unlink()
-    for name in ("bagit.txt", "bag-info.txt"):
-        (copy / name).unlink()
-    from hilbench.cassette.bundle import write_bag_files
+    found = {}
 
-    write_bag_files(copy, "tampered")
+    def change(lines):
+        metric = next(d for d in lines if d["kind"] == "metric" and d["name"] == "avg_power_w")
+        found.update(metric)
+        metric["value"] *= 1.01
+
+    copy = _tamper(bundle, tmp_path, change)
+    metric, true_value = found, found["value"]
     done = _verify(copy)
     assert done.returncode == 1, done.stdout
     (line,) = done.stdout.splitlines()
@@ -79,3 +72,39 @@ def test_a_folder_that_is_not_a_bundle_fails_with_one_line_per_cause(tmp_path):
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert f"{tmp_path / MANIFEST}: missing (not a bundle)" in done.stdout
     assert "no manifest.json" in done.stdout
+
+
+def _tamper(bundle, tmp_path, change):
+    """A copy of ``bundle`` whose documents ``change`` edits in place, with the hash manifest
+    rewritten to match (a tamperer who knows the format): only recomputation can catch it."""
+    from hilbench.cassette.bundle import write_bag_files
+
+    copy = tmp_path / "b"
+    shutil.copytree(bundle, copy)
+    documents = copy / "data" / "documents.jsonl"
+    lines = [json.loads(line) for line in documents.read_text().splitlines()]
+    change(lines)
+    documents.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    for name in (MANIFEST, "bagit.txt", "bag-info.txt"):
+        (copy / name).unlink()
+    write_bag_files(copy, "tampered")
+    return copy
+
+
+def test_a_clock_offset_outside_its_bounds_fails(bundle, tmp_path):
+    def shift(lines):
+        solve = next(d for d in lines if d["kind"] == "phase" and d["name"] == "solve")
+        solve["clock_offsets"]["cpu0"]["offset_s"] += 1.0  # claims the device ran 1 s earlier
+
+    done = _verify(_tamper(bundle, tmp_path, shift))
+    assert done.returncode == 1
+    assert "clock-offset bound:" in done.stdout
+
+    def overconfident(lines):
+        load = next(d for d in lines if d["kind"] == "phase" and d["name"] == "load")
+        load["clock_offsets"]["cpu0"]["uncertainty_s"] /= 4
+
+    done = _verify(_tamper(bundle, tmp_path / "2", overconfident))
+    assert done.returncode == 1
+    (line,) = done.stdout.splitlines()
+    assert "clock offset of cpu0 in phase load: uncertainty" in line
