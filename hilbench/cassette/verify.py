@@ -5,12 +5,15 @@ the stored metric. One line per disagreement."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from hilbench.cassette.bundle import DATA, check_bag
 from hilbench.cassette.figures import window_power_again
@@ -56,6 +59,7 @@ def verify_bundle(bundle: Path) -> Outcome:
     except (ValueError, KeyError, TypeError) as exc:
         outcome.problems.append(f"{bundle / DATA}: unreadable ({type(exc).__name__}: {exc})")
         return outcome
+    outcome.problems += _check_settings(bundle, cassette)
     for record in runs.values():
         if record.run.get("status") != "success":
             continue
@@ -88,6 +92,35 @@ def _runs(cassette: Cassette) -> dict[str, RunRecord]:
         else:
             lists[kind].append(doc)
     return runs
+
+
+def _check_settings(bundle: Path, cassette: Cassette) -> list[str]:
+    """The instrument settings the samples themselves show agree with the campaign's: the
+    supply voltage their watts were computed with, and the interval between their stamps."""
+    path = bundle / DATA / "campaign.json"
+    try:
+        config = json.loads(path.read_text()).get("config") or {}
+    except (OSError, ValueError) as exc:
+        return [f"{path}: unreadable ({exc})"]
+    settings = {i.get("id"): i.get("settings") or {} for i in config.get("instruments") or []}
+    problems = []
+    for stream in cassette.streams():
+        wanted = settings.get(stream.source)
+        if wanted is None:
+            continue
+        volts = wanted.get("supply_voltage_v")
+        if volts is not None and stream.meta.get("supply_voltage_v") != volts:
+            problems.append(f"instrument {stream.source}: samples {stream.name} taken at "
+                            f"{stream.meta.get('supply_voltage_v')} V, the campaign sets "
+                            f"{volts} V")
+        interval = wanted.get("sample_interval_s")
+        t, _ = cassette.read(stream)
+        if interval and len(t) > 1:
+            step = float(np.median(np.diff(t)))
+            if not math.isclose(step, interval, rel_tol=1e-6):
+                problems.append(f"instrument {stream.source}: samples {stream.name} are "
+                                f"{step!r} s apart, the campaign sets {interval!r} s")
+    return problems
 
 
 def _check_offsets(record: RunRecord) -> Iterator[str]:

@@ -108,3 +108,22 @@ def test_a_clock_offset_outside_its_bounds_fails(bundle, tmp_path):
     assert done.returncode == 1
     (line,) = done.stdout.splitlines()
     assert "clock offset of cpu0 in phase load: uncertainty" in line
+
+
+def test_samples_taken_with_other_settings_than_the_campaigns_fail(bundle, tmp_path):
+    from hilbench.cassette.bundle import write_bag_files
+
+    copy = tmp_path / "b"
+    shutil.copytree(bundle, copy)
+    row = copy / "data" / "campaign.json"
+    campaign = json.loads(row.read_text())
+    campaign["config"]["instruments"][0]["settings"]["supply_voltage_v"] = 5.0
+    campaign["config"]["instruments"][0]["settings"]["sample_interval_s"] = 0.02
+    row.write_text(json.dumps(campaign))
+    for name in (MANIFEST, "bagit.txt", "bag-info.txt"):
+        (copy / name).unlink()
+    write_bag_files(copy, "tampered")
+    done = _verify(copy)
+    assert done.returncode == 1
+    assert "instrument dmm: samples" in done.stdout and "the campaign sets 5.0 V" in done.stdout
+    assert "s apart, the campaign sets 0.02 s" in done.stdout
