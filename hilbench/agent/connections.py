@@ -97,6 +97,8 @@ def rss_bytes() -> int:
 
 
 def _peer_address(fd: int) -> str:
+    if fd < 0:
+        return ""
     with contextlib.suppress(OSError):
         sock = socket.socket(fileno=fd)
         try:
@@ -112,6 +114,8 @@ def shutdown_fd(fd: int, address: str) -> bool:
     A ``shutdown``, never a ``close``: the descriptor stays ZeroMQ's, which sees the end of the
     stream and frees the connection and whatever it held.
     """
+    if fd < 0:  # no descriptor (inproc): nothing to end
+        return False
     try:
         sock = socket.socket(fileno=fd)
     except OSError:

@@ -56,6 +56,14 @@ _POLLIN = int(zmq.POLLIN)
 _wake_serials = itertools.count(1)
 
 
+def _source_fd(frame: zmq.Frame) -> int:
+    """The descriptor a received frame came in on (-1 when ZeroMQ cannot say)."""
+    try:
+        return frame.get(_SRCFD)
+    except zmq.ZMQError:
+        return -1
+
+
 class InsecureAddress(ValueError):
     """Plaintext on an address other hosts can reach, without ``insecure``."""
 
@@ -144,6 +152,8 @@ class AgentRuntime(SocketTurns):
         self.log_limiter = LogLimiter()
         self.bad_messages = BadMessageLog(limiter=self.log_limiter)
         self.guard: ConnectionGuard | None = None
+        # A message knows the descriptor it came in on, except over inproc (no descriptor).
+        self._by_fd = not address.startswith("inproc://")
         self._conn: Connection | None = None  # the connection of the message being handled
         self._peer: _Peer | None = None  # the greeted peer of the message being handled
         self._owner: str | None = None  # the session whose work the device holds
@@ -318,12 +328,12 @@ class AgentRuntime(SocketTurns):
         assert guard is not None
         if self.bind_address is None:
             frames = sock.recv_message(flags)
-            conn = self._conn = guard.connection(frames[0].get(_SRCFD))
+            conn = self._conn = guard.connection(_source_fd(frames[0]) if self._by_fd else -1)
             conn.delivered_message(frames, now())
             self._handle(sock, [], frames)
             return
         frames = sock.recv_message(flags, routed=True)  # the peer's routing id comes first
-        conn = self._conn = guard.connection(frames[1].get(_SRCFD))
+        conn = self._conn = guard.connection(_source_fd(frames[1]) if self._by_fd else -1)
         conn.delivered_message(frames[1:], now())
         route = [frames[0]]
         if len(frames) > 2 and not len(frames[1]):

@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 import pytest
+import zmq
 
 from hilbench.agent.guard import COUNTED_FROM_BYTES, BadMessageLog, Connection, MemoryBudget
 from hilbench.agent.runtime import AgentRuntime
@@ -150,3 +151,13 @@ def test_2000_failing_requests_write_at_most_100_log_lines(agent, tmp_path):
     assert 0 < len(lines) <= 100, len(lines)
     assert "driver sleepy failed in configure" in lines[0]
     assert "more log lines in the last" in lines[-1] and "driver failure in configure" in lines[-1]
+
+
+def test_an_agent_on_inproc_serves_though_its_messages_have_no_descriptor():
+    # ZeroMQ cannot name the descriptor of an inproc message: the accounting must not fail.
+    ctx = zmq.Context.instance()
+    runtime = AgentRuntime(SleepyDriver(), "inproc", bind="inproc://agent-bounds", context=ctx)
+    with serving(runtime), AgentClient("inproc://agent-bounds", context=ctx) as client:
+        big = np.ones(2 * COUNTED_FROM_BYTES, np.uint8)
+        assert client.request("echo", {}, [big]).arrays[0].nbytes == big.nbytes
+        assert client.request("status").body["connections"] == 1
