@@ -148,6 +148,7 @@ def test_2000_failing_requests_write_at_most_100_log_lines(agent, tmp_path):
         logger.setLevel(level)
         handler.close()
     lines = path.read_text().splitlines()
+    print(f"2000 failing requests: {len(lines)} log lines, {path.stat().st_size} bytes")
     assert 0 < len(lines) <= 100, len(lines)
     assert "driver sleepy failed in configure" in lines[0]
     assert "more log lines in the last" in lines[-1] and "driver failure in configure" in lines[-1]
