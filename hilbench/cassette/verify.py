@@ -198,6 +198,7 @@ def _check_qubo(record: RunRecord, cassette: Cassette,
             outcome.checked += 1
             if _differs(_figure(energy), energy_again):
                 yield f"metric energy_j stored {_figure(energy)!r}, recomputed {energy_again!r}"
+    yield from _check_tts(record, solve, data, stream, cassette, outcome)
     gap, cost = metrics.get("bks_gap"), metrics.get("cost")
     if gap is not None and cost is not None and (gap.get("meta") or {}).get("target") is not None:
         feasible = _figure(metrics["feasible"]) if "feasible" in metrics else 1.0
@@ -213,6 +214,32 @@ def _check_qubo(record: RunRecord, cassette: Cassette,
             yield f"metric actual_s stored {_figure(actual)!r}, recomputed {data['actual_s']!r}"
 
 
+def _check_tts(record: RunRecord, solve: dict[str, Any], data: dict[str, Any],
+               stream: Stream | None, cassette: Cassette, outcome: Outcome) -> Iterator[str]:
+    """Time to each gap from the reply's ``reached`` list, and the energy to it: mean power
+    from the start of solving to the reach time × that time (the procedure's rule)."""
+    reached = {float(e["gap"]): float(e["t_s"]) for e in data.get("reached") or []}
+    for name, metric in record.metrics.items():
+        kind, _, gap_text = name.partition("@")
+        if kind not in ("tts_s", "tts_energy_j"):
+            continue
+        latency = reached.get(float(gap_text))
+        again: float | None = latency
+        if kind == "tts_energy_j":
+            if stream is None or latency is None:
+                again = None
+            else:
+                try:
+                    watts = _avg_power(record, solve, data, metric, stream, cassette, latency)
+                except LookupError as exc:
+                    yield f"metric {name} cannot be recomputed: {exc}"
+                    continue
+                again = None if watts is None else watts * latency
+        outcome.checked += 1
+        if _differs(_figure(metric), again):
+            yield f"metric {name} stored {_figure(metric)!r}, recomputed {again!r}"
+
+
 def _agent(record: RunRecord, solve: dict[str, Any]) -> str:
     """The run's agent: named in its parameters, else the one its solve phase probed."""
     named = record.run["params"].get("agent")
@@ -223,7 +250,8 @@ def _agent(record: RunRecord, solve: dict[str, Any]) -> str:
 
 
 def _avg_power(record: RunRecord, solve: dict[str, Any], data: dict[str, Any],
-               power: dict[str, Any], stream: Stream, cassette: Cassette) -> float | None:
+               power: dict[str, Any], stream: Stream, cassette: Cassette,
+               until_s: float | None = None) -> float | None:
     """The solve window's mean power, as the QUBO procedure takes it (``_window_power``)."""
     analysis = (power.get("meta") or {}).get("analysis")
     if not isinstance(analysis, dict):
@@ -233,9 +261,10 @@ def _avg_power(record: RunRecord, solve: dict[str, Any], data: dict[str, Any],
     intervals = [e["data"] for e in record.events
                  if e["name"] == "instrument_interval" and e["phase_uid"] == solve["uid"]]
     offset = solve["clock_offsets"][_agent(record, solve)]["offset_s"]
+    end = data["t_end"] if until_s is None else data["t_start"] + until_s
     try:
         estimate = window_power_again(t, values, stream.source, stream.unit, stream.meta,
-                                      (data["t_start"], data["t_end"]), offset, intervals,
+                                      (data["t_start"], end), offset, intervals,
                                       analysis)
     except ValueError:
         return None

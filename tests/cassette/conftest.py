@@ -9,18 +9,22 @@ import pytest
 
 from hilbench.sim import SimulatedMeter
 from hilbench.sim.power_model import SIMULATED_CPU
-from tests.campaign_toml import write_campaign
+from tests.campaign_toml import qubo, write_campaign
 from tests.orchestrator.test_instrument_faults import meter_campaign
 from tests.subprocesses import run_campaign
 
 
 @pytest.fixture(scope="package")
 def recorded(tmp_path_factory) -> tuple[Path, Path, Path]:
-    """``(campaign file, store, cassette folder)`` of two QUBO runs measured by the meter."""
+    """``(campaign file, store, cassette folder)`` of three QUBO runs measured by the meter."""
     tmp = tmp_path_factory.mktemp("recorded")
     db, cassette = tmp / "s.sqlite", tmp / "cassette"
     with SimulatedMeter(SIMULATED_CPU, noise_std_w=0.05, seed=3) as meter:
-        path = write_campaign(tmp, meter_campaign(meter, seeds=[0, 1]))
+        # Beside the two fixed-timeout runs, one time-to-solution run long enough for the
+        # meter's readings to cover the time to each gap.
+        tts = qubo(scenario="time_to_solution", nodes=[1000], densities=[0.05], seeds=[0],
+                   gaps=[0.3, 0.2], max_time_s=5.0, timeouts_s=None)
+        path = write_campaign(tmp, meter_campaign(meter, seeds=[0, 1]) + "\n" + tts)
         proc = run_campaign(path, db, "--record", str(cassette), timeout=120)
     assert proc.returncode == 0, proc.stderr
     return path, db, cassette

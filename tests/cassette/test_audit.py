@@ -127,3 +127,16 @@ def test_samples_taken_with_other_settings_than_the_campaigns_fail(bundle, tmp_p
     assert done.returncode == 1
     assert "instrument dmm: samples" in done.stdout and "the campaign sets 5.0 V" in done.stdout
     assert "s apart, the campaign sets 0.02 s" in done.stdout
+
+
+def test_a_changed_energy_to_solution_fails_naming_it(bundle, tmp_path):
+    def change(lines):
+        metric = next(d for d in lines if d["kind"] == "metric"
+                      and d["name"] == "tts_energy_j@0.2")
+        assert metric["value"] is not None  # the fixture's run reached the gap, measured
+        metric["value"] *= 0.97
+
+    done = _verify(_tamper(bundle, tmp_path, change))
+    assert done.returncode == 1
+    (line,) = done.stdout.splitlines()
+    assert "metric tts_energy_j@0.2 stored" in line and "recomputed" in line

@@ -28,9 +28,9 @@ def test_cassette_holds_manifest_documents_and_exact_samples(recorded):
     dmm = manifest["instruments"]["dmm"]
     assert dmm["settings"]["sample_interval_s"] == 0.01
     assert dmm["identity"]["supply_voltage_v"] == 12.0
-    assert manifest["clock_offsets"]["cpu0"]["phases"] == 4  # load + solve, two runs
+    assert manifest["clock_offsets"]["cpu0"]["phases"] == 6  # load + solve, three runs
     kinds = [d["kind"] for d in cassette.documents()]
-    assert kinds.count("run_start") == 2 and "samples" not in kinds
+    assert kinds.count("run_start") == 3 and "samples" not in kinds
     assert cassette.check_hashes() == []
     with Store(db) as store:
         runs = store.runs()
