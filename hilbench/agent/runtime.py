@@ -680,7 +680,8 @@ class AgentRuntime(SocketTurns):
             "in_flight_bytes": self.budget.used,
             "connection_bytes": self.budget.connection_bytes,
             "memory_budget_bytes": self.budget.limit,
-            "connections": len(self.budget.connections),
+            # Open and not being dropped (a dropped one stays in the table until ZeroMQ closes it).
+            "connections": sum(1 for c in list(self.budget.connections.values()) if not c.dropped),
             "max_connections": self.guard.max_connections if self.guard else None,
             "dropped_connections": self.guard.dropped if self.guard else 0,
             "accepted_connections": self.guard.accepted if self.guard else 0,

@@ -202,7 +202,8 @@ def _idle_connections(endpoint: str, count: int) -> dict:
             deadline = time.monotonic() + 10
             while True:  # until the agent has accepted them all (the listen backlog drains)
                 status = client.request("status").body
-                assert status["connections"] <= status["max_connections"]
+                # At most the one just accepted past the cap, for the moment the guard drops one.
+                assert status["connections"] <= status["max_connections"] + 1
                 if status["accepted_connections"] >= count:
                     return status
                 assert time.monotonic() < deadline, status
