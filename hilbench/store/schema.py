@@ -207,13 +207,23 @@ def _check_file(path: Path, create: bool) -> None:
         return
     if not path.is_file():
         raise StoreError(f"{path} is not a file, so it cannot be a hilbench store")
+    # The header is read only once SQLite has refused the file (_not_sqlite): POSIX locks
+    # belong to the process, and closing *any* descriptor of the file drops every lock this
+    # process's open connections hold on it. Another process then takes itself for the last
+    # connection, checkpoints and deletes the WAL under them, and their later commits go to an
+    # unlinked file nobody else reads (seen: a daemon's queue writes invisible to the CLI).
+
+
+def _not_sqlite(path: Path) -> StoreError | None:
+    """The error for a file that is not SQLite at all (None if its header says SQLite)."""
     with path.open("rb") as f:
         head = f.read(len(SQLITE_HEADER))
     if head and head != SQLITE_HEADER:
-        raise StoreError(
+        return StoreError(
             f"{path} is not a SQLite database (it starts with {head[:8]!r}), "
             "so it is not a hilbench store"
         )
+    return None
 
 
 def _create_private(path: Path) -> None:
@@ -246,7 +256,7 @@ def _check_identity(conn: sqlite3.Connection, path: Path, allow_empty: bool) -> 
             row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         ]
     except sqlite3.DatabaseError as exc:
-        raise store_error(path, "read it as a SQLite database", exc) from exc
+        raise _not_sqlite(path) or store_error(path, "read it as a SQLite database", exc) from exc
     if app_id == APPLICATION_ID:
         _refuse_newer(version, path)
         return version
