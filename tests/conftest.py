@@ -7,12 +7,16 @@ skip there, and they say why."""
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 
 import pytest
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Bench locks (hilbench.orchestrator.bench_lock) of this test session only: the campaigns
+    # of another suite running on the same machine are not this one's bench.
+    os.environ["HILBENCH_LOCK_DIR"] = tempfile.mkdtemp(prefix="hilbench-test-locks-")
     config.addinivalue_line(
         "markers", "outside_ci: needs something CI never has; may skip under CI=true"
     )

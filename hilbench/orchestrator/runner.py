@@ -33,6 +33,7 @@ from hilbench.documents import (
     RunStop,
     new_uid,
 )
+from hilbench.orchestrator.bench_lock import BenchBusy, bench_lock
 from hilbench.orchestrator.campaign import AgentSpec, Campaign
 from hilbench.orchestrator.client import AgentClient, AgentError, AgentLost
 from hilbench.orchestrator.instruments import InstrumentFault, InstrumentSet
@@ -252,7 +253,12 @@ class CampaignRunner:
     # ------------------------------------------------------------------- run
     def run(self) -> CampaignOutcome:
         with _campaign_lock(self.log_dir, self.campaign, self.store_path):
-            return self._run_locked()
+            try:
+                held = bench_lock(self.campaign)
+            except BenchBusy as exc:  # nothing started: refused like a campaign already running
+                raise CampaignSetupError(str(exc)) from exc
+            with held:
+                return self._run_locked()
 
     def _run_locked(self) -> CampaignOutcome:
         config = {**self.campaign.config_dict(), "config_hash": self.campaign.config_hash()}
