@@ -40,6 +40,11 @@ SUBCOMMANDS: dict[str, str] = {
     "keys": "hilbench.cli.keys:keys",
     "store": "hilbench.cli.store:store",
     "audit": "hilbench.cli.audit:audit",
+    "daemon": "hilbench.cli.daemon:daemon",
+    "status": "hilbench.cli.daemon:status",
+    "systemd": "hilbench.cli.daemon:systemd",
+    "queue": "hilbench.cli.queue:queue",
+    "schedule": "hilbench.cli.queue:schedule",
 }
 
 

@@ -119,6 +119,11 @@ class AgentClient:
         self.session = secrets.token_hex(16)  # kept across re-greetings of this link
         self._log_limit = LogLimiter(logger=log)  # an agent cannot flood our log either
 
+    @property
+    def last_heard(self) -> float:
+        """When the agent was last heard from (orchestrator clock): its health in `status`."""
+        return self._last_heard
+
     # ------------------------------------------------------------ lifecycle
     def connect(self) -> dict[str, Any]:
         """Open the link and check the handshake; returns the agent's welcome info."""

@@ -1,0 +1,289 @@
+"""`hilbench queue …` and `hilbench schedule …`: the daemon's durable queue and cron schedules.
+
+Both write the store directly (they work whether the daemon runs or not) and then nudge a
+running daemon so it acts at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hilbench.cli import EXIT_USAGE
+from hilbench.cli.run import _DB_OPTION, _db_path
+
+
+def _open(db: Path | None):
+    from hilbench.daemon.queue_db import QueueDB
+    from hilbench.store import StoreError
+
+    try:
+        return QueueDB(_db_path(db))
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _nudge(queue: Any) -> None:
+    """Wake a running daemon on this store (best effort: it polls anyway)."""
+    from hilbench.daemon.control import ControlError, request
+
+    address = queue.daemon_info().get("control")
+    if address:
+        with contextlib.suppress(ControlError):
+            request(address, "wake", timeout_s=0.3)
+
+
+def _snapshot(path: Path) -> tuple[str, str]:
+    """The campaign file's text and name, checked as `hilbench run` would check it."""
+    from hilbench.cli.campaign import echo_campaign_error
+    from hilbench.orchestrator.campaign import CampaignError, load_campaign
+
+    try:
+        campaign = load_campaign(path)
+    except CampaignError as exc:
+        echo_campaign_error(exc)
+        raise SystemExit(EXIT_USAGE) from None
+    return path.read_text(encoding="utf-8"), campaign.name
+
+
+def _when(t: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else "-"
+
+
+def _fail(exc: Exception) -> None:
+    click.echo(f"{click.style('error:', fg='red')} {exc}", err=True)
+    raise SystemExit(EXIT_USAGE)
+
+
+@click.group()
+def queue() -> None:
+    """The daemon's queue of campaigns (kept in the store; see `hilbench daemon`).
+
+    An item keeps a snapshot of its campaign file (text and SHA-256) taken when it was added:
+    editing the file later changes nothing queued. The daemon runs items one at a time,
+    highest --priority first, then in the order added; a finished item moves to the history
+    with its exit status (completed, failed, aborted, stopped, removed). Adding the same file
+    again makes a new item with a new id.
+    """
+
+
+@queue.command("add")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@_DB_OPTION
+@click.option("--trials", type=click.IntRange(min=1), default=None,
+              help="Run every unit this many times (as `hilbench run --trials`).")
+@click.option("--record", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write every run document to this JSON-lines file.")
+@click.option("--priority", type=int, default=0, show_default=True,
+              help="Higher runs first; equal priorities run in the order added.")
+def queue_add(file: Path, db: Path | None, trials: int | None, record: Path | None,
+              priority: int) -> None:
+    """Queue a campaign FILE (checked now, as `hilbench run` checks it)."""
+    text, name = _snapshot(file)
+    with _open(db) as q:
+        item_id = q.add(str(file.resolve()), text, name, trials=trials,
+                        record=str(record.resolve()) if record else None, priority=priority)
+        position = [i.id for i in q.items()].index(item_id) + 1
+        _nudge(q)
+    click.echo(f"queued item {item_id}: {name} ({file}), position {position}")
+
+
+@queue.command("list")
+@_DB_OPTION
+@click.option("--json", "as_json", is_flag=True, help="One JSON array of items.")
+def queue_list(db: Path | None, as_json: bool) -> None:
+    """The queue in the order it runs (a running item first)."""
+    with _open(db) as q:
+        items = q.items()
+        mode = q.mode()
+    if as_json:
+        click.echo(json.dumps([i.summary() for i in items], indent=2))
+        return
+    click.echo(f"queue: {len(items)} item(s), mode {mode}")
+    for i in items:
+        extra = f"  ({i.message})" if i.message else ""
+        click.echo(f"{i.id:>5}  {i.state:<8} p{i.priority:<3} {i.name:<24} "
+                   f"added {_when(i.added_at)}  {i.content_hash[:12]}{extra}")
+
+
+@queue.command("remove")
+@click.argument("item_id", type=int)
+@_DB_OPTION
+def queue_remove(item_id: int, db: Path | None) -> None:
+    """Take a waiting item off the queue (it goes to the history as 'removed')."""
+    from hilbench.daemon.queue_db import QueueError
+
+    with _open(db) as q:
+        try:
+            q.remove(item_id)
+        except QueueError as exc:
+            _fail(exc)
+    click.echo(f"removed item {item_id}")
+
+
+@queue.command("move")
+@click.argument("item_id", type=int)
+@click.option("--before", "before", type=int, required=True, help="The item to move in front of.")
+@_DB_OPTION
+def queue_move(item_id: int, before: int, db: Path | None) -> None:
+    """Move an item in front of another (it takes that item's priority)."""
+    from hilbench.daemon.queue_db import QueueError
+
+    with _open(db) as q:
+        try:
+            q.move(item_id, before)
+        except QueueError as exc:
+            _fail(exc)
+        order = [i.id for i in q.items()]
+    click.echo(f"moved item {item_id}; queue order: {' '.join(map(str, order))}")
+
+
+@queue.command("pause")
+@click.option("--now", is_flag=True,
+              help="Stop the run in progress at once (marked aborted, redone on resume) "
+                   "instead of after it.")
+@_DB_OPTION
+def queue_pause(now: bool, db: Path | None) -> None:
+    """Pause after the unit in progress (or at once with --now); `queue resume` goes on."""
+    with _open(db) as q:
+        q.set_mode("pause_now" if now else "pause")
+        _nudge(q)
+    click.echo("queue paused" + (" now" if now else " after the current unit"))
+
+
+@queue.command("resume")
+@_DB_OPTION
+def queue_resume(db: Path | None) -> None:
+    """Run the queue again after pause or stop (the paused campaign resumes where it was)."""
+    with _open(db) as q:
+        q.set_mode("run")
+        _nudge(q)
+    click.echo("queue running")
+
+
+@queue.command("stop")
+@_DB_OPTION
+def queue_stop(db: Path | None) -> None:
+    """Let the current campaign finish, then start nothing more until `queue resume`."""
+    with _open(db) as q:
+        q.set_mode("stop")
+        _nudge(q)
+    click.echo("queue stops after the current campaign")
+
+
+@queue.command("history")
+@_DB_OPTION
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="One JSON array, with every run id.")
+def queue_history(db: Path | None, limit: int, as_json: bool) -> None:
+    """Finished items, newest first: exit status, message, runs, start and stop times."""
+    with _open(db) as q:
+        rows = q.history(limit)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for r in rows:
+        campaign = (r["campaign_uid"] or "-")[:8]
+        click.echo(f"{r['id']:>5}  {r['exit_status']:<9} {r['name']:<24} campaign {campaign} "
+                   f"{len(r['run_uids'])} run(s)  {_when(r['started_at'])} -> "
+                   f"{_when(r['stopped_at'])}  {r['message']}")
+
+
+def _local_zone() -> str:
+    tz = os.environ.get("TZ", "").lstrip(":")
+    if tz and "/" in tz:
+        return tz
+    try:
+        target = os.readlink("/etc/localtime")
+    except OSError:
+        return "UTC"
+    return target.split("zoneinfo/", 1)[1] if "zoneinfo/" in target else "UTC"
+
+
+@click.group()
+def schedule() -> None:
+    """Cron schedules that queue a campaign (run by `hilbench daemon`).
+
+    Each fire queues a snapshot of the file taken when the schedule was added (re-add it to
+    change it). A fire while the schedule's previous item is still queued or running is
+    coalesced into it and recorded. Fires missed while the daemon was down follow --missed:
+    skip (recorded, nothing queued) or run-once (one item for all of them).
+    """
+
+
+@schedule.command("add")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--cron", "cron", required=True,
+              help='Five-field cron expression, e.g. "0 22 * * *" (22:00 every day).')
+@click.option("--tz", "tz", default=None, help="IANA time zone [default: this host's].")
+@click.option("--missed", type=click.Choice(["skip", "run-once"]), default="skip",
+              show_default=True, help="What a fire missed while the daemon was down does.")
+@click.option("--trials", type=click.IntRange(min=1), default=None)
+@click.option("--record", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option("--priority", type=int, default=0, show_default=True)
+@_DB_OPTION
+def schedule_add(file: Path, cron: str, tz: str | None, missed: str, trials: int | None,
+                 record: Path | None, priority: int, db: Path | None) -> None:
+    """Queue FILE at every fire of a cron expression."""
+    from hilbench.daemon.schedule import ScheduleError, check, fires_after
+
+    tz = tz or _local_zone()
+    try:
+        check(cron, tz, missed)
+    except ScheduleError as exc:
+        _fail(exc)
+    text, name = _snapshot(file)
+    with _open(db) as q:
+        sid = q.add_schedule(name=name, source_path=str(file.resolve()), content=text, cron=cron,
+                             tz=tz, missed=missed, trials=trials,
+                             record=str(record.resolve()) if record else None,
+                             priority=priority, now=time.time())
+        _nudge(q)
+    nxt = fires_after(cron, tz, time.time(), 1)
+    click.echo(f"schedule {sid}: {name} at {cron!r} ({tz}), next fire {_when(nxt[0])}")
+
+
+@schedule.command("list")
+@_DB_OPTION
+@click.option("--json", "as_json", is_flag=True)
+def schedule_list(db: Path | None, as_json: bool) -> None:
+    """Schedules with their next fire times and their latest fires."""
+    from hilbench.daemon.schedule import fires_after
+
+    with _open(db) as q:
+        rows = q.schedules()
+        for s in rows:
+            s.pop("content")
+            s["next"] = fires_after(s["cron"], s["tz"], max(time.time(), s["last_fire"]), 3)
+            s["fires"] = q.fires(s["id"], limit=5)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for s in rows:
+        click.echo(f"{s['id']:>4}  {s['name']:<24} {s['cron']!r} {s['tz']} missed={s['missed']}"
+                   f"  next: {', '.join(_when(t) for t in s['next'])}")
+        for f in s["fires"]:
+            item = f" item {f['item_id']}" if f["item_id"] else ""
+            note = f"  {f['note']}" if f["note"] else ""
+            click.echo(f"        fire {_when(f['fire_time'])}: {f['outcome']}{item}{note}")
+
+
+@schedule.command("remove")
+@click.argument("schedule_id", type=int)
+@_DB_OPTION
+def schedule_remove(schedule_id: int, db: Path | None) -> None:
+    """Delete a schedule (items it queued stay queued)."""
+    from hilbench.daemon.queue_db import QueueError
+
+    with _open(db) as q:
+        try:
+            q.remove_schedule(schedule_id)
+        except QueueError as exc:
+            _fail(exc)
+    click.echo(f"removed schedule {schedule_id}")

@@ -1,0 +1,93 @@
+"""The daemon's configuration file (TOML), validated; a mistake names file, table and key.
+
+```toml
+[daemon]
+store = "/var/lib/hilbench/hilbench.sqlite"
+control = "tcp://127.0.0.1:5650"      # loopback only, unless key + authorized are given
+key = "keys/daemon.key_secret"        # CurveZMQ: the daemon's key pair
+authorized = "keys/clients"           # public keys of who may ask for status
+retries = 3                           # starts in a row that finish no unit, then 'failed'
+retry_delay_s = 30
+disk_min_free_mb = 1024
+
+[notify]
+urls = ["ntfys://ntfy.sh/my-bench", "mailto://user:pass@example.com"]   # Apprise URLs
+command = "/usr/local/bin/bench-event"    # gets the event as JSON on stdin
+```
+Relative paths are relative to the file's folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+DEFAULT_CONTROL = "tcp://127.0.0.1:5650"
+
+
+class ConfigError(ValueError):
+    """The daemon's configuration cannot be used; one line per problem."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DaemonTable(_Strict):
+    store: Path | None = Field(None, description="the store file (queue, history and results)")
+    control: str = Field(DEFAULT_CONTROL, description="ZeroMQ address of the control socket")
+    key: Path | None = Field(None, description="the daemon's CurveZMQ secret key file")
+    authorized: Path | None = Field(None, description="folder of public keys allowed to ask")
+    insecure: bool = Field(False, description="plaintext control socket on a non-loopback address")
+    retries: int = Field(3, ge=0, description="starts in a row that finish no unit, then failed")
+    retry_delay_s: float = Field(30.0, ge=0)
+    busy_delay_s: float = Field(10.0, ge=0, description="wait when the bench is held by another")
+    disk_min_free_mb: float = Field(1024.0, ge=0)
+    poll_s: float = Field(0.2, gt=0, le=5, description="how often the loop looks at the queue")
+
+
+class NotifyTable(_Strict):
+    urls: list[str] = Field(default_factory=list, description="Apprise URLs")
+    command: str | None = Field(None, description="command given each event as JSON on stdin")
+    timeout_s: float = Field(30.0, gt=0)
+
+
+class DaemonConfig(_Strict):
+    daemon: DaemonTable = Field(default_factory=DaemonTable)
+    notify: NotifyTable = Field(default_factory=NotifyTable)
+    source: str = ""
+
+
+def load_config(path: Path | None) -> DaemonConfig:
+    """Read ``path`` (None: every default)."""
+    if path is None:
+        return DaemonConfig()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read daemon config {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    try:
+        config = DaemonConfig.model_validate({**data, "source": str(path)})
+    except ValidationError as exc:
+        lines = [
+            f"{path} [{err['loc'][0]}] {'.'.join(str(p) for p in err['loc'][1:])}: {err['msg']}"
+            for err in exc.errors()
+        ]
+        raise ConfigError("\n".join(lines)) from None
+    base = path.parent
+    d = config.daemon
+    for name in ("store", "key", "authorized"):
+        value = getattr(d, name)
+        if value is not None and not value.is_absolute():
+            setattr(d, name, base / value)
+    if (d.key is None) != (d.authorized is None):
+        raise ConfigError(f"{path} [daemon]: key and authorized go together (CurveZMQ)")
+    return config

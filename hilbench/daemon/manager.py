@@ -1,0 +1,422 @@
+"""The daemon's loop: one queue item at a time in a worker process, schedules, supervision.
+
+States (bluesky-queueserver's): ``idle`` (nothing to run, or the queue stopped), ``running``,
+``paused`` (by `queue pause`; the item waits at its place), ``stopping`` (`queue stop`: the
+current campaign finishes, then nothing more starts; or the daemon itself is stopping).
+
+Restart safety: every transition is in the store first. An item left 'running' by a killed
+daemon is taken up again before anything else; if its campaign had already ended (killed in the
+moment between the campaign's last run and the item's move to the history), it goes to the
+history without running again; otherwise the runner resumes it, each unit exactly once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from hilbench import __version__
+from hilbench.daemon import schedule as sched
+from hilbench.daemon.config import DaemonConfig
+from hilbench.daemon.control import ControlServer
+from hilbench.daemon.notify import Notifier
+from hilbench.daemon.progress import CampaignProgress
+from hilbench.daemon.queue_db import Item, QueueDB
+from hilbench.daemon.sdnotify import SystemdNotifier
+from hilbench.daemon.worker import EXIT_BUSY, EXIT_PAUSED
+from hilbench.lifeline import call_on_signal, dies_with_parent
+from hilbench.store.paths import logs_dir
+
+log = logging.getLogger(__name__)
+
+DISK_CHECK_S = 30.0
+SCHEDULE_LOOKAHEAD = 3
+
+
+class DaemonError(RuntimeError):
+    """The daemon cannot start; the message says why."""
+
+
+class _Worker:
+    """A running worker process and the reports it sends."""
+
+    def __init__(self, item: Item, db: Path, log_file: IO[str]) -> None:
+        self.item = item
+        self.progress = CampaignProgress(item.id, item.name)
+        self.pause_sent = False
+        self.term_sent = False
+        self.end: dict[str, Any] | None = None
+        self.reports: queue.Queue[dict[str, Any]] = queue.Queue()
+        cmd = [sys.executable, "-m", "hilbench.daemon.worker", "--db", str(db),
+               "--item", str(item.id)]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=log_file, text=True, **dies_with_parent())
+        self._reader = threading.Thread(target=self._read, daemon=True, name="worker-reports")
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                self.reports.put(json.loads(line))
+            except ValueError:
+                log.warning("worker %d said something unreadable: %.200s", self.proc.pid, line)
+
+    def command(self, text: str) -> None:
+        with contextlib.suppress(BrokenPipeError, OSError, ValueError):
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(text + "\n")
+            self.proc.stdin.flush()
+
+    def finished(self) -> int | None:
+        code = self.proc.poll()
+        if code is not None:
+            self._reader.join(5)  # every report the worker wrote is read before its exit counts
+        return code
+
+
+class Daemon:
+    def __init__(self, config: DaemonConfig, db: Path, clock: Any = time.time) -> None:
+        self.config = config
+        self.db = Path(db).resolve()
+        self.clock = clock
+        self.started_at = clock()
+        self.logs = logs_dir(self.db)
+        self.logs.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.queue = QueueDB(self.db)
+        self._status_db: QueueDB | None = None
+        self.worker: _Worker | None = None
+        self.last_error = ""
+        self.state = "idle"
+        self.detail = ""
+        self.stopping = threading.Event()
+        self.wake = threading.Event()
+        self._lock = threading.Lock()  # the status thread reads what the loop writes
+        self._next_fire: dict[int, tuple[float, float | None]] = {}
+        self._disk_low = False
+        self._next_disk_check = 0.0
+        self._worker_log = open(self.logs / "worker.log", "a", encoding="utf-8")  # noqa: SIM115
+        self.sd = SystemdNotifier()
+        self._last_watchdog = 0.0
+        n = config.notify
+        self.notify = Notifier(n.urls, n.command, n.timeout_s)
+        self._hold_daemon_lock()
+        d = config.daemon
+        self.control = ControlServer(
+            d.control, {"ping": lambda: "pong", "status": self.status, "wake": self._wake},
+            key=d.key, authorized=d.authorized, insecure=d.insecure,
+        )
+
+    # -- start and stop ------------------------------------------------------------------------
+    def _hold_daemon_lock(self) -> None:
+        """One daemon per store; the kernel frees the lock however the daemon dies."""
+        self._lock_file = open(self.logs / "daemon.lock", "a+", encoding="utf-8")  # noqa: SIM115
+        try:
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock_file.seek(0)
+            holder = self._lock_file.read().strip() or "another process"
+            raise DaemonError(f"a daemon already serves {self.db} ({holder})") from None
+        self._lock_file.seek(0)
+        self._lock_file.truncate()
+        self._lock_file.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+        self._lock_file.flush()
+
+    def _wait_for_old_worker(self) -> None:
+        """A worker of a killed daemon got SIGTERM from the kernel and is closing its run;
+        wait for it, so the resume finds the run closed and the bench free."""
+        pid = self.queue.daemon_info().get("worker_pid")
+        if not pid:
+            return
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if b"hilbench.daemon.worker" not in fh.read():
+                    return
+        except OSError:
+            return
+        log.warning("waiting for the worker of the previous daemon (pid %d) to stop", pid)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+            time.sleep(0.1)
+        if Path(f"/proc/{pid}").exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+    def run(self) -> int:
+        """The loop, until SIGTERM or SIGINT; returns the exit code (128 + signal)."""
+        received: list[int] = []
+
+        def on_signal(signum: int) -> None:
+            received.append(signum)
+            self.stopping.set()
+            self.wake.set()
+
+        call_on_signal(lambda: on_signal(signal.SIGTERM), signal.SIGTERM)
+        call_on_signal(lambda: on_signal(signal.SIGINT), signal.SIGINT)
+        self._wait_for_old_worker()
+        self.control.start()
+        self._publish_info(None)
+        log.warning("hilbench daemon %s: store %s, control %s", __version__, self.db,
+                    self.control.endpoint)
+        self.sd.ready(f"idle; control {self.control.endpoint}")
+        try:
+            while not self.stopping.is_set():
+                self._step()
+                self.wake.wait(self.config.daemon.poll_s)
+                self.wake.clear()
+        finally:
+            self._shutdown()
+        return 128 + (received[0] if received else signal.SIGTERM)
+
+    def _shutdown(self) -> None:
+        self.sd.stopping("stopping")
+        with self._lock:
+            self.state, self.detail = "stopping", "the daemon is stopping"
+        w = self.worker
+        if w is not None and w.finished() is None:
+            # As SIGTERM stops `hilbench run`: the run in progress is aborted with the reason;
+            # the item stays 'running' in the store, so the next start resumes it first.
+            w.proc.send_signal(signal.SIGTERM)
+            try:
+                w.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                log.error("worker %d ignored SIGTERM for 60 s; killing it", w.proc.pid)
+                w.proc.kill()
+                w.proc.wait()
+            self._drain(w)
+        self.control.close()
+        self.notify.close()
+        self.queue.close()
+        if self._status_db is not None:
+            self._status_db.close()
+        self._worker_log.close()
+
+    def _publish_info(self, worker_pid: int | None) -> None:
+        self.queue.set_daemon_info({
+            "pid": os.getpid(), "host": socket.gethostname(), "control": self.control.endpoint,
+            "public_key": self.control.public_key.decode() if self.control.public_key else None,
+            "started_at": self.started_at, "worker_pid": worker_pid, "version": __version__,
+        })
+
+    # -- one turn of the loop ------------------------------------------------------------------
+    def _step(self) -> None:
+        now = self.clock()
+        if self.worker is not None:
+            self._supervise(self.worker)
+        if self.worker is None:
+            self._maybe_start(now)
+        self._tick_schedules(now)
+        self._check_disk(now)
+        if self.sd.watchdog_s is not None and now - self._last_watchdog >= self.sd.watchdog_s:
+            self.sd.watchdog()
+            self._last_watchdog = now
+
+    def _set_state(self, state: str, detail: str) -> None:
+        with self._lock:
+            changed = (state, detail) != (self.state, self.detail)
+            self.state, self.detail = state, detail
+        if changed:
+            self.sd.status(f"{state}: {detail}" if detail else state)
+
+    def _maybe_start(self, now: float) -> None:
+        mode = self.queue.mode()
+        if mode != "run":
+            self._set_state("paused" if mode.startswith("pause") else "idle",
+                            {"stop": "queue stopped; `hilbench queue resume` starts it"}.get(
+                                mode, "queue paused; `hilbench queue resume` goes on"))
+            return
+        item = self.queue.next_item(now)
+        if item is None:
+            waiting = self.queue.items()
+            self._set_state("idle", f"{len(waiting)} item(s) waiting to retry" if waiting
+                            else "queue empty")
+            return
+        if item.state == "running" and item.campaign_uid:
+            status = self.queue.campaign_status(item.campaign_uid)
+            if status in ("success", "fail"):
+                # Killed after the campaign ended, before the item moved: never run it twice.
+                self._close_item(item, "completed" if status == "success" else "failed",
+                                 f"campaign {item.campaign_uid[:8]} had ended ({status}) when "
+                                 "the daemon restarted")
+                return
+        self.queue.mark_running(item.id)
+        self.worker = _Worker(item, self.db, self._worker_log)
+        self._publish_info(self.worker.proc.pid)
+        log.warning("queue item %d (%s) started: worker pid %d", item.id, item.name,
+                    self.worker.proc.pid)
+        self._set_state("running", f"item {item.id} ({item.name})")
+
+    def _supervise(self, w: _Worker) -> None:
+        self._drain(w)
+        mode = self.queue.mode()
+        if mode == "pause" and not w.pause_sent:
+            w.command("pause")
+            w.pause_sent = True
+            self._set_state("paused", f"item {w.item.id}: pausing after the current unit")
+        elif mode == "pause_now" and not w.term_sent:
+            w.proc.send_signal(signal.SIGTERM)
+            w.term_sent = True
+            self._set_state("paused", f"item {w.item.id}: pausing now (run in progress aborted)")
+        elif mode == "stop":
+            self._set_state("stopping", f"item {w.item.id} finishes, then the queue stops")
+        code = w.finished()
+        if code is None:
+            return
+        self._drain(w)
+        self.worker = None
+        self._publish_info(None)
+        self._after(w, code)
+
+    def _drain(self, w: _Worker) -> None:
+        while True:
+            try:
+                report = w.reports.get_nowait()
+            except queue.Empty:
+                return
+            kind = report.get("event")
+            with self._lock:
+                if kind == "campaign":
+                    w.progress.on_campaign(report)
+                elif kind == "unit_start":
+                    w.progress.on_unit_start(report)
+                elif kind == "unit":
+                    w.progress.on_unit(report)
+                elif kind == "health":
+                    w.progress.health = {"agents": report["agents"],
+                                         "instruments": report["instruments"]}
+                elif kind == "end":
+                    w.end = report
+            if kind == "campaign":
+                self.queue.set_campaign(w.item.id, report["uid"])
+
+    # -- a worker's end ------------------------------------------------------------------------
+    def _after(self, w: _Worker, code: int) -> None:
+        item = self.queue.item(w.item.id)
+        end = w.end or {}
+        message = end.get("message") or f"worker exited with code {code} and no report"
+        name = f"queue item {item.id} ({item.name})"
+        fields = {"item": item.id, "campaign": item.name, "campaign_uid": item.campaign_uid,
+                  "exit_code": code}
+        d = self.config.daemon
+        if code == 0:
+            self._close_item(item, "completed", message)
+            self.notify("campaign.finished", f"{name} finished: {message}", **fields)
+        elif code in (1, 2):
+            self._close_item(item, "failed", message)
+            self.last_error = f"{name}: {message}"
+            self.notify("campaign.failed", f"{name} failed: {message}", **fields)
+        elif code == EXIT_PAUSED or (code >= 128 and (w.term_sent or self.stopping.is_set())):
+            if not self.stopping.is_set():  # a stopping daemon leaves it 'running': resumed first
+                self.queue.requeue(item.id, attempts=item.attempts, not_before=0,
+                                   message=f"paused: {message}")
+            if code != EXIT_PAUSED:
+                self.notify("campaign.aborted", f"{name} stopped: {message}", **fields)
+        elif code == EXIT_BUSY:
+            self.queue.requeue(item.id, attempts=item.attempts,
+                               not_before=self.clock() + d.busy_delay_s, message=message)
+            self.last_error = f"{name}: {message}"
+        else:  # 3 (agent or instrument lost or unreachable), a crash, a signal from elsewhere
+            attempts = 0 if w.progress.done_this_start else item.attempts + 1
+            self.last_error = f"{name}: {message}"
+            lost = end.get("lost")
+            if lost:
+                self.notify(f"{lost}.lost", f"{name}: {message}", **fields)
+            if attempts > d.retries:
+                self._close_item(item, "failed", f"{message} (gave up after {attempts} "
+                                                 "start(s) in a row that finished no unit)")
+                self.notify("campaign.failed", f"{name} failed: {message}", **fields)
+            else:
+                self.queue.requeue(item.id, attempts=attempts,
+                                   not_before=self.clock() + d.retry_delay_s,
+                                   message=f"retrying in {d.retry_delay_s:g} s: {message}")
+                self.notify("campaign.aborted", f"{name} aborted, will resume: {message}",
+                            **fields)
+        log.warning("%s: worker exited %d: %s", name, code, message)
+
+    def _close_item(self, item: Item, status: str, message: str) -> None:
+        runs = self.queue.run_uids(item.campaign_uid) if item.campaign_uid else []
+        self.queue.finish(item.id, status, message, runs)  # type: ignore[arg-type]
+
+    # -- schedules and disk --------------------------------------------------------------------
+    def _tick_schedules(self, now: float) -> None:
+        for s in self.queue.schedules():
+            cached = self._next_fire.get(s["id"])
+            if cached is not None and cached[0] == s["last_fire"] and (
+                    cached[1] is None or cached[1] > now):
+                continue
+            plan = sched.plan(s["cron"], s["tz"], s["missed"], s["last_fire"], now,
+                              self.started_at)
+            if plan is not None:
+                item_id = self.queue.record_fires(s["id"], plan.last_fire, plan.fires,
+                                                  plan.queue_item)
+                for t, outcome, note in plan.fires:
+                    log.warning("schedule %d (%s) fire at %s: %s%s", s["id"], s["name"],
+                                time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)), outcome,
+                                f" (item {item_id})" if outcome == "queued" else f": {note}")
+                last = plan.last_fire
+            else:
+                last = s["last_fire"]
+            upcoming = sched.fires_after(s["cron"], s["tz"], last, 1)
+            self._next_fire[s["id"]] = (last, upcoming[0] if upcoming else None)
+
+    def _check_disk(self, now: float) -> None:
+        if now < self._next_disk_check:
+            return
+        self._next_disk_check = now + DISK_CHECK_S
+        free_mb = shutil.disk_usage(self.db.parent).free / 2**20
+        low = free_mb < self.config.daemon.disk_min_free_mb
+        if low and not self._disk_low:
+            self.last_error = f"low disk space: {free_mb:.0f} MiB free beside {self.db}"
+            self.notify("disk.low", self.last_error, free_mb=free_mb, store=str(self.db))
+        self._disk_low = low
+
+    def _wake(self) -> str:
+        self.wake.set()
+        return "awake"
+
+    # -- status (control thread) ---------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        if self._status_db is None:
+            self._status_db = QueueDB(self.db)
+        db = self._status_db
+        with self._lock:
+            w = self.worker
+            current = w.progress.to_dict() if w is not None else None
+            health = dict(w.progress.health) if w is not None else {"agents": [],
+                                                                      "instruments": []}
+            state, detail = self.state, self.detail
+        items = db.items()
+        now = time.time()
+        schedules = [
+            {"id": s["id"], "name": s["name"], "cron": s["cron"], "tz": s["tz"],
+             "missed": s["missed"], "next": sched.fires_after(s["cron"], s["tz"],
+                                                              max(now, s["last_fire"]),
+                                                              SCHEDULE_LOOKAHEAD)}
+            for s in db.schedules()
+        ]
+        return {
+            "daemon": {"state": state, "detail": detail, "pid": os.getpid(),
+                       "host": socket.gethostname(), "store": str(self.db),
+                       "started_at": self.started_at, "version": __version__,
+                       "mode": db.mode()},
+            "current": current,
+            **health,
+            "last_error": self.last_error,
+            "queue": {"length": len(items), "head": [i.summary() for i in items[:5]]},
+            "schedules": schedules,
+            "notifications": {"sent": self.notify.sent, "failed": self.notify.failed,
+                              "last_error": self.notify.last_error},
+        }

@@ -1,0 +1,72 @@
+"""systemd unit files for the daemon and for agents on device hosts (`hilbench systemd`)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+from hilbench.orchestrator.campaign import AgentSpec, Campaign
+
+
+def _hilbench() -> str:
+    """The hilbench command as installed here (a venv's, not one on PATH by chance)."""
+    beside = Path(sys.executable).with_name("hilbench")
+    return str(beside) if beside.exists() else (shutil.which("hilbench") or "hilbench")
+
+
+def daemon_unit(config: Path | None, user: str, watchdog_s: int) -> str:
+    config_arg = f" --config {config.resolve()}" if config else ""
+    return f"""# hilbench-daemon.service
+[Unit]
+Description=hilbench measurement daemon (queue, schedules, status)
+After=network-online.target
+Wants=network-online.target
+
+[Service]
+Type=notify
+NotifyAccess=main
+ExecStart={_hilbench()} daemon{config_arg}
+User={user}
+WatchdogSec={watchdog_s}
+Restart=on-failure
+RestartSec=5
+# SIGTERM: the run in progress is marked aborted, the daemon exits 143; the next start resumes.
+KillMode=mixed
+TimeoutStopSec=90
+SuccessExitStatus=143
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+
+def agent_unit(spec: AgentSpec, campaign: Campaign, keys_dir: str, user: str) -> str:
+    """A unit for the agent ``spec`` on its device host, keyed as the campaign expects."""
+    if spec.connects:
+        where = f"--connect {campaign.listen or 'tcp://ORCHESTRATOR:5600'}"
+    else:
+        port = (spec.address or "tcp://HOST:5555").rsplit(":", 1)[-1]
+        where = f"--bind tcp://0.0.0.0:{port}"
+    keyed = spec.key is not None or campaign.key is not None
+    key_args = (f" --key {keys_dir}/{spec.id}.key_secret --authorized {keys_dir}/orchestrators"
+                if keyed else " --insecure")
+    note = "" if keyed else (
+        "# WARNING: this campaign gives the agent no key; it would serve in plaintext.\n"
+        "# Give it one (`hilbench keys generate`), see README 'Agents on a network'.\n")
+    options = "".join(f" -o {k}={v}" for k, v in spec.options.items())
+    return f"""# hilbench-agent-{spec.id}.service  (on the host of agent {spec.id})
+{note}[Unit]
+Description=hilbench agent {spec.id} ({spec.driver})
+After=network-online.target
+Wants=network-online.target
+
+[Service]
+ExecStart={_hilbench()} agent --driver {spec.driver} --id {spec.id} {where}{key_args}{options}
+User={user}
+Restart=on-failure
+RestartSec=2
+
+[Install]
+WantedBy=multi-user.target
+"""

@@ -1,0 +1,253 @@
+"""The daemon's worker: one process per queue item, running it with the campaign runner.
+
+The daemon starts ``python -m hilbench.daemon.worker --db STORE --item ID`` for the item at
+the head of its queue. The worker runs the item's campaign snapshot with the same runner,
+resume rule and exit codes as ``hilbench run`` (0, 1, 2, 3, 128 + signal), plus two of its own
+(``EXIT_PAUSED``: stopped after a unit because the queue was paused; ``EXIT_BUSY``: the bench
+was held by another campaign, nothing started). A separate process keeps the daemon small and
+responsive whatever the campaign does, and a SIGKILLed daemon's worker is told to stop by the
+kernel (parent-death signal), aborting the run in progress with the reason, as ``hilbench run``
+does on SIGTERM.
+
+It reports to the daemon on stdout, one JSON object per line: ``campaign`` (uid, units),
+``unit`` (each finished run), ``health`` (agents and instruments, every second) and ``end``.
+It reads ``pause`` lines on stdin: stop after the unit in progress.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from hilbench.clock import now
+from hilbench.documents import DocumentRouter, PhaseStart, RunStart, RunStop, Samples
+
+log = logging.getLogger("hilbench.daemon.worker")
+
+EXIT_PAUSED = 10
+EXIT_BUSY = 11
+EXIT_INTERNAL = 70
+
+
+class PauseRequested(BaseException):
+    """The queue was paused: stop after the unit that just finished (a BaseException, like a
+    signal, so the runner ends the campaign row with 'abort' and stops its processes)."""
+
+
+class Reporter:
+    """One JSON line per event on the daemon's pipe; a lock keeps lines whole."""
+
+    def __init__(self, out: Any) -> None:
+        self._out = out
+        self._lock = threading.Lock()
+
+    def __call__(self, event: str, **fields: Any) -> None:
+        line = json.dumps({"event": event, "t": time.time(), **fields}, default=str)
+        with self._lock:
+            try:
+                self._out.write(line + "\n")
+                self._out.flush()
+            except (BrokenPipeError, ValueError):  # the daemon is gone; the run goes on to its end
+                pass
+
+
+class Progress(DocumentRouter):
+    """Watches the run documents for what `hilbench status` shows."""
+
+    def __init__(self, report: Reporter, units: list[Any], db: Path) -> None:
+        self.report = report
+        self.units = units
+        self.db = db
+        self.skipped: set[str] = set()
+        self.campaign_uid: str | None = None
+        self.offsets: dict[str, dict[str, float]] = {}
+        self.last_reading: dict[str, float] = {}  # source -> wall time of its last batch
+        self._starts: dict[str, tuple[str, str, float]] = {}
+
+    def run_start(self, doc: RunStart) -> None:
+        if self.campaign_uid is None:
+            self.campaign_uid = doc.campaign_uid
+            self.report("campaign", uid=doc.campaign_uid, total=len(self.units),
+                        done=len(self.skipped), plan=self._plan())
+        self._starts[doc.uid] = (doc.unit_key, doc.procedure, doc.t)
+        self.report("unit_start", key=doc.unit_key, procedure=doc.procedure, run_uid=doc.uid)
+
+    def _plan(self) -> list[list[Any]]:
+        """[procedure, unit group, units left, mean stored duration s or None, stored runs]
+        per kind of unit still to run: what the daemon's ETA is computed from."""
+        from hilbench.daemon.queue_db import QueueDB
+        from hilbench.store.groups import replicate_key
+
+        left: dict[tuple[str, str], int] = {}
+        for unit in self.units:
+            if unit.key not in self.skipped:
+                kind = (unit.procedure, replicate_key(unit.key))
+                left[kind] = left.get(kind, 0) + 1
+        with QueueDB(self.db) as queue:
+            stored = queue.unit_durations(list(left))
+        return [[p, g, n, *stored.get((p, g), (None, 0))] for (p, g), n in left.items()]
+
+    def phase_start(self, doc: PhaseStart) -> None:
+        self.offsets.update(doc.clock_offsets)
+
+    def samples(self, doc: Samples) -> None:
+        self.last_reading[doc.source] = time.time()
+
+    def run_stop(self, doc: RunStop) -> None:
+        key, procedure, t0 = self._starts.pop(doc.run_uid, ("?", "?", doc.t))
+        self.report("unit", key=key, procedure=procedure, run_uid=doc.run_uid,
+                    status=doc.exit_status, duration_s=doc.t - t0, reason=doc.reason)
+
+
+def _health(runner: Any, progress: Progress) -> dict[str, Any]:
+    t = now()
+    agents = []
+    for spec_id, client in list(runner.clients.items()):
+        info = client.info or {}
+        offset = progress.offsets.get(info.get("agent_id", spec_id)) or progress.offsets.get(
+            spec_id, {})
+        agents.append({
+            "id": spec_id, "host": info.get("host"), "driver": info.get("driver"),
+            "address": client.address, "agent_id": info.get("agent_id"),
+            "last_heard_s_ago": round(t - client.last_heard, 3),
+            "clock_offset_s": offset.get("offset_s"),
+            "clock_offset_uncertainty_s": offset.get("uncertainty_s"),
+        })
+    instruments = []
+    for inst_id, inst in list(runner.instruments.instruments.items()):
+        source_info = inst.info
+        last = progress.last_reading.get(inst_id) or progress.last_reading.get(source_info.name)
+        instruments.append({
+            "id": inst_id, "identity": source_info.name, "driver": inst.spec.driver,
+            "resource": inst.spec.resource or (f"simulated: {inst.spec.simulate}"
+                                               if inst.spec.simulate else None),
+            "last_reading": last, "simulated": inst.simulated,
+        })
+    return {"agents": agents, "instruments": instruments}
+
+
+def run_item(db: Path, item_id: int, report: Reporter) -> int:
+    """Run queue item ``item_id``; returns the exit code (see the module docstring)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+
+    from hilbench.daemon.queue_db import QueueDB
+    from hilbench.orchestrator.bench_lock import BenchBusy
+    from hilbench.orchestrator.campaign import CampaignError, parse_campaign
+    from hilbench.orchestrator.client import AgentUnreachable
+    from hilbench.orchestrator.instruments import InstrumentFault
+    from hilbench.orchestrator.interrupt import Interrupted, signals_interrupt
+    from hilbench.orchestrator.recorder import JsonlRecorder
+    from hilbench.orchestrator.runlog import RunLog
+    from hilbench.orchestrator.runner import (
+        CampaignAborted,
+        CampaignRunner,
+        CampaignSetupError,
+    )
+    from hilbench.orchestrator.spawn import SpawnError
+    from hilbench.store import StoreError
+    from hilbench.store.paths import logs_dir
+
+    def end(code: int, message: str, lost: str | None = None) -> int:
+        report("end", code=code, message=message, lost=lost,
+               campaign_uid=progress.campaign_uid if progress else None)
+        return code
+
+    progress: Progress | None = None
+    with QueueDB(db) as queue:
+        item = queue.item(item_id)
+    try:
+        campaign = parse_campaign(tomllib.loads(item.content), item.source_path)
+    except tomllib.TOMLDecodeError as exc:
+        return end(2, f"{item.source_path} (as queued) is not valid TOML: {exc}")
+    except CampaignError as exc:
+        return end(2, str(exc))
+    if item.trials is not None:
+        campaign = dataclasses.replace(campaign, repetitions=item.trials)
+    runlog = RunLog.for_campaign(logs_dir(db), campaign.name, None)
+    recorder = JsonlRecorder(item.record) if item.record else None
+    runner = CampaignRunner(campaign, db, consumers=[], resume=True)
+    progress = Progress(report, runner.units, db)
+    runner.extra_consumers = [runlog, progress, *([recorder] if recorder else [])]
+    pause = threading.Event()
+    stop_health = threading.Event()
+
+    def on_unit_done(unit: Any, status: str, run_uid: str | None) -> None:
+        if status == "skipped":
+            progress.skipped.add(unit.key)
+        if pause.is_set() and status in ("success", "fail"):
+            raise PauseRequested()
+
+    def read_commands() -> None:
+        for line in sys.stdin:
+            if line.strip() == "pause":
+                pause.set()
+
+    def send_health() -> None:
+        while not stop_health.wait(1.0):
+            try:
+                report("health", **_health(runner, progress))
+            except (RuntimeError, AttributeError, KeyError) as exc:  # mid start-up: next time
+                log.debug("health not available yet: %s", exc)
+
+    runner.on_unit_done = on_unit_done
+    threading.Thread(target=read_commands, daemon=True, name="commands").start()
+    threading.Thread(target=send_health, daemon=True, name="health").start()
+    runlog.note(f"campaign {campaign.name} starting from the daemon's queue item {item_id}: "
+                f"{len(runner.units)} unit(s), store {db}")
+    try:
+        with signals_interrupt():
+            outcome = runner.run()
+    except PauseRequested:
+        return end(EXIT_PAUSED, "paused after a unit; `hilbench queue resume` goes on")
+    except Interrupted as exc:
+        return end(exc.exit_code, f"campaign {campaign.name} {exc}; the run in progress is "
+                                  "marked aborted")
+    except CampaignAborted as exc:
+        lost = "instrument" if isinstance(exc.__cause__, InstrumentFault) else "agent"
+        return end(3, str(exc), lost=lost)
+    except (AgentUnreachable, SpawnError, InstrumentFault) as exc:
+        lost = "instrument" if isinstance(exc, InstrumentFault) else "agent"
+        return end(3, f"campaign {campaign.name} could not start: {exc}", lost=lost)
+    except CampaignSetupError as exc:
+        if isinstance(exc.__cause__, BenchBusy) or "already running" in str(exc):
+            return end(EXIT_BUSY, str(exc))
+        return end(2, str(exc))
+    except StoreError as exc:
+        return end(2, str(exc))
+    except Exception as exc:  # reported to the daemon, which keeps going
+        log.exception("queue item %d: internal error", item_id)
+        return end(EXIT_INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
+    finally:
+        stop_health.set()
+        runlog.close()
+        if recorder:
+            recorder.close()
+    message = (f"{outcome.completed} run(s) completed, {outcome.skipped} resumed from earlier, "
+               f"{outcome.failed} failed")
+    return end(1 if outcome.failed else 0, message)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hilbench.daemon.worker")
+    parser.add_argument("--db", type=Path, required=True)
+    parser.add_argument("--item", type=int, required=True)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s worker %(name)s: %(message)s")
+    out = sys.stdout
+    sys.stdout = sys.stderr  # nothing but reports on the daemon's pipe
+    return run_item(args.db, args.item, Reporter(out))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""The control socket follows the agents' rules: loopback only without keys, CurveZMQ with
+them, an allow-list of commands, one reply shape."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import zmq
+
+from hilbench.daemon.control import ControlError, ControlServer, request
+from hilbench.wire import keys
+
+
+def test_without_keys_only_loopback_and_only_listed_commands(tmp_path):
+    with pytest.raises(ControlError, match="reachable from other hosts"):
+        ControlServer("tcp://0.0.0.0:*", {"ping": lambda: "pong"})
+    with pytest.raises(ValueError, match="allow-list"):
+        ControlServer("tcp://127.0.0.1:*", {"shell": lambda: "no"})
+    server = ControlServer("tcp://127.0.0.1:*", {"ping": lambda: "pong"})
+    server.start()
+    try:
+        assert request(server.endpoint, "ping") == "pong"
+        with pytest.raises(ControlError, match="unknown command 'status'; allowed: ping"):
+            request(server.endpoint, "status")
+        sock = zmq.Context.instance().socket(zmq.REQ)
+        sock.linger = 0
+        sock.rcvtimeo = 2000
+        sock.connect(server.endpoint)
+        sock.send(b"\xff not json")
+        assert json.loads(sock.recv()) == {"ok": False,
+                                           "error": 'a request is JSON {"command": NAME}'}
+        sock.close()
+    finally:
+        server.close()
+
+
+def test_with_keys_only_an_authorized_key_gets_an_answer(tmp_path):
+    _, daemon_secret = keys.generate("daemon", tmp_path)
+    keys.generate("laptop", tmp_path / "clients")
+    _, stranger_secret = keys.generate("stranger", tmp_path / "others")
+    laptop_secret = tmp_path / "clients" / "laptop.key_secret"
+    server = ControlServer("tcp://127.0.0.1:*", {"ping": lambda: "pong"}, key=daemon_secret,
+                           authorized=tmp_path / "clients")
+    server.start()
+    daemon_public = keys.load_public(daemon_secret)
+    try:
+        assert request(server.endpoint, "ping", key=laptop_secret,
+                       daemon_key=daemon_public) == "pong"
+        with pytest.raises(ControlError, match="no answer"):
+            request(server.endpoint, "ping", key=stranger_secret, daemon_key=daemon_public,
+                    timeout_s=1)
+        with pytest.raises(ControlError, match="no answer"):
+            request(server.endpoint, "ping", timeout_s=1)  # plaintext to a keyed daemon
+    finally:
+        server.close()

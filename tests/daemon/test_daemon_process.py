@@ -1,0 +1,135 @@
+"""The daemon as a process: queue, exclusivity, SIGKILL and SIGTERM, pause, status."""
+
+from __future__ import annotations
+
+import signal
+from collections import Counter
+
+from hilbench.store import Store
+from tests.daemon.conftest import history, qubo_campaign
+from tests.subprocesses import hilbench, start_campaign, stop, wait_for_run
+
+
+def _runs(db):
+    with Store(db) as store:
+        return store.runs()
+
+
+def test_queued_campaigns_run_in_order_and_reach_the_history(tmp_path, daemon_at):
+    db = tmp_path / "d.sqlite"
+    first = qubo_campaign(tmp_path, "first", 3)
+    second = qubo_campaign(tmp_path, "second", 2)
+    assert hilbench("queue", "add", first, "--db", db).returncode == 0
+    assert hilbench("queue", "add", second, "--db", db, "--priority", "1").returncode == 0
+    d = daemon_at(db).start()
+    d.wait_until(lambda s: len(history(db)) == 2 and s["daemon"]["state"] == "idle",
+                 "both items done")
+    rows = history(db)
+    assert [r["name"] for r in rows] == ["first", "second"]  # newest first: priority ran first
+    assert all(r["exit_status"] == "completed" for r in rows)
+    assert sorted(len(r["run_uids"]) for r in rows) == [2, 3]
+    assert all(r["started_at"] <= r["stopped_at"] for r in rows)
+
+
+def test_sigkill_mid_campaign_then_restart_runs_every_unit_exactly_once(tmp_path, daemon_at):
+    db = tmp_path / "d.sqlite"
+    path = qubo_campaign(tmp_path, "long", 40, timeout_s=0.02)
+    assert hilbench("queue", "add", path, "--db", db).returncode == 0
+    d = daemon_at(db).start()
+    d.wait_until(lambda s: (s["current"] or {}).get("done", 0) >= 5, "five units done")
+    assert d.signal(signal.SIGKILL) == -signal.SIGKILL
+    d.start()
+    d.wait_until(lambda s: history(db) and s["daemon"]["state"] == "idle", "the item finished")
+    [row] = history(db)
+    assert row["exit_status"] == "completed", row
+    runs = _runs(db)
+    done = Counter(r["unit_key"] for r in runs if r["status"] == "success")
+    assert len(done) == 40 and set(done.values()) == {1}  # every unit, none twice
+    # the run the kill cut short is closed with the reason, not left open
+    assert all(r["status"] in ("success", "abort") for r in runs)
+    assert hilbench("queue", "list", "--db", db, "--json").stdout.strip() == "[]"
+
+
+def test_sigterm_aborts_the_run_with_the_reason_and_the_restart_resumes(tmp_path, daemon_at):
+    db = tmp_path / "d.sqlite"
+    path = qubo_campaign(tmp_path, "term", 30, timeout_s=0.02)
+    assert hilbench("queue", "add", path, "--db", db).returncode == 0
+    d = daemon_at(db).start()
+    d.wait_until(lambda s: (s["current"] or {}).get("done", 0) >= 3, "three units done")
+    assert d.signal(signal.SIGTERM) == 143
+    aborted = [r for r in _runs(db) if r["status"] == "abort"]
+    assert aborted and all("SIGTERM" in r["reason"] for r in aborted)
+    d.start()
+    d.wait_until(lambda s: history(db), "the item finished")
+    assert history(db)[0]["exit_status"] == "completed"
+    done = Counter(r["unit_key"] for r in _runs(db) if r["status"] == "success")
+    assert len(done) == 30 and set(done.values()) == {1}
+
+
+def test_a_hand_run_is_refused_while_the_daemon_holds_the_bench_and_vice_versa(
+        tmp_path, daemon_at):
+    db = tmp_path / "d.sqlite"
+    busy = qubo_campaign(tmp_path, "busy", 60, timeout_s=0.02)
+    other = qubo_campaign(tmp_path, "other", 2)
+    assert hilbench("queue", "add", busy, "--db", db).returncode == 0
+    config = tmp_path / "daemon.toml"
+    config.write_text("[daemon]\nbusy_delay_s = 1\n")
+    d = daemon_at(db, config=config).start()
+    d.wait_until(lambda s: (s["current"] or {}).get("done", 0) >= 1, "the daemon's campaign runs")
+    refused = hilbench("run", other, "--db", tmp_path / "hand.sqlite", "-q")
+    assert refused.returncode == 2, refused.stderr
+    assert "in use by pid" in refused.stderr and "campaign busy" in refused.stderr
+    assert hilbench("queue", "pause", "--now", "--db", db).returncode == 0
+    d.wait_until(lambda s: s["daemon"]["state"] == "paused" and not s["current"], "paused")
+    # the other way round: a hand run holds the bench, the daemon waits and says why
+    hand = start_campaign(qubo_campaign(tmp_path, "hand", 300, timeout_s=0.02),
+                          tmp_path / "hand.sqlite")
+    try:
+        wait_for_run(tmp_path / "hand.sqlite", hand, status=None)
+        assert hilbench("queue", "resume", "--db", db).returncode == 0
+        status = d.wait_until(lambda s: "in use by pid" in s["last_error"], "the daemon waits")
+        assert f"pid {hand.pid}" in status["last_error"]
+    finally:
+        stop(hand)
+    d.wait_until(lambda s: history(db), "the daemon's campaign finished after the hand run")
+    done = Counter(r["unit_key"] for r in _runs(db) if r["status"] == "success")
+    assert len(done) == 60 and set(done.values()) == {1}
+
+
+def test_pause_after_the_unit_then_resume_loses_and_repeats_nothing(tmp_path, daemon_at):
+    db = tmp_path / "d.sqlite"
+    path = qubo_campaign(tmp_path, "pausing", 30, timeout_s=0.02)
+    assert hilbench("queue", "add", path, "--db", db).returncode == 0
+    d = daemon_at(db).start()
+    d.wait_until(lambda s: (s["current"] or {}).get("done", 0) >= 3, "three units done")
+    assert hilbench("queue", "pause", "--db", db).returncode == 0
+    d.wait_until(lambda s: s["daemon"]["state"] == "paused" and not s["current"], "paused")
+    runs = _runs(db)
+    assert runs and all(r["status"] == "success" for r in runs)  # stopped between units
+    assert hilbench("queue", "resume", "--db", db).returncode == 0
+    d.wait_until(lambda s: history(db), "finished")
+    done = Counter(r["unit_key"] for r in _runs(db) if r["status"] == "success")
+    assert len(done) == 30 and set(done.values()) == {1}
+    assert all(r["status"] == "success" for r in _runs(db))
+
+
+def test_status_shows_progress_eta_agent_health_and_queue(tmp_path, daemon_at):
+    db = tmp_path / "d.sqlite"
+    path = qubo_campaign(tmp_path, "watched", 100, timeout_s=0.02)
+    later = qubo_campaign(tmp_path, "later", 1)
+    assert hilbench("queue", "add", path, "--db", db).returncode == 0
+    assert hilbench("queue", "add", later, "--db", db).returncode == 0
+    d = daemon_at(db).start()
+    s = d.wait_until(lambda s: (s["current"] or {}).get("done", 0) >= 5 and s["agents"]
+                     and s["agents"][0]["clock_offset_s"] is not None, "progress and health")
+    assert s["daemon"]["state"] == "running"
+    c = s["current"]
+    assert c["name"] == "watched" and c["total"] == 100
+    assert c["eta_s"] is not None and c["eta_s"] > 0 and "same kind of unit" in c["eta_basis"]
+    a = s["agents"][0]
+    assert a["id"] == "cpu0" and a["driver"] == "cpu" and a["host"]
+    assert a["last_heard_s_ago"] < 5 and a["clock_offset_uncertainty_s"] >= 0
+    assert [i["name"] for i in s["queue"]["head"]] == ["watched", "later"]
+    text = hilbench("status", "--db", db)
+    assert "campaign: watched" in text.stdout and "ETA based on" in text.stdout
+    assert "agent cpu0: cpu on" in text.stdout

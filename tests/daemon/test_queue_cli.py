@@ -1,0 +1,72 @@
+"""`hilbench queue` and `hilbench schedule` on a real store file, as a user types them."""
+
+from __future__ import annotations
+
+import json
+
+from hilbench.daemon.queue_db import QueueDB
+from tests.daemon.conftest import qubo_campaign
+from tests.subprocesses import hilbench
+
+
+def _ids(db):
+    out = hilbench("queue", "list", "--db", db, "--json")
+    assert out.returncode == 0, out.stderr
+    return [i["id"] for i in json.loads(out.stdout)]
+
+
+def test_add_snapshots_the_file_and_a_requeued_file_gets_a_new_id(tmp_path):
+    db = tmp_path / "q.sqlite"
+    path = qubo_campaign(tmp_path, "snap", 2)
+    original = path.read_text()
+    first = hilbench("queue", "add", path, "--db", db, "--trials", "3")
+    assert first.returncode == 0 and "queued item 1: snap" in first.stdout
+    path.write_text(original.replace("seeds = [0, 1]", "seeds = [7]"))
+    assert hilbench("queue", "add", path, "--db", db).returncode == 0
+    with QueueDB(db) as q:
+        a, b = q.items()
+    assert (a.id, b.id) == (1, 2)
+    assert a.content == original and a.trials == 3  # editing the file changed nothing queued
+    assert b.content != original and a.content_hash != b.content_hash
+
+
+def test_priority_move_remove_and_history(tmp_path):
+    db = tmp_path / "q.sqlite"
+    path = qubo_campaign(tmp_path, "order", 1)
+    for priority in ("0", "0", "5"):
+        assert hilbench("queue", "add", path, "--db", db, "--priority", priority).returncode == 0
+    assert _ids(db) == [3, 1, 2]
+    assert hilbench("queue", "move", "2", "--before", "3", "--db", db).returncode == 0
+    assert _ids(db) == [2, 3, 1]
+    assert hilbench("queue", "remove", "3", "--db", db).returncode == 0
+    assert _ids(db) == [2, 1]
+    hist = json.loads(hilbench("queue", "history", "--db", db, "--json").stdout)
+    assert [(h["id"], h["exit_status"]) for h in hist] == [(3, "removed")]
+    gone = hilbench("queue", "remove", "3", "--db", db)
+    assert gone.returncode == 2 and "not in the queue (in the history)" in gone.stderr
+
+
+def test_a_bad_campaign_is_refused_naming_file_and_key(tmp_path):
+    db = tmp_path / "q.sqlite"
+    path = tmp_path / "bad.toml"
+    path.write_text(qubo_campaign(tmp_path, "bad", 1).read_text().replace("nodes", "nodez"))
+    out = hilbench("queue", "add", path, "--db", db)
+    assert out.returncode == 2
+    assert "bad.toml [[qubo]] #1: unknown key 'nodez'" in out.stderr
+
+
+def test_schedule_add_list_remove_with_next_fires(tmp_path):
+    db = tmp_path / "q.sqlite"
+    path = qubo_campaign(tmp_path, "nightly", 1)
+    out = hilbench("schedule", "add", path, "--cron", "0 22 * * *", "--tz", "Europe/Berlin",
+                   "--missed", "run-once", "--db", db)
+    assert out.returncode == 0, out.stderr
+    assert "schedule 1: nightly at '0 22 * * *' (Europe/Berlin), next fire" in out.stdout
+    [row] = json.loads(hilbench("schedule", "list", "--db", db, "--json").stdout)
+    assert row["missed"] == "run-once" and len(row["next"]) == 3
+    assert all(b - a == 86400 or abs(b - a - 86400) == 3600  # a day, or a day across DST
+               for a, b in zip(row["next"], row["next"][1:], strict=False))
+    bad = hilbench("schedule", "add", path, "--cron", "0 25 * * *", "--db", db)
+    assert bad.returncode == 2 and "cron expression '0 25 * * *'" in bad.stderr
+    assert hilbench("schedule", "remove", "1", "--db", db).returncode == 0
+    assert json.loads(hilbench("schedule", "list", "--db", db, "--json").stdout) == []
