@@ -18,6 +18,10 @@ BENCHMARKS: dict[str, str] = {
     "arduino-serial": "hilbench_drivers.arduino.bench:arduino_serial",
     "results": "hilbench.bench.results_scale:results_scale",
     "flat-cost": "hilbench.bench.flat_cost:flat_cost",
+    "soak": "hilbench.bench.soak:soak",
+    "status": "hilbench.bench.daemon_figures:status",
+    "daemon-overhead": "hilbench.bench.daemon_figures:daemon_overhead",
+    "schedule": "hilbench.bench.daemon_figures:schedule_timing",
 }
 
 

@@ -307,6 +307,20 @@ class QueueDB:
             "SELECT exit_status, COUNT(*) FROM runs WHERE campaign_uid = ? GROUP BY exit_status",
             (campaign_uid,))}
 
+    def run_tally(self) -> dict[str, int]:
+        """Runs in the whole store by exit status ('incomplete': never stopped)."""
+        return {r[0] or "incomplete": r[1] for r in self._rows(
+            "SELECT exit_status, COUNT(*) FROM runs GROUP BY exit_status")}
+
+    def success_keys(self, campaign_uid: str) -> list[str]:
+        return [r[0] for r in self._rows(
+            "SELECT unit_key FROM runs WHERE campaign_uid = ? AND exit_status = 'success'",
+            (campaign_uid,))]
+
+    def success_times(self) -> list[float]:
+        return [r[0] for r in self._rows(
+            "SELECT wall_time FROM runs WHERE exit_status = 'success' ORDER BY wall_time")]
+
     def unit_durations(self, procedure_groups: list[tuple[str, str]]) -> dict[tuple[str, str],
                                                                              tuple[float, int]]:
         """Mean duration and count of successful stored runs per (procedure,

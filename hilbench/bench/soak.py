@@ -1,0 +1,162 @@
+"""`hilbench bench soak`: a time-compressed night of the daemon on the simulated bench.
+
+Queues ``--campaigns`` QUBO campaigns (n = 10-25, 1 ms, simulated meter) totalling ``--units``
+units, adds a ``* * * * *`` schedule, and while the daemon works SIGKILLs it ``--daemon-kills``
+times and an agent ``--agent-kills`` times at random moments (between 12 % and 85 % of the
+units, so the first and last tenth measure throughput undisturbed), restarting the daemon each
+time (the worker restarts the agent). Then it checks the store: every unit of every item once
+(lost 0, duplicated 0), runs retried, daemon RSS, units/s in the first and last tenth, and the
+latency of `status` asked over the control socket every 0.25 s throughout.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+import time
+from pathlib import Path
+
+import click
+
+from hilbench.bench.daemon_harness import (
+    DaemonProc,
+    accounting,
+    env_note,
+    qubo_file,
+    rates,
+    successes,
+    unit_keys,
+)
+from hilbench.daemon.control import ControlError, request
+from hilbench.daemon.queue_db import QueueDB
+
+
+@click.command()
+@click.option("--units", type=click.IntRange(min=40), default=10_000, show_default=True)
+@click.option("--campaigns", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--fires", type=click.IntRange(min=0), default=3, show_default=True,
+              help="Schedule fires (one a minute) that must have queued an item.")
+@click.option("--daemon-kills", type=click.IntRange(min=0), default=5, show_default=True)
+@click.option("--agent-kills", type=click.IntRange(min=0), default=5, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Kill moments.")
+@click.option("--dir", "folder", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Keep the store and logs here [default: a temporary folder].")
+def soak(units: int, campaigns: int, fires: int, daemon_kills: int, agent_kills: int, seed: int,
+         folder: Path | None) -> None:
+    """A night of queued and scheduled campaigns with the daemon and agents SIGKILLed."""
+    with tempfile.TemporaryDirectory(prefix="hilbench-soak-") as tmp:
+        _soak(units, campaigns, fires, daemon_kills, agent_kills, seed, folder or Path(tmp))
+
+
+def _soak(units: int, campaigns: int, fires: int, daemon_kills: int, agent_kills: int,
+          seed: int, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    db = folder / "soak.sqlite"
+    config = folder / "daemon.toml"
+    config.write_text("[daemon]\nretries = 50\nretry_delay_s = 0.5\nbusy_delay_s = 0.5\n"
+                      "poll_s = 0.1\n")
+    per = units // campaigns
+    expected: dict[int, set[str]] = {}
+    with QueueDB(db) as q:
+        for i in range(campaigns):
+            path = qubo_file(folder, f"soak-{i:02d}", per)
+            expected[q.add(str(path), path.read_text(), f"soak-{i:02d}")] = unit_keys(path)
+        nightly = qubo_file(folder, "soak-scheduled", 40)
+        sid = q.add_schedule(name="soak-scheduled", source_path=str(nightly),
+                             content=nightly.read_text(), cron="* * * * *", tz="UTC",
+                             missed="run-once", trials=None, record=None, priority=0,
+                             now=time.time())
+    nightly_keys = unit_keys(nightly)
+    total = sum(len(k) for k in expected.values())
+    rng = random.Random(seed)
+    kills = sorted([(rng.uniform(0.12, 0.85) * total, "daemon") for _ in range(daemon_kills)]
+                   + [(rng.uniform(0.12, 0.85) * total, "agent") for _ in range(agent_kills)])
+    click.echo(f"soak: {total} units in {campaigns} queued campaigns + a '* * * * *' schedule "
+               f"({len(nightly_keys)} units a fire), {daemon_kills} daemon and {agent_kills} agent "
+               f"SIGKILLs; store {db}; {env_note()}")
+    daemon = DaemonProc(db, config)
+    daemon.start()
+    t0 = time.time()
+    rss_first: float | None = None
+    rss_last_start: float | None = None
+    restarted_at = 0
+    done_kills = {"daemon": 0, "agent": 0}
+    latencies: list[float] = []
+    next_status = 0.0
+    last_report = 0.0
+    try:
+        while True:
+            now = time.monotonic()
+            done = successes(db)
+            if rss_first is None and done >= 50:
+                rss_first = daemon.rss_mib()
+            if kills and done >= kills[0][0]:
+                _, what = kills.pop(0)
+                if what == "daemon":
+                    daemon.kill()
+                    daemon.start()
+                    rss_last_start, restarted_at = None, done
+                    done_kills["daemon"] += 1
+                else:
+                    agents = daemon.agents()
+                    if agents:
+                        rng.choice(agents).kill()
+                        done_kills["agent"] += 1
+                    else:  # between campaigns: try again a moment later
+                        kills.insert(0, (done + 5, "agent"))
+            if rss_last_start is None and done >= restarted_at + 50:
+                rss_last_start = daemon.rss_mib()  # this incarnation, once it is under way
+            if now >= next_status:
+                next_status = now + 0.25
+                info_addr = None
+                with QueueDB(db) as q:
+                    info_addr = q.daemon_info().get("control")
+                started = time.perf_counter()
+                try:
+                    request(info_addr, "status", timeout_s=5)
+                    latencies.append(time.perf_counter() - started)
+                except ControlError:
+                    pass  # restarting
+            if now - last_report > 15:
+                last_report = now
+                click.echo(f"  {time.time() - t0:6.0f} s: {done} units done; kills so far "
+                           f"{done_kills}", err=True)
+            with QueueDB(db) as q:
+                queued = q.items()
+                fired = [f for f in q.fires(sid, 1000) if f["outcome"] == "queued"]
+            finished = {h["id"] for h in _history(db)}
+            if not queued and set(expected) <= finished and len(fired) >= fires and not kills:
+                break
+            time.sleep(0.1)
+        rss_end = daemon.rss_mib()
+    finally:
+        daemon.stop()
+    wall = time.time() - t0
+    with QueueDB(db) as q:
+        q.remove_schedule(sid)
+        for f in fired:
+            expected[f["item_id"]] = nightly_keys
+        coalesced = sum(f["outcome"] == "coalesced" for f in q.fires(sid, 1000))
+    acc = accounting(db, expected)
+    first, last = rates(db)
+    latencies.sort()
+    p99 = latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))] if latencies else None
+    click.echo(f"campaigns: {campaigns} queued + {len(fired)} from schedule fires "
+               f"({coalesced} fires coalesced); wall {wall:.0f} s")
+    click.echo(f"kills: daemon {done_kills['daemon']}, agent {done_kills['agent']} (SIGKILL)")
+    click.echo(f"units done {acc['done']}, retried {acc['retried']}, lost {acc['lost']}, "
+               f"duplicated {acc['duplicated']}; items not completed: "
+               f"{acc['unfinished_items'] or 'none'}")
+    click.echo(f"daemon RSS: {rss_first or float('nan'):.1f} MiB at start (first incarnation), "
+               f"{rss_last_start or float('nan'):.1f} -> {rss_end:.1f} MiB over the last "
+               f"incarnation")
+    if p99 is not None:
+        click.echo(f"status over the control socket: {len(latencies)} asks, median "
+                   f"{latencies[len(latencies) // 2] * 1e3:.1f} ms, p99 {p99 * 1e3:.1f} ms")
+    click.echo(f"units/s: first tenth {first:.1f}, last tenth {last:.1f} "
+               f"({100 * last / first:.0f} % of first)")
+
+
+def _history(db: Path) -> list[dict]:
+    with QueueDB(db) as q:
+        return q.history(100000)
