@@ -299,8 +299,6 @@ class Daemon:
                                          "instruments": report["instruments"]}
                 elif kind == "end":
                     w.end = report
-            if kind == "campaign":
-                self.queue.set_campaign(w.item.id, report["uid"])
 
     # -- a worker's end ------------------------------------------------------------------------
     def _after(self, w: _Worker, code: int) -> None:

@@ -61,23 +61,36 @@ class Reporter:
 class Progress(DocumentRouter):
     """Watches the run documents for what `hilbench status` shows."""
 
-    def __init__(self, report: Reporter, units: list[Any], db: Path) -> None:
+    def __init__(self, report: Reporter, units: list[Any], db: Path, item_id: int,
+                 source: str) -> None:
         self.report = report
         self.units = units
         self.db = db
+        self.item_id = item_id
+        self.source = source
         self.skipped: set[str] = set()
         self.campaign_uid: str | None = None
         self.offsets: dict[str, dict[str, float]] = {}
         self.last_reading: dict[str, float] = {}  # source -> wall time of its last batch
         self._starts: dict[str, tuple[str, str, float]] = {}
 
+    def on_plan(self, plan: Any) -> None:
+        """Before anything starts: the campaign this item runs is in the queue item at once,
+        so a daemon killed from here on resumes this campaign, never starts another."""
+        from hilbench.daemon.queue_db import QueueDB
+
+        if plan.action == "finished":
+            return
+        self.campaign_uid = plan.campaign_uid
+        self.skipped = set(plan.done)
+        with QueueDB(self.db) as queue:
+            queue.set_campaign(self.item_id, plan.campaign_uid)
+        self.report("campaign", uid=plan.campaign_uid, total=len(self.units),
+                    done=len(plan.done), plan=self._plan(), message=plan.message(self.source))
+
     def run_start(self, doc: RunStart) -> None:
-        if self.campaign_uid is None:
-            self.campaign_uid = doc.campaign_uid
-            self.report("campaign", uid=doc.campaign_uid, total=len(self.units),
-                        done=len(self.skipped), plan=self._plan())
-        self._starts[doc.uid] = (doc.unit_key, doc.procedure, doc.t)
-        self.report("unit_start", key=doc.unit_key, procedure=doc.procedure, run_uid=doc.uid)
+        self._starts[doc.uid] = (str(doc.unit_key), doc.procedure, doc.t)
+        self.report("unit_start", key=str(doc.unit_key), procedure=doc.procedure, run_uid=doc.uid)
 
     def _plan(self) -> list[list[Any]]:
         """[procedure, unit group, units left, mean stored duration s or None, stored runs]
@@ -87,8 +100,8 @@ class Progress(DocumentRouter):
 
         left: dict[tuple[str, str], int] = {}
         for unit in self.units:
-            if unit.key not in self.skipped:
-                kind = (unit.procedure, replicate_key(unit.key))
+            if str(unit.key) not in self.skipped:
+                kind = (unit.procedure, replicate_key(str(unit.key)))
                 left[kind] = left.get(kind, 0) + 1
         with QueueDB(self.db) as queue:
             stored = queue.unit_durations(list(left))
@@ -175,15 +188,17 @@ def run_item(db: Path, item_id: int, report: Reporter) -> int:
         campaign = dataclasses.replace(campaign, repetitions=item.trials)
     runlog = RunLog.for_campaign(logs_dir(db), campaign.name, None)
     recorder = JsonlRecorder(item.record) if item.record else None
-    runner = CampaignRunner(campaign, db, consumers=[], resume=True)
-    progress = Progress(report, runner.units, db)
-    runner.extra_consumers = [runlog, progress, *([recorder] if recorder else [])]
     pause = threading.Event()
     stop_health = threading.Event()
 
+    def wired(runner: CampaignRunner) -> CampaignRunner:
+        assert progress is not None
+        runner.extra_consumers = [runlog, progress, *([recorder] if recorder else [])]
+        runner.on_plan = progress.on_plan
+        runner.on_unit_done = on_unit_done
+        return runner
+
     def on_unit_done(unit: Any, status: str, run_uid: str | None) -> None:
-        if status == "skipped":
-            progress.skipped.add(unit.key)
         if pause.is_set() and status in ("success", "fail"):
             raise PauseRequested()
 
@@ -199,7 +214,12 @@ def run_item(db: Path, item_id: int, report: Reporter) -> int:
             except (RuntimeError, AttributeError, KeyError) as exc:  # mid start-up: next time
                 log.debug("health not available yet: %s", exc)
 
-    runner.on_unit_done = on_unit_done
+    # As `hilbench run`: an unfinished attempt of this campaign resumes. An item's first start
+    # whose campaign had already finished runs it again as a new campaign (queueing it asked
+    # for that); a started item (its campaign recorded) never does: it resumes or is done.
+    runner = CampaignRunner(campaign, db, consumers=[])
+    progress = Progress(report, runner.units, db, item_id, item.source_path)
+    wired(runner)
     threading.Thread(target=read_commands, daemon=True, name="commands").start()
     threading.Thread(target=send_health, daemon=True, name="health").start()
     runlog.note(f"campaign {campaign.name} starting from the daemon's queue item {item_id}: "
@@ -207,6 +227,9 @@ def run_item(db: Path, item_id: int, report: Reporter) -> int:
     try:
         with signals_interrupt():
             outcome = runner.run()
+            if outcome.finished_before and item.campaign_uid is None:
+                runner = wired(CampaignRunner(campaign, db, consumers=[], again=True))
+                outcome = runner.run()
     except PauseRequested:
         return end(EXIT_PAUSED, "paused after a unit; `hilbench queue resume` goes on")
     except Interrupted as exc:
@@ -234,6 +257,8 @@ def run_item(db: Path, item_id: int, report: Reporter) -> int:
             recorder.close()
     message = (f"{outcome.completed} run(s) completed, {outcome.skipped} resumed from earlier, "
                f"{outcome.failed} failed")
+    if outcome.finished_before:
+        message = f"campaign {outcome.campaign_uid[:8]} had already finished; nothing ran"
     return end(1 if outcome.failed else 0, message)
 
 

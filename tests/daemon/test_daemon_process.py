@@ -21,13 +21,17 @@ def test_queued_campaigns_run_in_order_and_reach_the_history(tmp_path, daemon_at
     second = qubo_campaign(tmp_path, "second", 2)
     assert hilbench("queue", "add", first, "--db", db).returncode == 0
     assert hilbench("queue", "add", second, "--db", db, "--priority", "1").returncode == 0
+    assert hilbench("queue", "add", first, "--db", db).returncode == 0  # the same file again
     d = daemon_at(db).start()
-    d.wait_until(lambda s: len(history(db)) == 2 and s["daemon"]["state"] == "idle",
-                 "both items done")
+    d.wait_until(lambda s: len(history(db)) == 3 and s["daemon"]["state"] == "idle",
+                 "every item done")
     rows = history(db)
-    assert [r["name"] for r in rows] == ["first", "second"]  # newest first: priority ran first
+    # newest first: the higher priority ran first, then the two items of one file in order
+    assert [(r["id"], r["name"]) for r in rows] == [(3, "first"), (1, "first"), (2, "second")]
     assert all(r["exit_status"] == "completed" for r in rows)
-    assert sorted(len(r["run_uids"]) for r in rows) == [2, 3]
+    assert [len(r["run_uids"]) for r in rows] == [3, 3, 2]
+    # queued again, a finished campaign runs again as a new campaign
+    assert rows[0]["campaign_uid"] != rows[1]["campaign_uid"]
     assert all(r["started_at"] <= r["stopped_at"] for r in rows)
 
 
