@@ -14,7 +14,7 @@ import pytest
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # Bench locks (hilbench.orchestrator.bench_lock) of this test session only: the campaigns
+    # Bench locks (hilbench.orchestrator.locks) of this test session only: the campaigns
     # of another suite running on the same machine are not this one's bench.
     os.environ["HILBENCH_LOCK_DIR"] = tempfile.mkdtemp(prefix="hilbench-test-locks-")
     config.addinivalue_line(

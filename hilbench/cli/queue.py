@@ -61,6 +61,17 @@ def _fail(exc: Exception) -> None:
     raise SystemExit(EXIT_USAGE)
 
 
+def _change(db: Path | None, change: Any) -> Any:
+    """Apply ``change(queue)``; a refused change is exit 2 with the reason."""
+    from hilbench.daemon.queue_db import QueueError
+
+    with _open(db) as q:
+        try:
+            return change(q)
+        except QueueError as exc:
+            _fail(exc)
+
+
 @click.group()
 def queue() -> None:
     """The daemon's queue of campaigns (kept in the store; see `hilbench daemon`).
@@ -117,13 +128,7 @@ def queue_list(db: Path | None, as_json: bool) -> None:
 @_DB_OPTION
 def queue_remove(item_id: int, db: Path | None) -> None:
     """Take a waiting item off the queue (it goes to the history as 'removed')."""
-    from hilbench.daemon.queue_db import QueueError
-
-    with _open(db) as q:
-        try:
-            q.remove(item_id)
-        except QueueError as exc:
-            _fail(exc)
+    _change(db, lambda q: q.remove(item_id))
     click.echo(f"removed item {item_id}")
 
 
@@ -133,14 +138,12 @@ def queue_remove(item_id: int, db: Path | None) -> None:
 @_DB_OPTION
 def queue_move(item_id: int, before: int, db: Path | None) -> None:
     """Move an item in front of another (it takes that item's priority)."""
-    from hilbench.daemon.queue_db import QueueError
 
-    with _open(db) as q:
-        try:
-            q.move(item_id, before)
-        except QueueError as exc:
-            _fail(exc)
-        order = [i.id for i in q.items()]
+    def move(q: Any) -> list[int]:
+        q.move(item_id, before)
+        return [i.id for i in q.items()]
+
+    order = _change(db, move)
     click.echo(f"moved item {item_id}; queue order: {' '.join(map(str, order))}")
 
 
@@ -279,11 +282,5 @@ def schedule_list(db: Path | None, as_json: bool) -> None:
 @_DB_OPTION
 def schedule_remove(schedule_id: int, db: Path | None) -> None:
     """Delete a schedule (items it queued stay queued)."""
-    from hilbench.daemon.queue_db import QueueError
-
-    with _open(db) as q:
-        try:
-            q.remove_schedule(schedule_id)
-        except QueueError as exc:
-            _fail(exc)
+    _change(db, lambda q: q.remove_schedule(schedule_id))
     click.echo(f"removed schedule {schedule_id}")

@@ -13,7 +13,6 @@ history without running again; otherwise the runner resumes it, each unit exactl
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -38,6 +37,7 @@ from hilbench.daemon.queue_db import Item, QueueDB
 from hilbench.daemon.sdnotify import SystemdNotifier
 from hilbench.daemon.worker import EXIT_BUSY, EXIT_PAUSED
 from hilbench.lifeline import call_on_signal, dies_with_parent
+from hilbench.orchestrator.locks import Held, hold
 from hilbench.store.paths import logs_dir
 
 log = logging.getLogger(__name__)
@@ -123,17 +123,11 @@ class Daemon:
     # -- start and stop ------------------------------------------------------------------------
     def _hold_daemon_lock(self) -> None:
         """One daemon per store; the kernel frees the lock however the daemon dies."""
-        self._lock_file = open(self.logs / "daemon.lock", "a+", encoding="utf-8")  # noqa: SIM115
         try:
-            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self._lock_file.seek(0)
-            holder = self._lock_file.read().strip() or "another process"
-            raise DaemonError(f"a daemon already serves {self.db} ({holder})") from None
-        self._lock_file.seek(0)
-        self._lock_file.truncate()
-        self._lock_file.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
-        self._lock_file.flush()
+            self._lock_file = hold(self.logs / "daemon.lock",
+                                   f"pid {os.getpid()} on {socket.gethostname()}")
+        except Held as exc:
+            raise DaemonError(f"a daemon already serves {self.db} ({exc.holder})") from None
 
     def _wait_for_old_worker(self) -> None:
         """A worker of a killed daemon got SIGTERM from the kernel and is closing its run;

@@ -154,11 +154,11 @@ def run_item(db: Path, item_id: int, report: Reporter) -> int:
         import tomli as tomllib
 
     from hilbench.daemon.queue_db import QueueDB
-    from hilbench.orchestrator.bench_lock import BenchBusy
     from hilbench.orchestrator.campaign import CampaignError, parse_campaign
     from hilbench.orchestrator.client import AgentUnreachable
     from hilbench.orchestrator.instruments import InstrumentFault
     from hilbench.orchestrator.interrupt import Interrupted, signals_interrupt
+    from hilbench.orchestrator.locks import BenchBusy
     from hilbench.orchestrator.recorder import JsonlRecorder
     from hilbench.orchestrator.runlog import RunLog
     from hilbench.orchestrator.runner import (

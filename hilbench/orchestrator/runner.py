@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import fcntl
 import logging
 import os
 import socket
@@ -33,7 +32,6 @@ from hilbench.documents import (
     RunStop,
     new_uid,
 )
-from hilbench.orchestrator.bench_lock import BenchBusy, bench_lock
 from hilbench.orchestrator.campaign import AgentSpec, Campaign
 from hilbench.orchestrator.client import AgentClient, AgentError, AgentLost
 from hilbench.orchestrator.instruments import InstrumentFault, InstrumentSet
@@ -43,11 +41,12 @@ from hilbench.orchestrator.interrupt import (
     raise_if_interrupted,
 )
 from hilbench.orchestrator.listener import AgentListener
+from hilbench.orchestrator.locks import BenchBusy, Held, bench_lock, hold
 from hilbench.orchestrator.phases import RunContext
 from hilbench.orchestrator.procedure import Unit, expand_all
 from hilbench.orchestrator.resume import ResumePlan, plan_resume
 from hilbench.orchestrator.spawn import SpawnedProcess, spawn_agent
-from hilbench.private_files import open_private, private_dir
+from hilbench.private_files import private_dir
 from hilbench.simulation import run_simulation
 from hilbench.store import StoreError, StoreFault, StoreWriter
 from hilbench.store.errors import is_storage_fault
@@ -104,20 +103,14 @@ def _campaign_lock(log_dir: Path, campaign: Campaign, store_path: Path) -> Itera
     left by a dead orchestrator, never by one still running."""
     private_dir(log_dir)
     path = log_dir / f"campaign-{campaign.config_hash()[:16]}.lock"
-    with open_private(path, "a+") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            holder = fh.read().strip() or "another process"
-            raise CampaignSetupError(
-                f"campaign {campaign.name} is already running against {store_path} "
-                f"({holder}); wait for it or stop it first"
-            ) from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
-        fh.flush()
+    try:
+        fh = hold(path, f"pid {os.getpid()} on {socket.gethostname()}")
+    except Held as exc:
+        raise CampaignSetupError(
+            f"campaign {campaign.name} is already running against {store_path} "
+            f"({exc.holder}); wait for it or stop it first"
+        ) from None
+    with fh:
         yield
 
 

@@ -1,4 +1,7 @@
-"""A bench's agents and instruments belong to one campaign at a time, on this host.
+"""Locks that the kernel releases however their holder dies: a campaign in a store, a bench,
+a daemon.
+
+A bench's agents and instruments belong to one campaign at a time, on this host.
 
 Every campaign (``hilbench run``, the daemon's worker) takes an exclusive ``flock`` on each
 thing it drives: each agent address (or, for agents it spawns and simulated meters, this host's
@@ -21,7 +24,9 @@ import socket
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
+
+from hilbench.private_files import open_private
 
 if TYPE_CHECKING:
     from hilbench.orchestrator.campaign import Campaign
@@ -29,6 +34,32 @@ if TYPE_CHECKING:
 
 class BenchBusy(RuntimeError):
     """Another campaign holds an agent or instrument this one needs; the message names it."""
+
+
+class Held(Exception):
+    """Another process holds the lock; ``holder`` is the line it wrote."""
+
+    def __init__(self, holder: str) -> None:
+        super().__init__(holder)
+        self.holder = holder
+
+
+def hold(path: Path, who: str) -> IO[str]:
+    """Open and flock ``path`` until the returned file is closed or this process dies, with
+    ``who`` written in it for the next asker; raise Held with the holder's line if taken."""
+    fh = open_private(path, "a+")  # held past this function; a new lock file is owner-only
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.seek(0)
+        holder = fh.read().strip() or "another process"
+        fh.close()
+        raise Held(holder) from None
+    fh.seek(0)
+    fh.truncate()
+    fh.write(who + "\n")
+    fh.flush()
+    return fh
 
 
 def lock_dir() -> Path:
@@ -75,20 +106,13 @@ def bench_lock(campaign: Campaign) -> contextlib.ExitStack:
         taking.enter_context(stack)  # closed (locks released) if one lock is refused
         for name in resources(campaign):
             path = folder / f"{hashlib.sha256(name.encode()).hexdigest()[:20]}.lock"
-            fh = stack.enter_context(open(path, "a+", encoding="utf-8"))
             try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                fh.seek(0)
-                other = fh.read().strip() or "another process"
+                stack.enter_context(hold(path, who))
+            except Held as exc:
                 raise BenchBusy(
-                    f"{name} is in use by {other}; campaign {campaign.name} not started "
+                    f"{name} is in use by {exc.holder}; campaign {campaign.name} not started "
                     "(one campaign per bench at a time: wait for it, stop it, or queue this one "
                     "with `hilbench queue add`)"
                 ) from None
-            fh.seek(0)
-            fh.truncate()
-            fh.write(who + "\n")
-            fh.flush()
         taking.pop_all()
     return stack
