@@ -158,7 +158,7 @@ def unit_keys(path: Path) -> set[str]:
     from hilbench.orchestrator.campaign import load_campaign
     from hilbench.orchestrator.procedure import expand_all
 
-    return {u.key for u in expand_all(load_campaign(path))}
+    return {str(u.key) for u in expand_all(load_campaign(path))}
 
 
 def rates(db: Path) -> tuple[float, float]:
