@@ -132,8 +132,11 @@ def flat_cost(units: int, nodes: str, timeout_s: float, meter: bool, trace: bool
     last = tenth / (stamps[-1] - stamps[-1 - tenth])
     growth = _slope(list(range(tenth, total)), [float(r) for r in rss[tenth:]])
     click.echo(f"runs: {total} in {elapsed:.1f} s ({total / elapsed:.1f} runs/s overall)")
+    half = total // 2
+    late = _slope(list(range(half, total)), [float(r) for r in rss[half:]])
     click.echo(f"RSS after the first tenth {rss[tenth - 1] / 2**20:.1f} MiB, at the end "
-               f"{rss[-1] / 2**20:.1f} MiB")
+               f"{rss[-1] / 2**20:.1f} MiB ({late:+.0f} B/run over the second half: caches "
+               "that fill up, such as SQLite's 2 MiB page cache, grow early and stop)")
     for name, start_rss in children.get(tenth, {}).items():
         end_rss = children.get(total, {}).get(name)
         if end_rss is not None:
