@@ -70,14 +70,22 @@ def _write_campaign(writer: StoreWriter, name: str, runs: int, rng: np.random.Ge
         writer(Samples(run, solve, "dmm", "W", ts, 30 + rng.standard_normal(20)))
         writer(PhaseStop(solve, run, t + 0.02 + timeout, "success"))
         gap = abs(rng.normal(0.05, 0.02))
+        feasible = rng.random() > 0.02
+        actual = timeout * (1.02 if rng.random() > 0.05 else 1.3)
         for metric, value, unit, unc in (
+            ("requested_s", timeout, "s", None),
+            ("actual_s", actual, "s", None),
+            ("overrun", float(actual > timeout * 1.05 and actual - timeout > 5e-4), "", None),
+            ("feasible", float(feasible), "", None),
             ("cost", float(-n // 10), "", None),
-            ("bks_gap", gap, "", None),
+            ("bks_gap", gap if feasible else None, "", None),
             ("run_time_s", timeout * 1.02, "s", 1e-6),
             ("avg_power_w", 30 + rng.normal(), "W", 0.4),
             ("energy_j", (30 + rng.normal()) * timeout, "J", 0.01),
         ):
-            writer(Metric(run, metric, value, unit, unc))
+            writer(Metric(run, metric, value, unit, unc,
+                          meta={"target": -n // 10, "target_source": "published"}
+                          if metric == "bks_gap" else {}))
         status = "success" if rng.random() > 0.01 else "fail"
         writer(RunStop(run, t + 0.03 + timeout, status, "" if status == "success" else "bench"))
         t += 0.05 + timeout

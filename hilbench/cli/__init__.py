@@ -28,6 +28,7 @@ SUBCOMMANDS: dict[str, str] = {
     "run": "hilbench.cli.run:run",
     "demo": "hilbench.cli.run:demo",
     "results": "hilbench.cli.results:results",
+    "summary": "hilbench.cli.summary:summary",
     "campaign": "hilbench.cli.campaign:campaign",
     "qubo": "hilbench.cli.qubo:qubo",
     "bench": "hilbench.cli.bench:bench",

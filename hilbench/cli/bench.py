@@ -22,6 +22,7 @@ BENCHMARKS: dict[str, str] = {
     "status": "hilbench.bench.daemon_figures:status",
     "daemon-overhead": "hilbench.bench.daemon_figures:daemon_overhead",
     "schedule": "hilbench.bench.daemon_figures:schedule_timing",
+    "summary": "hilbench.bench.summary_scale:summary_scale",
 }
 
 

@@ -275,10 +275,12 @@ def phase_power(
         )
     sel = select_window(t, window.start, window.end, aperture_s=aperture, boundary=boundary)
     if sel.n < 2:
+        # Said so that a reader sees the cause (a window shorter than two readings) and the
+        # same cause reads the same in every run of a table (durations to 2 digits).
         raise ValueError(
-            f"{window.name} window {window.start:g}..{window.end:g} s holds {sel.n} usable "
-            f"reading(s) under boundary policy {boundary!r} "
-            f"(readings span {t[0]:g}..{t[-1] + aperture:g} s); need at least 2"
+            f"too short for a power figure: the {_duration(window.end - window.start)} "
+            f"{window.name} window holds {sel.n} whole meter reading(s) (one every "
+            f"{_duration(interval)}, boundary policy {boundary!r}); at least 2 are needed"
         )
     x = watts[sel.indices]
     w = sel.weights
@@ -433,3 +435,12 @@ def pool_estimates(estimates: Sequence[PowerEstimate]) -> PowerEstimate:
         within_windows_se_w=within,
         coverage=min(e.coverage for e in estimates),
     )
+
+
+def _duration(seconds: float) -> str:
+    """``1.0 ms``, ``25 ms``, ``1.2 s``: two significant digits, for messages."""
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if abs(seconds) >= scale or unit == "µs":
+            return f"{seconds / scale:.2g} {unit}" if seconds / scale < 10 else \
+                f"{seconds / scale:.0f} {unit}"
+    return f"{seconds:g} s"

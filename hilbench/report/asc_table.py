@@ -7,7 +7,7 @@ without its method is not a NeuroBench result. Execution times carry their stand
 power and energy their 95 % expanded uncertainty. With several runs (trials) of one
 configuration the figure is their mean; the instrument's calibration errors (gain, offset,
 supply voltage) are common to all runs and do not average out, the rest does. Each figure says
-whether every trial lies within 5 % of that mean (NeuroBench's 5-trial rule) and flags it if not.
+its per-trial values, which :mod:`hilbench.report.trials` checks by NeuroBench's 5-trial rule.
 """
 
 from __future__ import annotations
@@ -20,14 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
-from hilbench.report.table import format_quantity
-from hilbench.simulation import mark
-from hilbench.store import Store
+from hilbench.report.campaign_data import CampaignData, load_campaign_data
+from hilbench.report.table import EMPTY, Cell, Column, Table, format_quantity
 
 STAGES = ("preprocessing", "inference")
-TRIAL_TOLERANCE = 0.05  # NeuroBench: the mean of 5 trials within 5 % of the reported result
 # Budget components that one instrument contributes identically to every run.
 COMMON_MODE = ("instrument gain", "instrument offset", "supply voltage")
 DEFAULT_TIMING = "pre-processing and inference timed on the device's clock"
@@ -41,15 +38,9 @@ class Figure:
     uncertainty: float | None
     unit: str
     runs: int
-    worst_deviation: float | None = None  # max |trial - mean| / |mean|; None for one run
+    trials: tuple[float, ...] = ()  # the per-trial values (two or more trials)
     reason: str = ""
-
-    @property
-    def trials_agree(self) -> bool | None:
-        """Every trial within 5 % of the mean (None: a single trial, nothing to check)."""
-        if self.worst_deviation is None:
-            return None
-        return self.worst_deviation <= TRIAL_TOLERANCE
+    meta: dict[str, Any] = field(default_factory=dict)  # the first run's metric meta
 
 
 @dataclass
@@ -83,31 +74,32 @@ def _table_of(params: dict[str, Any]) -> str:
                       default=str)
 
 
-def asc_groups(store_path: Path, campaign_uid: str) -> list[AscGroup]:
+def asc_groups(store_path: Path | CampaignData, campaign_uid: str = "") -> list[AscGroup]:
     """The campaign's ASC runs, grouped by agent and table, metrics keyed by name."""
+    data = (store_path if isinstance(store_path, CampaignData)
+            else load_campaign_data(store_path, campaign_uid))
     groups: dict[tuple[str, str], AscGroup] = {}
-    with Store(store_path) as store:
-        for run in store.runs(campaign_uid):
-            if not str(run["procedure"]).startswith("asc."):
-                continue
-            params = run["params"]
-            key = (str(params.get("agent")), _table_of(params))
-            if key not in groups:
-                groups[key] = AscGroup(agent=key[0], params=params,
-                                       timing=_device_timing(run, key[0]))
-            group = groups[key]
-            if run["status"] != "success":
-                group.failed.append(f"{run['unit_key']}: {run['status']} {run['reason'] or ''}")
-                continue
-            metrics = {m["name"]: m for m in store.metrics(run["uid"])}
-            part: str | int = "single"
-            if run["procedure"] == "asc.single_stream":
-                group.single.append(metrics)
-            elif run["procedure"] == "asc.power":
-                part = int(params.get("stream_samples", 1))
-                group.power.setdefault(part, []).append(metrics)
-            if run.get("simulated"):
-                group.simulation[part] = run.get("simulation") or "simulated"
+    for run in data.runs:
+        if not str(run["procedure"]).startswith("asc."):
+            continue
+        params = run["params"]
+        key = (str(params.get("agent")), _table_of(params))
+        if key not in groups:
+            groups[key] = AscGroup(agent=key[0], params=params,
+                                   timing=_device_timing(run, key[0]))
+        group = groups[key]
+        if run["status"] != "success":
+            group.failed.append(f"{run['unit_key']}: {run['status']} {run['reason'] or ''}")
+            continue
+        metrics = run["metrics"]
+        part: str | int = "single"
+        if run["procedure"] == "asc.single_stream":
+            group.single.append(metrics)
+        elif run["procedure"] == "asc.power":
+            part = int(params.get("stream_samples", 1))
+            group.power.setdefault(part, []).append(metrics)
+        if run.get("simulated"):
+            group.simulation[part] = run.get("simulation") or "simulated"
     return list(groups.values())
 
 
@@ -164,76 +156,98 @@ def combine(runs: list[dict[str, dict[str, Any]]], name: str) -> Figure | None:
         reason = "; ".join(sorted(r for r in reasons if r))
         return Figure(None, None, unit, len(found), reason=reason)
     mean = statistics.fmean(values)
-    worst = None
-    if len(values) > 1 and mean != 0:
-        worst = max(abs(v - mean) for v in values) / abs(mean)
-    return Figure(mean, mean_uncertainty(found), unit, len(found), worst)
+    trials = tuple(values) if len(values) > 1 else ()
+    return Figure(mean, mean_uncertainty(found), unit, len(found), trials,
+                  meta=found[0].get("meta") or {})
 
 
-def format_figure(fig: Figure | None, *, percent: bool = False) -> str:
+def format_figure(fig: Figure | None) -> str:
     """``12.01 ± 0.11 W`` with an SI prefix chosen for the value; ``n/m`` when not measured."""
     if fig is None:
         return "—"
     if fig.value is None:
         return "n/m"
-    if percent:
-        text = f"{100 * fig.value:.2f} %"
-        if fig.uncertainty is not None:
-            text = f"{100 * fig.value:.2f} ± {100 * fig.uncertainty:.2f} %"
-    else:
-        text = format_quantity(fig.value, fig.uncertainty, fig.unit)
-    if fig.worst_deviation is not None:
-        if fig.trials_agree:
-            text += f" ({fig.runs} trials, all within 5 %)"
-        else:
-            text += (f" ({fig.runs} trials: NOT all within 5 %, "
-                     f"worst {100 * fig.worst_deviation:.1f} %)")
-    return text
+    return format_quantity(fig.value, fig.uncertainty, fig.unit)
 
 
-def _accuracy(group: AscGroup) -> Figure | None:
-    """Accuracy with its clip-aware 95 % interval (half-width), as stored per run."""
-    return combine(group.single, "accuracy")
+def figure_cell(fig: Figure | None, simulated: bool, *, zero_note: str = "") -> Cell:
+    """A figure as a table cell: its trials for the 5-trial rule, why it is missing, and
+    (``zero_note``) what an uncertainty of exactly 0 means for it."""
+    if fig is None:
+        return EMPTY
+    if fig.value is None:
+        return Cell(None, unit=fig.unit, simulated=simulated,
+                    missing=fig.reason or "not measured")
+    note = zero_note if fig.uncertainty == 0 and zero_note else ""
+    return Cell(fig.value, fig.uncertainty, fig.unit, simulated=simulated, trials=fig.trials,
+                note=note)
+
+
+def _accuracy_cell(group: AscGroup) -> Cell:
+    """Accuracy with its clip-aware 95 % interval, shown as an interval (it is not symmetric
+    near 100 %: ``100 % (68–100 %)``, never ``100.00 ± 16.22 %``)."""
+    fig = combine(group.single, "accuracy")
+    if fig is None or fig.value is None:
+        return figure_cell(fig, group.simulated("single"))
+    lows = [(r["accuracy"].get("meta") or {}).get("interval95") for r in group.single]
+    interval = None
+    note = ""
+    if len(lows) == 1 and lows[0]:
+        interval = (float(lows[0][0]), float(lows[0][1]))
+        meta = group.single[0]["accuracy"].get("meta") or {}
+        note = (f"95 % interval over {meta.get('samples')} test samples from "
+                f"{meta.get('clips')} clips (Wilson; the slices of one clip are correlated, so "
+                "the clips set its width)")
+    return Cell(fig.value, fig.uncertainty, kind="percent", simulated=group.simulated("single"),
+                trials=fig.trials, interval=interval, note=note)
 
 
 def _stream_label(stream: int) -> str:
     return "one sample repeated" if stream == 1 else f"{stream} s streams, amortised"
 
 
+def _zero_time_note(simulated: bool) -> str:
+    where = "the simulated device's" if simulated else "the device's"
+    return (f"standard error 0: every sample took exactly the same time by {where} timer "
+            "(no spread to estimate an error from)")
+
+
+COLUMNS = [Column("metric", key=True, align="left"), Column("pre-processing"),
+           Column("inference")]
+
+
 def asc_table(group: AscGroup, title: str) -> Table:
-    table = Table(title=title)
-    table.add_column("metric", no_wrap=True)
-    table.add_column("pre-processing", justify="right", no_wrap=True)
-    table.add_column("inference", justify="right", no_wrap=True)
-    accuracy = _accuracy(group)
+    """One agent's ASC figures in the layout of NeuroBench's Table 6."""
+    table = Table(f"asc.table6/{group.agent}", title, list(COLUMNS))
     sim = group.simulated("single")
-    table.add_row("accuracy (test split, 95 % clip-aware)",
-                  mark(format_figure(accuracy, percent=True), sim), "")
-    table.add_row(
-        "execution time (mean ± s.e.)",
-        mark(format_figure(combine(group.single, "preprocess_time_s")), sim),
-        mark(format_figure(combine(group.single, "inference_time_s")), sim),
-    )
+    table.add(Cell.of_text("accuracy (test split)"), _accuracy_cell(group), Cell.of_text(""),
+              ident="accuracy")
+    zero = _zero_time_note(sim)
+    table.add(Cell.of_text("execution time (mean ± s.e.)"),
+              figure_cell(combine(group.single, "preprocess_time_s"), sim, zero_note=zero),
+              figure_cell(combine(group.single, "inference_time_s"), sim, zero_note=zero),
+              ident="execution time")
     for stream in sorted(group.power):
         runs = group.power[stream]
         label = _stream_label(stream)
         sim = group.simulated(stream)
-        idle = mark(format_figure(combine(runs, "idle_power_w")), sim)
-        table.add_section()
-        table.add_row(
-            f"execution time in power windows ({label})",
-            *(mark(format_figure(combine(runs, f"loop_time_s.{s}")), sim) for s in STAGES),
-        )
-        table.add_row(f"idle power ({label})", idle, idle)
+        idle = figure_cell(combine(runs, "idle_power_w"), sim)
+        table.add(Cell.of_text(f"power: {label}"), Cell.of_text(""), Cell.of_text(""),
+                  section=True, ident=f"power: {label}")
+        table.add(Cell.of_text("execution time in power windows"),
+                  *(figure_cell(combine(runs, f"loop_time_s.{s}"), sim,
+                                zero_note=_zero_time_note(sim)) for s in STAGES),
+                  ident=f"execution time in power windows ({label})")
+        table.add(Cell.of_text("idle power"), idle, idle, ident=f"idle power ({label})")
         for title_, name in (
             ("active power", "active_power_w"),
             ("dynamic power", "dynamic_power_w"),
             ("dynamic energy / inference", "energy_per_inference_j"),
         ):
-            table.add_row(
-                f"{title_} ({label})",
-                *(mark(format_figure(combine(runs, f"{name}.{s}")), sim) for s in STAGES),
-            )
+            table.add(Cell.of_text(title_),
+                      *(figure_cell(combine(runs, f"{name}.{s}"), sim) for s in STAGES),
+                      ident=f"{title_} ({label})")
+    table.notes += describe(group)
     return table
 
 
@@ -263,33 +277,12 @@ def describe(group: AscGroup) -> list[str]:
         lines.append("power: not measured (power = false)")
     for stream in sorted(group.power):
         lines.append(_power_description(stream, group.power[stream]))
-    lines.append(_trials_line(group))
     for failure in group.failed:
         lines.append(f"failed run: {failure}")
     for part, what in sorted(group.simulation.items(), key=str):
         which = "single stream" if part == "single" else f"power ({_stream_label(int(part))})"
         lines.append(f"SIMULATED {which}: {what}")
     return lines
-
-
-def _trials_line(group: AscGroup) -> str:
-    """NeuroBench's 5-trial rule over the group's runs: which figures break it, if any."""
-    parts: list[tuple[str, list[dict[str, dict[str, Any]]]]] = [("single stream", group.single)]
-    parts += [(_stream_label(s), runs) for s, runs in sorted(group.power.items())]
-    trials = max((len(runs) for _, runs in parts), default=0)
-    if trials < 2:
-        return (f"trials: {trials} (NeuroBench reports the mean of 5 trials, each within 5 %: "
-                "hilbench run --trials 5)")
-    off = []
-    for label, runs in parts:
-        for name in sorted({n for r in runs for n in r}):
-            fig = combine(runs, name)
-            if fig is not None and fig.trials_agree is False:
-                assert fig.worst_deviation is not None
-                off.append(f"{name} ({label}) {100 * fig.worst_deviation:.1f} %")
-    if not off:
-        return f"trials: {trials}; every figure's trials lie within 5 % of their mean"
-    return f"trials: {trials}; FLAG, trials more than 5 % from the mean: {', '.join(off)}"
 
 
 def _power_description(stream: int, runs: list[dict[str, dict[str, Any]]]) -> str:
@@ -345,9 +338,16 @@ def _power_description(stream: int, runs: list[dict[str, dict[str, Any]]]) -> st
     return "; ".join(parts)
 
 
+def tables(data: CampaignData) -> list[Table]:
+    """One Table-6 table per ASC table and agent, its measurement description as notes."""
+    return [asc_table(group, f"{data.name}: ASC on {group.agent} (NeuroBench Table 6 layout)")
+            for group in asc_groups(data)]
+
+
 def print_summary(store_path: Path, campaign_uid: str, console: Console, name: str) -> None:
-    """Print one Table-6 table and its measurement description per ASC table and agent."""
-    for group in asc_groups(store_path, campaign_uid):
-        console.print(asc_table(group, f"{name}: ASC on {group.agent} (NeuroBench Table 6 layout)"))
-        for line in describe(group):
-            console.print(f"  {line}", highlight=False, soft_wrap=True)
+    """Print the campaign's ASC tables (see :func:`hilbench.report.summary.print_summary`)."""
+    from hilbench.report.summary import print_tables
+
+    data = load_campaign_data(store_path, campaign_uid)
+    data.name = name
+    print_tables(tables(data), console)

@@ -5,51 +5,54 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.console import Console
-from rich.table import Table
-
-from hilbench.store import Store
+from hilbench.report.campaign_data import CampaignData, load_campaign_data
+from hilbench.report.table import Cell, Column, Table
 
 
-def largest_rows(store_path: Path, campaign_uid: str) -> list[dict]:
+def largest_rows(store_path: Path | CampaignData, campaign_uid: str = "") -> list[dict]:
+    data = (store_path if isinstance(store_path, CampaignData)
+            else load_campaign_data(store_path, campaign_uid))
     rows = []
-    with Store(store_path) as store:
-        for run in store.runs(campaign_uid):
-            if run["params"].get("scenario") != "largest_workload":
-                continue
-            metrics = {m["name"]: m for m in store.metrics(run["uid"])}
-            largest = metrics.get("largest_nodes")
-            if largest is None:
-                continue
-            rows.append(
-                {
-                    "agent": next(iter(run["agents"]), "?"),
-                    "density": run["params"]["density"],
-                    "solver": run["params"]["solver"],
-                    "nodes": largest["value"],
-                    "edges": metrics.get("largest_edges", {}).get("value"),
-                    "reason": largest["meta"]["stop_reason"],
-                    "detail": largest["meta"]["detail"],
-                }
-            )
+    for run in data.runs:
+        if run["params"].get("scenario") != "largest_workload":
+            continue
+        metrics = run["metrics"]
+        largest = metrics.get("largest_nodes")
+        if largest is None:
+            continue
+        rows.append(
+            {
+                "agent": next(iter(run["agents"]), "?"),
+                "density": run["params"]["density"],
+                "solver": run["params"]["solver"],
+                "nodes": largest["value"],
+                "edges": metrics.get("largest_edges", {}).get("value"),
+                "reason": largest["meta"]["stop_reason"],
+                "detail": largest["meta"]["detail"],
+                "simulated": bool(run.get("simulated")),
+            }
+        )
     return rows
 
 
-def print_summary(store_path: Path, campaign_uid: str, console: Console, name: str) -> None:
-    rows = largest_rows(store_path, campaign_uid)
-    if not rows:
-        return
-    table = Table(title=f"{name}: largest workload supported")
-    for col in ("agent", "dens.", "solver", "largest n", "edges", "stopped", "why"):
-        table.add_column(col, justify="right" if col in ("largest n", "edges") else "left")
+def largest_table(rows: list[dict], title: str) -> Table:
+    table = Table("qubo.largest_workload", title, [
+        Column("agent", key=True, align="left"), Column("dens.", key=True),
+        Column("solver", key=True, align="left"), Column("largest n"), Column("edges"),
+        Column("stopped", align="left"),
+    ])
     for r in rows:
-        table.add_row(
-            r["agent"],
-            f"{r['density']:g}",
-            r["solver"],
-            "none" if r["nodes"] is None else f"{int(r['nodes'])}",
-            "-" if r["edges"] is None else f"{int(r['edges'])}",
-            r["reason"],
-            r["detail"],
+        table.add(
+            Cell.of_text(r["agent"]), Cell.of_text(f"{r['density']:g}"),
+            Cell.of_text(r["solver"]),
+            Cell(r["nodes"], kind="count", simulated=r["simulated"],
+                 missing="no size returned a feasible answer" if r["nodes"] is None else ""),
+            Cell(r["edges"], kind="count") if r["edges"] is not None else Cell.of_text("-"),
+            Cell.of_text(r["reason"], note=r["detail"]),
         )
-    console.print(table)
+    return table
+
+
+def tables(data: CampaignData) -> list[Table]:
+    rows = largest_rows(data)
+    return [largest_table(rows, f"{data.name}: largest workload supported")] if rows else []

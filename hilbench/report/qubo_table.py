@@ -1,20 +1,25 @@
-"""The QUBO summary from stored runs only: per size × timeout × solver, the feasible fraction,
-the BKS-gap over feasible answers (infeasible ones are counted, never averaged), actual against
-requested time, power and energy. A run that overran its timeout is not an answer at that
-timeout: it is counted in its own column with its actual times, and left out of every other."""
+"""The QUBO fixed-timeout summary from stored runs only: per size × timeout × solver, the
+feasible fraction, the BKS-gap over feasible answers (infeasible ones are counted, never
+averaged), actual against requested time with overruns flagged, power and energy.
+
+With several trials (repetitions) a figure is the mean of the trials' figures (each the mean
+over the row's seeds in that trial), checked by NeuroBench's 5-trial rule
+(:mod:`hilbench.report.trials`).
+"""
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
+from hilbench.report.campaign_data import CampaignData, load_campaign_data
+from hilbench.report.table import Cell, Column, Table
 
-from hilbench.simulation import mark
-from hilbench.store import Store
+TRIAL_METRICS = ("bks_gap", "actual_s", "avg_power_w", "energy_j")
 
 
 @dataclass(frozen=True)
@@ -27,18 +32,19 @@ class GapRow:
     feasible: int  # runs whose state is an independent set
     mean_gap: float | None  # over feasible runs only; None when there is none
     worst_gap: float | None
-    mean_actual_s: float | None  # over the on-time runs (None: every run overran)
+    mean_actual_s: float
     max_actual_over_requested: float
-    overruns: int  # runs flagged: actual > requested + max(5 %, 0.5 ms); in no other figure
+    overruns: int  # runs flagged: actual > requested + max(5 %, 0.5 ms)
     mean_power_w: float | None  # None: power was not measured (see power_note)
     mean_energy_j: float | None
     power_note: str
     simulated: bool = False  # a run of the row used a simulated device or instrument
-    overrun_actual_s: tuple[float, ...] = ()  # the overrun runs' actual times
-
-    @property
-    def on_time(self) -> int:
-        return self.runs - self.overruns
+    power_uncertainty_w: float | None = None  # 95 %, of the mean
+    energy_uncertainty_j: float | None = None
+    mean_cost: float | None = None  # over feasible runs only
+    # metric -> the per-trial figures the mean is made of (only with two trials or more)
+    trials: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    gap_note: str = ""  # why a gap is below zero, when one is
 
     @property
     def feasible_fraction(self) -> float:
@@ -50,93 +56,192 @@ def _mean_or_none(values: list[float | None], runs: int) -> float | None:
     return statistics.fmean(known) if known and len(known) == runs else None
 
 
-def gap_rows(store_path: Path, campaign_uid: str) -> list[GapRow]:
+def _rss_mean(values: list[float | None]) -> float | None:
+    """The uncertainty of a mean of independent runs: root-sum-square over n."""
+    if not values or any(v is None for v in values):
+        return None
+    return math.sqrt(sum(v * v for v in values if v is not None)) / len(values)
+
+
+def gap_rows(store_path: Path | CampaignData, campaign_uid: str = "") -> list[GapRow]:
     """One row per (nodes, density, timeout, solver) of the campaign's fixed-timeout runs."""
+    data = (store_path if isinstance(store_path, CampaignData)
+            else load_campaign_data(store_path, campaign_uid))
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     notes: dict[tuple, str] = {}
     simulated: set[tuple] = set()
-    with Store(store_path) as store:
-        for run in store.runs(campaign_uid):
-            p = run["params"]
-            if run["status"] != "success" or p.get("scenario") != "fixed_timeout":
-                continue
-            metrics = {m["name"]: m for m in store.metrics(run["uid"])}
-            key = (p["nodes"], p["density"], p["timeout_s"], p["solver"])
-            groups[key].append({name: m["value"] for name, m in metrics.items()})
-            if run.get("simulated"):
-                simulated.add(key)
-            power_meta = metrics.get("avg_power_w", {}).get("meta") or {}
-            if power_meta.get("reason") and not power_meta.get("excluded"):
-                notes[key] = power_meta["reason"]
-    rows = []
-    for key in sorted(groups):
-        late = [r for r in groups[key] if r.get("overrun") == 1.0]
-        runs = [r for r in groups[key] if r.get("overrun") != 1.0]  # on time: the row's figures
-        feasible = [r for r in groups[key] if r.get("feasible") == 1.0]  # a property of answers
-        gaps = [r["bks_gap"] for r in feasible
-                if r.get("bks_gap") is not None and r.get("overrun") != 1.0]
-        ratios = [r["actual_s"] / r["requested_s"] for r in groups[key]]
-        rows.append(
-            GapRow(
-                nodes=key[0],
-                density=key[1],
-                timeout_s=key[2],
-                solver=key[3],
-                runs=len(groups[key]),
-                feasible=len(feasible),
-                mean_gap=statistics.fmean(gaps) if gaps else None,
-                worst_gap=max(gaps) if gaps else None,
-                mean_actual_s=statistics.fmean(r["actual_s"] for r in runs) if runs else None,
-                max_actual_over_requested=max(ratios),
-                overruns=len(late),
-                mean_power_w=_mean_or_none([r.get("avg_power_w") for r in runs], len(runs)),
-                mean_energy_j=_mean_or_none([r.get("energy_j") for r in runs], len(runs)),
-                power_note=notes.get(key, ""),
-                simulated=key in simulated,
-                overrun_actual_s=tuple(sorted(r["actual_s"] for r in late)),
-            )
-        )
-    return rows
+    beaten: dict[tuple, dict[int, tuple[int, Any]]] = defaultdict(dict)
+    for run in data.runs:
+        p = run["params"]
+        if run["status"] != "success" or p.get("scenario") != "fixed_timeout":
+            continue
+        metrics = run["metrics"]
+        key = (p["nodes"], p["density"], p["timeout_s"], p["solver"])
+        values = {name: m.value for name, m in metrics.items()}
+        values["_rep"] = p.get("repetition", 0)
+        power, energy = metrics.get("avg_power_w"), metrics.get("energy_j")
+        values["_power_u"] = power.uncertainty if power is not None else None
+        values["_energy_u"] = energy.uncertainty if energy is not None else None
+        groups[key].append(values)
+        if run.get("simulated"):
+            simulated.add(key)
+        if power is not None and power.value is None and key not in notes:
+            reason = (power.meta or {}).get("reason")
+            if reason:
+                notes[key] = str(reason)
+        gap = values.get("bks_gap")
+        if gap is not None and gap < 0:
+            beaten[key][int(p.get("seed", 0))] = (int(p.get("target", 0)),
+                                                  p.get("target_detail") or {})
+    return [_row(key, groups[key], notes.get(key, ""), key in simulated, beaten.get(key, {}))
+            for key in sorted(groups)]
 
 
-def _fmt(value: float | None, spec: str, missing: str = "n/m") -> str:
-    return missing if value is None else format(value, spec)
+def _row(key: tuple, runs: list[dict[str, Any]], power_note: str, simulated: bool,
+         beaten: dict[int, tuple[int, Any]]) -> GapRow:
+    feasible = [r for r in runs if r.get("feasible") == 1.0]
+    gaps = [r["bks_gap"] for r in feasible if r.get("bks_gap") is not None]
+    costs = [r["cost"] for r in feasible if r.get("cost") is not None]
+    ratios = [r["actual_s"] / r["requested_s"] for r in runs]
+    power = _mean_or_none([r.get("avg_power_w") for r in runs], len(runs))
+    energy = _mean_or_none([r.get("energy_j") for r in runs], len(runs))
+    row_trials = _trials(runs)
+    return GapRow(
+        nodes=key[0],
+        density=key[1],
+        timeout_s=key[2],
+        solver=key[3],
+        runs=len(runs),
+        feasible=len(feasible),
+        mean_gap=_trial_mean(row_trials, "bks_gap", gaps),
+        worst_gap=max(gaps) if gaps else None,
+        mean_actual_s=_trial_mean(row_trials, "actual_s", [r["actual_s"] for r in runs]) or 0.0,
+        max_actual_over_requested=max(ratios),
+        overruns=sum(1 for r in runs if r.get("overrun") == 1.0),
+        mean_power_w=None if power is None else _trial_mean(row_trials, "avg_power_w", [power]),
+        mean_energy_j=None if energy is None else _trial_mean(row_trials, "energy_j", [energy]),
+        power_note=power_note,
+        simulated=simulated,
+        power_uncertainty_w=None if power is None else _rss_mean([r["_power_u"] for r in runs]),
+        energy_uncertainty_j=(None if energy is None
+                              else _rss_mean([r["_energy_u"] for r in runs])),
+        mean_cost=statistics.fmean(costs) if costs else None,
+        trials=row_trials,
+        gap_note=_gap_note(beaten),
+    )
+
+
+def _trials(runs: list[dict[str, Any]]) -> dict[str, tuple[float, ...]]:
+    """Per metric, one figure per trial (repetition): the mean over that trial's runs (over
+    its feasible runs for the gap). Empty with a single trial."""
+    by_rep: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for r in runs:
+        by_rep[r["_rep"]].append(r)
+    if len(by_rep) < 2:
+        return {}
+    out: dict[str, tuple[float, ...]] = {}
+    for name in TRIAL_METRICS:
+        figures = []
+        for rep in sorted(by_rep):
+            values = [r.get(name) for r in by_rep[rep]
+                      if name != "bks_gap" or r.get("feasible") == 1.0]
+            if not values or None in values:
+                break
+            figures.append(math.fsum(values) / len(values))
+        else:
+            out[name] = tuple(figures)
+    return out
+
+
+def _trial_mean(trials: dict[str, tuple[float, ...]], name: str,
+                values: list[float]) -> float | None:
+    if name in trials:
+        return statistics.fmean(trials[name])
+    return statistics.fmean(values) if values else None
+
+
+def _gap_note(beaten: dict[int, tuple[int, Any]]) -> str:
+    """Why a gap is negative: an answer better than the target, which is then not optimal."""
+    if not beaten:
+        return ""
+    parts = []
+    for seed, (target, detail) in sorted(beaten.items()):
+        later = detail.get("later_optimum") if isinstance(detail, dict) else None
+        parts.append(f"seed {seed}: target {target}"
+                     + (f", an exact solver later found {later}" if later is not None else ""))
+    return ("a gap below 0 is an answer better than the official target, which is then not "
+            "optimal (" + "; ".join(parts) + "); the gap stays against the official target")
+
+
+COLUMNS = [
+    Column("nodes", key=True),
+    Column("dens.", key=True),
+    Column("timeout", unit="s", key=True),
+    Column("solver", key=True, align="left"),
+    Column("feasible"),
+    Column("gap mean"),
+    Column("gap max"),
+    Column("actual", unit="s"),
+    Column("overrun"),
+    Column("power", unit="W"),
+    Column("energy", unit="J"),
+]
 
 
 def gap_table(rows: list[GapRow], title: str) -> Table:
-    table = Table(title=title)
-    for col in (
-        "nodes",
-        "dens.",
-        "timeout s",
-        "solver",
-        "runs",
-        "feasible",
-        "gap mean",
-        "gap max",
-        "actual s",
-        "overrun",
-        "power W",
-        "energy J",
-    ):
-        table.add_column(col, justify="left" if col == "solver" else "right", no_wrap=True)
+    """The fixed-timeout rows as a summary table."""
+    table = Table("qubo.fixed_timeout", title, list(COLUMNS))
     for r in rows:
-        overrun = (
-            f"{r.overruns}/{r.runs}: " + ", ".join(f"{t:.3g}" for t in r.overrun_actual_s) + " s"
-            if r.overruns else "-"
+        sim = r.simulated
+        overrun = (f"{r.overruns}/{r.runs} ×{r.max_actual_over_requested:.2g}"
+                   if r.overruns else "-")
+        table.add(
+            Cell.of_text(str(r.nodes)),
+            Cell.of_text(f"{r.density:g}"),
+            Cell.of_text(f"{r.timeout_s:g}"),
+            Cell.of_text(r.solver),
+            Cell.of_text(f"{r.feasible}/{r.runs}"),
+            Cell(r.mean_gap, trials=r.trials.get("bks_gap", ()), note=r.gap_note
+                 if r.mean_gap is not None and r.mean_gap < 0 else "",
+                 missing="no feasible answer" if r.mean_gap is None else ""),
+            Cell(r.worst_gap, note=r.gap_note if r.worst_gap is not None and r.worst_gap < 0
+                 and not (r.mean_gap is not None and r.mean_gap < 0) else ""),
+            Cell(r.mean_actual_s, unit="s", prefix=False, trials=r.trials.get("actual_s", ())),
+            Cell.of_text(overrun),
+            Cell(r.mean_power_w, r.power_uncertainty_w, "W", simulated=sim, prefix=False,
+                 trials=r.trials.get("avg_power_w", ()),
+                 missing=_power_missing(r) if r.mean_power_w is None else ""),
+            Cell(r.mean_energy_j, r.energy_uncertainty_j, "J", simulated=sim, prefix=False,
+                 trials=r.trials.get("energy_j", ()),
+                 missing=_power_missing(r) if r.mean_energy_j is None else ""),
         )
-        table.add_row(
-            str(r.nodes),
-            f"{r.density:g}",
-            f"{r.timeout_s:g}",
-            r.solver,
-            str(r.runs),
-            f"{r.feasible}/{r.runs}",
-            _fmt(r.mean_gap, ".4f", "infeasible" if r.on_time else "-"),
-            _fmt(r.worst_gap, ".4f", "-"),
-            _fmt(r.mean_actual_s, ".4f", "-"),
-            overrun,
-            mark(_fmt(r.mean_power_w, ".2f"), r.simulated),
-            mark(_fmt(r.mean_energy_j, ".3g"), r.simulated),
-        )
+    table.notes += [
+        "gap = (cost − target) / |target| over feasible answers only (infeasible ones are "
+        "counted in 'feasible', never averaged); actual = solving time plus the cost check; "
+        "overrun: runs past the requested time by more than max(5 %, 0.5 ms), count and worst "
+        "ratio",
+        "power and energy: mean over the row's runs ± 95 % expanded uncertainty of that mean",
+        *_power_example(rows),
+    ]
     return table
+
+
+def _power_missing(row: GapRow) -> str:
+    """The cause, short enough that rows with the same cause share one footnote (the full
+    reason of one row is a note under the table)."""
+    if not row.power_note:
+        return "power not measured"
+    return f"power not measured: {row.power_note.split(': ', 1)[0]}"
+
+
+def _power_example(rows: list[GapRow]) -> list[str]:
+    missing = [r for r in rows if r.mean_power_w is None and r.power_note]
+    if not missing:
+        return []
+    r = missing[0]
+    return [f"power n/m, e.g. n={r.nodes} {r.solver} timeout {r.timeout_s:g} s: {r.power_note}"]
+
+
+def tables(data: CampaignData) -> list[Table]:
+    rows = gap_rows(data)
+    return [gap_table(rows, f"{data.name}: BKS-gap per size × timeout × solver")] if rows else []

@@ -4,6 +4,7 @@ and the mean latency and energy to reach it (from stored metrics only).
 Means are over the seeds that reached the gap (the leaderboard averages 5 seeds); the count
 beside them says how many did. Energy carries the root-sum-square of the runs' expanded
 uncertainties divided by the number of runs (the uncertainty of a mean of independent runs).
+With several trials (repetitions) the figures carry their per-trial means for the 5-trial rule.
 """
 
 from __future__ import annotations
@@ -11,13 +12,11 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from rich.console import Console
-from rich.table import Table
-
-from hilbench.store import Store
+from hilbench.report.campaign_data import CampaignData, load_campaign_data
+from hilbench.report.table import Cell, Column, Table
 
 
 @dataclass(frozen=True)
@@ -31,23 +30,31 @@ class TtsRow:
     mean_latency_s: float | None
     mean_energy_j: float | None
     energy_uncertainty_j: float | None
+    simulated: bool = False
+    trials: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
 
-def tts_rows(store_path: Path, campaign_uid: str) -> list[TtsRow]:
-    groups: dict[tuple, list[tuple[float | None, float | None, float | None]]] = defaultdict(list)
-    with Store(store_path) as store:
-        for run in store.runs(campaign_uid):
-            p = run["params"]
-            if run["status"] != "success" or p.get("scenario") != "time_to_solution":
-                continue
-            metrics = {m["name"]: m for m in store.metrics(run["uid"])}
-            for gap in p.get("gaps", []):
-                latency = metrics.get(f"tts_s@{gap:g}", {})
-                energy = metrics.get(f"tts_energy_j@{gap:g}", {})
-                key = (p["nodes"], p["density"], p["solver"], float(gap))
-                groups[key].append(
-                    (latency.get("value"), energy.get("value"), energy.get("uncertainty"))
-                )
+_Hit = tuple[float | None, float | None, float | None, int]  # latency, energy, its U95, rep
+
+
+def tts_rows(store_path: Path | CampaignData, campaign_uid: str = "") -> list[TtsRow]:
+    data = (store_path if isinstance(store_path, CampaignData)
+            else load_campaign_data(store_path, campaign_uid))
+    groups: dict[tuple, list[_Hit]] = defaultdict(list)
+    simulated: set[tuple] = set()
+    for run in data.runs:
+        p = run["params"]
+        if run["status"] != "success" or p.get("scenario") != "time_to_solution":
+            continue
+        metrics = run["metrics"]
+        for gap in p.get("gaps", []):
+            latency = metrics.get(f"tts_s@{gap:g}", {})
+            energy = metrics.get(f"tts_energy_j@{gap:g}", {})
+            key = (p["nodes"], p["density"], p["solver"], float(gap))
+            groups[key].append((latency.get("value"), energy.get("value"),
+                                energy.get("uncertainty"), int(p.get("repetition", 0))))
+            if run.get("simulated"):
+                simulated.add(key)
     rows = []
     for key in sorted(groups, key=lambda k: (k[0], k[1], k[2], -k[3])):
         runs = groups[key]
@@ -59,41 +66,58 @@ def tts_rows(store_path: Path, campaign_uid: str) -> list[TtsRow]:
                 *key,
                 runs=len(runs),
                 reached=len(hit),
-                mean_latency_s=statistics.fmean(r[0] for r in hit) if hit else None,
-                mean_energy_j=statistics.fmean(r[1] for r in energies) if complete else None,
+                mean_latency_s=statistics.fmean(r[0] for r in hit) if hit else None,  # type: ignore[misc]
+                mean_energy_j=statistics.fmean(r[1] for r in energies) if complete else None,  # type: ignore[misc]
                 energy_uncertainty_j=(
                     math.sqrt(sum((r[2] or 0.0) ** 2 for r in energies)) / len(energies)
                     if complete
                     else None
                 ),
+                simulated=key in simulated,
+                trials=_trials(hit, complete),
             )
         )
     return rows
 
 
+def _trials(hit: list[_Hit], with_energy: bool) -> dict[str, tuple[float, ...]]:
+    reps = sorted({r[3] for r in hit})
+    if len(reps) < 2:
+        return {}
+    out = {"latency": tuple(statistics.fmean(r[0] for r in hit if r[3] == rep)  # type: ignore[misc]
+                            for rep in reps)}
+    if with_energy:
+        out["energy"] = tuple(statistics.fmean(r[1] for r in hit if r[3] == rep)  # type: ignore[misc]
+                              for rep in reps)
+    return out
+
+
 def tts_table(rows: list[TtsRow], title: str) -> Table:
-    table = Table(title=title)
-    for col in ("nodes", "dens.", "solver", "gap", "reached", "latency s", "energy J"):
-        table.add_column(col, justify="left" if col == "solver" else "right", no_wrap=True)
+    table = Table("qubo.time_to_solution", title, [
+        Column("nodes", key=True), Column("dens.", key=True),
+        Column("solver", key=True, align="left"), Column("gap", key=True),
+        Column("reached"), Column("latency", unit="s"), Column("energy", unit="J"),
+    ])
     for r in rows:
-        energy = (
-            "n/m"
-            if r.mean_energy_j is None
-            else f"{r.mean_energy_j:.4g} ± {r.energy_uncertainty_j:.2g}"
+        table.add(
+            Cell.of_text(str(r.nodes)), Cell.of_text(f"{r.density:g}"), Cell.of_text(r.solver),
+            Cell.of_text(f"{r.gap:g}"), Cell.of_text(f"{r.reached}/{r.runs}"),
+            Cell(r.mean_latency_s, unit="s", prefix=False, simulated=False,
+                 trials=r.trials.get("latency", ()),
+                 missing="no seed reached this gap" if r.mean_latency_s is None else ""),
+            Cell(r.mean_energy_j, r.energy_uncertainty_j, "J", prefix=False,
+                 simulated=r.simulated, trials=r.trials.get("energy", ()),
+                 missing="energy not measured" if r.mean_energy_j is None
+                 and r.mean_latency_s is not None else ""),
         )
-        table.add_row(
-            str(r.nodes),
-            f"{r.density:g}",
-            r.solver,
-            f"{r.gap:g}",
-            f"{r.reached}/{r.runs}",
-            "-" if r.mean_latency_s is None else f"{r.mean_latency_s:.4g}",
-            energy,
-        )
+    table.notes.append("latency and energy: mean over the seeds that reached the gap "
+                       "(as the solver reported reaching it); energy ± 95 % expanded "
+                       "uncertainty of that mean, integrated from the start of solving")
     return table
 
 
-def print_summary(store_path: Path, campaign_uid: str, console: Console, name: str) -> None:
-    rows = tts_rows(store_path, campaign_uid)
-    if rows:
-        console.print(tts_table(rows, f"{name}: time and energy to solution, mean over seeds"))
+def tables(data: CampaignData) -> list[Table]:
+    rows = tts_rows(data)
+    if not rows:
+        return []
+    return [tts_table(rows, f"{data.name}: time and energy to solution, mean over seeds")]

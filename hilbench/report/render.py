@@ -39,17 +39,13 @@ def render(tables: Sequence[Table], fmt: str, *, width: int = PAGE,
 def _footnotes(table: Table) -> tuple[list[list[str]], list[str]]:
     """Cell texts with footnote markers, and the footnotes (identical notes share a number)."""
     notes: dict[str, int] = {}
-    texts = []
-    for row in table.rows:
-        line = []
+    texts = table.texts()
+    for row, line in zip(table.rows, texts, strict=True):
         for i, cell in enumerate(row.cells):
-            text = table.cell_text(i, cell)
             note = _cell_note(cell)
             if note:
                 number = notes.setdefault(note, len(notes) + 1)
-                text += f" [{number}]"
-            line.append(text)
-        texts.append(line)
+                line[i] += f" [{number}]"
     return texts, [f"[{n}] {note}" for note, n in notes.items()]
 
 
@@ -62,11 +58,18 @@ def render_text(table: Table, width: int = PAGE) -> str:
     """A table in at most ``width`` columns, every figure whole."""
     texts, footnotes = _footnotes(table)
     out = [*_wrap(table.title, width), ""]
-    widths = [max([_longest_word(table.heading(i))] + [len(r[i]) for r in texts])
-              for i in range(len(table.columns))]
+    # a label row's text spans the table: it does not widen its column
+    sized = [t for t, row in zip(texts, table.rows, strict=True) if not table.is_label(row)]
     keys = [i for i, c in enumerate(table.columns) if c.key]
     others = [i for i, c in enumerate(table.columns) if not c.key]
+    cells = [max([0] + [len(r[i]) for r in sized]) for i in range(len(table.columns))]
+    # headings on one line unless wrapping them (between words) saves a part or a stack
+    widths = [max(cells[i], len(table.heading(i))) for i in range(len(table.columns))]
     parts = _split(widths, keys, others, width)
+    narrow = [max(cells[i], _longest_word(table.heading(i))) for i in range(len(table.columns))]
+    fewer = _split(narrow, keys, others, width)
+    if fewer is not None and (parts is None or len(fewer) < len(parts)):
+        widths, parts = narrow, fewer
     if parts is None:
         out += _stacked(table, texts, width)
     else:
@@ -129,6 +132,10 @@ def _grid(table: Table, texts: list[list[str]], cols: list[int], widths: list[in
     for row, text in zip(table.rows, texts, strict=True):
         if row.section and lines[-1] != rule:
             lines.append(rule)
+        if table.is_label(row):
+            label = "  ".join(text[i] for i in cols if table.columns[i].key and text[i])
+            lines += _wrap(label, page)
+            continue
         lines.append((" " * GAP).join(
             _align(text[i], widths[i], table.columns[i].align) for i in cols).rstrip())
     assert all(len(line) <= page for line in lines), "a table line is wider than the page"
@@ -204,8 +211,10 @@ def render_csv(tables: Iterable[Table]) -> str:
     for table in tables:
         for row in table.rows:
             key = row.key(table.columns)
+            if table.is_label(row):
+                continue
             for col, cell in zip(table.columns, row.cells, strict=True):
-                if col.key:
+                if col.key or (cell.kind == "text" and not cell.value):
                     continue
                 writer.writerow([
                     table.key, key, col.heading,

@@ -1,4 +1,11 @@
-"""The summary printed after a campaign: one table per procedure that has runs in it."""
+"""A campaign's summary tables, from the store only: the same tables at the end of `hilbench
+run` and from `hilbench summary` (text, Markdown, CSV, JSON) and in the report.
+
+Each procedure's module gives ``tables(data) -> list[Table]``; this module reads the campaign
+once, collects their tables, applies NeuroBench's 5-trial rule to every figure with trials
+(:mod:`hilbench.report.trials`) and adds the campaign-wide notes (power sources that could not
+be read).
+"""
 
 from __future__ import annotations
 
@@ -7,29 +14,23 @@ from pathlib import Path
 
 from rich.console import Console
 
-from hilbench.report.qubo_table import gap_rows, gap_table
-from hilbench.store import Store
+from hilbench.report.campaign_data import CampaignData, load_campaign_data
+from hilbench.report.render import PAGE, render_text
+from hilbench.report.table import Table
+from hilbench.report.trials import ReportedFigures, apply_trial_rule
 
-# Further procedures add a module with print_summary(store_path, campaign_uid, console, title).
+# Further procedures add a module with tables(data: CampaignData) -> list[Table].
 SUMMARY_MODULES = (
+    "hilbench.report.qubo_table",
     "hilbench.report.qubo_tts_table",
     "hilbench.report.qubo_largest_table",
     "hilbench.report.asc_table",
 )
 
 
-def print_summary(store_path: Path, campaign_uid: str, console: Console, name: str) -> None:
-    rows = gap_rows(store_path, campaign_uid)
-    if rows:
-        console.print(gap_table(rows, f"{name}: BKS-gap per size × timeout × solver"))
-        notes = [r.power_note for r in rows if r.power_note]
-        if notes:
-            more = (
-                f" (and {len(notes) - 1} similar; `hilbench results` has each)"
-                if len(notes) > 1
-                else ""
-            )
-            console.print(f"power n/m (not measured), e.g.: {notes[0]}{more}", highlight=False)
+def summary_tables(data: CampaignData, reported: ReportedFigures | None = None) -> list[Table]:
+    """Every summary table of the campaign, the 5-trial rule applied, notes attached."""
+    out: list[Table] = []
     for module_name in SUMMARY_MODULES:
         try:
             module = importlib.import_module(module_name)
@@ -37,27 +38,73 @@ def print_summary(store_path: Path, campaign_uid: str, console: Console, name: s
             if exc.name == module_name:
                 continue
             raise
-        module.print_summary(store_path, campaign_uid, console, name)
-    for note in unreadable_power_sources(store_path, campaign_uid):
-        console.print(note, highlight=False, markup=False, soft_wrap=True)
+        out += module.tables(data)
+    for table in out:
+        apply_trial_rule(table, reported)
+    notes = unreadable_power_sources(data)
+    if out and notes:
+        out[-1].notes += notes
+    elif notes:
+        out.append(Table("notes", f"{data.name}: notes", [], notes=notes))
+    return out
 
 
-def unreadable_power_sources(store_path: Path, campaign_uid: str) -> list[str]:
+def print_tables(tables: list[Table], console: Console) -> None:
+    """Tables as text: the terminal's width, 80 columns when not a terminal (a log file)."""
+    width = console.width if console.is_terminal else PAGE
+    for table in tables:
+        console.print(render_text(table, width), markup=False, highlight=False, soft_wrap=True)
+
+
+def print_summary(store_path: Path, campaign_uid: str, console: Console, name: str) -> None:
+    """The summary printed after a campaign (one table per procedure that has runs in it)."""
+    data = load_campaign_data(store_path, campaign_uid)
+    data.name = name
+    print_tables(summary_tables(data), console)
+
+
+def unreadable_power_sources(data: CampaignData) -> list[str]:
     """One line per power source an agent declared but could not read (e.g. RAPL in a VM, or
     root-only counters), with the agent's reason: a missing figure is explained, not silent.
 
     An agent declares its own power source in ``capabilities()["power"]`` as
-    ``{"source", "available", "reason"}``; the handshake stores it with every run."""
-    with Store(store_path) as store:
-        runs = store.runs(campaign_uid)
+    ``{"source", "available", "reason"}``; the handshake stores it with every run. A device
+    without a sensor of its own (``source = "external"``) is mentioned only when no instrument
+    measured it: otherwise the instrument's figures are the power figures."""
     found: dict[tuple[str, str], str] = {}
-    for run in runs:
+    measured: set[str] | None = None  # read only when a device without a sensor appears
+    for run in data.runs:
         for agent_id, info in (run.get("agents") or {}).items():
             power = (info.get("capabilities") or {}).get("power") or {}
-            if power and not power.get("available", True):
-                source = str(power.get("source") or "internal power")
-                found[(agent_id, source)] = str(power.get("reason") or "no reason given")
+            if not power or power.get("available", True):
+                continue
+            source = str(power.get("source") or "internal power")
+            if source == "external":
+                if measured is None:
+                    measured = _agents_measured_by_instruments(data)
+                if agent_id not in measured:
+                    found[(agent_id, source)] = (
+                        f"{power.get('reason') or 'the device has no power sensor'}; no "
+                        "instrument measured it in this campaign, so its power is not measured")
+                continue
+            found[(agent_id, source)] = str(power.get("reason") or "no reason given")
     return [
         f"power source {source} of agent {agent} could not be read: {reason}"
+        if source != "external" else f"agent {agent}: {reason}"
         for (agent, source), reason in sorted(found.items())
     ]
+
+
+def _agents_measured_by_instruments(data: CampaignData) -> set[str]:
+    """Agents with a power figure from an instrument in some run of the campaign."""
+    measured: set[str] = set()
+    for run in data.runs:
+        agents = list(run.get("agents") or {})
+        for name, metric in run["metrics"].items():
+            if "power" not in name or metric.get("value") is None:
+                continue
+            meta = metric.get("meta") or {}
+            if meta.get("instrument") or meta.get("source"):
+                measured.update(agents)
+                break
+    return measured

@@ -41,6 +41,8 @@ class Cell:
     trials: tuple[float, ...] = ()
     missing: str = ""
     prefix: bool = True  # choose an SI prefix for the value (else: plain SI unit)
+    # an asymmetric 95 % interval (low, high) shown instead of ± (e.g. an accuracy near 100 %)
+    interval: tuple[float, float] | None = None
 
     @classmethod
     def of_text(cls, text: str, note: str = "") -> Cell:
@@ -62,8 +64,12 @@ class Cell:
         if self.kind == "count":
             return f"{int(self.value)}"
         if self.kind == "percent":
-            text = format_value(100 * float(self.value),
-                                None if self.uncertainty is None else 100 * self.uncertainty)
+            if self.interval is not None:
+                return format_interval(100 * float(self.value), 100 * self.interval[0],
+                                       100 * self.interval[1], " %" if unit else "")
+            else:
+                text = format_value(100 * float(self.value),
+                                    None if self.uncertainty is None else 100 * self.uncertainty)
             return f"{text} %" if unit else text
         return format_quantity(float(self.value), self.uncertainty,
                                self.unit if unit else "", prefix=self.prefix and unit)
@@ -89,6 +95,8 @@ class Cell:
             out["note"] = self.note
         if self.trials:
             out["trials"] = list(self.trials)
+        if self.interval is not None:
+            out["interval95"] = list(self.interval)
         if self.missing:
             out["missing"] = self.missing
         return out
@@ -119,9 +127,12 @@ class Row:
 
     cells: list[Cell]
     section: bool = False
+    ident: str = ""  # the row's identity when its key columns do not make one
 
     def key(self, columns: list[Column]) -> str:
         """The row's identity: its key columns' text, e.g. ``100/0.05/0.01/sa``."""
+        if self.ident:
+            return self.ident
         parts = [c.figure() for col, c in zip(columns, self.cells, strict=True) if col.key]
         return "/".join(parts) if parts else self.cells[0].figure()
 
@@ -137,11 +148,11 @@ class Table:
     rows: list[Row] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
-    def add(self, *cells: Cell | str, section: bool = False) -> None:
+    def add(self, *cells: Cell | str, section: bool = False, ident: str = "") -> None:
         if len(cells) != len(self.columns):
             raise ValueError(f"{self.key}: {len(cells)} cells for {len(self.columns)} columns")
         self.rows.append(Row([c if isinstance(c, Cell) else Cell.of_text(c) for c in cells],
-                             section=section))
+                             section=section, ident=ident))
 
     @property
     def simulated(self) -> bool:
@@ -159,13 +170,77 @@ class Table:
         text = self.columns[column].heading
         return f"{text} ({SIMULATED})" if self.simulated_column(column) else text
 
-    def cell_text(self, column: int, cell: Cell) -> str:
-        """A cell as shown in this table: without the unit its heading carries, and without
-        the simulated mark when the heading carries that (see :meth:`heading`)."""
+    def _figures_simulated(self, row: Row, columns: list[bool]) -> bool:
+        """Every figure of the row is simulated, none in a column whose heading says so."""
+        figures = [(i, c) for i, c in enumerate(row.cells)
+                   if c.value is not None and c.kind != "text"]
+        return (bool(figures) and all(c.simulated for _, c in figures)
+                and not any(columns[i] for i, _ in figures))
+
+    def row_marks(self) -> tuple[set[int], set[int]]:
+        """Which rows carry the simulated mark after their label, and which rows are covered
+        by such a mark (their own, or their section's label row when every figure row of the
+        section is simulated)."""
+        marked: set[int] = set()
+        covered: set[int] = set()
+        columns = [self.simulated_column(i) for i in range(len(self.columns))]
+        sections: list[list[int]] = []
+        for i, row in enumerate(self.rows):
+            if row.section or not sections:
+                sections.append([])
+            sections[-1].append(i)
+        for members in sections:
+            head = members[0]
+            label_row = self.is_label(self.rows[head])
+            figure_rows = [i for i in members
+                           if any(c.value is not None and c.kind != "text"
+                                  for c in self.rows[i].cells)]
+            simulated = [i for i in figure_rows
+                         if self._figures_simulated(self.rows[i], columns)]
+            if label_row and figure_rows and simulated == figure_rows:
+                marked.add(head)
+                covered.update(figure_rows)
+            else:
+                marked.update(simulated)
+                covered.update(simulated)
+        return marked, covered
+
+    def texts(self) -> list[list[str]]:
+        """Every cell as shown in this table (see :meth:`cell_text`), row by row."""
+        marks = self.row_marks()
+        columns = [self.simulated_column(i) for i in range(len(self.columns))]
+        return [[self.cell_text(i, cell, r, marks=marks, columns=columns)
+                 for i, cell in enumerate(row.cells)] for r, row in enumerate(self.rows)]
+
+    def cell_text(self, column: int, cell: Cell, row: int | None = None, *,
+                  marks: tuple[set[int], set[int]] | None = None,
+                  columns: list[bool] | None = None) -> str:
+        """A cell as shown in this table: without the unit its heading carries, and with the
+        simulated mark once — in the heading when the whole column is simulated, after the
+        label of the row (or of its section) when all of it is, else beside the figure.
+        (``marks`` and ``columns``: :meth:`row_marks` and :meth:`simulated_column` for every
+        column, when already at hand.)"""
         text = cell.figure(unit=not self.columns[column].unit)
-        if cell.simulated and cell.value is not None and not self.simulated_column(column):
+        if marks is None:
+            marks = self.row_marks() if row is not None else (set(), set())
+        marked, covered = marks
+        if row in marked and column == self._label_column():
+            return f"{text} ({SIMULATED})"
+        column_marked = (columns[column] if columns is not None
+                         else self.simulated_column(column))
+        if cell.simulated and cell.value is not None and row not in covered and not column_marked:
             text += f" ({SIMULATED})"
         return text
+
+    def is_label(self, row: Row) -> bool:
+        """A row that only names what follows (its non-key cells are empty): renderers may let
+        its text span the whole table."""
+        return all((c.value is None and not c.missing) or (c.kind == "text" and not c.value)
+                   for c, col in zip(row.cells, self.columns, strict=True) if not col.key)
+
+    def _label_column(self) -> int:
+        keys = [i for i, c in enumerate(self.columns) if c.key]
+        return keys[-1] if keys else 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -208,6 +283,17 @@ def format_value(value: float, uncertainty: float | None) -> str:
         step = 10.0 ** (-decimals)
         return f"{round(value / step) * step:.0f} ± {round(uncertainty / step) * step:.0f}"
     return f"{value:.{decimals}f} ± {uncertainty:.{decimals}f}"
+
+
+def format_interval(value: float, low: float, high: float, unit: str = "") -> str:
+    """``100 % (68–100 %)``: the value and its interval, to the digits the interval's width
+    supports (two significant digits of it)."""
+    width = high - low
+    if not width > 0:
+        return _significant(value, SIG_DIGITS) + unit
+    decimals = max(0, min(1 - math.floor(math.log10(width)), MAX_DECIMALS))
+    return (f"{value:.{decimals}f}{unit} "
+            f"({low:.{decimals}f}–{high:.{decimals}f}{unit})")
 
 
 def _significant(value: float, digits: int) -> str:

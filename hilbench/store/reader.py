@@ -219,6 +219,46 @@ class Store:
             for row in rows
         ]
 
+    def campaign_runs(self, campaign_uid: str) -> list[dict[str, Any]]:
+        """The campaign's runs as :meth:`runs` gives them, read for summaries of many runs:
+        runs with the same ``agents`` JSON (the handshake) share one decoded dict, so treat
+        it as read-only."""
+        rows = self._conn.execute(
+            "SELECT uid, campaign_uid, unit_key, procedure, params, agents, t_start, t_stop,"
+            " wall_time, hilbench_version, simulated, simulation, exit_status, reason"
+            " FROM runs WHERE campaign_uid = ? ORDER BY wall_time, rowid",
+            (campaign_uid,),
+        )
+        runs = []
+        handshakes: dict[str, Any] = {}  # the agents' JSON is usually the same in every run
+        for (uid, campaign, key, procedure, params, agents, t_start, t_stop, wall, version,
+             simulated, simulation, status, reason) in _tuples(rows):
+            if agents not in handshakes:
+                handshakes[agents] = from_json(agents)
+            runs.append({
+                "uid": uid, "campaign_uid": campaign, "unit_key": key, "procedure": procedure,
+                "params": from_json(params), "agents": handshakes[agents], "t_start": t_start,
+                "t_stop": t_stop, "duration_s": _duration(t_start, t_stop), "wall_time": wall,
+                "hilbench_version": version, "simulated": bool(simulated),
+                "simulation": simulation, "status": status or INCOMPLETE, "reason": reason})
+        return runs
+
+    def campaign_metrics(self, campaign_uid: str) -> dict[str, dict[str, MetricRow]]:
+        """Every metric of a campaign's runs in one query: run uid -> name -> metric. ``meta``
+        is decoded on first access (a summary of 10 000 runs reads few of them)."""
+        rows = self._conn.execute(
+            "SELECT m.run_uid, m.name, m.value, m.unit, m.uncertainty, m.meta FROM metrics m"
+            " JOIN runs r ON r.uid = m.run_uid WHERE r.campaign_uid = ? ORDER BY m.id",
+            (campaign_uid,),
+        )
+        out: dict[str, dict[str, Any]] = {}
+        for row in _tuples(rows):
+            by_run = out.get(row[0])
+            if by_run is None:
+                by_run = out[row[0]] = {}
+            by_run[row[1]] = MetricRow(row)
+        return out
+
     # -- samples -------------------------------------------------------------------------------
 
     def sample_sources(self, run_uid: str) -> list[dict[str, Any]]:
@@ -364,3 +404,41 @@ def _campaign(row: sqlite3.Row) -> dict[str, Any]:
         "resumes": row["resumes"],
         "n_runs": row["n_runs"],
     }
+
+
+def _tuples(cursor: sqlite3.Cursor) -> sqlite3.Cursor:
+    """The cursor yielding plain tuples (much cheaper than the connection's named rows)."""
+    cursor.row_factory = None  # type: ignore[assignment]
+    return cursor
+
+
+class MetricRow:
+    """One stored metric, read like the dicts of :meth:`Store.metrics` (``m["value"]``,
+    ``m.get("meta")``) but cheap to make by the hundred thousand: ``meta`` JSON is decoded
+    when first read."""
+
+    __slots__ = ("_meta", "name", "run_uid", "uncertainty", "unit", "value")
+    KEYS = ("run_uid", "name", "value", "unit", "uncertainty", "meta")
+
+    def __init__(self, row: tuple[Any, ...]) -> None:
+        self.run_uid, self.name, self.value, self.unit, self.uncertainty, self._meta = row
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        if isinstance(self._meta, str):
+            self._meta = from_json(self._meta)
+        return self._meta
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.KEYS:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key) if key in self.KEYS else default
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.KEYS
+
+    def to_dict(self) -> dict[str, Any]:
+        return {key: getattr(self, key) for key in self.KEYS}
