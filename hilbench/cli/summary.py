@@ -3,6 +3,7 @@ them (the same code prints them at the end of `hilbench run`)."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -72,6 +73,6 @@ def summary(campaign: str, db_path: Path | None, fmt: str, reported: Path | None
         click.echo(f"campaign {data.name} ({uid[:8]}) has no runs with a summary table", err=True)
         return
     if width is None:
-        width = click.get_terminal_size()[0] if sys.stdout.isatty() else PAGE
+        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else PAGE
     extra = {"campaign": {"uid": uid, "name": data.name, "store": str(path)}}
     click.echo(render(tables, fmt, width=width, extra=extra), nl=False)

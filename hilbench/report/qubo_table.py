@@ -1,6 +1,8 @@
 """The QUBO fixed-timeout summary from stored runs only: per size × timeout × solver, the
 feasible fraction, the BKS-gap over feasible answers (infeasible ones are counted, never
-averaged), actual against requested time with overruns flagged, power and energy.
+averaged), actual against requested time, power and energy. A run that overran its timeout is
+not an answer at that timeout: it is counted in its own column with its actual times, and left
+out of every other.
 
 With several trials (repetitions) a figure is the mean of the trials' figures (each the mean
 over the row's seeds in that trial), checked by NeuroBench's 5-trial rule
@@ -32,9 +34,9 @@ class GapRow:
     feasible: int  # runs whose state is an independent set
     mean_gap: float | None  # over feasible runs only; None when there is none
     worst_gap: float | None
-    mean_actual_s: float
+    mean_actual_s: float | None  # over the on-time runs (None: every run overran)
     max_actual_over_requested: float
-    overruns: int  # runs flagged: actual > requested + max(5 %, 0.5 ms)
+    overruns: int  # runs flagged: actual > requested + max(5 %, 0.5 ms); in no other figure
     mean_power_w: float | None  # None: power was not measured (see power_note)
     mean_energy_j: float | None
     power_note: str
@@ -45,10 +47,16 @@ class GapRow:
     # metric -> the per-trial figures the mean is made of (only with two trials or more)
     trials: dict[str, tuple[float, ...]] = field(default_factory=dict)
     gap_note: str = ""  # why a gap is below zero, when one is
+    overrun_actual_s: tuple[float, ...] = ()  # the overrun runs' actual times
+
+    @property
+    def on_time(self) -> int:
+        return self.runs - self.overruns
 
     @property
     def feasible_fraction(self) -> float:
-        return self.feasible / self.runs if self.runs else 0.0
+        """Of the on-time runs: a late answer is not an answer at this timeout."""
+        return self.feasible / self.on_time if self.on_time else 0.0
 
 
 def _mean_or_none(values: list[float | None], runs: int) -> float | None:
@@ -86,9 +94,9 @@ def gap_rows(store_path: Path | CampaignData, campaign_uid: str = "") -> list[Ga
         if run.get("simulated"):
             simulated.add(key)
         if power is not None and power.value is None and key not in notes:
-            reason = (power.meta or {}).get("reason")
-            if reason:
-                notes[key] = str(reason)
+            meta = power.meta or {}
+            if meta.get("reason") and not meta.get("excluded"):
+                notes[key] = str(meta["reason"])
         gap = values.get("bks_gap")
         if gap is not None and gap < 0:
             beaten[key][int(p.get("seed", 0))] = (int(p.get("target", 0)),
@@ -97,12 +105,14 @@ def gap_rows(store_path: Path | CampaignData, campaign_uid: str = "") -> list[Ga
             for key in sorted(groups)]
 
 
-def _row(key: tuple, runs: list[dict[str, Any]], power_note: str, simulated: bool,
+def _row(key: tuple, every: list[dict[str, Any]], power_note: str, simulated: bool,
          beaten: dict[int, tuple[int, Any]]) -> GapRow:
+    late = [r for r in every if r.get("overrun") == 1.0]
+    runs = [r for r in every if r.get("overrun") != 1.0]  # on time: the row's figures
     feasible = [r for r in runs if r.get("feasible") == 1.0]
     gaps = [r["bks_gap"] for r in feasible if r.get("bks_gap") is not None]
     costs = [r["cost"] for r in feasible if r.get("cost") is not None]
-    ratios = [r["actual_s"] / r["requested_s"] for r in runs]
+    ratios = [r["actual_s"] / r["requested_s"] for r in every]
     power = _mean_or_none([r.get("avg_power_w") for r in runs], len(runs))
     energy = _mean_or_none([r.get("energy_j") for r in runs], len(runs))
     row_trials = _trials(runs)
@@ -111,13 +121,13 @@ def _row(key: tuple, runs: list[dict[str, Any]], power_note: str, simulated: boo
         density=key[1],
         timeout_s=key[2],
         solver=key[3],
-        runs=len(runs),
+        runs=len(every),
         feasible=len(feasible),
         mean_gap=_trial_mean(row_trials, "bks_gap", gaps),
         worst_gap=max(gaps) if gaps else None,
-        mean_actual_s=_trial_mean(row_trials, "actual_s", [r["actual_s"] for r in runs]) or 0.0,
+        mean_actual_s=_trial_mean(row_trials, "actual_s", [r["actual_s"] for r in runs]),
         max_actual_over_requested=max(ratios),
-        overruns=sum(1 for r in runs if r.get("overrun") == 1.0),
+        overruns=len(late),
         mean_power_w=None if power is None else _trial_mean(row_trials, "avg_power_w", [power]),
         mean_energy_j=None if energy is None else _trial_mean(row_trials, "energy_j", [energy]),
         power_note=power_note,
@@ -128,6 +138,7 @@ def _row(key: tuple, runs: list[dict[str, Any]], power_note: str, simulated: boo
         mean_cost=statistics.fmean(costs) if costs else None,
         trials=row_trials,
         gap_note=_gap_note(beaten),
+        overrun_actual_s=tuple(sorted(r["actual_s"] for r in late)),
     )
 
 
@@ -193,21 +204,20 @@ def gap_table(rows: list[GapRow], title: str) -> Table:
     table = Table("qubo.fixed_timeout", title, list(COLUMNS))
     for r in rows:
         sim = r.simulated
-        overrun = (f"{r.overruns}/{r.runs} ×{r.max_actual_over_requested:.2g}"
-                   if r.overruns else "-")
         table.add(
             Cell.of_text(str(r.nodes)),
             Cell.of_text(f"{r.density:g}"),
             Cell.of_text(f"{r.timeout_s:g}"),
             Cell.of_text(r.solver),
-            Cell.of_text(f"{r.feasible}/{r.runs}"),
+            Cell.of_text(f"{r.feasible}/{r.on_time}"),
             Cell(r.mean_gap, trials=r.trials.get("bks_gap", ()), note=r.gap_note
                  if r.mean_gap is not None and r.mean_gap < 0 else "",
-                 missing="no feasible answer" if r.mean_gap is None else ""),
+                 missing="" if r.mean_gap is not None else
+                 "no feasible answer" if r.on_time else "every run overran"),
             Cell(r.worst_gap, note=r.gap_note if r.worst_gap is not None and r.worst_gap < 0
                  and not (r.mean_gap is not None and r.mean_gap < 0) else ""),
             Cell(r.mean_actual_s, unit="s", prefix=False, trials=r.trials.get("actual_s", ())),
-            Cell.of_text(overrun),
+            Cell.of_text(_overrun_text(r)),
             Cell(r.mean_power_w, r.power_uncertainty_w, "W", simulated=sim, prefix=False,
                  trials=r.trials.get("avg_power_w", ()),
                  missing=_power_missing(r) if r.mean_power_w is None else ""),
@@ -218,17 +228,30 @@ def gap_table(rows: list[GapRow], title: str) -> Table:
     table.notes += [
         "gap = (cost − target) / |target| over feasible answers only (infeasible ones are "
         "counted in 'feasible', never averaged); actual = solving time plus the cost check; "
-        "overrun: runs past the requested time by more than max(5 %, 0.5 ms), count and worst "
-        "ratio",
+        "overrun: runs past the requested time by more than max(5 %, 0.5 ms), with their "
+        "actual times; an overrun run is not an answer at its timeout and is in no other "
+        "figure of the row",
         "power and energy: mean over the row's runs ± 95 % expanded uncertainty of that mean",
         *_power_example(rows),
     ]
     return table
 
 
+def _overrun_text(row: GapRow) -> str:
+    """``2/4: 0.106, 1 s``: how many runs overran and their actual times (a range past 3)."""
+    if not row.overruns:
+        return "-"
+    times = row.overrun_actual_s
+    shown = (", ".join(f"{t:.3g}" for t in times) if len(times) <= 3
+             else f"{times[0]:.3g}–{times[-1]:.3g}")
+    return f"{row.overruns}/{row.runs}: {shown} s"
+
+
 def _power_missing(row: GapRow) -> str:
     """The cause, short enough that rows with the same cause share one footnote (the full
     reason of one row is a note under the table)."""
+    if not row.on_time:
+        return "every run overran"
     if not row.power_note:
         return "power not measured"
     return f"power not measured: {row.power_note.split(': ', 1)[0]}"
