@@ -29,6 +29,7 @@ SUBCOMMANDS: dict[str, str] = {
     "demo": "hilbench.cli.run:demo",
     "results": "hilbench.cli.results:results",
     "summary": "hilbench.cli.summary:summary",
+    "leaderboard": "hilbench.cli.leaderboard:leaderboard",
     "campaign": "hilbench.cli.campaign:campaign",
     "qubo": "hilbench.cli.qubo:qubo",
     "bench": "hilbench.cli.bench:bench",
