@@ -234,7 +234,9 @@ def _db_path(db: Path | None) -> Path:
     type=click.IntRange(min=1),
     default=None,
     help="Run every unit this many times (NeuroBench: 5), overriding [campaign] repetitions; "
-    "tables show each metric's mean over trials and flag a trial more than 5 % from it.",
+    "tables show each figure's mean over the trials, NeuroBench's rule (that mean within 5 % of "
+    "the reported figure; check against an earlier one with `hilbench summary --reported`) "
+    "and the per-trial spread beside it.",
 )
 def run(campaign: Path, db: Path | None, resume: bool, again: bool, record: Path | None,
         quiet: bool, trials: int | None) -> None:

@@ -65,9 +65,9 @@ def render_text(table: Table, width: int = PAGE) -> str:
     cells = [max([0] + [len(r[i]) for r in sized]) for i in range(len(table.columns))]
     # headings on one line unless wrapping them (between words) saves a part or a stack
     widths = [max(cells[i], len(table.heading(i))) for i in range(len(table.columns))]
-    parts = _split(widths, keys, others, width)
+    parts = _split(widths, keys, others, width) if table.columns else []
     narrow = [max(cells[i], _longest_word(table.heading(i))) for i in range(len(table.columns))]
-    fewer = _split(narrow, keys, others, width)
+    fewer = _split(narrow, keys, others, width) if table.columns else []
     if fewer is not None and (parts is None or len(fewer) < len(parts)):
         widths, parts = narrow, fewer
     if parts is None:
@@ -181,12 +181,13 @@ def _wrap(text: str, width: int, indent: str = "", subsequent: str | None = None
 def render_markdown(table: Table) -> str:
     texts, footnotes = _footnotes(table)
     out = [f"### {table.title}", ""]
-    out.append("| " + " | ".join(_md(table.heading(i)) for i in range(len(table.columns)))
-               + " |")
-    out.append("|" + "|".join("---:" if c.align == "right" else ":---"
-                              for c in table.columns) + "|")
-    for text in texts:
-        out.append("| " + " | ".join(_md(t) for t in text) + " |")
+    if table.columns:
+        out.append("| " + " | ".join(_md(table.heading(i)) for i in range(len(table.columns)))
+                   + " |")
+        out.append("|" + "|".join("---:" if c.align == "right" else ":---"
+                                  for c in table.columns) + "|")
+        for text in texts:
+            out.append("| " + " | ".join(_md(t) for t in text) + " |")
     notes = footnotes + list(table.notes)
     if notes:
         out.append("")

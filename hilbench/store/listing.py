@@ -7,7 +7,7 @@ summaries are SQL aggregates, and full listings are cursors consumed row by row.
 Runs are summarised by replicate group (runs of one campaign and procedure whose unit keys
 differ only in seed and repetition, see :mod:`hilbench.store.groups`). A group's metric is the
 mean over its successful runs with the standard error of that mean; failed, aborted and
-unfinished runs are counted, never averaged.
+unfinished runs are counted, never averaged, and so are runs whose answer was infeasible.
 """
 
 from __future__ import annotations
@@ -33,6 +33,9 @@ __all__ = [
 ]
 
 INCOMPLETE = "incomplete"
+FEASIBLE = "feasible"  # 0: the run's answer is unusable, its other metrics are not averaged
+# Flags about a run rather than figures of its answer: counted over every run
+RUN_FLAGS = (FEASIBLE, "overrun")
 STATUSES = ("success", "fail", "abort", INCOMPLETE)
 @dataclass(frozen=True)
 class RunFilter:
@@ -174,11 +177,16 @@ def run_groups(
         success += " AND (r.campaign_uid, r.procedure, r.unit_group) IN (VALUES "
         success += ", ".join("(?, ?, ?)" for _ in shown) + ")"
         member_args = [part for ident in shown for part in ident]
+    # A run whose answer was unusable (metric FEASIBLE = 0, e.g. a QUBO state that is no
+    # independent set) is counted in the run flags and averaged in no other metric.
+    flags = ", ".join(f"'{name}'" for name in RUN_FLAGS)
+    value = f"CASE WHEN f.value = 0 AND m.name NOT IN ({flags}) THEN NULL ELSE m.value END"
     metric_rows = conn.execute(
-        "SELECT r.campaign_uid, r.procedure, r.unit_group, m.name, m.unit, COUNT(m.value) AS n,"
-        " AVG(m.value) AS mean, std_error(m.value) AS std_error, MIN(m.value) AS lo,"
-        " MAX(m.value) AS hi, MIN(m.id) AS first"
-        f" FROM runs r JOIN metrics m ON m.run_uid = r.uid{success}"
+        f"SELECT r.campaign_uid, r.procedure, r.unit_group, m.name, m.unit, COUNT({value}) AS n,"
+        f" AVG({value}) AS mean, std_error({value}) AS std_error, MIN({value}) AS lo,"
+        f" MAX({value}) AS hi, MIN(m.id) AS first"
+        f" FROM runs r JOIN metrics m ON m.run_uid = r.uid"
+        f" LEFT JOIN metrics f ON f.run_uid = r.uid AND f.name = '{FEASIBLE}'{success}"
         " GROUP BY r.campaign_uid, r.procedure, r.unit_group, m.name, m.unit ORDER BY first",
         [*args, *member_args],
     )

@@ -274,3 +274,23 @@ def test_overruns_and_infeasible_answers_are_flagged_in_the_table(tmp_path):
     assert every.exit_code == EXIT_OK, every.output
     assert every.output.count("OVERRUN") == 1
     assert every.output.count("INFEASIBLE") == 1
+
+
+def test_an_infeasible_runs_cost_is_counted_never_averaged(tmp_path):
+    """`hilbench results` averaged cost over an infeasible run too (-7.25 with a +9 in it)."""
+    path = tmp_path / "cost.sqlite"
+    with StoreWriter(path) as writer:
+        writer.begin_campaign("cost-1", "cost", {})
+        for seed, feasible, cost in [(0, 1.0, -12.0), (1, 1.0, -13.0), (2, 1.0, -13.0),
+                                     (3, 0.0, 9.0)]:
+            uid = new_uid()
+            unit = f"qubo/fixed_timeout/n=50/d=0.05/seed={seed}/sa/timeout=0.1/rep=0"
+            writer(RunStart(uid, "cost-1", unit, "qubo.fixed_timeout", {"seed": seed}, {}, 1.0,
+                            time.time(), "0"))
+            writer(Metric(uid, "feasible", feasible, "", None))
+            writer(Metric(uid, "cost", cost, "", None))
+            writer(RunStop(uid, 2.0, "success", ""))
+    data = _invoke("--db", str(path))
+    assert data.exit_code == EXIT_OK, data.output
+    assert "-12.67" in data.output and "-7.25" not in data.output
+    assert "INFEASIBLE 1/4" in data.output

@@ -94,3 +94,9 @@ def test_a_column_mixing_measured_and_simulated_marks_each_simulated_cell():
     assert table.heading(1) == "power W"
     assert [table.cell_text(1, r.cells[1]) for r in table.rows] == [
         "1.00 ± 0.10", "2.00 ± 0.10 (simulated)"]
+
+
+def test_a_table_of_notes_alone_renders():
+    table = Table("notes", "c: notes", [], notes=["power source rapl could not be read"])
+    assert "power source rapl could not be read" in render([table], "text")
+    assert "power source rapl" in render([table], "md")
