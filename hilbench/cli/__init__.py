@@ -47,6 +47,7 @@ SUBCOMMANDS: dict[str, str] = {
     "systemd": "hilbench.cli.daemon:systemd",
     "queue": "hilbench.cli.queue:queue",
     "schedule": "hilbench.cli.queue:schedule",
+    "report": "hilbench.cli.report:report",
 }
 
 

@@ -23,6 +23,7 @@ BENCHMARKS: dict[str, str] = {
     "daemon-overhead": "hilbench.bench.daemon_figures:daemon_overhead",
     "schedule": "hilbench.bench.daemon_figures:schedule_timing",
     "summary": "hilbench.bench.summary_scale:summary_scale",
+    "report": "hilbench.bench.report_scale:report_scale",
 }
 
 

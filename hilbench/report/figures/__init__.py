@@ -1,0 +1,1 @@
+"""Report figures (matplotlib on the Agg canvas; PNG and SVG, byte-identical per store)."""

@@ -1,0 +1,106 @@
+"""How a campaign's time and power were measured, in sentences, from what its runs stored:
+the instrument's identity and settings, the windows power was averaged over, streams, the time
+resolution of the readings, clock offsets and the meter's measured sample interval.
+
+ASC groups are described by :func:`hilbench.report.asc_table.describe` (the same lines the
+terminal summary prints); QUBO runs here. Every statement names where it comes from in the
+store, so a reader can check it with ``hilbench results --run``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import TYPE_CHECKING, Any
+
+from hilbench.report.asc_table import asc_groups, describe
+from hilbench.store import Store
+
+if TYPE_CHECKING:
+    from hilbench.report.campaign_data import CampaignData
+
+RUNS_SAMPLED = 50  # QUBO runs whose clock probes and readings are summarised
+
+
+def instrument_settings(config: dict[str, Any]) -> list[str]:
+    """One line per instrument of the campaign: id, driver, what it measures, its settings."""
+    lines = []
+    for inst in config.get("instruments") or []:
+        settings = ", ".join(f"{k} = {v}" for k, v in sorted((inst.get("settings") or {}).items()))
+        where = inst.get("resource") or (
+            f"SIMULATED bench meter, power model {inst['simulate']}" if inst.get("simulate")
+            else "internal source")
+        lines.append(f"instrument {inst['id']} ({inst.get('driver')}, {where}) measures agent "
+                     f"{inst.get('measures')}; settings: {settings or 'driver defaults'}")
+    return lines
+
+
+def _seconds(s: float) -> str:
+    return f"{s * 1e6:.3g} µs" if s < 1e-3 else f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
+
+
+def qubo_methodology(data: CampaignData) -> list[str]:
+    """Timing and power of the campaign's fixed-timeout and time-to-solution runs."""
+    lines: list[str] = []
+    sampled = [r for r in data.runs if r["status"] == "success"
+               and str(r["procedure"]).startswith("qubo.")][:RUNS_SAMPLED]
+    if not sampled:
+        return lines
+    with Store(data.path) as store:
+        probes, resolutions, drifts = [], set(), []
+        for run in sampled:
+            for phase in store.phases(run["uid"]):
+                if phase["name"] == "solve":
+                    probes += [p["uncertainty_s"] for p in phase["clock_offsets"].values()]
+            for source in store.sample_sources(run["uid"]):
+                batch = next(store.sample_batches(run["uid"], source["source"]), None)
+                if batch is not None:
+                    meta = batch["meta"]
+                    resolutions.add((source["source"], meta.get("instrument"),
+                                     meta.get("time_resolution_s"), source["unit"],
+                                     meta.get("supply_voltage_v")))
+            drifts += [abs(e["data"].get("drift_ppm") or 0.0)
+                       for e in store.events(run["uid"], "instrument_interval")]
+    metrics = sampled[0]["metrics"]
+    rule = (metrics["overrun"]["meta"] or {}).get("rule") if "overrun" in metrics else None
+    lines.append(
+        "timing: the timed region is solving plus the cost check (set-up that does not depend "
+        "on the deadline happens in the untimed load phase); each run stores the requested and "
+        "the actual time from the agent's clock"
+        + (f"; overrun flagged when {rule}" if rule else ""))
+    if probes:
+        lines.append(
+            f"clock offsets: agent clock mapped onto the orchestrator's by ping/echo probes "
+            f"before each solve phase; uncertainty (half the lowest round trip) median "
+            f"{_seconds(statistics.median(probes))}, worst {_seconds(max(probes))} "
+            f"(over {len(probes)} probes of {len(sampled)} runs)")
+    for source, name, resolution, unit, volts in sorted(resolutions, key=str):
+        text = f"power readings: source {source} ({name})"
+        if resolution:
+            text += f", one reading every {_seconds(resolution)} (time resolution)"
+        if unit == "A" and volts:
+            text += f", current × {volts:g} V supply"
+        lines.append(text)
+    if "avg_power_w" in metrics:
+        missing = next((r["metrics"]["avg_power_w"] for r in sampled
+                        if "avg_power_w" in r["metrics"]
+                        and r["metrics"]["avg_power_w"]["value"] is None), None)
+        if missing is not None and (missing["meta"] or {}).get("reason"):
+            lines.append(f"average power: n/m in some runs, e.g. {missing['meta']['reason']}")
+        lines.append(
+            "average power: mean of the readings inside the solve phase's window (agent's "
+            "solve start..end mapped by the clock offset), readings straddling its edges "
+            "excluded; energy = average power × actual time; uncertainties 95 % expanded "
+            "(statistical, instrument gain and offset, timing, quantisation)")
+    if drifts:
+        lines.append(f"meter timebase: readings restamped with the interval learned from the "
+                     f"meter's own count; largest drift seen {max(drifts):.3g} ppm")
+    return lines
+
+
+def campaign_methodology(data: CampaignData, config: dict[str, Any]) -> list[str]:
+    """Everything the campaign's runs say about how they were measured."""
+    lines = instrument_settings(config)
+    lines += qubo_methodology(data)
+    for group in asc_groups(data):
+        lines += [f"ASC on {group.agent}: {line}" for line in describe(group)]
+    return lines
