@@ -48,6 +48,7 @@ SUBCOMMANDS: dict[str, str] = {
     "queue": "hilbench.cli.queue:queue",
     "schedule": "hilbench.cli.queue:schedule",
     "report": "hilbench.cli.report:report",
+    "serve": "hilbench.cli.serve:serve",
 }
 
 

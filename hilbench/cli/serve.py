@@ -1,0 +1,68 @@
+"""`hilbench serve`: the store's campaigns as read-only pages in the browser."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import tempfile
+import threading
+from pathlib import Path
+
+import click
+
+from hilbench.cli import EXIT_USAGE
+from hilbench.cli.report import require_report_extra
+from hilbench.store import StoreError, default_db_path
+
+
+@click.command()
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Store file [default: $HILBENCH_DB, else ./hilbench.sqlite].")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on. Anything but loopback needs --token.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535),
+              help="Port (0: any free port; the address is printed).")
+@click.option("--token", default=None, envvar="HILBENCH_SERVE_TOKEN",
+              help="Require this token on every request (Authorization: Bearer TOKEN, or "
+                   "?token=TOKEN once in the browser) [env: HILBENCH_SERVE_TOKEN].")
+def serve(db_path: Path | None, host: str, port: int, token: str | None) -> None:
+    """Serve a read-only results page per campaign: its summary tables, the full report
+    (figures, workflow, methodology, provenance) and, when a daemon runs on the same store,
+    its live status. The store is only read (SQLite read-only connection); GET and HEAD only.
+
+    Binds 127.0.0.1 by default. On an address other hosts reach, give --token (a long random
+    string, e.g. `python -c "import secrets; print(secrets.token_urlsafe())"`); the page is
+    plain HTTP, so prefer an SSH tunnel to a loopback server on untrusted networks. Stop with
+    Ctrl-C.
+    """
+    require_report_extra("serve")
+    from hilbench.report.serve import make_server
+
+    path = db_path or default_db_path()
+    reports = Path(tempfile.mkdtemp(prefix="hilbench-serve-"))
+    try:
+        try:
+            server = make_server(path, host, port, token, report_dir=reports)
+        except (ValueError, StoreError) as exc:
+            click.echo(f"error: {exc}", err=True)
+            raise SystemExit(EXIT_USAGE) from None
+        except OSError as exc:
+            click.echo(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}",
+                       err=True)
+            raise SystemExit(EXIT_USAGE) from None
+        bound_host, bound_port = server.server_address[:2]
+        shown = f"[{bound_host}]" if ":" in str(bound_host) else bound_host
+        click.echo(f"serving {path} (read-only) on http://{shown}:{bound_port}/"
+                   + (" (token required)" if token else ""), err=False)
+        # SIGTERM (systemd, kill) ends serve_forever from another thread, so the temporary
+        # report folder is removed as on Ctrl-C.
+        signal.signal(signal.SIGTERM,
+                      lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
+        with server:
+            try:
+                server.serve_forever()
+            except KeyboardInterrupt:
+                click.echo("stopped", err=True)
+                raise SystemExit(130) from None
+    finally:
+        shutil.rmtree(reports, ignore_errors=True)
