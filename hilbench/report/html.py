@@ -94,6 +94,13 @@ def render_html(report: Report, out: Path) -> str:
     return env.get_template("report.html.j2").render(report=report, simulated_label=LABEL)
 
 
+def render_tables(tables: list[Table]) -> str:
+    """The summary tables as an HTML fragment (the report's markup, for `hilbench serve`)."""
+    env = _environment()
+    env.globals["table_view"] = table_view
+    return env.get_template("tables.html.j2").render(tables=tables, simulated_label=LABEL)
+
+
 def render_md(report: Report) -> str:
     env = _environment()
     env.globals["ratio_text"] = ratio_text

@@ -141,33 +141,11 @@ def _page(title: str, body: str, refresh_s: int | None = None) -> str:
         "body{font-family:'DejaVu Sans',Arial,sans-serif;max-width:1100px;margin:1.5em auto;"
         "padding:0 1em}table{border-collapse:collapse;margin:.6em 0;font-size:13px}"
         "th,td{border:1px solid #999;padding:.25em .55em}th{background:#eee;text-align:left}"
-        "td.right{text-align:right;white-space:nowrap}.status{border:2px solid #333;"
+        "td.right{text-align:right;white-space:nowrap}tr.section td{border-top:3px double #333}"
+        ".status{border:2px solid #333;"
         "padding:.5em 1em}.mono{font-family:'DejaVu Sans Mono',monospace;font-size:12px}"
         f"</style></head><body>{body}</body></html>"
     )
-
-
-def _tables_html(tables: list[Any]) -> str:
-    from hilbench.report.html import table_view
-
-    out = []
-    for table in tables:
-        v = table_view(table)
-        rows = []
-        for row in v["rows"]:
-            cells = "".join(
-                f'<td class="{c.align}">{html.escape(c.text)}'
-                + (f"<sup>[{c.note}]</sup>" if c.note else "") + "</td>" for c in row["cells"])
-            rows.append(f"<tr>{cells}</tr>")
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in v["headings"])
-        notes = [f"[{n}] {note}" for n, note in v["footnotes"]] + v["notes"]
-        out.append(
-            f'<table data-table="{html.escape(v["key"])}"><caption><b>'
-            f'{html.escape(v["title"])}</b></caption><thead><tr>{head}</tr></thead><tbody>'
-            + "".join(rows) + "</tbody></table>"
-            + ("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"
-               if notes else ""))
-    return "\n".join(out)
 
 
 def _status_html(status: dict[str, Any]) -> str:
@@ -297,6 +275,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _campaign(self, campaign: dict[str, Any]) -> str:
         from hilbench.report.campaign_data import load_campaign_data
+        from hilbench.report.html import render_tables
         from hilbench.report.summary import summary_tables
 
         tables = summary_tables(load_campaign_data(self.server.db_path, campaign["uid"]))
@@ -309,7 +288,7 @@ class Handler(BaseHTTPRequestHandler):
             f'{_utc(campaign["wall_start"])}. <a href="/campaign/{campaign["uid"]}/report/">'
             "Full report (figures, workflow, methodology, provenance)</a></p>"
             + _status_html(status)
-            + (_tables_html(tables) or "<p>No summary table: no run a table is made of.</p>"))
+            + render_tables(tables))
         running = campaign["status"] == "incomplete" or status["available"]
         return _page(f"hilbench: {campaign['name']}", body,
                      refresh_s=int(STATUS_TTL_S * 2) if running else None)

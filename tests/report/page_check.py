@@ -45,6 +45,7 @@ class TableCell:
     column: str
     text: str
     value: float | None
+    uncertainty: float | None = None
 
 
 class _Parser(HTMLParser):
@@ -73,9 +74,11 @@ class _Parser(HTMLParser):
             self._sup -= 1
         elif tag == "td" and self._cell is not None:
             value = self._cell.get("data-value")
+            unc = self._cell.get("data-uncertainty")
             self.cells.append(TableCell(self._table, self._cell.get("data-column", ""),
                                         "".join(self._text).strip(),
-                                        float(value) if value else None))
+                                        float(value) if value else None,
+                                        float(unc) if unc else None))
             self._cell = None
 
     def handle_data(self, data: str) -> None:
@@ -110,4 +113,8 @@ def printed_matches(cell: TableCell) -> bool:
     if unc and "." not in unc and "e" not in unc and len(unc) > 2:
         step = 10.0 ** (len(unc) - 2)  # the uncertainty's two significant digits: 110 → tens
     expected = cell.value * scale
-    return abs(expected - printed) <= 0.5 * step * (1 + 1e-9) + 1e-12 * abs(expected)
+    tolerance = 0.5 * step * (1 + 1e-9)
+    if unc and cell.uncertainty is not None and (  # the uncertainty too, at the same step
+            abs(cell.uncertainty * scale - float(unc)) > tolerance + 1e-12):
+        return False
+    return abs(expected - printed) <= tolerance + 1e-12 * abs(expected)
