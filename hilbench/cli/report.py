@@ -55,12 +55,17 @@ def _progress_to(log_path: Path | None):  # type: ignore[no-untyped-def]
 @click.option("--reference", default=None,
               help="ASC ratios against this system (a campaign name as given) [default: the "
                    "first campaign].")
+@click.option("--reported", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None,
+              help="Check the trials against figures reported earlier (the JSON or CSV of an "
+                   "earlier `hilbench summary`) [default: each figure's trial mean].")
 @click.option("--trace", "trace_runs", multiple=True,
               help="Draw the power trace of this run (uid prefix; repeat) instead of the "
                    "default choice (each ASC power group's first run, the longest QUBO run "
                    "with power).")
 def report(campaigns: tuple[str, ...], db_path: Path | None, system_files: tuple[Path, ...],
-           out_dir: Path, reference: str | None, trace_runs: tuple[str, ...]) -> None:
+           out_dir: Path, reference: str | None, reported: Path | None,
+           trace_runs: tuple[str, ...]) -> None:
     """Write the NeuroBench report of CAMPAIGN(s) (names or uid prefixes) from the store.
 
     Sections: the system (from --system), a workflow diagram per procedure generated from the
@@ -78,6 +83,7 @@ def report(campaigns: tuple[str, ...], db_path: Path | None, system_files: tuple
     from hilbench.report.document import build_report
     from hilbench.report.html import write_report
     from hilbench.report.system import SystemFileError, load_system
+    from hilbench.report.trials import ReportedFileError, load_reported
 
     path = db_path or default_db_path()
     if len(system_files) not in (0, 1, len(campaigns)):
@@ -86,7 +92,8 @@ def report(campaigns: tuple[str, ...], db_path: Path | None, system_files: tuple
         raise SystemExit(EXIT_USAGE)
     try:
         descriptions = [load_system(p) for p in system_files]
-    except SystemFileError as exc:
+        figures = load_reported(reported) if reported else None
+    except (SystemFileError, ReportedFileError) as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None
     systems = (descriptions * len(campaigns) if len(descriptions) == 1
@@ -118,7 +125,7 @@ def report(campaigns: tuple[str, ...], db_path: Path | None, system_files: tuple
         log = logs_dir(path)
         progress = _progress_to(log / "report.log" if log.is_dir() else None)
         result = build_report(path, resolved, systems, out_dir, reference=reference,
-                              trace_runs=traces or None, progress=progress)
+                              trace_runs=traces or None, reported=figures, progress=progress)
         progress("writing report.html and report.md")
         html, md = write_report(result, out_dir)
     except StoreError as exc:

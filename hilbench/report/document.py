@@ -34,6 +34,7 @@ from hilbench.report.methodology import campaign_methodology
 from hilbench.report.summary import summary_tables
 from hilbench.report.system import SystemDescription
 from hilbench.report.table import Table
+from hilbench.report.trials import ReportedFigures
 from hilbench.report.workflow import Workflow, campaign_workflows, stage_lines, workflow_svg
 from hilbench.store import Store
 
@@ -170,12 +171,14 @@ def build_report(
     *,
     reference: str | None = None,
     trace_runs: list[str] | None = None,
+    reported: ReportedFigures | None = None,
     progress: Callable[[str], None] = lambda _: None,
 ) -> Report:
     """Read the campaigns ``(uid, label)`` from the store and write the figures under ``out``.
 
     ``systems`` holds one description per campaign (or None where none was given); the label
-    names a campaign's series in figures drawn across campaigns."""
+    names a campaign's series in figures drawn across campaigns; ``reported`` are figures
+    reported earlier that the trials are checked against (default: each trial mean)."""
     fig_dir = out / FIGURES_DIR
     sections = []
     sources = []
@@ -188,7 +191,7 @@ def build_report(
         sources.append(source)
         statuses, run_ids, versions, simulation = _provenance(data)
         progress(f"campaign {label}: tables, workflow, methodology")
-        tables = summary_tables(data)
+        tables = summary_tables(data, reported)
         workflows = []
         for flow in campaign_workflows(data, campaign["config"]):
             path = fig_dir / f"workflow-{label}-{flow.family}-{flow.agent}.svg"

@@ -137,3 +137,12 @@ def test_unknown_campaign_or_foreign_trace_run_is_refused(reports, tmp_path):
     result = CliRunner().invoke(cli, ["report", "first", "--db", str(two), "--trace", run[:8],
                                       "--out", str(tmp_path / "o")])
     assert result.exit_code == 2 and "belongs to none of the campaigns" in result.output
+
+
+def test_a_reported_file_that_cannot_be_read_is_named(reports, tmp_path):
+    db, _, _ = reports
+    bad = tmp_path / "reported.json"
+    bad.write_text("not json")
+    result = CliRunner().invoke(cli, ["report", "qubo-test", "--db", str(db), "--out",
+                                      str(tmp_path / "o"), "--reported", str(bad)])
+    assert result.exit_code == 2 and str(bad) in result.output
