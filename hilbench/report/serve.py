@@ -11,8 +11,7 @@ token is given; with a token every request must carry it (``Authorization: Beare
 ``?token=…`` once, which sets a cookie for the links that follow).
 
 The daemon's status comes from ``hilbench status --json --db STORE`` (the daemon's own
-command), run at most every few seconds; without that command the page says the status is
-not available and why.
+command), run at most every few seconds; while the daemon runs, the pages reload themselves.
 """
 
 from __future__ import annotations
@@ -148,13 +147,38 @@ def _page(title: str, body: str, refresh_s: int | None = None) -> str:
     )
 
 
+def daemon_running(status: dict[str, Any]) -> bool:
+    """The daemon answered and is not stopped (``hilbench status --json``'s daemon.state)."""
+    if not status["available"]:
+        return False
+    state = ((status["status"] or {}).get("daemon") or {}).get("state")
+    return state not in (None, "not running", "stopped")
+
+
 def _status_html(status: dict[str, Any]) -> str:
+    """The daemon's state in a few lines, its whole status JSON folded under them."""
     if not status["available"]:
         return (f'<div class="status" id="daemon-status">Daemon status: not available '
                 f'({html.escape(status["reason"])}).</div>')
-    text = json.dumps(status["status"], indent=1, ensure_ascii=False)
-    return ('<div class="status" id="daemon-status">Daemon status (live, refreshed every '
-            f'{int(STATUS_TTL_S * 2)} s):<pre class="mono">{html.escape(text)}</pre></div>')
+    current = status["status"] or {}
+    daemon = current.get("daemon") or {}
+    lines = [f"Daemon: {daemon.get('state', 'unknown')}"
+             + (f" ({daemon['detail']})" if daemon.get("detail") else "")]
+    if current.get("current"):
+        lines.append("now: " + json.dumps(current["current"], ensure_ascii=False,
+                                          default=str)[:300])
+    queue = current.get("queue") or {}
+    if "length" in queue:
+        lines.append(f"queue: {queue['length']} item(s)")
+    if current.get("last_error"):
+        lines.append(f"last error: {current['last_error']}")
+    if daemon_running(status):
+        lines.append(f"(live: this page reloads every {int(STATUS_TTL_S * 2)} s)")
+    text = json.dumps(current, indent=1, ensure_ascii=False, default=str)
+    return ('<div class="status" id="daemon-status">'
+            + "<br>".join(html.escape(line) for line in lines)
+            + f'<details><summary>hilbench status --json</summary><pre class="mono">'
+            f"{html.escape(text)}</pre></details></div>")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -271,7 +295,7 @@ class Handler(BaseHTTPRequestHandler):
             + _status_html(status)
             + "<table><thead><tr><th>campaign</th><th>id</th><th>status</th><th>runs</th>"
             f"<th>started</th></tr></thead><tbody>{rows}</tbody></table>"),
-            refresh_s=int(STATUS_TTL_S * 2) if status["available"] else None)
+            refresh_s=int(STATUS_TTL_S * 2) if daemon_running(status) else None)
 
     def _campaign(self, campaign: dict[str, Any]) -> str:
         from hilbench.report.campaign_data import load_campaign_data
@@ -289,7 +313,7 @@ class Handler(BaseHTTPRequestHandler):
             "Full report (figures, workflow, methodology, provenance)</a></p>"
             + _status_html(status)
             + render_tables(tables))
-        running = campaign["status"] == "incomplete" or status["available"]
+        running = campaign["status"] == "incomplete" or daemon_running(status)
         return _page(f"hilbench: {campaign['name']}", body,
                      refresh_s=int(STATUS_TTL_S * 2) if running else None)
 

@@ -41,10 +41,14 @@ def _serve(path: Path, tmp: Path, **kw: object) -> Iterator[tuple[str, int]]:
         thread.join(5)
 
 
+RUNNING = {"daemon": {"state": "running", "detail": "pid 4242"},
+           "current": {"campaign": "qubo-test", "unit": "qubo/fixed_timeout/n=10"},
+           "queue": {"length": 2, "head": []}, "last_error": ""}
+
+
 @pytest.fixture
 def served(store: tuple[Path, str], tmp_path: Path) -> Iterator[tuple[str, int]]:
-    status = DaemonStatus(store[0], [sys.executable, "-c",
-                                     "print('{\"state\": \"running\", \"queue\": 2}')"])
+    status = DaemonStatus(store[0], [sys.executable, "-c", f"print({json.dumps(RUNNING)!r})"])
     with _serve(store[0], tmp_path / "reports", status=status) as address:
         yield address
 
@@ -69,11 +73,10 @@ def test_index_and_campaign_pages_show_the_stored_tables_and_the_daemon_status(
     page = body.decode()
     assert status == 200
     assert "<table" in page and "simulated" in page
-    assert "&#34;state&#34;: &#34;running&#34;" in page or "&quot;state&quot;" in page \
-        or '"state": "running"' in page
+    assert "Daemon: running (pid 4242)" in page and "queue: 2 item(s)" in page
     assert "refresh" in page  # live: the page reloads while a daemon runs
     status, _, body = get(served, "/status.json")
-    assert status == 200 and json.loads(body)["status"] == {"state": "running", "queue": 2}
+    assert status == 200 and json.loads(body)["status"] == RUNNING
 
 
 @pytest.mark.slow  # makes the report (a few seconds of matplotlib)
@@ -120,8 +123,13 @@ def test_other_hosts_are_refused_without_a_token(store: tuple[Path, str]) -> Non
     assert proc.returncode == 2 and "--token" in proc.stderr
 
 
-def test_without_a_daemon_the_page_says_why(store: tuple[Path, str], tmp_path: Path) -> None:
-    missing = DaemonStatus(store[0], [sys.executable, "-c", "import sys; sys.exit(3)"])
-    with _serve(store[0], tmp_path / "r", status=missing) as address:
+def test_without_a_daemon_the_page_says_so(store: tuple[Path, str], tmp_path: Path) -> None:
+    """The real `hilbench status --json` on a store no daemon has run on, and a status
+    command that fails: neither page reloads itself."""
+    with _serve(store[0], tmp_path / "r") as address:
+        page = get(address, "/")[2].decode()
+        assert "Daemon: not running" in page and "refresh" not in page
+    failing = DaemonStatus(store[0], [sys.executable, "-c", "import sys; sys.exit(3)"])
+    with _serve(store[0], tmp_path / "r2", status=failing) as address:
         page = get(address, "/")[2].decode()
         assert "Daemon status: not available" in page and "refresh" not in page
