@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,6 +21,8 @@ from hilbench.cassette.figures import window_power_again
 from hilbench.cassette.reader import Cassette, Stream
 from hilbench.orchestrator.client import ClockOffset
 from hilbench.orchestrator.timing_check import check_timed_region
+from hilbench.report.trials import TRIALS, check_trials
+from hilbench.store.groups import replicate_key
 from hilbench.workloads.qubo import bks_gap
 
 REL_TOL = 1e-9  # the same code on the same float64 data: only summation order may differ
@@ -42,6 +45,9 @@ class Outcome:
     problems: list[str] = field(default_factory=list)
     checked: int = 0  # figures recomputed and compared
     not_recomputed: dict[str, int] = field(default_factory=dict)  # procedure -> runs
+    # (run uid, metric) -> the figure recomputed from the raw data
+    recomputed: dict[tuple[str, str], float | None] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # said, not mismatches
 
 
 def verify_bundle(bundle: Path) -> Outcome:
@@ -73,7 +79,34 @@ def verify_bundle(bundle: Path) -> Outcome:
             for problem in _check_qubo(record, cassette, streams, outcome):
                 outcome.problems.append(f"run {record.run['uid'][:8]} "
                                         f"({record.run.get('unit_key')}): {problem}")
+    _check_trial_rule(runs, outcome)
     return outcome
+
+
+def _check_trial_rule(runs: dict[str, RunRecord], outcome: Outcome) -> None:
+    """NeuroBench's rule as written, per replicate group (the runs a summary row averages) and
+    recomputed figure: the mean of the recomputed trials within 5 % of the reported figure
+    (the stored trials' mean, which the summary reports)."""
+    groups: dict[tuple[str, str], list[tuple[float | None, float | None]]] = defaultdict(list)
+    for (uid, name), again in outcome.recomputed.items():
+        record = runs[uid]
+        stored = _figure(record.metrics[name])
+        groups[(replicate_key(record.run.get("unit_key")), name)].append((stored, again))
+    short = 0
+    for (group, name), pairs in sorted(groups.items()):
+        stored = [s for s, _ in pairs if s is not None]
+        trials = [a for _, a in pairs if a is not None]
+        if not stored or not trials:
+            continue
+        short += len(trials) < TRIALS
+        check = check_trials(trials, statistics.fmean(stored), "the stored trials' mean")
+        if not check.passed:
+            outcome.problems.append(
+                f"{group}: {name}: mean of {len(trials)} recomputed trial(s) {check.mean!r} is "
+                f"not within 5 % of the reported {check.reported!r}")
+    if short:
+        outcome.notes.append(f"{short} figure group(s) have fewer than {TRIALS} trials: the "
+                             "5-trial rule was checked on the trials there are")
 
 
 def _runs(cassette: Cassette) -> dict[str, RunRecord]:
@@ -147,6 +180,11 @@ def _figure(metric: dict[str, Any]) -> float | None:
     return None if measured is None else float(measured)
 
 
+def _note(outcome: Outcome, record: RunRecord, name: str, again: float | None) -> None:
+    outcome.recomputed[(record.run["uid"], name)] = again
+    outcome.checked += 1
+
+
 def _differs(stored: float | None, again: float | None) -> bool:
     if stored is None or again is None:
         return (stored is None) != (again is None)
@@ -189,13 +227,13 @@ def _check_qubo(record: RunRecord, cassette: Cassette,
         except LookupError as exc:
             yield f"metric avg_power_w cannot be recomputed: {exc}"
             return
-        outcome.checked += 1
+        _note(outcome, record, "avg_power_w", watts_again)
         if _differs(_figure(power), watts_again):
             yield f"metric avg_power_w stored {_figure(power)!r}, recomputed {watts_again!r}"
         energy = metrics.get("energy_j")
         if energy is not None:
             energy_again = None if watts_again is None else watts_again * data["actual_s"]
-            outcome.checked += 1
+            _note(outcome, record, "energy_j", energy_again)
             if _differs(_figure(energy), energy_again):
                 yield f"metric energy_j stored {_figure(energy)!r}, recomputed {energy_again!r}"
     yield from _check_tts(record, solve, data, stream, cassette, outcome)
@@ -204,7 +242,7 @@ def _check_qubo(record: RunRecord, cassette: Cassette,
         feasible = _figure(metrics["feasible"]) if "feasible" in metrics else 1.0
         again_gap = (bks_gap(int(_figure(cost) or 0), int(gap["meta"]["target"]))
                      if feasible else None)
-        outcome.checked += 1
+        _note(outcome, record, "bks_gap", again_gap)
         if _differs(_figure(gap), again_gap):
             yield f"metric bks_gap stored {_figure(gap)!r}, recomputed {again_gap!r}"
     actual = metrics.get("actual_s")
@@ -235,7 +273,7 @@ def _check_tts(record: RunRecord, solve: dict[str, Any], data: dict[str, Any],
                     yield f"metric {name} cannot be recomputed: {exc}"
                     continue
                 again = None if watts is None else watts * latency
-        outcome.checked += 1
+        _note(outcome, record, name, again)
         if _differs(_figure(metric), again):
             yield f"metric {name} stored {_figure(metric)!r}, recomputed {again!r}"
 

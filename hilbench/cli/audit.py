@@ -45,7 +45,8 @@ def export(campaign: str, db: Path | None, out: Path, system: Path | None) -> No
 def verify(bundle: Path) -> None:
     """Check every sha256 in BUNDLE, then recompute each run's figures (QUBO: average power and
     energy from the raw samples over the device's timed region, BKS gap, the timed region
-    against the orchestrator's window and clock offset) with the runner's analysis code.
+    against the orchestrator's window and clock offset) with the runner's analysis code, and
+    NeuroBench's 5-trial rule on the recomputed figures of each replicate group.
 
     Exit 0 only when everything agrees; 1 with one line per mismatch."""
     from hilbench.cassette.verify import verify_bundle
@@ -54,6 +55,8 @@ def verify(bundle: Path) -> None:
     for procedure, runs in sorted(outcome.not_recomputed.items()):
         click.echo(f"note: {runs} {procedure} run(s) only hash-checked: no recomputation of "
                    "its figures yet", err=True)
+    for note in outcome.notes:
+        click.echo(f"note: {note}", err=True)
     for problem in outcome.problems:
         click.echo(problem)
     if outcome.problems:

@@ -140,3 +140,23 @@ def test_a_changed_energy_to_solution_fails_naming_it(bundle, tmp_path):
     assert done.returncode == 1
     (line,) = done.stdout.splitlines()
     assert "metric tts_energy_j@0.2 stored" in line and "recomputed" in line
+
+
+@pytest.mark.parametrize(("factor", "flagged"), [(1.04, False), (1.06, True)])
+def test_the_5_trial_rule_holds_the_reported_figure_to_the_recomputed_trials(
+        bundle, tmp_path, factor, flagged):
+    """Both fixed-timeout runs (one replicate group) stored ``factor`` × their true power: each
+    is named, and the group breaks the rule only beyond 5 %."""
+    def change(lines):
+        for d in lines:
+            if d["kind"] == "metric" and d["name"] == "avg_power_w" and d["value"] is not None:
+                d["value"] *= factor
+
+    done = _verify(_tamper(bundle, tmp_path, change))
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert sum("metric avg_power_w stored" in line for line in lines) >= 2
+    rule = [line for line in lines if "not within 5 % of the reported" in line]
+    assert bool(rule) == flagged, lines
+    if flagged:
+        assert all("avg_power_w" in line and "seed=*" in line for line in rule)
