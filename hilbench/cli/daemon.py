@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import socket
 import sys
 import time
 from pathlib import Path
@@ -12,7 +14,8 @@ from typing import Any
 import click
 
 from hilbench.cli import EXIT_UNREACHABLE, EXIT_USAGE
-from hilbench.cli.run import _DB_OPTION, _db_path
+from hilbench.cli.options import DB_OPTION as _DB_OPTION
+from hilbench.cli.options import db_path as _db_path
 
 _CONFIG = click.option(
     "--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -81,7 +84,6 @@ def fetch_status(db: Path, connect: str | None, key: Path | None,
                  daemon_key: Path | None, timeout_s: float = 2.0) -> dict[str, Any]:
     """The daemon's status, or what the store says when no daemon answers."""
     from hilbench.daemon.control import ControlError, request
-    from hilbench.wire.keys import load_public
 
     if connect is None:
         from hilbench.daemon.queue_db import QueueDB
@@ -91,13 +93,31 @@ def fetch_status(db: Path, connect: str | None, key: Path | None,
         connect = info.get("control")
         if connect is None:
             return _offline(db, "no daemon has run on this store")
+        if info.get("host") == socket.gethostname() and not _alive(info.get("pid")):
+            return _offline(db, f"the daemon of this store (pid {info.get('pid')}) has exited")
     try:
-        return request(connect, "status", timeout_s=timeout_s, key=key,
-                       daemon_key=load_public(daemon_key) if daemon_key else None)
+        public = None
+        if daemon_key is not None:
+            from hilbench.wire.keys import load_public
+
+            public = load_public(daemon_key)
+        return request(connect, "status", timeout_s=timeout_s, key=key, daemon_key=public)
     except ControlError as exc:
         if key is not None:
             raise
         return _offline(db, str(exc))
+
+
+def _alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
 
 
 def _offline(db: Path, why: str) -> dict[str, Any]:

@@ -16,7 +16,8 @@ from typing import Any
 import click
 
 from hilbench.cli import EXIT_USAGE
-from hilbench.cli.run import _DB_OPTION, _db_path
+from hilbench.cli.options import DB_OPTION as _DB_OPTION
+from hilbench.cli.options import db_path as _db_path
 
 
 def _open(db: Path | None):

@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from hilbench.cli import EXIT_RUN_FAILED, EXIT_STORE_FAULT, EXIT_UNREACHABLE, EXIT_USAGE
 from hilbench.cli.campaign import echo_campaign_error
+from hilbench.cli.options import DB_OPTION, db_path
 
 log = logging.getLogger(__name__)
 
@@ -169,12 +170,7 @@ def _run_campaign(
         raise SystemExit(EXIT_RUN_FAILED)
 
 
-_DB_OPTION = click.option(
-    "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="SQLite results file [default: $HILBENCH_DB or ./hilbench.sqlite].",
-)
+_DB_OPTION = DB_OPTION
 
 
 def invoked_program() -> list[str]:
@@ -197,10 +193,7 @@ def _interrupted_at_start(exc: BaseException, resume_command: list[str]) -> Syst
     return SystemExit(exc.exit_code)
 
 
-def _db_path(db: Path | None) -> Path:
-    from hilbench.store import default_db_path
-
-    return db if db is not None else default_db_path()
+_db_path = db_path
 
 
 @click.command()

@@ -18,8 +18,6 @@ from typing import Any
 
 import zmq
 
-from hilbench.wire import keys
-
 log = logging.getLogger(__name__)
 
 COMMANDS = ("ping", "status", "wake")
@@ -40,6 +38,8 @@ class ControlServer:
         authorized: Path | None = None,
         insecure: bool = False,
     ) -> None:
+        from hilbench.wire import keys  # the server side only: the asking side stays light
+
         unknown = set(handlers) - set(COMMANDS)
         if unknown:
             raise ValueError(f"commands {sorted(unknown)} are not on the allow-list {COMMANDS}")
@@ -50,7 +50,7 @@ class ControlServer:
             )
         self.handlers = handlers
         self._ctx = zmq.Context()
-        self._gate: keys.Gatekeeper | None = None
+        self._gate: Any = None
         self._sock = self._ctx.socket(zmq.ROUTER)
         self._sock.linger = 0
         self._sock.maxmsgsize = MAX_REQUEST
@@ -125,6 +125,8 @@ def request(
     sock.rcvtimeo = sock.sndtimeo = int(timeout_s * 1000)
     try:
         if key is not None:
+            from hilbench.wire import keys
+
             if daemon_key is None:
                 raise ControlError("with --key, give the daemon's public key (--daemon-key)")
             keys.make_client(sock, keys.load_pair(key), daemon_key)
