@@ -26,10 +26,11 @@ import numpy as np
 import zmq
 
 PROTO = "hilbench-agent"
+VERSION = 2  # the protocol version of protocols/agent-protocol.md
 
 
 def header(kind: str, msg_id: str | None, body: dict, payloads: list | None = None) -> bytes:
-    return msgpack.packb({"proto": PROTO, "v": 1, "type": kind, "id": msg_id, "cmd": None,
+    return msgpack.packb({"proto": PROTO, "v": VERSION, "type": kind, "id": msg_id, "cmd": None,
                           "body": body, "payloads": payloads or []})
 
 
@@ -62,7 +63,7 @@ def main() -> None:
         arrived = time.monotonic()
         if kind == "hello":
             sock.send_multipart([peer, header("welcome", msg_id, {
-                "agent_id": "spec", "driver": "spec", "protocol_version": 1,
+                "agent_id": "spec", "driver": "spec", "protocol_version": VERSION,
                 "capabilities": {"workloads": ["qubo"], "simulated": False,
                                  "qubo": {"solvers": ["sa"], "modes": ["fixed_timeout"]}},
                 "hilbench_version": "none", "host": "localhost", "pid": os.getpid(),
