@@ -53,7 +53,7 @@ def test_single_stream_through_a_xylo_agent_process(xylo_python, tmp_path, test_
             reply = client.request("load", {"workload": "asc", "part": "model", "meta": meta,
                                             "arrays": names}, [arrays[n] for n in names],
                                    timeout_s=120).body
-            assert reply["network_sha256"] == net.sha256
+            assert reply["detail"]["network_sha256"] == net.sha256  # a device extra (contracts)
             for index, audio in enumerate(test_audio):
                 loaded = client.request("load", {"workload": "asc", "part": "sample",
                                                  "index": index}, [audio], timeout_s=120).body
