@@ -10,6 +10,7 @@ exits, so it never outlives its parent.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import shutil
@@ -61,6 +62,12 @@ def build_host(
             "no_firmware",
         )
     steps = [[cmake, "--build", str(build_dir), "--target", BINARY_NAME]]
+    if configured_source(build_dir) not in (None, FIRMWARE_DIR):
+        # A build directory configured from another checkout (moved, or a cache shared by two
+        # trees): CMake refuses to build it, so configure it afresh for this one.
+        log.warning("%s was configured from %s; configuring it for %s", build_dir,
+                    configured_source(build_dir), FIRMWARE_DIR)
+        shutil.rmtree(build_dir)
     if not (build_dir / "CMakeCache.txt").is_file():
         configure = [cmake, "-S", str(FIRMWARE_DIR), "-B", str(build_dir)]
         steps.insert(0, [*configure, "-DCMAKE_BUILD_TYPE=Release", *(extra or [])])
@@ -75,10 +82,23 @@ def build_host(
     return build_dir / BINARY_NAME
 
 
+def configured_source(build_dir: Path) -> Path | None:
+    """The source directory a CMake build directory was configured from (None: not configured)."""
+    cache = build_dir / "CMakeCache.txt"
+    if not cache.is_file():
+        return None
+    for line in cache.read_text("utf-8", errors="replace").splitlines():
+        if line.startswith("CMAKE_HOME_DIRECTORY:"):
+            return Path(line.split("=", 1)[1]).resolve()
+    return None
+
+
 def model_build_dir(fingerprint: str) -> Path:
-    """Where the host build for one model lives: ``$XDG_CACHE_HOME/hilbench/arduino-host/<fp>``."""
+    """Where the host build for one model lives, per source tree and model:
+    ``$XDG_CACHE_HOME/hilbench/arduino-host/<tree>-<fp>`` (two checkouts never share one)."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "hilbench" / "arduino-host" / fingerprint
+    tree = hashlib.sha256(str(FIRMWARE_DIR).encode()).hexdigest()[:8]
+    return Path(base) / "hilbench" / "arduino-host" / f"{tree}-{fingerprint}"
 
 
 def host_build_for_model(model: QuantisedModel) -> Path:

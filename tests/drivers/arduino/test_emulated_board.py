@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -161,3 +162,25 @@ def test_emulate_mode_flashes_the_campaigns_model_into_the_host_build(host_progr
         assert _run(drv, 0)["scores"] == doc["logits"]["data"]
     finally:
         drv.close()
+
+
+def test_a_model_build_configured_from_another_checkout_is_reconfigured(
+    host_program, tmp_path, monkeypatch
+):
+    """A cache left by another checkout (a moved tree, a second worktree) must not break the
+    build: CMake refuses a build directory configured from a different source directory."""
+    from hilbench_drivers.arduino import emulator
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    build = emulator.model_build_dir(model_fingerprint(MODEL)) / "build"
+    build.mkdir(parents=True)
+    (build / "CMakeCache.txt").write_text(
+        "CMAKE_HOME_DIRECTORY:INTERNAL=/elsewhere/checkout/firmware\n"
+    )
+    program = emulator.host_build_for_model(MODEL)
+    assert program.is_file()
+    assert emulator.configured_source(build) == emulator.FIRMWARE_DIR
+    # Two source trees never share a cache directory in the first place.
+    here = emulator.model_build_dir("x")
+    monkeypatch.setattr(emulator, "FIRMWARE_DIR", Path("/elsewhere/checkout/firmware"))
+    assert emulator.model_build_dir("x") != here
