@@ -25,9 +25,9 @@ COUNTED_FROM_BYTES = 1 << 20
 # A reply its peer has not read after this long is dropped with the peer's connection, which
 # releases its share of the budget (stated in protocols/agent-protocol.md).
 UNREAD_REPLY_DROP_S = 10.0
-# Admission and the guard keep the bytes held within the limit less 1/8 of it: ZeroMQ goes on
+# Admission and the guard keep the bytes held within the limit less 1/4 of it: ZeroMQ goes on
 # receiving between the guard's looks, and freeing a dropped connection takes it a moment.
-MARGIN_DIVISOR = 8
+MARGIN_DIVISOR = 4
 # What ZeroMQ keeps for each connection, idle or not (buffers, pipes, engine; ~50 KiB measured
 # with libzmq 4.3): counted in the budget, so many idle connections cannot fill memory either.
 CONNECTION_OVERHEAD_BYTES = 64 * 1024

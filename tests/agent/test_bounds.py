@@ -71,7 +71,7 @@ def test_a_message_past_the_memory_budget_is_refused_and_the_agent_serves_on(sma
         while client.request("status").body["in_flight_bytes"] < COUNTED_FROM_BYTES:
             assert time.monotonic() < deadline, "the guard did not count the half-sent frame"
             time.sleep(0.02)
-        # Within its share (half of 7/8 of the budget): the peer over its share is dropped to
+        # Within its share (half of 3/4 of the budget): the peer over its share is dropped to
         # make room.
         share = np.ones(COUNTED_FROM_BYTES, np.uint8)
         assert client.request("noop", {}, [share]).arrays[0].nbytes == share.nbytes
