@@ -1,7 +1,11 @@
-"""The store: runs, phases, events, power samples and metrics in one SQLite file.
+"""The store: runs, phases, events, power samples and metrics, in a SQLite file (the default)
+or a PostgreSQL database (a lab's shared store).
 
 Write with :class:`StoreWriter` (a document consumer), read with :class:`Store`; pandas views
-are in :mod:`hilbench.store.frames`.
+are in :mod:`hilbench.store.frames`. A ``--db`` value (file path or ``postgresql://…`` URL) is
+parsed by :func:`hilbench.store.engine.parse_db` into a :class:`~hilbench.store.engine.DbTarget`
+(``connect_postgresql()``, ``engine()``, a ``str()`` with the password hidden);
+:func:`hilbench.store.copy.copy_runs` copies runs between stores, idempotent by run id.
 """
 
 from typing import Any
