@@ -42,6 +42,7 @@ SUBCOMMANDS: dict[str, str] = {
     "keys": "hilbench.cli.keys:keys",
     "store": "hilbench.cli.store:store",
     "audit": "hilbench.cli.audit:audit",
+    "replay": "hilbench.cli.replay:replay",
     "daemon": "hilbench.cli.daemon:daemon",
     "status": "hilbench.cli.daemon:status",
     "systemd": "hilbench.cli.daemon:systemd",

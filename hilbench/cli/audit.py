@@ -43,18 +43,20 @@ def export(campaign: str, db: Path | None, out: Path, system: Path | None) -> No
 @audit.command()
 @click.argument("bundle", type=click.Path(exists=True, file_okay=False, path_type=Path))
 def verify(bundle: Path) -> None:
-    """Check every sha256 in BUNDLE, then recompute each run's figures (QUBO: average power and
-    energy from the raw samples over the device's timed region, BKS gap, the timed region
-    against the orchestrator's window and clock offset) with the runner's analysis code, and
-    NeuroBench's 5-trial rule on the recomputed figures of each replicate group.
+    """Check every sha256 in BUNDLE, then recompute every stored figure of every run from the
+    raw samples and events with the analysis code a live run uses (QUBO: power, energy, gap,
+    time to solution, the timed region against the orchestrator's window and clock offset;
+    ASC: accuracy, stage times, idle / active / dynamic power and energy per inference), the
+    clock offsets, the instrument settings the samples show, and NeuroBench's 5-trial rule on
+    the recomputed figures of each replicate group.
 
     Exit 0 only when everything agrees; 1 with one line per mismatch."""
     from hilbench.cassette.verify import verify_bundle
 
     outcome = verify_bundle(bundle)
     for procedure, runs in sorted(outcome.not_recomputed.items()):
-        click.echo(f"note: {runs} {procedure} run(s) only hash-checked: no recomputation of "
-                   "its figures yet", err=True)
+        click.echo(f"note: {runs} {procedure} run(s) only hash-checked: the procedure offers "
+                   "no recomputation of its figures", err=True)
     for note in outcome.notes:
         click.echo(f"note: {note}", err=True)
     for problem in outcome.problems:

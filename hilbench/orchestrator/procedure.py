@@ -143,6 +143,9 @@ class Procedure:
     # Units one table makes per repetition, without making them (a campaign's size is checked
     # before anything starts, see hilbench.orchestrator.bounds); None: expand and count.
     count: Callable[[Any], int] | None = None
+    # "module:function" recomputing a recorded run's metrics with the live analysis code
+    # (``hilbench replay --analysis-only``, ``hilbench audit verify``); None: not offered.
+    reanalysis: str | None = None
 
 
 class ProcedureError(RuntimeError):

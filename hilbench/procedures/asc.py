@@ -259,4 +259,5 @@ PROCEDURE = Procedure(
     table=AscSpec,
     expand=expand_units,
     summary="ASC (acoustic scene classification): single stream and power windows",
+    reanalysis="hilbench.procedures.asc_reanalysis:reanalyse",
 )

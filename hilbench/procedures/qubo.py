@@ -173,6 +173,7 @@ PROCEDURE = Procedure(
     table=QuboTable,
     expand=expand_units,
     summary="QUBO (maximum independent set): fixed timeout or time to solution",
+    reanalysis="hilbench.procedures.qubo_reanalysis:reanalyse",
     count=count_units,
 )
 

@@ -13,6 +13,8 @@ from tests.campaign_toml import qubo, write_campaign
 from tests.orchestrator.test_instrument_faults import meter_campaign
 from tests.subprocesses import run_campaign
 
+CAMPAIGNS = Path(__file__).resolve().parents[1] / "cassettes" / "campaigns"
+
 
 @pytest.fixture(scope="package")
 def recorded(tmp_path_factory) -> tuple[Path, Path, Path]:
@@ -28,3 +30,15 @@ def recorded(tmp_path_factory) -> tuple[Path, Path, Path]:
         proc = run_campaign(path, db, "--record", str(cassette), timeout=120)
     assert proc.returncode == 0, proc.stderr
     return path, db, cassette
+
+
+@pytest.fixture(scope="package")
+def recorded_asc(tmp_path_factory) -> Path:
+    """The store of a tiny ASC campaign (one single-stream run of 10 samples and one power run
+    of 0.5 s windows, the CPU agent read by the simulated Keysight): the campaign that
+    tests/cassettes/asc-cpu was recorded from."""
+    tmp = tmp_path_factory.mktemp("recorded-asc")
+    db = tmp / "s.sqlite"
+    proc = run_campaign(CAMPAIGNS / "asc-cpu.toml", db, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    return db

@@ -25,16 +25,39 @@ def _verify(path):
     return hilbench("audit", "verify", path)
 
 
-def test_an_untouched_bundle_verifies(bundle):
+@pytest.fixture(scope="module")
+def asc_bundle(recorded_asc, tmp_path_factory):
+    out = tmp_path_factory.mktemp("audit-asc") / "bundle"
+    done = hilbench("audit", "export", "asc-cpu", "--db", recorded_asc, "--out", out)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+# per bundle: a figure recomputed from raw samples that its test changes
+CHANGED = {"bundle": "avg_power_w", "asc_bundle": "energy_per_inference_j.inference"}
+
+
+@pytest.fixture(params=sorted(CHANGED))
+def either(request):
+    """The QUBO bundle and the ASC bundle in turn, with the name of a figure to change."""
+    return request.getfixturevalue(request.param), CHANGED[request.param]
+
+
+def test_an_untouched_bundle_verifies(either):
+    bundle, _ = either
     done = _verify(bundle)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "every hash agrees" in done.stdout
+    assert "only hash-checked" not in done.stderr
     checked = int(done.stdout.split("; ")[1].split()[0])
-    assert checked >= 2 * 5  # per run: timing, power, energy, gap, actual_s
+    recorded = sum(1 for line in (bundle / "data" / "documents.jsonl").open()
+                   if json.loads(line)["kind"] == "metric")
+    assert checked == recorded  # every stored figure recomputed
     assert (bundle / "bagit.txt").read_text().startswith("BagIt-Version: 1.0")
 
 
-def test_one_changed_byte_of_a_raw_sample_file_fails_naming_it(bundle, tmp_path):
+def test_one_changed_byte_of_a_raw_sample_file_fails_naming_it(either, tmp_path):
+    bundle, _ = either
     copy = tmp_path / "b"
     shutil.copytree(bundle, copy)
     target = sorted((copy / "data" / "samples").glob("*.values"))[0]
@@ -46,11 +69,13 @@ def test_one_changed_byte_of_a_raw_sample_file_fails_naming_it(bundle, tmp_path)
     assert f"data/samples/{target.name}: sha256 differs" in done.stdout
 
 
-def test_a_changed_stored_metric_fails_naming_it_and_the_recomputed_value(bundle, tmp_path):
+def test_a_changed_stored_metric_fails_naming_it_and_the_recomputed_value(either, tmp_path):
+    bundle, name = either
     found = {}
 
     def change(lines):
-        metric = next(d for d in lines if d["kind"] == "metric" and d["name"] == "avg_power_w")
+        metric = next(d for d in lines if d["kind"] == "metric" and d["name"] == name
+                      and d["value"] is not None)
         found.update(metric)
         metric["value"] *= 1.01
 
@@ -60,7 +85,7 @@ def test_a_changed_stored_metric_fails_naming_it_and_the_recomputed_value(bundle
     assert done.returncode == 1, done.stdout
     (line,) = done.stdout.splitlines()
     assert f"run {metric['run_uid'][:8]}" in line
-    assert "metric avg_power_w stored" in line
+    assert f"metric {name} stored" in line
     recomputed = float(line.rsplit("recomputed ", 1)[1])
     assert recomputed == pytest.approx(true_value, rel=1e-12)
 

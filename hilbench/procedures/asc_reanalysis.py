@@ -1,0 +1,119 @@
+"""ASC runs re-analysed from their recording: the inputs the live run handed its metric code
+(sample records, power windows with their samples, stage times) are rebuilt from the recorded
+events and samples, and the very same functions
+(:func:`~hilbench.procedures.asc_single_stream.emit_single_stream_metrics`,
+:func:`~hilbench.procedures.asc_power._emit_power_metrics`) compute the figures again. A change
+to those functions therefore changes what a replay recomputes: a cassette test catches it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import numpy as np
+
+from hilbench.contracts.asc import AscCapabilities
+from hilbench.procedures.asc_device import SampleRecord
+from hilbench.procedures.asc_figures import PowerWindow
+from hilbench.procedures.asc_power import _emit_power_metrics
+from hilbench.procedures.asc_single_stream import emit_single_stream_metrics, stage_times
+from hilbench.procedures.asc_table import AscSpec
+
+if TYPE_CHECKING:
+    from hilbench.cassette.runs import RecordedRun, Recording
+    from hilbench.documents import Metric
+    from hilbench.orchestrator.phases import Phase
+
+
+def reanalyse(recording: Recording, run: RecordedRun) -> dict[str, Metric]:
+    """The metrics of ``run`` computed again from its recording."""
+    from hilbench.cassette.runs import Collector
+
+    out = Collector(run.uid)
+    if run.run.get("procedure") == "asc.single_stream":
+        records, labels, clip_ids = _sample_records(run)
+        emit_single_stream_metrics(out.context, records, labels, clip_ids)
+    else:
+        _power(recording, run, out)
+    return out.metrics
+
+
+def _sample_records(run: RecordedRun) -> tuple[list[SampleRecord], np.ndarray, list[str]]:
+    """The single-stream records as the live run held them, with labels and clip ids by
+    sample index."""
+    from hilbench.cassette.runs import NotReanalysable
+
+    events = list(run.events_named("sample"))
+    if not events:
+        raise NotReanalysable(f"{run.label()}: no single-stream sample events")
+    size = 1 + max(int(e["data"]["index"]) for e in events)
+    labels = np.full(size, -1, dtype=np.int64)
+    clip_ids = [""] * size
+    records = []
+    for e in events:
+        d = e["data"]
+        labels[d["index"]] = d["label"]
+        clip_ids[d["index"]] = d["clip_id"]
+        records.append(SampleRecord(index=int(d["index"]), predicted=int(d["predicted"]),
+                                    preprocess_s=d["preprocess_s"], inference_s=d["inference_s"],
+                                    round_trip_s=d["round_trip_s"], t_done=float(e["t"])))
+    return records, labels, clip_ids
+
+
+def _power(recording: Recording, run: RecordedRun, out: Any) -> None:
+    from hilbench.cassette.runs import NotReanalysable
+
+    params = run.params
+    spec = AscSpec.model_construct(**{k: params[k] for k in AscSpec.model_fields
+                                      if k in params})
+    agent = run.agent()
+    instruments = recording.instruments(agent)
+    inst = instruments[0] if instruments else None
+    caps_wire = ((run.run.get("agents") or {}).get(agent, {}).get("capabilities") or {}).get("asc")
+    caps = msgspec.convert(caps_wire, AscCapabilities) if caps_wire else AscCapabilities()
+    onboard = inst is None and bool(caps.onboard_power)
+    # The single-stream run whose times this power run multiplied (its own when it measured
+    # them itself, e.g. after a resume).
+    source = next((m["meta"].get("single_stream_run") for m in run.metrics.values()
+                   if (m.get("meta") or {}).get("single_stream_run")), run.uid)
+    times_run = recording.runs.get(source)
+    if times_run is None:
+        raise NotReanalysable(f"{run.label()}: its single-stream run {source} is not recorded")
+    records, _, _ = _sample_records(times_run)
+    times = stage_times(times_run.uid, records)
+    phases = {p["uid"]: p for p in run.phases}
+    rebuilt: dict[str, Phase] = {}
+    windows = []
+    for e in run.events:
+        if e["name"] not in ("idle_window", "repeat_result"):
+            continue
+        # the live run acquired through the idle and active phases, unless on-board
+        phase = rebuilt.get(e["phase_uid"]) or recording.phase(
+            run, phases[e["phase_uid"]], () if onboard else instruments)
+        rebuilt[phase.uid] = phase
+        windows.append(_window(e, phase, agent, inst, onboard))
+    stream = int(params.get("stream_samples", 1))
+    _emit_power_metrics(out.context, spec, stream, windows, inst, len(instruments), times,
+                        onboard)
+
+
+def _window(event: dict[str, Any], phase: Phase, agent: str, inst: Any, onboard: bool
+            ) -> PowerWindow:
+    """The window as :mod:`hilbench.procedures.asc_power` built it when it ran."""
+    d = event["data"]
+    rep, start, end = int(d["repetition"]), float(d["start"]), float(d["end"])
+    if event["name"] == "idle_window" and onboard:
+        return PowerWindow("idle", rep, start, end, None, phase.offsets[agent].uncertainty_s,
+                           None, {"power": d.get("power")})
+    batch = start_u = None
+    drift: dict[str, Any] = {}
+    if inst is not None:
+        key = inst.spec.id
+        batch, start_u = phase.samples.get(key), phase.start_uncertainty_s.get(key)
+        if key in phase.interval_estimates:
+            drift = {"drift_residual_s": phase.drift_residual_s(key, end),
+                     "interval": phase.interval_estimates[key].to_dict()}
+    if event["name"] == "idle_window":
+        return PowerWindow("idle", rep, start, end, batch, 0.0, start_u, **drift)
+    return PowerWindow(str(d["stage"]), rep, start, end, batch,
+                       phase.offsets[agent].uncertainty_s, start_u, d, **drift)
