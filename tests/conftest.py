@@ -12,6 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 
+# the cassette fixture and its --record-mode option
+from tests.cassette_recording import cassette, pytest_addoption  # noqa: F401
+
 
 def pytest_configure(config: pytest.Config) -> None:
     # Bench locks (hilbench.orchestrator.locks) of this test session only: the campaigns

@@ -15,19 +15,22 @@ from hilbench.cassette.analysis import compare_recording
 from tests.subprocesses import hilbench
 
 CASSETTES = Path(__file__).resolve().parents[1] / "cassettes"
-NAMES = sorted(p.name for p in CASSETTES.iterdir() if (p / "manifest.json").is_file())
+NAMES = sorted(p.stem for p in (CASSETTES / "campaigns").glob("*.toml"))
 
 
 def test_the_repository_carries_cassettes_of_the_simulated_paths():
-    assert {"qubo-cpu", "asc-cpu"} <= set(NAMES)
+    assert {"qubo-cpu", "asc-cpu", "asc-arduino"} <= set(NAMES)
+    recorded = {p.name for p in CASSETTES.iterdir() if (p / "manifest.json").is_file()}
+    assert recorded == set(NAMES)  # each cassette has the campaign it is recorded from
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_each_repository_cassette_replays_to_its_recorded_figures(name):
-    done = hilbench("replay", CASSETTES / name, "--analysis-only")
+def test_each_repository_cassette_replays_to_its_recorded_figures(name, cassette):
+    folder = cassette(name, CASSETTES / "campaigns" / f"{name}.toml")  # --record-mode
+    done = hilbench("replay", folder, "--analysis-only")
     assert done.returncode == 0, done.stdout + done.stderr
     compared = int(done.stdout.split(": ")[1].split()[0])
-    recorded = sum(1 for line in (CASSETTES / name / "documents.jsonl").open()
+    recorded = sum(1 for line in (folder / "documents.jsonl").open()
                    if json.loads(line)["kind"] == "metric")
     assert compared == recorded  # every recorded figure, none skipped
 

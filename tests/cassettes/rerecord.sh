@@ -1,21 +1,18 @@
 #!/bin/sh
-# Re-record the repository's cassettes from their campaigns (tests/cassettes/campaigns/NAME.toml)
-# on this machine's simulated bench: ./rerecord.sh [NAME ...] (default: every campaign).
-# HILBENCH (default: the repository's .venv/bin/hilbench) runs each campaign with --record into
-# a fresh folder, which then replaces tests/cassettes/NAME. Keep the campaigns tiny: the
-# cassettes are committed and every test run replays them.
+# Record the repository's cassettes again from their campaigns (tests/cassettes/campaigns/NAME.toml)
+# on this machine's simulated bench, then replay each: ./rerecord.sh [NAME ...] (default: all).
+# It runs the replay test with --record-mode rewrite (tests/cassette_recording.py), so a cassette
+# is replaced only by a recording that replays to its own figures. The Xylo and Loihi campaigns
+# start their agents with ../../.venv-xylo and ../../.venv-loihi (see .ci/run for how those are
+# built). Keep the campaigns tiny: the cassettes are committed and every test run replays them.
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-hilbench=${HILBENCH:-$here/../../.venv/bin/hilbench}
-if [ $# -eq 0 ]; then
-    set -- $(cd "$here/campaigns" && ls *.toml | sed 's/\.toml$//')
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+root=$(cd "$(dirname "$0")/../.." && pwd)
+python=${PYTHON:-$root/.venv/bin/python}
+select=""
 for name in "$@"; do
-    echo "recording $name" >&2
-    "$hilbench" run "$here/campaigns/$name.toml" --db "$work/$name.sqlite" --record "$work/$name"
-    "$hilbench" replay "$work/$name" --analysis-only
-    rm -rf "$here/$name"
-    mv "$work/$name" "$here/$name"
+    select="${select:+$select or }[$name]"
 done
+cd "$root"
+exec "$python" -m pytest -q -p no:cacheprovider --record-mode rewrite \
+    "tests/cassette/test_replay.py::test_each_repository_cassette_replays_to_its_recorded_figures" \
+    ${select:+-k "$select"}

@@ -1,0 +1,102 @@
+"""The ``cassette`` fixture: a test names a cassette and the campaign it is recorded from, and
+gets the cassette folder, recorded or not according to the record mode (pytest-recording's and
+VCR.py's modes, ``--record-mode``):
+
+- ``none`` (the default under ``CI=true``): never record; a missing cassette fails the test;
+- ``once`` (the default elsewhere): record when the cassette does not exist yet, else use it;
+- ``rewrite``: record it again, replacing the old one.
+
+Recording runs the campaign for real (``hilbench run --record``). Under ``CI=true`` a campaign
+that would open a real instrument or talk to an agent off this host is refused before anything
+starts: CI must never reach a lab."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from hilbench.orchestrator.campaign import Campaign, load_campaign
+from hilbench.wire.keys import is_loopback
+from tests.subprocesses import run_campaign
+
+MODES = ("none", "once", "rewrite")
+CASSETTES = Path(__file__).resolve().parent / "cassettes"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--record-mode", choices=MODES, default=None,
+                     help="cassette fixture: none (never record; default under CI=true), once "
+                          "(record missing cassettes; default elsewhere), rewrite (record all "
+                          "used cassettes again)")
+
+
+def under_ci() -> bool:
+    return os.environ.get("CI") == "true"
+
+
+class RecordingRefused(RuntimeError):
+    """Recording this campaign here would reach outside the simulated, loopback bench."""
+
+
+def off_bench(campaign: Campaign) -> list[str]:
+    """What in ``campaign`` reaches a real device, instrument or another host: one line each."""
+    found = []
+    for spec in campaign.instruments:
+        if spec.simulate is None and spec.resource is not None:
+            found.append(f"instrument {spec.id} opens the real instrument {spec.resource}")
+    for agent in campaign.agents:
+        if agent.address is not None and not is_loopback(agent.address):
+            found.append(f"agent {agent.id} is at {agent.address}, not on loopback")
+        if agent.connects and not (campaign.listen and is_loopback(campaign.listen)):
+            found.append(f"agent {agent.id} dials in to {campaign.listen}, not on loopback")
+        options = agent.options or {}
+        if options.get("port") not in (None, "emulate"):
+            found.append(f"agent {agent.id} opens the device at port {options['port']!r}")
+        if options.get("backend") == "hardware":
+            found.append(f"agent {agent.id} drives hardware (backend = \"hardware\")")
+    return found
+
+
+def use_cassette(name: str, campaign_file: Path, mode: str, *, ci: bool,
+                 root: Path = CASSETTES) -> Path:
+    """The cassette ``root/name`` as ``mode`` wants it, recorded from ``campaign_file`` when
+    the mode says so."""
+    folder = root / name
+    exists = (folder / "manifest.json").is_file()
+    if mode == "none" or (mode == "once" and exists):
+        if not exists:
+            raise FileNotFoundError(f"cassette {folder} does not exist and the record mode is "
+                                    "none: record it with --record-mode once")
+        return folder
+    if ci:
+        problems = off_bench(load_campaign(campaign_file))
+        if problems:
+            raise RecordingRefused(f"not recording {campaign_file} under CI=true: "
+                                   + "; ".join(problems))
+    with tempfile.TemporaryDirectory(prefix="cassette-") as tmp:
+        fresh = Path(tmp) / name
+        done = run_campaign(campaign_file, Path(tmp) / "store.sqlite", "--record", str(fresh))
+        if done.returncode != 0:
+            raise RuntimeError(f"recording {campaign_file} failed (exit {done.returncode}): "
+                               f"{done.stderr[-2000:]}")
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(fresh, folder)
+    return folder
+
+
+@pytest.fixture
+def cassette(request: pytest.FixtureRequest) -> Callable[[str, Path], Path]:
+    """``cassette(name, campaign_file)`` → the cassette folder tests/cassettes/NAME, recorded
+    from ``campaign_file`` as ``--record-mode`` says."""
+    mode = request.config.getoption("--record-mode") or ("none" if under_ci() else "once")
+
+    def get(name: str, campaign_file: Path) -> Path:
+        return use_cassette(name, campaign_file, mode, ci=under_ci())
+
+    return get
