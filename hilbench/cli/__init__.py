@@ -43,6 +43,7 @@ SUBCOMMANDS: dict[str, str] = {
     "store": "hilbench.cli.store:store",
     "audit": "hilbench.cli.audit:audit",
     "replay": "hilbench.cli.replay:replay",
+    "cassette": "hilbench.cli.cassette:cassette",
     "daemon": "hilbench.cli.daemon:daemon",
     "status": "hilbench.cli.daemon:status",
     "systemd": "hilbench.cli.daemon:systemd",

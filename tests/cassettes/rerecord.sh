@@ -14,5 +14,5 @@ for name in "$@"; do
 done
 cd "$root"
 exec "$python" -m pytest -q -p no:cacheprovider --record-mode rewrite \
-    "tests/cassette/test_replay.py::test_each_repository_cassette_replays_to_its_recorded_figures" \
+    "tests/cassette/test_analysis_only.py::test_each_repository_cassette_replays_to_its_recorded_figures" \
     ${select:+-k "$select"}
