@@ -17,12 +17,12 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from hilbench.orchestrator.campaign import Campaign, load_campaign
-from hilbench.wire.keys import is_loopback
-from tests.subprocesses import run_campaign
+if TYPE_CHECKING:  # imported when used: every test session (vendor environments too) loads this
+    from hilbench.orchestrator.campaign import Campaign
 
 MODES = ("none", "once", "rewrite")
 CASSETTES = Path(__file__).resolve().parent / "cassettes"
@@ -45,6 +45,8 @@ class RecordingRefused(RuntimeError):
 
 def off_bench(campaign: Campaign) -> list[str]:
     """What in ``campaign`` reaches a real device, instrument or another host: one line each."""
+    from hilbench.wire.keys import is_loopback
+
     found = []
     for spec in campaign.instruments:
         if spec.simulate is None and spec.resource is not None:
@@ -66,6 +68,9 @@ def use_cassette(name: str, campaign_file: Path, mode: str, *, ci: bool,
                  root: Path = CASSETTES) -> Path:
     """The cassette ``root/name`` as ``mode`` wants it, recorded from ``campaign_file`` when
     the mode says so."""
+    from hilbench.orchestrator.campaign import load_campaign
+    from tests.subprocesses import run_campaign
+
     folder = root / name
     exists = (folder / "manifest.json").is_file()
     if mode == "none" or (mode == "once" and exists):
