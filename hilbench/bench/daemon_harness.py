@@ -3,12 +3,14 @@ reading the store for what ran."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -161,16 +163,69 @@ def unit_keys(path: Path) -> set[str]:
     return {str(u.key) for u in expand_all(load_campaign(path))}
 
 
-def rates(db: Path) -> tuple[float, float]:
-    """Units per second over the first and the last tenth of the successful runs (by start)."""
+@dataclass
+class Throughput:
+    """Units per second over the first and the last tenth of the units, by completion order,
+    counting only the time the daemon had work: see :func:`throughput`."""
+
+    first: float
+    last: float
+    tenth: int  # units in a tenth
+    idle_s: float  # nothing queued or running (waiting for a schedule to fire)
+    outage_s: float  # from each SIGKILL to the first unit done after it
+    outages: int
+
+
+def throughput(done: list[float], work: list[tuple[float, float]],
+               kills: list[float]) -> Throughput:
+    """Throughput from unit completion times ``done`` (sorted, UTC s).
+
+    The time between two consecutive completions is the second unit's cost, less the part of
+    it when no queue item existed (outside every ``work`` span, an item's (added, ended)):
+    that is waiting for a schedule, not throughput. A gap holding one of the ``kills`` is the
+    restart's outage and is left out whole (its unit too); both are returned apart."""
+    spans = sorted(work)
+    merged: list[list[float]] = []
+    for a, b in spans:
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+
+    def covered(a: float, b: float) -> float:
+        return sum(max(0.0, min(b, hi) - max(a, lo)) for lo, hi in merged)
+
+    kill_at = sorted(kills)
+    costs: list[float | None] = []  # per gap: busy seconds, or None for an outage
+    idle = outage = 0.0
+    outages = 0
+    for a, b in itertools.pairwise(done):
+        if any(a < k <= b for k in kill_at):
+            costs.append(None)
+            outage += b - a
+            outages += 1
+            continue
+        busy = covered(a, b)
+        idle += (b - a) - busy
+        costs.append(busy)
+    tenth = max(2, len(done) // 10)
+
+    def rate(part: list[float | None]) -> float:
+        kept = [c for c in part if c is not None]
+        return len(kept) / sum(kept) if kept and sum(kept) > 0 else float("nan")
+
+    return Throughput(rate(costs[: tenth - 1]), rate(costs[-(tenth - 1):]), tenth, idle, outage,
+                      outages)
+
+
+def busy_throughput(db: Path, kills: list[float]) -> Throughput:
+    """:func:`throughput` of the successful runs in ``db``, the queue items' history giving
+    when the daemon had work."""
     with QueueDB(db) as q:
-        times = q.success_times()
-    tenth = max(2, len(times) // 10)
-
-    def rate(part: list[float]) -> float:
-        return (len(part) - 1) / (part[-1] - part[0]) if part[-1] > part[0] else float("nan")
-
-    return rate(times[:tenth]), rate(times[-tenth:])
+        done = q.success_times()
+        work = [(h["added_at"], h["stopped_at"]) for h in q.history(1_000_000)]
+        work += [(i.added_at, time.time()) for i in q.items()]
+    return throughput(done, work, kills)
 
 
 def env_note() -> str:

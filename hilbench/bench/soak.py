@@ -1,12 +1,18 @@
 """`hilbench bench soak`: a time-compressed night of the daemon on the simulated bench.
 
 Queues ``--campaigns`` QUBO campaigns (n = 10-25, 1 ms, simulated meter) totalling ``--units``
-units, adds a ``* * * * *`` schedule, and while the daemon works SIGKILLs it ``--daemon-kills``
-times and an agent ``--agent-kills`` times at random moments (between 12 % and 85 % of the
-units, so the first and last tenth measure throughput undisturbed), restarting the daemon each
-time (the worker restarts the agent). Then it checks the store: every unit of every item once
-(lost 0, duplicated 0), runs retried, daemon RSS, units/s in the first and last tenth, and the
-latency of `status` asked over the control socket every 0.25 s throughout.
+units, adds a ``* * * * *`` schedule (priority 1, so each fire's item runs after the campaign
+in progress, while queued work remains), and while the daemon works SIGKILLs it
+``--daemon-kills`` times and an agent ``--agent-kills`` times at random moments (between 12 %
+and 85 % of the units), restarting the daemon each time (the worker restarts the agent). Then
+it checks the store: every unit of every item once (lost 0, duplicated 0), runs retried, daemon
+RSS, throughput in the first and last tenth, and the latency of `status` asked over the
+control socket every 0.25 s throughout.
+
+Throughput is units per second of the time the daemon had work: the units in order of
+completion, each costing the time since the unit before it, less any part of that time when no
+queue item existed (waiting for the schedule's next fire); a unit whose wait spans a SIGKILL is
+the restart's outage and is left out. Idle waits and outages are printed apart.
 """
 
 from __future__ import annotations
@@ -21,9 +27,9 @@ import click
 from hilbench.bench.daemon_harness import (
     DaemonProc,
     accounting,
+    busy_throughput,
     env_note,
     qubo_file,
-    rates,
     successes,
     unit_keys,
 )
@@ -43,7 +49,15 @@ from hilbench.daemon.queue_db import QueueDB
               help="Keep the store and logs here [default: a temporary folder].")
 def soak(units: int, campaigns: int, fires: int, daemon_kills: int, agent_kills: int, seed: int,
          folder: Path | None) -> None:
-    """A night of queued and scheduled campaigns with the daemon and agents SIGKILLed."""
+    """A night of queued and scheduled campaigns with the daemon and agents SIGKILLed.
+
+    Prints units done, retried, lost and duplicated (every unit of every item checked in the
+    store), the daemon's RSS, `status` latency over the control socket, and units per second
+    in the first and the last tenth of the units by completion order, over the time the daemon
+    had work: each unit costs the time since the one before it, less any time with nothing
+    queued or running (waiting for a schedule fire); units whose wait spans a SIGKILL are the
+    restart's outage and are left out. Idle and outage seconds are printed apart.
+    """
     with tempfile.TemporaryDirectory(prefix="hilbench-soak-") as tmp:
         _soak(units, campaigns, fires, daemon_kills, agent_kills, seed, folder or Path(tmp))
 
@@ -64,7 +78,7 @@ def _soak(units: int, campaigns: int, fires: int, daemon_kills: int, agent_kills
         nightly = qubo_file(folder, "soak-scheduled", 40)
         sid = q.add_schedule(name="soak-scheduled", source_path=str(nightly),
                              content=nightly.read_text(), cron="* * * * *", tz="UTC",
-                             missed="run-once", trials=None, record=None, priority=0,
+                             missed="run-once", trials=None, record=None, priority=1,
                              now=time.time())
     nightly_keys = unit_keys(nightly)
     total = sum(len(k) for k in expected.values())
@@ -81,6 +95,7 @@ def _soak(units: int, campaigns: int, fires: int, daemon_kills: int, agent_kills
     rss_last_start: float | None = None
     restarted_at = 0
     done_kills = {"daemon": 0, "agent": 0}
+    kill_times: list[float] = []
     latencies: list[float] = []
     next_status = 0.0
     last_report = 0.0
@@ -93,6 +108,7 @@ def _soak(units: int, campaigns: int, fires: int, daemon_kills: int, agent_kills
             if kills and done >= kills[0][0]:
                 _, what = kills.pop(0)
                 if what == "daemon":
+                    kill_times.append(time.time())
                     daemon.kill()
                     daemon.start()
                     rss_last_start, restarted_at = None, done
@@ -100,6 +116,7 @@ def _soak(units: int, campaigns: int, fires: int, daemon_kills: int, agent_kills
                 else:
                     agents = daemon.agents()
                     if agents:
+                        kill_times.append(time.time())
                         rng.choice(agents).kill()
                         done_kills["agent"] += 1
                     else:  # between campaigns: try again a moment later
@@ -138,7 +155,7 @@ def _soak(units: int, campaigns: int, fires: int, daemon_kills: int, agent_kills
             expected[f["item_id"]] = nightly_keys
         coalesced = sum(f["outcome"] == "coalesced" for f in q.fires(sid, 1000))
     acc = accounting(db, expected)
-    first, last = rates(db)
+    speed = busy_throughput(db, kill_times)
     latencies.sort()
     p99 = latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))] if latencies else None
     click.echo(f"campaigns: {campaigns} queued + {len(fired)} from schedule fires "
@@ -153,8 +170,13 @@ def _soak(units: int, campaigns: int, fires: int, daemon_kills: int, agent_kills
     if p99 is not None:
         click.echo(f"status over the control socket: {len(latencies)} asks, median "
                    f"{latencies[len(latencies) // 2] * 1e3:.1f} ms, p99 {p99 * 1e3:.1f} ms")
-    click.echo(f"units/s: first tenth {first:.1f}, last tenth {last:.1f} "
-               f"({100 * last / first:.0f} % of first)")
+    click.echo(f"time left out of throughput: {speed.idle_s:.0f} s idle (nothing queued: "
+               f"waiting for a schedule fire), {speed.outage_s:.0f} s of outage over "
+               f"{speed.outages} SIGKILL(s) (each from the last unit before it to the first "
+               "after)")
+    click.echo(f"units/s while the daemon had work, by completion order ({speed.tenth} units a "
+               f"tenth): first tenth {speed.first:.1f}, last tenth {speed.last:.1f} "
+               f"({100 * speed.last / speed.first:.0f} % of first)")
 
 
 def _history(db: Path) -> list[dict]:

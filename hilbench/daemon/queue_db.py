@@ -318,8 +318,10 @@ class QueueDB:
             (campaign_uid,))]
 
     def success_times(self) -> list[float]:
+        """When each successful run ended (UTC seconds), in order."""
         return [r[0] for r in self._rows(
-            "SELECT wall_time FROM runs WHERE exit_status = 'success' ORDER BY wall_time")]
+            "SELECT wall_time + (t_stop - t_start) AS t FROM runs WHERE exit_status = 'success' "
+            "ORDER BY t")]
 
     def unit_durations(self, procedure_groups: list[tuple[str, str]]) -> dict[tuple[str, str],
                                                                              tuple[float, int]]:

@@ -22,3 +22,22 @@ def test_short_soak_loses_and_duplicates_nothing(tmp_path):
     done, retried, lost, duplicated = map(int, figures.groups())
     assert done >= 120 and lost == 0 and duplicated == 0
     assert retried >= 1  # the agent's kill cut a run short; it was run again
+
+
+def test_throughput_leaves_out_waits_for_a_schedule_and_restart_outages():
+    from hilbench.bench.daemon_harness import throughput
+
+    # 50 units/s throughout: 500 units of a queued item, a kill whose restart takes 4 s, then
+    # the queue runs dry for 30 s until a schedule fire queues 30 more units.
+    done = [i * 0.02 for i in range(300)]
+    done += [done[-1] + 4.0 + i * 0.02 for i in range(200)]
+    fired_at = done[-1] + 30.0
+    done += [fired_at + 0.02 * (i + 1) for i in range(30)]
+    work = [(-1.0, done[499] + 0.001), (fired_at, done[-1] + 0.01)]
+    speed = throughput(done, work, kills=[done[299] + 1.0])
+    assert speed.tenth == 53
+    assert speed.first == pytest.approx(50.0) and speed.last == pytest.approx(50.0, rel=0.01)
+    assert speed.outages == 1 and speed.outage_s == pytest.approx(4.0)
+    assert speed.idle_s == pytest.approx(30.0 - 0.001, abs=1e-6)
+    # Counting the wait as the daemon's time would put the last tenth at under 2 units/s.
+    assert throughput(done, [(-1.0, done[-1])], kills=[]).last < 2.0
