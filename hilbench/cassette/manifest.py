@@ -50,8 +50,10 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def base_manifest(campaign_file: Path | None, campaign: Any = None) -> dict[str, Any]:
-    """The manifest as known before the first run: software, campaign file, instrument settings
+def base_manifest(campaign_file: Path | None, campaign: Any = None,
+                  content: bytes | None = None) -> dict[str, Any]:
+    """The manifest as known before the first run: software, campaign file (``content``: the
+    file as it was taken, e.g. a queue item's snapshot; else read now), instrument settings
     (from the campaign, as configured)."""
     manifest: dict[str, Any] = {
         "format": "hilbench-cassette",
@@ -67,7 +69,7 @@ def base_manifest(campaign_file: Path | None, campaign: Any = None) -> dict[str,
         "clock_offsets": {},
     }
     if campaign_file is not None:
-        data = Path(campaign_file).read_bytes()
+        data = Path(campaign_file).read_bytes() if content is None else content
         manifest["campaign_file"] = {"name": Path(campaign_file).name,
                                      "sha256": sha256_bytes(data)}
     for spec in getattr(campaign, "instruments", ()) or ():

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from hilbench.cassette.arrays import StreamWriter
-from hilbench.cassette.manifest import base_manifest, write_manifest
+from hilbench.cassette.manifest import MANIFEST, base_manifest, read_manifest, write_manifest
 from hilbench.documents import Document, PhaseStart, RunStart, Samples
 from hilbench.orchestrator.recorder import JsonlRecorder
 from hilbench.private_files import open_private, private_dir
@@ -25,22 +26,59 @@ class CassetteRecorder:
     """A document consumer writing a cassette folder (layout: :mod:`hilbench.cassette`).
 
     Power samples go to raw array files, one stream per (phase, source), closed and hashed when
-    their phase stops; everything else to ``documents.jsonl``. Each write is flushed."""
+    their phase stops; everything else to ``documents.jsonl``. Each write is flushed.
+
+    ``content``: the campaign file's bytes as taken (a queue item's snapshot) when the file
+    itself may have changed since. ``owner``: who may go on with this cassette after a stop (the
+    daemon's queue item, resumed after a restart): a folder holding a cassette with the same
+    owner and campaign is continued, lines cut short by a kill dropped; any other non-empty
+    folder is refused."""
 
     def __init__(self, folder: str | Path, campaign_file: Path | None = None,
-                 campaign: Any = None) -> None:
+                 campaign: Any = None, *, content: bytes | None = None,
+                 owner: str | None = None) -> None:
         self.folder = Path(folder)
+        self.manifest = base_manifest(campaign_file, campaign, content)
+        self.manifest["owner"] = owner
+        self._count = 0
         if self.folder.exists() and any(self.folder.iterdir()):
-            raise FileExistsError(f"{self.folder} exists and is not empty: a cassette is "
-                                  "written into a new or empty folder")
-        private_dir(self.folder)
-        private_dir(self.folder / SAMPLES_DIR)
-        self.manifest = base_manifest(campaign_file, campaign)
+            self._continue(owner)
+        else:
+            private_dir(self.folder, parents=True)
+            private_dir(self.folder / SAMPLES_DIR)
         write_manifest(self.folder, self.manifest)
         self._documents = JsonlRecorder(self.folder / DOCUMENTS)
         self._samples = open_private(self.folder / SAMPLES, "a")
         self._streams: dict[tuple[str | None, str], StreamWriter] = {}
-        self._count = 0
+
+    def _continue(self, owner: str | None) -> None:
+        """Go on with the cassette in ``self.folder`` if ``owner`` wrote it for this campaign."""
+        refused = FileExistsError(f"{self.folder} exists and is not empty: a cassette is written "
+                                  "into a new or empty folder")
+        if owner is None or not (self.folder / MANIFEST).exists():
+            raise refused
+        try:
+            earlier = read_manifest(self.folder)
+        except ValueError as exc:
+            raise FileExistsError(f"{refused}; it holds {exc}") from None
+        if earlier.get("owner") != owner:
+            raise refused
+        if earlier.get("campaign_file") != self.manifest["campaign_file"]:
+            raise FileExistsError(f"{self.folder} holds a cassette of another campaign file "
+                                  f"({earlier.get('campaign_file')}); {owner} records "
+                                  f"{self.manifest['campaign_file']}")
+        for key in ("agents", "instruments", "clock_offsets"):
+            self.manifest[key] = {**self.manifest[key], **earlier.get(key, {})}
+        if earlier.get("simulated"):
+            self.manifest["simulated"] = earlier["simulated"]
+        self.manifest["continued"] = [*earlier.get("continued", []), time.time()]
+        for name in (DOCUMENTS, SAMPLES):
+            _drop_cut_line(self.folder / name)
+        private_dir(self.folder / SAMPLES_DIR)
+        # streams are numbered on: a stream left unsealed by the stop stays as it was
+        self._count = max((int(p.name.split("-", 1)[0]) for p in
+                           (self.folder / SAMPLES_DIR).iterdir()
+                           if p.name.split("-", 1)[0].isdigit()), default=0)
 
     def __call__(self, doc: Document) -> None:
         if isinstance(doc, Samples):
@@ -128,6 +166,17 @@ class CassetteRecorder:
         except OSError as exc:
             log.error("cassette %s could not be written: %s", self.folder, exc)
         self._documents.close()
+
+
+def _drop_cut_line(path: Path) -> None:
+    """Cut a last line a killed recording left unfinished, so appending starts a line."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    keep = data.rfind(b"\n") + 1
+    if keep < len(data):
+        with open(path, "r+b") as fh:
+            fh.truncate(keep)
 
 
 def _safe(name: str) -> str:

@@ -90,14 +90,18 @@ def queue() -> None:
 @_DB_OPTION
 @click.option("--trials", type=click.IntRange(min=1), default=None,
               help="Run every unit this many times (as `hilbench run --trials`).")
-@click.option("--record", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also write every run document to this JSON-lines file.")
+@click.option("--record", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Also write a cassette into this new or empty folder, as `hilbench run "
+              "--record` does (after a daemon restart the item goes on with the same one).")
 @click.option("--priority", type=int, default=0, show_default=True,
               help="Higher runs first; equal priorities run in the order added.")
 def queue_add(file: Path, db: Path | None, trials: int | None, record: Path | None,
               priority: int) -> None:
     """Queue a campaign FILE (checked now, as `hilbench run` checks it)."""
     text, name = _snapshot(file)
+    if record is not None and record.exists() and any(record.iterdir()):
+        raise click.BadParameter(f"{record} is not empty: a cassette is written into a new or "
+                                 "empty folder", param_hint="--record")
     with _open(db) as q:
         item_id = q.add(str(file.resolve()), text, name, trials=trials,
                         record=str(record.resolve()) if record else None, priority=priority)
@@ -229,7 +233,8 @@ def schedule() -> None:
 @click.option("--missed", type=click.Choice(["skip", "run-once"]), default="skip",
               show_default=True, help="What a fire missed while the daemon was down does.")
 @click.option("--trials", type=click.IntRange(min=1), default=None)
-@click.option("--record", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option("--record", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Also write each fire's cassette, into DIR/item-ID (ID: the queue item).")
 @click.option("--priority", type=int, default=0, show_default=True)
 @_DB_OPTION
 def schedule_add(file: Path, cron: str, tz: str | None, missed: str, trials: int | None,

@@ -146,6 +146,14 @@ def _health(runner: Any, progress: Progress) -> dict[str, Any]:
     return {"agents": agents, "instruments": instruments}
 
 
+def cassette_folder(item: Any) -> Path | None:
+    """Where a queue item's cassette goes: its ``--record`` folder, or for an item a schedule
+    queued, ``item-ID`` inside the schedule's (one cassette per fire)."""
+    if not item.record:
+        return None
+    return Path(item.record) / f"item-{item.id}" if item.schedule_id else Path(item.record)
+
+
 def run_item(db: Path, item_id: int, report: Reporter) -> int:
     """Run queue item ``item_id``; returns the exit code (see the module docstring)."""
     try:
@@ -153,13 +161,13 @@ def run_item(db: Path, item_id: int, report: Reporter) -> int:
     except ModuleNotFoundError:  # Python 3.10
         import tomli as tomllib
 
+    from hilbench.cassette.recorder import CassetteRecorder
     from hilbench.daemon.queue_db import QueueDB
     from hilbench.orchestrator.campaign import CampaignError, parse_campaign
     from hilbench.orchestrator.client import AgentUnreachable
     from hilbench.orchestrator.instruments import InstrumentFault
     from hilbench.orchestrator.interrupt import Interrupted, signals_interrupt
     from hilbench.orchestrator.locks import BenchBusy
-    from hilbench.orchestrator.recorder import JsonlRecorder
     from hilbench.orchestrator.runlog import RunLog
     from hilbench.orchestrator.runner import (
         CampaignAborted,
@@ -187,7 +195,14 @@ def run_item(db: Path, item_id: int, report: Reporter) -> int:
     if item.trials is not None:
         campaign = dataclasses.replace(campaign, repetitions=item.trials)
     runlog = RunLog.for_campaign(logs_dir(db), campaign.name, None)
-    recorder = JsonlRecorder(item.record) if item.record else None
+    folder = cassette_folder(item)
+    try:  # the cassette `hilbench run --record` writes; a restarted item goes on with its own
+        recorder = CassetteRecorder(folder, Path(item.source_path), campaign,
+                                    content=item.content.encode(),
+                                    owner=f"queue item {item.id} of {db.resolve()}"
+                                    ) if folder else None
+    except (FileExistsError, NotADirectoryError) as exc:
+        return end(2, f"--record {folder}: {exc}")
     pause = threading.Event()
     stop_health = threading.Event()
 

@@ -1,0 +1,97 @@
+"""`queue add --record DIR`: the daemon writes the cassette `hilbench run --record` writes, from
+the item's snapshot of its campaign file, and a restarted daemon goes on with the same one."""
+
+from __future__ import annotations
+
+import hashlib
+import signal
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from hilbench.bench.daemon_harness import qubo_file
+from hilbench.cassette.reader import Cassette
+from hilbench.store import Store
+from tests.daemon.conftest import history
+from tests.subprocesses import hilbench
+
+
+@pytest.mark.slow
+def test_the_daemon_records_a_cassette_that_survives_a_sigkill(tmp_path, daemon_at):
+    db, folder = tmp_path / "d.sqlite", tmp_path / "cassette"
+    path = qubo_file(tmp_path, "recorded", 24, timeout_s=0.02)  # simulated meter at 1 kHz
+    queued = path.read_bytes()
+    assert hilbench("queue", "add", path, "--db", db, "--record", folder).returncode == 0
+    path.write_text(queued.decode() + "\n# edited after it was queued\n")
+    d = daemon_at(db).start()
+    d.wait_until(lambda s: (s["current"] or {}).get("done", 0) >= 5, "five units done")
+    assert d.signal(signal.SIGKILL) == -signal.SIGKILL
+    d.start()
+    d.wait_until(lambda s: history(db) and s["daemon"]["state"] == "idle", "the item finished")
+    assert history(db)[0]["exit_status"] == "completed"
+
+    cassette = Cassette(folder)
+    manifest = cassette.manifest
+    assert manifest["campaign_file"] == {"name": "recorded.toml",
+                                         "sha256": hashlib.sha256(queued).hexdigest()}
+    assert len(manifest["continued"]) == 1  # the restarted worker went on with it
+    assert manifest["simulated"] and "dmm" in manifest["instruments"]
+    docs = list(cassette.documents())  # every line whole: nothing cut, nothing interleaved
+    with Store(db) as store:
+        runs = {r["uid"]: r for r in store.runs()}
+        assert {d["uid"] for d in docs if d["kind"] == "run_start"} == set(runs)
+        stops = {d["run_uid"]: d["exit_status"] for d in docs if d["kind"] == "run_stop"}
+        assert stops == {uid: r["status"] for uid, r in runs.items()}
+        assert Counter(stops.values())["success"] == 24 and "abort" in stops.values()
+        assert cassette.check_hashes() == []
+        streams = cassette.streams()
+        assert len({s.name for s in streams}) == len(streams)
+        measured = {s.run_uid for s in streams}
+        assert {u for u, r in runs.items() if r["status"] == "success"} <= measured
+        for stream in streams:
+            assert stream.sha256 is not None  # sealed, the killed attempt's too
+            t, values = cassette.read(stream)
+            t0, v0 = store.samples(stream.run_uid, stream.source, phase_uid=stream.phase_uid)
+            assert np.array_equal(t, t0) and np.array_equal(values, v0)
+
+
+def test_queue_add_refuses_a_record_folder_that_holds_files(tmp_path):
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "mine.txt").write_text("keep")
+    path = qubo_file(tmp_path, "c", 4)
+    done = hilbench("queue", "add", path, "--db", tmp_path / "d.sqlite", "--record", full)
+    assert done.returncode == 2 and "is not empty" in done.stderr
+    assert (full / "mine.txt").read_text() == "keep"
+    assert hilbench("queue", "list", "--db", tmp_path / "d.sqlite", "--json").stdout.strip() \
+        in ("[]", "")
+
+
+def test_a_cassette_goes_on_only_for_its_owner_and_drops_a_line_cut_by_a_kill(tmp_path):
+    from hilbench.cassette.recorder import CassetteRecorder
+    from hilbench.documents import Event, Samples
+
+    campaign = qubo_file(tmp_path, "c", 4)
+    folder = tmp_path / "cassette"
+
+    def recorder(owner: str | None) -> CassetteRecorder:
+        return CassetteRecorder(folder, campaign, content=campaign.read_bytes(), owner=owner)
+
+    first = recorder("item 1")
+    first(Event("r1", None, "before", 1.0, {}))
+    first(Samples("r1", "p1", "dmm", "W", np.arange(3.0), np.ones(3)))  # never sealed: killed
+    with open(folder / "documents.jsonl", "a") as fh:
+        fh.write('{"kind": "event", "run_uid": "r1", "na')  # the kill, mid-line
+    for stranger in (None, "item 2"):
+        with pytest.raises(FileExistsError, match="not empty"):
+            recorder(stranger)
+    again = recorder("item 1")
+    again(Event("r2", None, "after", 2.0, {}))
+    again(Samples("r2", "p2", "dmm", "W", np.arange(2.0), np.ones(2)))
+    again.close()
+    cassette = Cassette(folder)
+    assert [d["name"] for d in cassette.documents()] == ["before", "after"]
+    streams = {s.run_uid: s for s in cassette.streams()}
+    assert streams["r1"].sha256 is None and streams["r2"].samples == 2
+    assert len(cassette.read(streams["r1"])[0]) == 3  # the stop's stream kept as it was
