@@ -43,7 +43,8 @@ def test_the_daemon_records_a_cassette_that_survives_a_sigkill(tmp_path, daemon_
         assert {d["uid"] for d in docs if d["kind"] == "run_start"} == set(runs)
         stops = {d["run_uid"]: d["exit_status"] for d in docs if d["kind"] == "run_stop"}
         assert stops == {uid: r["status"] for uid, r in runs.items()}
-        assert Counter(stops.values())["success"] == 24 and "abort" in stops.values()
+        # 24 successes; a run the kill cut short (none if it fell between runs) as 'abort'
+        assert Counter(stops.values())["success"] == 24
         assert cassette.check_hashes() == []
         streams = cassette.streams()
         assert len({s.name for s in streams}) == len(streams)
