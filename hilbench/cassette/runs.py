@@ -136,10 +136,7 @@ class Recording:
         restamped as the live figures used them, its acquisition-start uncertainty and its
         interval estimate. An instrument of ``acquired`` (those that acquired through the
         phase) that recorded no reading holds an empty batch, as it did live."""
-        offsets = {agent: ClockOffset(float(o["offset_s"]), float(o["uncertainty_s"]),
-                                      float(o["rtt_s"]), int(o.get("probes", 0)))
-                   for agent, o in (phase.get("clock_offsets") or {}).items()}
-        rebuilt = Phase(phase["uid"], phase["name"], offsets)
+        rebuilt = Phase(phase["uid"], phase["name"], clock_offsets(phase))
         intervals = {e["data"].get("instrument"): e["data"]
                      for e in run.events_named("instrument_interval", phase["uid"])}
         for (phase_uid, source), stream in self.streams.items():
@@ -155,6 +152,13 @@ class Recording:
         for inst in acquired:
             rebuilt.samples.setdefault(inst.spec.id, SampleBatch.empty())
         return rebuilt
+
+
+def clock_offsets(phase: dict[str, Any]) -> dict[str, ClockOffset]:
+    """A recorded phase's clock offset per agent, as the live phase held them."""
+    return {agent: ClockOffset(float(o["offset_s"]), float(o["uncertainty_s"]),
+                               float(o["rtt_s"]), int(o.get("probes", 0)))
+            for agent, o in (phase.get("clock_offsets") or {}).items()}
 
 
 @dataclass

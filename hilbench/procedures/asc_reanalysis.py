@@ -13,6 +13,8 @@ import msgspec
 import numpy as np
 
 from hilbench.contracts.asc import AscCapabilities
+from hilbench.orchestrator.client import AgentError
+from hilbench.orchestrator.timing_check import check_region
 from hilbench.procedures.asc_device import SampleRecord
 from hilbench.procedures.asc_figures import PowerWindow
 from hilbench.procedures.asc_power import _emit_power_metrics
@@ -27,9 +29,13 @@ if TYPE_CHECKING:
 
 def reanalyse(recording: Recording, run: RecordedRun) -> dict[str, Metric]:
     """The metrics of ``run`` computed again from its recording."""
-    from hilbench.cassette.runs import Collector
+    from hilbench.cassette.runs import Collector, NotReanalysable
 
     out = Collector(run.uid)
+    try:
+        _check_regions(run)
+    except AgentError as exc:
+        raise NotReanalysable(f"clock-offset bound: {exc}") from None
     if run.run.get("procedure") == "asc.single_stream":
         records, labels, clip_ids = _sample_records(run)
         emit_single_stream_metrics(out.context, records, labels, clip_ids)
@@ -117,3 +123,31 @@ def _window(event: dict[str, Any], phase: Phase, agent: str, inst: Any, onboard:
         return PowerWindow("idle", rep, start, end, batch, 0.0, start_u, **drift)
     return PowerWindow(str(d["stage"]), rep, start, end, batch,
                        phase.offsets[agent].uncertainty_s, start_u, d, **drift)
+
+
+def _check_regions(run: RecordedRun) -> None:
+    """The device's claimed regions against the orchestrator's windows with the phase's clock
+    offset, as the live run checked them (:func:`check_region`): each single-stream sample
+    inside its request→reply window; each power window's loop inside its phase (the request
+    went out after the phase started and the reply came before the window's event)."""
+    from hilbench.cassette.runs import clock_offsets
+
+    agent = run.agent()
+    phases = {p["uid"]: p for p in run.phases}
+    for e in run.events:
+        d, phase = e["data"], phases.get(e["phase_uid"])
+        if phase is None:
+            continue
+        offset = clock_offsets(phase)[agent]
+        if e["name"] == "sample" and d.get("t_device_start") is not None:
+            t_done = float(e["t"])
+            work = float(d.get("preprocess_s") or 0.0) + float(d["inference_s"])
+            check_region(agent, f"sample {d['index']}", float(d["t_device_start"]),
+                         float(d["t_device_end"]), t_done - float(d["round_trip_s"]), t_done,
+                         offset, work)
+        elif e["name"] == "repeat_result" and "t_start" in d:
+            n, mean = d.get("iterations"), d.get("mean_s")
+            work = float(n) * float(mean) if n is not None and mean is not None else 0.0
+            check_region(agent, f"{d.get('stage')} window {d.get('repetition')}",
+                         float(d["t_start"]), float(d["t_end"]), float(phase["t_start"]
+                         if "t_start" in phase else phase["t"]), float(e["t"]), offset, work)

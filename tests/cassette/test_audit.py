@@ -185,3 +185,18 @@ def test_the_5_trial_rule_holds_the_reported_figure_to_the_recomputed_trials(
     assert bool(rule) == flagged, lines
     if flagged:
         assert all("avg_power_w" in line and "seed=*" in line for line in rule)
+
+
+def test_an_asc_device_region_outside_the_clock_offset_bound_fails(asc_bundle, tmp_path):
+    """The single-stream phase's offset moved by 1 s: the device's sample regions no longer
+    fit the orchestrator's request→reply windows, as the live run checked them."""
+    def shift(lines):
+        phase = next(d for d in lines if d["kind"] == "phase" and d["name"] == "single_stream")
+        agent = next(iter(phase["clock_offsets"]))
+        phase["clock_offsets"][agent]["offset_s"] += 1.0
+
+    done = _verify(_tamper(asc_bundle, tmp_path, shift))
+    assert done.returncode == 1
+    (line,) = done.stdout.splitlines()
+    assert "(asc/single_stream/" in line and "clock-offset bound:" in line
+    assert "sample 0:" in line
