@@ -17,8 +17,7 @@ from hilbench.cli import EXIT_RUN_FAILED, EXIT_USAGE
                    "again from the recorded events and raw samples by the code a live run "
                    "uses (no agent, no instrument), and compared with the recorded figure.")
 def replay(cassette: Path, analysis_only: bool) -> None:
-    """Replay CASSETTE (a folder written by `hilbench run --record`, or an audit bundle's
-    data/ folder) and compare every figure with the recorded one, exactly (value and
+    """Replay CASSETTE (a folder written by `hilbench run --record`, or an audit bundle) and compare every figure with the recorded one, exactly (value and
     uncertainty).
 
     Exit 0 when all agree; 1 with one line per difference (run, metric, recorded and
@@ -29,6 +28,8 @@ def replay(cassette: Path, analysis_only: bool) -> None:
         raise SystemExit(EXIT_USAGE)
     from hilbench.cassette.analysis import compare_recording
 
+    if (cassette / "bagit.txt").is_file():  # an audit bundle: its payload is the recording
+        cassette = cassette / "data"
     try:
         outcome = compare_recording(cassette)
     except ValueError as exc:
