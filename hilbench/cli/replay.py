@@ -17,8 +17,8 @@ from hilbench.cli import EXIT_RUN_FAILED, EXIT_USAGE
                    "again from the recorded events and raw samples by the code a live run "
                    "uses (no agent, no instrument), and compared with the recorded figure.")
 def replay(cassette: Path, analysis_only: bool) -> None:
-    """Replay CASSETTE (a folder written by `hilbench run --record`, or an audit bundle) and compare every figure with the recorded one, exactly (value and
-    uncertainty).
+    """Replay CASSETTE (a folder written by `hilbench run --record`, or an audit bundle)
+    and compare every figure with the recorded one, exactly (value and uncertainty).
 
     Exit 0 when all agree; 1 with one line per difference (run, metric, recorded and
     recomputed value); 2 when CASSETTE cannot be read."""
