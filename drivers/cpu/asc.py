@@ -186,7 +186,7 @@ class AscDevice:
         return AscSampleResult(
             index=index,
             predicted=int(predicted),
-            scores=[int(v) for v in scores],
+            scores=scores.tolist(),  # python ints in one C call (the reply leaves after t3)
             preprocess_s=t1 - t0,
             inference_s=t3 - t2,
             t_start=t0,

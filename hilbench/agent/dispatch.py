@@ -27,6 +27,9 @@ from hilbench.contracts.messages import (
     reply_type,
 )
 
+_QUBO_RUNS = (qubo.FixedTimeout, qubo.TimeToSolution)
+_ASC_LOADS = asc.AscLoad.__args__  # type: ignore[attr-defined]
+
 
 def decode_capabilities(raw: Any) -> Capabilities:
     """A driver's capabilities as the contract's Struct (extras under ``detail``)."""
@@ -89,10 +92,10 @@ class Dispatcher:
             return reply, []
         if isinstance(request, qubo.QuboLoad):
             return driver.load_qubo(request, arrays[0]), []
-        if isinstance(request, qubo.FixedTimeout | qubo.TimeToSolution):
+        if isinstance(request, _QUBO_RUNS):
             solved = driver.solve(request, stop)
             return solved.reply, [solved.state]
-        if isinstance(request, asc.AscLoad.__args__):  # type: ignore[attr-defined]
+        if isinstance(request, _ASC_LOADS):
             return driver.load_asc(request, arrays), []
         return driver.run_asc(request, stop), []
 

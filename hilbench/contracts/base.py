@@ -10,6 +10,7 @@ the orchestrator before a procedure sees a reply (``bad_reply``).
 
 from __future__ import annotations
 
+import functools
 import re
 import types
 import typing
@@ -86,8 +87,33 @@ def _key_and_reason(exc: msgspec.ValidationError) -> tuple[str, str]:
     return path, text
 
 
+@functools.cache
+def _members_by_tag(type_: Any) -> tuple[str, dict[Any, type]] | None:
+    """For a union of Structs tagged on one field: that field and tag -> member (else None)."""
+    if typing.get_origin(type_) not in (Union, types.UnionType):
+        return None
+    members = typing.get_args(type_)
+    if not all(isinstance(m, type) and issubclass(m, msgspec.Struct) for m in members):
+        return None
+    configs = [m.__struct_config__ for m in members]
+    fields = {c.tag_field for c in configs}
+    if len(fields) != 1 or None in fields:
+        return None
+    return fields.pop(), {c.tag: m for c, m in zip(configs, members, strict=True)}
+
+
 def decode(type_: type[T], body: Any, code: str = "bad_arguments", what: str = "") -> T:
-    """``body`` (plain msgpack types) as ``type_``, or ContractError naming the key."""
+    """``body`` (plain msgpack types) as ``type_``, or ContractError naming the key.
+
+    A tagged union is decoded straight into the member its tag names: msgspec builds a
+    union's type information anew on every ``convert`` (12 µs against 1.3 µs for one Struct,
+    on every request an agent serves). A missing or unknown tag goes through the union, whose
+    error names it."""
+    tagged = _members_by_tag(type_)
+    if tagged is not None and type(body) is dict:
+        member = tagged[1].get(body.get(tagged[0]))
+        if member is not None:
+            type_ = member
     try:
         return msgspec.convert(body, type_, strict=True)
     except msgspec.ValidationError as exc:

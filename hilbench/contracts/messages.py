@@ -52,6 +52,11 @@ WORKLOADS: dict[str, Workload] = {
 }
 
 
+# Request type -> reply type, over every workload: one lookup on the hot path.
+_REPLIES: dict[type, type[Reply]] = {
+    request: reply for w in WORKLOADS.values() for request, reply in w.replies.items()}
+
+
 def decode_request(cmd: str, body: Any, settings: type[Settings] = Settings) -> Any:
     """The typed body of a ``configure``, ``load`` or ``run`` request (bad_arguments else)."""
     if cmd == "configure":
@@ -70,10 +75,15 @@ def reply_type(request: Any) -> type[Reply]:
     """The reply Struct of a typed request."""
     if isinstance(request, Settings):
         return ConfigureReply
-    for workload in WORKLOADS.values():
-        found = workload.replies.get(type(request))
-        if found is not None:
-            return found
+    found = _REPLIES.get(type(request))
+    if found is None:  # a workload registered since, or a subclass
+        for workload in WORKLOADS.values():
+            found = workload.replies.get(type(request))
+            if found is not None:
+                _REPLIES[type(request)] = found
+                return found
+    else:
+        return found
     raise TypeError(f"no reply contract for {type(request).__name__}")
 
 
@@ -88,9 +98,16 @@ def register_workload(name: str, workload: Workload) -> None:
     WORKLOADS[name] = workload
 
 
+# isinstance against tuples built once (``A | B`` would build a union on every request).
+_QUBO_RUNS = (qubo.FixedTimeout, qubo.TimeToSolution)
+_ASC_RUNS = (asc.AscSingleStream, asc.AscRepeat, asc.AscStream)
+_ASC_LOADS = (asc.AscLoadModel, asc.AscLoadSample, asc.AscUnload, asc.AscLoadStream,
+              asc.AscUnloadStream)
+
+
 def check_declared(request: Any, caps: Capabilities) -> None:
     """What the driver's capabilities rule out: a solver, mode or range it does not offer."""
-    if isinstance(request, qubo.FixedTimeout | qubo.TimeToSolution):
+    if isinstance(request, _QUBO_RUNS):
         declared = caps.qubo
         if declared is None:
             raise ContractError("bad_arguments", "workload", "this driver serves no qubo")
@@ -115,7 +132,7 @@ def check_declared(request: Any, caps: Capabilities) -> None:
             raise ContractError("bad_arguments", "solvers",
                                 f"unknown solver {', '.join(map(repr, unknown))} (this driver "
                                 f"has {', '.join(caps.qubo.solvers)})")
-    elif isinstance(request, asc.AscSingleStream | asc.AscRepeat | asc.AscStream):
+    elif isinstance(request, _ASC_RUNS):
         declared_asc = caps.asc
         if declared_asc is None:
             raise ContractError("bad_arguments", "workload", "this driver serves no asc")
@@ -132,8 +149,7 @@ def check_declared(request: Any, caps: Capabilities) -> None:
                 and request.duration_s > limit:
             raise ContractError("bad_arguments", "duration_s",
                                 f"{request.duration_s} s passes this device's {limit:g} s")
-    elif isinstance(request, asc.AscLoadModel | asc.AscLoadSample | asc.AscUnload
-                    | asc.AscLoadStream | asc.AscUnloadStream):
+    elif isinstance(request, _ASC_LOADS):
         if caps.asc is None:
             raise ContractError("bad_arguments", "workload", "this driver serves no asc")
     elif isinstance(request, Settings) and request.sim_meter is not None and not caps.meter_link:
