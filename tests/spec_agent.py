@@ -1,25 +1,34 @@
-"""A QUBO agent written from protocols/agent-protocol.md alone: plain pyzmq and msgpack, no
-hilbench import. Tests start it as a separate process to see what the orchestrator makes of an
-agent it does not run, honest or not.
+"""A QUBO agent written from protocols/agent-protocol.md alone: plain pyzmq, msgpack and numpy,
+no hilbench import. Tests use it to see what the orchestrator makes of an agent it does not run,
+honest or not: in a thread of the test (``with SpecAgent(...) as agent``) or as a separate
+process::
 
     python tests/spec_agent.py --bind tcp://127.0.0.1:0 [--seed-rule SEED:MODE:FACTOR ...]
 
-It prints ``ENDPOINT tcp://…`` once bound. Per ``run`` it answers at once with an empty set
-(cost 0), reporting an internal power of (10 + seed) W, unless a rule names the run's seed:
+which prints ``ENDPOINT tcp://…`` once bound. Per ``run`` it answers at once with the empty set
+(feasible, cost 0), reporting an internal power of (10 + seed) W, unless a rule names the run's
+seed:
 
 ``late``    it takes FACTOR × the timeout, answers a greedy independent set at 60 W, and says
             so honestly (a timed region of FACTOR × the timeout from the request's arrival);
 ``slow``    as ``late``, with the empty set at (10 + seed) W;
 ``forged``  it takes FACTOR × the timeout but claims a timed region of exactly the timeout,
             starting when the request arrived.
+
+``fault`` breaks the reply contract for the seeds in ``faulty_seeds`` (or, with
+``faulty_above_nodes``, for every graph larger than that): ``("omit", field)`` leaves the field
+out, ``("type", field, value)`` sends ``value`` in its place.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
+import threading
 import time
+from typing import Any
 
 import msgpack
 import numpy as np
@@ -27,11 +36,14 @@ import zmq
 
 PROTO = "hilbench-agent"
 VERSION = 2  # the protocol version of protocols/agent-protocol.md
+HEADER_KEYS = ("proto", "v", "type", "id", "cmd", "body", "payloads")
+HEARTBEAT_S = 0.5
 
 
-def header(kind: str, msg_id: str | None, body: dict, payloads: list | None = None) -> bytes:
-    return msgpack.packb({"proto": PROTO, "v": VERSION, "type": kind, "id": msg_id, "cmd": None,
-                          "body": body, "payloads": payloads or []})
+def header(kind: str, msg_id: str | None, body: dict | None, payloads: list | None = None
+           ) -> bytes:
+    values = (PROTO, VERSION, kind, msg_id, None, body, payloads or [])
+    return msgpack.packb(dict(zip(HEADER_KEYS, values, strict=True)))
 
 
 def greedy_set(matrix: np.ndarray) -> np.ndarray:
@@ -43,67 +55,142 @@ def greedy_set(matrix: np.ndarray) -> np.ndarray:
     return chosen
 
 
+class SpecAgent:
+    """A ROUTER socket on ``bind`` answering hello, ping, load, run and shutdown."""
+
+    def __init__(self, fault: tuple | None = None, faulty_seeds: tuple[int, ...] = (1,),
+                 port: int | None = None, faulty_above_nodes: int | None = None,
+                 rules: dict[int, tuple[str, float]] | None = None,
+                 bind: str = "tcp://127.0.0.1:0") -> None:
+        self.fault = fault
+        self.faulty_seeds = faulty_seeds
+        self.faulty_above_nodes = faulty_above_nodes
+        self.rules = rules or {}
+        self.matrix = np.zeros((0, 0), dtype=np.int8)
+        self._ctx = zmq.Context()
+        self._sock = self._ctx.socket(zmq.ROUTER)
+        self._sock.setsockopt(zmq.LINGER, 0)
+        if port is not None:
+            bind = f"tcp://127.0.0.1:{port}"
+        self._sock.bind(bind[:-2] + ":*" if bind.endswith(":0") else bind)  # any free port
+        self.address = self._sock.getsockopt_string(zmq.LAST_ENDPOINT)
+        self.port = int(self.address.rsplit(":", 1)[1])
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self.serve, daemon=True)
+
+    # -- in a thread ----------------------------------------------------------------------------
+
+    def __enter__(self) -> SpecAgent:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self.close()
+
+    def close(self) -> None:
+        self._sock.close(0)
+        self._ctx.term()
+
+    # -- serving --------------------------------------------------------------------------------
+
+    def serve(self) -> None:
+        """Answer until stopped or told to shut down; a heartbeat to every peer each 0.5 s."""
+        peers: set[bytes] = set()
+        next_beat = time.monotonic()
+        while not self._stop.is_set():
+            if self._sock.poll(50):
+                frames = self._sock.recv_multipart()
+                peers.add(frames[0])
+                if not self._handle(frames[0], frames[1], frames[2:]):
+                    return
+            if time.monotonic() >= next_beat:
+                for peer in peers:
+                    self._sock.send_multipart([peer, header("heartbeat", None, None)])
+                next_beat = time.monotonic() + HEARTBEAT_S
+
+    def _send(self, peer: bytes, kind: str, cid: str | None, body: dict,
+              arrays: list[bytes] | None = None, payloads: list | None = None) -> None:
+        self._sock.send_multipart([peer, header(kind, cid, body, payloads), *(arrays or [])])
+
+    def _handle(self, peer: bytes, raw: bytes, payloads: list[bytes]) -> bool:
+        """Answer one message; False once told to shut down."""
+        arrived = time.monotonic()
+        msg: dict[str, Any] = msgpack.unpackb(raw)
+        kind, cid, body = msg["type"], msg["id"], msg["body"] or {}
+        if kind == "hello":
+            self._send(peer, "welcome", cid, {
+                "agent_id": "spec0", "driver": "spec", "protocol_version": VERSION,
+                "capabilities": {"workloads": ["qubo"], "simulated": False,
+                                 "qubo": {"solvers": ["sa", "anytime"],
+                                          "modes": ["fixed_timeout"]}},
+                "hilbench_version": "none", "host": socket.gethostname(), "pid": os.getpid(),
+                "heartbeat_s": HEARTBEAT_S, "liveness": 6, "key_fingerprint": None})
+        elif kind == "ping":
+            self._send(peer, "pong", cid, {"t1": body["t1"], "t2": arrived,
+                                           "t3": time.monotonic()})
+        elif kind == "request" and msg["cmd"] == "load":
+            desc = msg["payloads"][0]
+            self.matrix = np.frombuffer(payloads[0], dtype=desc["dtype"]).reshape(desc["shape"])
+            self._send(peer, "reply", cid, {"nodes": int(self.matrix.shape[0])})
+        elif kind == "request" and msg["cmd"] == "run":
+            reply, state = self._run(body, arrived)
+            self._send(peer, "reply", cid, reply, [state.tobytes()],
+                       [{"dtype": "|u1", "shape": [len(state)]}])
+        elif kind == "request" and msg["cmd"] == "shutdown":
+            self._send(peer, "reply", cid, {"shutdown": True})
+            return False
+        elif kind == "request":
+            self._send(peer, "error", cid, {"code": "unknown_command",
+                                            "message": f"no {msg['cmd']}", "detail": {}})
+        return True  # heartbeats and anything else: a sign of life, nothing to answer
+
+    def _run(self, body: dict, arrived: float) -> tuple[dict[str, Any], np.ndarray]:
+        seed, timeout = int(body["seed"]), float(body["timeout_s"])
+        mode, factor = self.rules.get(seed, ("honest", 1.0))
+        nodes = self.matrix.shape[0]
+        state = np.zeros(nodes, dtype=np.uint8)
+        watts = 10.0 + seed
+        if mode in ("late", "slow", "forged"):
+            if mode != "slow":
+                state, watts = greedy_set(self.matrix), 60.0
+            t_end = arrived + timeout * factor
+            time.sleep(max(0.0, t_end - time.monotonic()))
+        else:
+            t_end = time.monotonic()
+        if mode == "forged":
+            t_end = arrived + timeout
+        wide = state.astype(np.int64)
+        reply: dict[str, Any] = {
+            "cost": int(wide @ self.matrix.astype(np.int64) @ wide), "requested_s": timeout,
+            "actual_s": t_end - arrived, "t_start": arrived, "t_end": t_end,
+            "power": {"measured": True, "avg_power_w": watts, "source": "spec"}}
+        above = self.faulty_above_nodes
+        faulty = seed in self.faulty_seeds if above is None else nodes > above
+        if self.fault and faulty:
+            if self.fault[0] == "omit":
+                reply.pop(self.fault[1])
+            else:
+                reply[self.fault[1]] = self.fault[2]
+        return reply, state
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bind", default="tcp://127.0.0.1:0")
-    parser.add_argument("--seed-rule", action="append", default=[])
+    parser.add_argument("--seed-rule", action="append", default=[], metavar="SEED:MODE:FACTOR")
     args = parser.parse_args()
     rules = {}
     for text in args.seed_rule:
         seed, mode, factor = text.split(":")
         rules[int(seed)] = (mode, float(factor))
-    sock = zmq.Context.instance().socket(zmq.ROUTER)
-    sock.bind(args.bind.replace(":0", ":*"))
-    print("ENDPOINT", sock.getsockopt_string(zmq.LAST_ENDPOINT), flush=True)
-    matrix = np.zeros((0, 0), dtype=np.int8)
-    while True:
-        frames = sock.recv_multipart()
-        peer, head, payloads = frames[0], msgpack.unpackb(frames[1]), frames[2:]
-        kind, msg_id, body = head["type"], head["id"], head["body"] or {}
-        arrived = time.monotonic()
-        if kind == "hello":
-            sock.send_multipart([peer, header("welcome", msg_id, {
-                "agent_id": "spec", "driver": "spec", "protocol_version": VERSION,
-                "capabilities": {"workloads": ["qubo"], "simulated": False,
-                                 "qubo": {"solvers": ["sa"], "modes": ["fixed_timeout"]}},
-                "hilbench_version": "none", "host": "localhost", "pid": os.getpid(),
-                "heartbeat_s": 0.5, "liveness": 6, "key_fingerprint": None})])
-        elif kind == "ping":
-            sock.send_multipart([peer, header("pong", msg_id, {
-                "t1": body["t1"], "t2": arrived, "t3": time.monotonic()})])
-        elif kind == "request" and head["cmd"] == "load":
-            desc = head["payloads"][0]
-            matrix = np.frombuffer(payloads[0], dtype=desc["dtype"]).reshape(desc["shape"])
-            sock.send_multipart([peer, header("reply", msg_id, {"nodes": matrix.shape[0]})])
-        elif kind == "request" and head["cmd"] == "run":
-            seed, timeout = int(body["seed"]), float(body["timeout_s"])
-            mode, factor = rules.get(seed, ("honest", 1.0))
-            state = np.zeros(matrix.shape[0], dtype=np.uint8)
-            watts = 10.0 + seed
-            t_start = t_end = arrived
-            if mode in ("late", "slow", "forged"):
-                if mode != "slow":
-                    state, watts = greedy_set(matrix), 60.0
-                t_end = arrived + timeout * factor
-                time.sleep(max(0.0, t_end - time.monotonic()))
-            else:
-                t_end = time.monotonic()
-            if mode == "forged":
-                t_end = arrived + timeout
-            cost = int(state.astype(np.int64) @ matrix.astype(np.int64) @ state.astype(np.int64))
-            reply = {"cost": cost, "requested_s": timeout, "actual_s": t_end - t_start,
-                     "t_start": t_start, "t_end": t_end,
-                     "power": {"measured": True, "avg_power_w": watts, "source": "spec"}}
-            sock.send_multipart([peer, header("reply", msg_id, reply,
-                                              [{"dtype": "|u1", "shape": [len(state)]}]),
-                                 state.tobytes()])
-        elif kind == "request" and head["cmd"] == "shutdown":
-            sock.send_multipart([peer, header("reply", msg_id, {"shutdown": True})])
-            return
-        elif kind == "request":
-            sock.send_multipart([peer, header("error", msg_id, {
-                "code": "unknown_command", "message": f"no {head['cmd']}", "detail": {}})])
-        # heartbeats and anything else: a sign of life, nothing to answer
+    agent = SpecAgent(rules=rules, bind=args.bind)
+    print("ENDPOINT", agent.address, flush=True)
+    try:
+        agent.serve()
+    finally:
+        agent.close()
 
 
 if __name__ == "__main__":

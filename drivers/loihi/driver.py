@@ -26,8 +26,18 @@ from typing import Annotated, Any, ClassVar, Literal
 import msgspec
 import numpy as np
 
-from hilbench.agent.driver import DriverError, DriverResult
-from hilbench.contracts.capabilities import Settings
+from hilbench.agent.dispatch import ContractDriver
+from hilbench.agent.driver import DriverError
+from hilbench.contracts.capabilities import ConfigureReply, Settings
+from hilbench.contracts.qubo import (
+    FixedTimeout,
+    QuboLoad,
+    QuboLoadReply,
+    QuboRun,
+    QuboRunReply,
+    Reached,
+    Solved,
+)
 from hilbench_drivers.loihi.child import run_child
 from hilbench_drivers.loihi.probe_source import LoihiProbeSource
 
@@ -53,8 +63,9 @@ def gap_threshold_cost(target: int, gap: float) -> int:
 
 
 class LoihiSettings(Settings, kw_only=True):
-    """``configure`` of the loihi driver (``inject``: a test fault for the next run, honoured
-    only with the option allow_inject)."""
+    """``configure`` of the loihi driver: ``time_per_step_s`` (0: the one measured at load
+    again), ``inject``: a test fault for the next run, honoured only with the option
+    allow_inject."""
 
     hyperparameters: dict[str, Any] | None = None
     time_per_step_s: Annotated[float, msgspec.Meta(ge=0, le=10.0)] | None = None
@@ -62,7 +73,7 @@ class LoihiSettings(Settings, kw_only=True):
     inject: Literal["hang", "crash", "wrong_cost"] | None = None
 
 
-class LoihiDriver:
+class LoihiDriver(ContractDriver):
     """QUBO with lava-optimization's solver, on Loihi 2 or on Lava's CPU back end."""
 
     name: ClassVar[str] = "loihi"
@@ -119,9 +130,6 @@ class LoihiDriver:
                 "modes": ["fixed_timeout", "time_to_solution"],
                 "timeout_range_s": [MIN_TIMEOUT_S, MAX_TIMEOUT_S],
             },
-            "backend": self.backend,
-            "lava_python": self.lava_python,
-            "hyperparameters": self.hyperparameters,
             "simulated": self.simulated,
             # Both back ends name the probes; only Loihi 2 has them.
             "power": {
@@ -131,40 +139,29 @@ class LoihiDriver:
                 "rails": list(self.power_source.info.domains),
                 "simulated": self.power_source.info.simulated,
             },
+            "detail": {"backend": self.backend, "lava_python": self.lava_python,
+                       "hyperparameters": self.hyperparameters},
         }
         if self.simulated:
             caps["simulation"] = CPU_SIMULATION
         return caps
 
-    def configure(self, params: dict[str, Any]) -> DriverResult:
-        if "hyperparameters" in params:
-            self.hyperparameters = dict(params["hyperparameters"])
-        if "time_per_step_s" in params:
-            value = params["time_per_step_s"]
-            self.configured_step_s = float(value) if value else None
-        if "margin_s" in params:
-            self.margin_s = float(params["margin_s"])
-        if params.get("inject"):
-            self._inject_next = str(params["inject"])
-        return DriverResult(
-            {
-                "hyperparameters": self.hyperparameters,
-                "time_per_step_s": self.configured_step_s,
-                "margin_s": self.margin_s,
-            }
-        )
+    def apply(self, settings: Settings) -> ConfigureReply:
+        assert isinstance(settings, LoihiSettings)
+        if settings.hyperparameters is not None:
+            self.hyperparameters = dict(settings.hyperparameters)
+        if settings.time_per_step_s is not None:  # 0: back to the measured time per step
+            self.configured_step_s = settings.time_per_step_s or None
+        if settings.margin_s is not None:
+            self.margin_s = settings.margin_s
+        if settings.inject is not None:
+            self._inject_next = settings.inject
+        return ConfigureReply(detail={"hyperparameters": self.hyperparameters,
+                                      "time_per_step_s": self.configured_step_s,
+                                      "margin_s": self.margin_s})
 
     # ------------------------------------------------------------------- load
-    def load(self, params: dict[str, Any], arrays: list[np.ndarray]) -> DriverResult:
-        if params.get("workload") != "qubo":
-            raise DriverError(
-                f"loihi driver cannot load workload {params.get('workload')!r}", "bad_arguments"
-            )
-        if len(arrays) != 1 or arrays[0].dtype != np.int8 or arrays[0].ndim != 2:
-            raise DriverError("a qubo load carries exactly one int8 matrix", "bad_arguments")
-        matrix = arrays[0]
-        if matrix.shape[0] != matrix.shape[1]:
-            raise DriverError(f"QUBO matrix must be square, got {list(matrix.shape)}")
+    def load_qubo(self, body: QuboLoad, matrix: np.ndarray) -> QuboLoadReply:
         np.save(self._dir / "q.npy", matrix)
         self._matrix = matrix
         digest = hashlib.sha256(matrix.tobytes()).hexdigest()
@@ -173,7 +170,9 @@ class LoihiDriver:
             calibration = self._calibrate()
             self._calibrations[digest] = calibration
         self._calibration = calibration
-        return DriverResult({"nodes": int(matrix.shape[0]), **self._step_record()})
+        record = self._step_record()
+        return QuboLoadReply(nodes=int(matrix.shape[0]), setup_s=record.pop("setup_s"),
+                             detail=record)
 
     def _calibrate(self) -> dict[str, Any]:
         """Measure Lava's run time as ``start_s + steps × step_s`` with two runs of the same
@@ -222,54 +221,42 @@ class LoihiDriver:
         }
 
     # -------------------------------------------------------------------- run
-    def run(self, params: dict[str, Any], stop: threading.Event) -> DriverResult:
+    def solve(self, body: QuboRun, stop: threading.Event) -> Solved:
         entered = time.monotonic()  # durations only: the Lava child reads this clock too
         if self._matrix is None or self._calibration is None:
             raise DriverError("no workload loaded: send load first", "not_loaded")
-        solver = str(params.get("solver", "lava"))
-        if solver not in SOLVERS:
-            raise DriverError(f"unknown solver {solver!r} (known: {SOLVERS})", "bad_arguments")
-        mode = params.get("mode", "fixed_timeout")
         step_s = self._step_record()["time_per_step_s"]["used"]
         overhead_s = self.run_overhead_s
-        job: dict[str, Any] = {"seed": int(params.get("seed", 0))}
-        inject, self._inject_next = params.get("inject") or self._inject_next, None
+        job: dict[str, Any] = {"seed": body.seed}
+        inject, self._inject_next = self._inject_next, None
         if self.allow_inject and inject:
-            job["inject"] = str(inject)
-        if mode == "fixed_timeout":
-            requested = float(params["timeout_s"])
-            if not MIN_TIMEOUT_S <= requested <= MAX_TIMEOUT_S:
-                raise DriverError(
-                    f"timeout {requested} s is outside {MIN_TIMEOUT_S}…{MAX_TIMEOUT_S} s",
-                    "bad_arguments",
-                )
+            job["inject"] = inject
+        if isinstance(body, FixedTimeout):
+            requested = body.timeout_s
             job["steps"] = max(1, math.floor((requested - overhead_s) / step_s))
-        elif mode == "time_to_solution":
-            requested = float(params.get("max_time_s", 10.0))
-            gaps = sorted({float(g) for g in params.get("gaps", [0.1, 0.05, 0.01])})
-            target = int(params["target"])
+        else:
+            requested = body.max_time_s
+            gaps = sorted(set(body.gaps))
             # Chunks of about 1 % of the budget (at least 10 steps): the resolution of the
             # reach times, each one a measured clock reading after the chunk ended.
             job.update(
                 steps=max(1, math.floor(requested / step_s)),
                 chunk_steps=max(10, math.floor(0.01 * requested / step_s)),
                 max_time_s=requested,
-                target_cost=gap_threshold_cost(target, gaps[0]),
+                target_cost=gap_threshold_cost(body.target, gaps[0]),
             )
-        else:
-            raise DriverError(f"unknown qubo mode {mode!r}", "bad_arguments")
         if self.power_source.available:
             self.power_source.start()
         done = self._child(job, requested + overhead_s + self.margin_s, stop)
-        body = self._reply(done, mode, requested, job)
-        if mode == "time_to_solution":
-            body["reached"] = self._reached(done, int(params["target"]), gaps)
-            body["target"] = int(params["target"])
+        reply = self._reply(done, body, requested, job)
+        if not isinstance(body, FixedTimeout):
+            reply.reached = self._reached(done, body.target, gaps)
+            reply.target = body.target
         state = np.asarray(done["state"], dtype=np.int8)
         # A Lava process per run: its start, build and teardown lie outside the timed region,
         # and the orchestrator checks its request→reply window against the claim with them.
-        body["untimed_s"] = max(0.0, time.monotonic() - entered - body["actual_s"])
-        return DriverResult(body, [state])
+        reply.untimed_s = max(0.0, time.monotonic() - entered - reply.actual_s)
+        return Solved(reply, state)
 
     def _child(
         self, job: dict[str, Any], run_budget_s: float, stop: threading.Event
@@ -292,11 +279,10 @@ class LoihiDriver:
         )
         return {**run.events["ready"], **run.events["done"]}
 
-    def _reply(
-        self, done: dict[str, Any], mode: str, requested: float, job: dict[str, Any]
-    ) -> dict[str, Any]:
-        """Contract 3's reply: the solver's claimed cost, requested and actual time, and what
-        our own cost check found (the orchestrator checks the returned state again)."""
+    def _reply(self, done: dict[str, Any], body: QuboRun, requested: float,
+               job: dict[str, Any]) -> QuboRunReply:
+        """The solver's claimed cost, requested and actual time, and what our own cost check
+        found (the orchestrator checks the returned state again)."""
         reported, recomputed = done["reported_cost"], done["recomputed_cost"]
         if not done["valid_state"]:
             raise DriverError(
@@ -311,34 +297,35 @@ class LoihiDriver:
                 "bad_solution",
             )
         actual = done["t_end"] - done["t_start"]
-        body: dict[str, Any] = {
-            "workload": "qubo",
-            "mode": mode,
-            "solver": "lava",
+        detail: dict[str, Any] = {
             "backend": self.backend,
-            "cost": int(reported),
             "solver_reported_cost": int(reported),
-            "solution_size": int(sum(done["state"])),
-            "requested_s": requested,
-            "actual_s": actual,
-            "t_start": done["t_start"],
-            "t_end": done["t_end"],
             "run_s": actual,
-            "solver_s": done["run_s"],
-            "cost_check_s": done["readout_s"],
-            "setup_s": done["setup_s"],
             "steps_requested": done["steps_requested"],
             "steps_run": done["steps_run"],
             "best_step": done["best_step"],
             **self._step_record(),
-            "hyperparameters": self.hyperparameters,
-            "seed": job["seed"],
             "simulated": self.simulated,
-            "power": self._power(done),
         }
+        detail.pop("setup_s")
         if self.simulated:
-            body["simulation"] = CPU_SIMULATION
-        return body
+            detail["simulation"] = CPU_SIMULATION
+        return QuboRunReply(
+            cost=int(reported),
+            requested_s=requested,
+            actual_s=actual,
+            t_start=done["t_start"],
+            t_end=done["t_end"],
+            solver=body.solver,
+            mode=type(body).__struct_config__.tag,
+            set_size=int(sum(done["state"])),
+            setup_s=done["setup_s"],
+            solver_s=done["run_s"],
+            cost_check_s=done["readout_s"],
+            power=self._power(done),
+            solver_params={**self.hyperparameters, "seed": job["seed"]},
+            detail=detail,
+        )
 
     def _power(self, done: dict[str, Any]) -> dict[str, Any]:
         """The reply's ``power`` entry, from the samples the probe source gives for this run."""
@@ -349,7 +336,7 @@ class LoihiDriver:
             source.record(done["profile"], float(done["t_start"]))
         return source.report(source.stop())
 
-    def _reached(self, done: dict[str, Any], target: int, gaps: list[float]) -> list[dict]:
+    def _reached(self, done: dict[str, Any], target: int, gaps: list[float]) -> list[Reached]:
         """When the best cost first reached each gap, in seconds since t_start: the clock
         reading after the chunk in which it was reached. Only gaps the returned (checked) state
         also reaches are listed."""
@@ -361,7 +348,7 @@ class LoihiDriver:
                 continue
             hit = next((t for t, cost, _ in done["progress"] if cost <= threshold), None)
             if hit is not None:
-                reached.append({"gap": gap, "t_s": float(hit)})
+                reached.append(Reached(gap=gap, t_s=float(hit)))
         return reached
 
     def close(self) -> None:

@@ -21,13 +21,31 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from hilbench.agent.driver import DriverError, DriverResult
+from hilbench.agent.dispatch import ContractDriver
+from hilbench.agent.driver import DriverError
 from hilbench.clock import now
+from hilbench.contracts.asc import (
+    MAX_WINDOW_S,
+    AscHeldReply,
+    AscLoad,
+    AscLoadModel,
+    AscLoadSample,
+    AscLoadStream,
+    AscModelReply,
+    AscRepeat,
+    AscRun,
+    AscSampleResult,
+    AscSingleStream,
+    AscStreamReply,
+    AscUnload,
+    AscWindowResult,
+)
+from hilbench.contracts.base import Reply
+from hilbench.contracts.capabilities import ConfigureReply, Settings
 from hilbench.sim.device_link import SimulatedDeviceLink, relink
 from hilbench_drivers.xylo.network import NetworkFileError, XyloNetwork
 
 SAMPLE_CAPACITY = 1
-MAX_WINDOW_S = 3600.0
 CHIP_PREPROCESSING = (
     "measured in real time on the chip's analog front end (AFESamna recording while the sample "
     "plays into the HDK microphone)")
@@ -37,7 +55,7 @@ PREPROCESS_REASON = (
     "chip's AFE works in real time on audio from its microphone")
 
 
-class XyloDriver:
+class XyloDriver(ContractDriver):
     """Options (``-o key=value``): ``backend`` simulation|hardware, ``network`` a network file
     the device holds from the start (then model loads must match it), ``core_clock_mhz``,
     ``power_hz`` (on-board power sampling), ``stream_capacity`` (samples per stream),
@@ -99,61 +117,61 @@ class XyloDriver:
         return getattr(self.backend, "chip_afe", None)
 
     def capabilities(self) -> dict[str, Any]:
+        asc: dict[str, Any] = {
+            "sample_capacity": SAMPLE_CAPACITY,
+            "stream_capacity": self.stream_capacity,
+            "modes": ["single_stream", "repeat", "stream"],
+            "stages": ["preprocessing", "inference"] if self.chip else ["inference"],
+            "timing": self.backend.timing,
+            "onboard_power": bool(self.backend.onboard_power),
+            "max_repeat_s": MAX_WINDOW_S,
+            "detail": {"preprocessing": CHIP_PREPROCESSING if self.chip else PREPROCESS_REASON},
+        }
+        if self._builtin is not None:
+            asc["detail"]["network_sha256"] = self._builtin.sha256
         caps: dict[str, Any] = {
             "workloads": ["asc"],
             "simulated": bool(self.backend.simulated),
             "meter_link": True,  # configure {sim_meter}: the simulated meter follows the SNN
-            "asc": {
-                "sample_capacity": SAMPLE_CAPACITY,
-                "stream_capacity": self.stream_capacity,
-                "modes": ["single_stream", "repeat", "stream"],
-                "stages": ["preprocessing", "inference"] if self.chip else ["inference"],
-                "preprocessing": CHIP_PREPROCESSING if self.chip else PREPROCESS_REASON,
-                "timing": self.backend.timing,
-                "onboard_power": bool(self.backend.onboard_power),
-            },
-            "device": self.backend.describe(),
+            "asc": asc,
             "power": self.backend.power(),
+            "detail": {"device": self.backend.describe()},
         }
         if self.backend.simulated:
             caps["simulation"] = self.backend.simulation
-        if self._builtin is not None:
-            caps["asc"]["network_sha256"] = self._builtin.sha256
         return caps
 
     def link_meter(self, address: str) -> None:
         """Report the device's state to the simulated bench meter at ``address``."""
         self._sim = relink(self._sim, address)
 
-    def configure(self, params: dict[str, Any]) -> DriverResult:
+    def apply(self, settings: Settings) -> ConfigureReply:
         """Also the on-chip AFE's one-time calibration (about 50 s; else at the model load)."""
         calibration = self.backend.calibrate() if self.chip else {}
-        return DriverResult({"backend": self.backend_name, **self.backend.describe(),
-                             **calibration})
+        return ConfigureReply(detail={"backend": self.backend_name, **self.backend.describe(),
+                                      **calibration})
 
     # -- loading (untimed) -------------------------------------------------------------------------
 
-    def load(self, params: dict[str, Any], arrays: list[np.ndarray]) -> DriverResult:
-        if params.get("workload") != "asc":
-            raise DriverError(f"xylo driver serves workload 'asc', not {params.get('workload')!r}",
-                              "bad_arguments")
-        part = params.get("part")
-        handlers = {"model": self._load_model, "sample": self._load_sample,
-                    "unload": self._unload, "stream": self._load_stream,
-                    "unload_stream": self._unload_stream}
-        if part not in handlers:
-            raise DriverError(f"asc load part must be one of {sorted(handlers)}, got {part!r}",
-                              "bad_arguments")
-        return DriverResult(handlers[part](params, arrays))
+    def load_asc(self, body: AscLoad, arrays: list[np.ndarray]) -> Reply:
+        if isinstance(body, AscLoadModel):
+            return self._load_model(body, arrays)
+        if isinstance(body, AscLoadSample):
+            return self._load_sample(body.index, arrays[0])
+        if isinstance(body, AscUnload):
+            self._audio.pop(body.index, None)
+            if self._held.pop(body.index, None) is None:
+                raise DriverError(f"sample {body.index} is not in device memory", "not_loaded")
+            return AscHeldReply(index=body.index, held=sorted(self._held))
+        if isinstance(body, AscLoadStream):
+            return self._load_stream(body.indices, arrays[0])
+        self._stream = []
+        return AscStreamReply(stream_samples=0)
 
-    def _load_model(self, params: dict[str, Any], arrays: list[np.ndarray]) -> dict[str, Any]:
-        names, meta = params.get("arrays"), params.get("meta")
-        if not isinstance(names, list) or not isinstance(meta, dict) or \
-                len(names) != len(arrays):
-            raise DriverError("an asc model load needs 'meta' (a map) and 'arrays' naming each "
-                              "payload", "bad_arguments")
+    def _load_model(self, body: AscLoadModel, arrays: list[np.ndarray]) -> AscModelReply:
         try:
-            network = XyloNetwork.from_parts(meta, dict(zip(names, arrays, strict=True)))
+            network = XyloNetwork.from_parts(body.meta, dict(zip(body.arrays, arrays,
+                                                                 strict=True)))
         except NetworkFileError as exc:
             raise DriverError(f"xylo network rejected: {exc}", "bad_arguments") from exc
         if self._builtin is not None and network.sha256 != self._builtin.sha256:
@@ -162,7 +180,7 @@ class XyloDriver:
                 f"{network.sha256[:12]}…", "bad_arguments")
         return self._configure(network)
 
-    def _configure(self, network: XyloNetwork) -> dict[str, Any]:
+    def _configure(self, network: XyloNetwork) -> AscModelReply:
         from hilbench_drivers.xylo.afe import HostFrontEnd
 
         applied = self.backend.configure(network)
@@ -172,9 +190,11 @@ class XyloDriver:
         self._held.clear()
         self._audio.clear()
         self._stream.clear()
-        return {"classes": list(network.classes), "sample_rate": network.sample_rate,
-                "sample_capacity": SAMPLE_CAPACITY, "network_sha256": network.sha256,
-                "shape": network.metadata()["shape"], "dt": network.dt, **applied}
+        return AscModelReply(
+            classes=list(network.classes), sample_rate=network.sample_rate,
+            sample_capacity=SAMPLE_CAPACITY,
+            detail={"network_sha256": network.sha256, "shape": network.metadata()["shape"],
+                    "dt": network.dt, **applied})
 
     def _check_audio(self, audio: np.ndarray) -> XyloNetwork:
         net = self._require_network()
@@ -193,64 +213,58 @@ class XyloDriver:
         result = self._front_end.spikes(audio)
         return result.raster, {"afe_cached": result.cached, "afe_host_s": result.host_s}
 
-    def _load_sample(self, params: dict[str, Any], arrays: list[np.ndarray]) -> dict[str, Any]:
-        index = _int(params, "index")
-        if len(arrays) != 1:
-            raise DriverError("an asc sample load carries exactly one payload", "bad_arguments")
+    def _load_sample(self, index: int, audio: np.ndarray) -> AscHeldReply:
         if index not in self._held and len(self._held) >= SAMPLE_CAPACITY:
             raise DriverError(
                 f"device memory holds {SAMPLE_CAPACITY} sample (index "
                 f"{sorted(self._held)}); unload it first", "device_full")
         if self.chip:  # pre-processed in real time when it runs
-            self._check_audio(arrays[0])
-            self._audio[index] = np.array(arrays[0])
+            self._check_audio(audio)
+            self._audio[index] = np.array(audio)
             self._held[index] = np.zeros((0, 16), np.int64)  # no events recorded yet
             info: dict[str, Any] = {"afe": "chip"}
         else:
-            self._held[index], info = self._spikes(arrays[0])
-        return {"index": index, "held": sorted(self._held), "capacity": SAMPLE_CAPACITY, **info}
+            self._held[index], info = self._spikes(audio)
+        return AscHeldReply(index=index, held=sorted(self._held), capacity=SAMPLE_CAPACITY,
+                            detail=info)
 
-    def _unload(self, params: dict[str, Any], arrays: list[np.ndarray]) -> dict[str, Any]:
-        index = _int(params, "index")
-        self._audio.pop(index, None)
-        if self._held.pop(index, None) is None:
-            raise DriverError(f"sample {index} is not in device memory", "not_loaded")
-        return {"index": index, "held": sorted(self._held)}
-
-    def _load_stream(self, params: dict[str, Any], arrays: list[np.ndarray]) -> dict[str, Any]:
-        indices = params.get("indices")
-        if not isinstance(indices, list) or len(arrays) != 1 or arrays[0].ndim != 2 or \
-                arrays[0].shape[0] != len(indices):
-            raise DriverError("a stream load needs 'indices' and one (k, samples) payload",
-                              "bad_arguments")
+    def _load_stream(self, indices: list[int], audio: np.ndarray) -> AscStreamReply:
         if len(indices) > self.stream_capacity:
             raise DriverError(f"a stream holds at most {self.stream_capacity} samples, got "
                               f"{len(indices)}", "device_full")
-        stream = [(int(i), self._spikes(np.ascontiguousarray(a))[0])
-                  for i, a in zip(indices, arrays[0], strict=True)]
-        self._stream = stream
-        return {"stream_samples": len(stream), "indices": [i for i, _ in stream]}
-
-    def _unload_stream(self, params: dict[str, Any], arrays: list[np.ndarray]) -> dict[str, Any]:
-        self._stream = []
-        return {"stream_samples": 0}
+        self._stream = [(i, self._spikes(np.ascontiguousarray(a))[0])
+                        for i, a in zip(indices, audio, strict=True)]
+        return AscStreamReply(stream_samples=len(self._stream), indices=list(indices))
 
     # -- timed work ------------------------------------------------------------------------------
 
-    def run(self, params: dict[str, Any], stop: threading.Event) -> DriverResult:
-        if params.get("workload") != "asc":
-            raise DriverError("xylo driver serves workload 'asc'", "bad_arguments")
-        mode = params.get("mode")
-        if mode == "single_stream":
-            return DriverResult(self._single(_int(params, "index")))
-        if mode in ("repeat", "stream"):
-            return DriverResult(self._window(mode, params, stop))
-        raise DriverError(f"asc mode must be single_stream, repeat or stream, got {mode!r}",
-                          "bad_arguments")
+    def run_asc(self, body: AscRun, stop: threading.Event) -> Reply:
+        if isinstance(body, AscSingleStream):
+            return self._single(body.index)
+        if body.stage == "idle":
+            t_start = now()
+            power = self.backend.idle(body.duration_s, stop)
+            t_end = now()
+            return AscWindowResult(
+                stage="idle", iterations=0, mean_s=None, std_error_s=None, t_start=t_start,
+                t_end=t_end, power=power,
+                stopped_early=stop.is_set() and t_end - t_start < body.duration_s)
+        if isinstance(body, AscRepeat):
+            assert body.index is not None  # the contract asks for it outside idle
+            if body.stage == "preprocessing":  # declared only with the chip's own AFE
+                return self._afe_loop(body.index, body.duration_s, stop)
+            return self._loop([(body.index, self._held_raster(body.index))], body.duration_s,
+                              stop, repeat=body.index)
+        if body.stage != "inference":
+            raise DriverError("a stream window times inference; pre-processing on the chip's "
+                              "AFE is timed in repeat mode", "bad_arguments", key="stage")
+        if not self._stream:
+            raise DriverError("no stream loaded: send load part='stream' first", "not_loaded")
+        return self._loop(self._stream, body.duration_s, stop)
 
-    def _single(self, index: int) -> dict[str, Any]:
+    def _single(self, index: int) -> AscSampleResult:
         net = self._require_network()
-        pre: dict[str, Any] = {"preprocess_s": None, "preprocess_reason": PREPROCESS_REASON}
+        pre: dict[str, Any] = {}
         t_first = None
         if self.chip:  # the measurement: played and recorded in real time, then inferred
             if index not in self._audio:
@@ -260,57 +274,29 @@ class XyloDriver:
             pre, t_first = recording.reply(), recording.t_start
         result = self._infer(self._held_raster(index))
         counts = [int(c) for c in result.counts[: len(net.classes)]]
-        return {
-            "index": index,
-            "predicted": int(np.argmax(counts)),
-            "scores": counts,
-            **pre,
-            "inference_s": result.device_s,
-            "host_s": result.host_s,
-            "t_start": result.t_start if t_first is None else t_first,
-            "t_end": result.t_end,
-            **result.extra,
-        }
+        return AscSampleResult(
+            index=index,
+            predicted=int(np.argmax(counts)),
+            scores=counts,
+            preprocess_s=pre.pop("preprocess_s", None),
+            preprocess_reason=None if self.chip else PREPROCESS_REASON,
+            preprocess_latency_s=pre.pop("preprocess_latency_s", None),
+            inference_s=result.device_s,
+            t_start=result.t_start if t_first is None else t_first,
+            t_end=result.t_end,
+            detail={"host_s": result.host_s, **pre, **result.extra},
+        )
 
     def _infer(self, raster: np.ndarray) -> Any:
         result = self.backend.infer(raster, on_start=self._state_at("inference"))
         self._state("idle", result.t_end)
         return result
 
-    def _window(self, mode: str, params: dict[str, Any], stop: threading.Event) -> dict[str, Any]:
-        stage = params.get("stage")
-        duration = float(params.get("duration_s", 0.0))
-        if not 0 < duration <= MAX_WINDOW_S:
-            raise DriverError(f"duration_s must be in (0, {MAX_WINDOW_S:g}], got {duration}",
-                              "bad_arguments")
-        if stage == "idle":
-            t_start = now()
-            power = self.backend.idle(duration, stop)
-            t_end = now()
-            return {"stage": "idle", "iterations": 0, "mean_s": None, "std_error_s": None,
-                    "t_start": t_start, "t_end": t_end, "power": power,
-                    "stopped_early": stop.is_set() and t_end - t_start < duration}
-        if stage == "preprocessing" and self.chip and mode == "repeat":
-            return self._afe_loop(_int(params, "index"), duration, stop)
-        if stage != "inference":
-            preprocessing = self.capabilities()["asc"]["preprocessing"]
-            raise DriverError("the xylo driver times 'inference' and 'idle' windows"
-                              + (" (and 'preprocessing' in repeat mode)" if self.chip else "")
-                              + f"; pre-processing is {preprocessing}", "bad_arguments")
-        if mode == "repeat":
-            index = _int(params, "index")
-            queue = [(index, self._held_raster(index))]
-        else:
-            if not self._stream:
-                raise DriverError("no stream loaded: send load part='stream' first",
-                                  "not_loaded")
-            queue = self._stream
-        return self._loop(mode, queue, duration, stop)
-
-    def _loop(self, mode: str, queue: list[tuple[int, np.ndarray]], duration: float,
-              stop: threading.Event) -> dict[str, Any]:
+    def _loop(self, queue: list[tuple[int, np.ndarray]], duration: float,
+              stop: threading.Event, repeat: int | None = None) -> AscWindowResult:
         """Samples one after another (batch size 1) until the window is over; the power
-        monitor (hardware) covers exactly this loop."""
+        monitor (hardware) covers exactly this loop. ``repeat``: the held sample's index (a
+        repeat window), else the loaded stream."""
         times: list[float] = []
         self.backend.power_window_start()
         t_start = now()
@@ -326,22 +312,19 @@ class XyloDriver:
         t_end = result.t_end
         self._state("idle", t_end)
         power = self.backend.power_window_end()
-        n = len(times)
-        reply: dict[str, Any] = {
-            "stage": "inference", "iterations": n,
-            "mean_s": float(np.mean(times)),
-            "std_error_s": float(np.std(times, ddof=1) / math.sqrt(n)) if n > 1 else None,
-            "t_start": t_start, "t_end": t_end, "power": power,
-            "stopped_early": stop.is_set() and t_end < deadline,
-        }
-        if mode == "stream":
-            reply.update(stream_samples=len(queue), indices=[k for k, _ in queue],
-                         note="stream time divided by samples processed (batch size 1)")
-        else:
-            reply["index"] = queue[0][0]
+        mean, error = _mean_and_error(times)
+        reply = AscWindowResult(
+            stage="inference", iterations=len(times), mean_s=mean, std_error_s=error,
+            t_start=t_start, t_end=t_end, power=power,
+            stopped_early=stop.is_set() and t_end < deadline, index=repeat)
+        if repeat is None:
+            reply.stream_samples = len(queue)
+            reply.indices = [k for k, _ in queue]
+            reply.detail = {"note": "stream time divided by samples processed (batch size 1)"}
         return reply
 
-    def _afe_loop(self, index: int, duration: float, stop: threading.Event) -> dict[str, Any]:
+    def _afe_loop(self, index: int, duration: float, stop: threading.Event
+                  ) -> AscWindowResult:
         """The held sample played and recorded by the chip's AFE again and again for the window;
         the on-board monitor's AFE rails over exactly these recordings are the stage's power."""
         from hilbench_drivers.xylo.hardware import AFE_RAILS
@@ -361,15 +344,15 @@ class XyloDriver:
                 break
         t_end = now()
         power = self.backend.power_window_end(AFE_RAILS)
-        n = len(times)
-        return {"stage": "preprocessing", "iterations": n, "index": index,
-                "mean_s": float(np.mean(times)),
-                "std_error_s": float(np.std(times, ddof=1) / math.sqrt(n)) if n > 1 else None,
-                "preprocess_latency_s": latencies,
-                "t_start": t_start, "t_end": t_end, "power": power,
-                "note": "each iteration records lead silence, click, gap, the sample and a tail "
-                        "on the chip's AFE in real time; the power window covers all of it",
-                "stopped_early": stop.is_set() and t_end < deadline}
+        mean, error = _mean_and_error(times)
+        return AscWindowResult(
+            stage="preprocessing", iterations=len(times), index=index, mean_s=mean,
+            std_error_s=error, t_start=t_start, t_end=t_end, power=power,
+            stopped_early=stop.is_set() and t_end < deadline,
+            detail={"preprocess_latency_s": latencies,
+                    "note": "each iteration records lead silence, click, gap, the sample and a "
+                            "tail on the chip's AFE in real time; the power window covers all "
+                            "of it"})
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -404,12 +387,11 @@ class XyloDriver:
             self._sim.close()
 
 
-def _int(params: dict[str, Any], key: str) -> int:
-    value = params.get(key)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise DriverError(f"{key!r} must be a non-negative integer, got {value!r}",
-                          "bad_arguments")
-    return value
+def _mean_and_error(times: list[float]) -> tuple[float, float | None]:
+    """Mean per iteration and its standard error (None below two iterations)."""
+    n = len(times)
+    error = float(np.std(times, ddof=1) / math.sqrt(n)) if n > 1 else None
+    return float(np.mean(times)), error
 
 
 def _link(address: str) -> SimulatedDeviceLink:

@@ -61,8 +61,11 @@ def _refused(device: Any, code: str, call: Callable[[], Any]) -> None:
 
 
 def check_driver(driver: Any, *, asc_model: Any = None, asc_sample: np.ndarray | None = None,
-                 qubo_nodes: int = 12) -> list[Failure]:
-    """Every check of every workload ``driver`` declares; the failures (empty: conforms)."""
+                 qubo_nodes: int = 12, qubo_timeout_s: float | None = None) -> list[Failure]:
+    """Every check of every workload ``driver`` declares; the failures (empty: conforms).
+
+    ``qubo_timeout_s``: the fixed timeout the QUBO checks ask for (default: 50 ms, or the
+    driver's declared minimum) — a solver that needs longer to have any state says so here."""
     from hilbench.contracts.remote import RemoteDevice
     from hilbench.orchestrator.local import LocalLink
 
@@ -76,7 +79,7 @@ def check_driver(driver: Any, *, asc_model: Any = None, asc_sample: np.ndarray |
         device, "bad_arguments", lambda: link.request("run", {"workload": "nothing"})))
     suite.check("an empty configure is accepted", lambda: link.request("configure", {}))
     if caps.qubo is not None:
-        _check_qubo(suite, device, caps.qubo, qubo_nodes)
+        _check_qubo(suite, device, caps.qubo, qubo_nodes, qubo_timeout_s)
     if caps.asc is not None:
         _check_asc(suite, device, caps.asc, asc_model, asc_sample)
     if caps.qubo is None and caps.asc is None:
@@ -84,13 +87,14 @@ def check_driver(driver: Any, *, asc_model: Any = None, asc_sample: np.ndarray |
     return suite.failures
 
 
-def _check_qubo(suite: _Suite, device: Any, caps: qubo.QuboCapabilities, nodes: int) -> None:
+def _check_qubo(suite: _Suite, device: Any, caps: qubo.QuboCapabilities, nodes: int,
+                timeout_s: float | None) -> None:
     from hilbench.procedures.qubo_solve import QuboWorkload, check_solution, load, run_body
 
     workload = QuboWorkload.generate(nodes, 0.2, 0)
     solver = device.qubo
     low = caps.timeout_range_s[0] if caps.timeout_range_s else qubo.MIN_TIMEOUT_S
-    timeout = max(low, 0.05)
+    timeout = timeout_s if timeout_s is not None else max(low, 0.05)
     for name in caps.solvers:
         loaded = suite.check(f"qubo {name}: load", lambda name=name: load(solver, workload,
                                                                           [name]))

@@ -144,6 +144,11 @@ def check_declared(request: Any, caps: Capabilities) -> None:
                 and request.index is None:
             raise ContractError("bad_arguments", "index",
                                 f"a {request.stage} window repeats a held sample: give its index")
+        if not isinstance(request, asc.AscSingleStream) and request.stage != "idle" \
+                and request.stage not in declared_asc.timed_stages():
+            raise ContractError("bad_arguments", "stage",
+                                f"this device times {list(declared_asc.timed_stages())} windows "
+                                "(capabilities asc.stages)")
         limit = declared_asc.max_repeat_s
         if not isinstance(request, asc.AscSingleStream) and limit is not None \
                 and request.duration_s > limit:

@@ -100,7 +100,7 @@ def test_a_refusing_agent_ends_the_search_and_the_last_good_size_is_kept(tmp_pat
 
 
 def test_a_reply_breaking_the_contract_ends_the_search_as_failed(tmp_path):
-    from tests.procedures.spec_agent import SpecAgent
+    from tests.spec_agent import SpecAgent
 
     with SpecAgent(("omit", "actual_s"), faulty_above_nodes=60) as agent:
         [result] = run_largest(

@@ -1,8 +1,8 @@
 """A reply that breaks the QUBO contract fails that run with ``bad_reply`` naming the field; the
 other units complete, the campaign ends with failures (exit 1), and a rerun resumes.
 
-The agent is written from the protocol document alone (tests/procedures/spec_agent.py: plain
-pyzmq and msgpack), so this is what any third-party agent gets.
+The agent is written from the protocol document alone (tests/spec_agent.py, here in a thread:
+plain pyzmq and msgpack), so this is what any third-party agent gets.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from hilbench.orchestrator.campaign import parse_campaign
 from hilbench.orchestrator.runner import CampaignRunner
 from hilbench.store import Store
-from tests.procedures.spec_agent import SpecAgent
+from tests.spec_agent import SpecAgent
 
 
 def campaign(address: str):
@@ -52,3 +52,19 @@ def test_a_reply_breaking_the_contract_fails_only_its_run_and_resume_works(tmp_p
     with SpecAgent(None, port=port) as agent:
         again = CampaignRunner(campaign(agent.address), db).run()
     assert (again.skipped, again.completed, again.failed) == (2, 1, 0)
+
+
+def test_the_spec_agent_is_written_from_the_spec_alone():
+    """tests/spec_agent.py imports nothing of hilbench, so what it shows holds for any agent."""
+    import ast
+    from pathlib import Path
+
+    source = Path(__file__).resolve().parents[1] / "spec_agent.py"
+    imported = set()
+    for node in ast.walk(ast.parse(source.read_text())):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add((node.module or "").split(".")[0])
+    assert imported <= {"__future__", "argparse", "os", "socket", "sys", "threading", "time",
+                        "typing", "msgpack", "numpy", "zmq"}, imported

@@ -78,7 +78,9 @@ from hilbench_drivers.loihi import LoihiDriver
 driver = LoihiDriver(lava_python=sys.argv[1], allow_inject="1", margin_s="600")
 driver.load({"workload": "qubo", "nodes": 25, "density": 0.05, "seed": 0},
             [generate_qubo(25, 0.05, 0)])
-driver.run({"mode": "fixed_timeout", "timeout_s": 600, "inject": "hang"}, threading.Event())
+driver.configure({"inject": "hang"})
+driver.run({"workload": "qubo", "mode": "fixed_timeout", "solver": "lava", "timeout_s": 600,
+            "seed": 0}, threading.Event())
 """
 
 

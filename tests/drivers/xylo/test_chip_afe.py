@@ -57,7 +57,7 @@ def test_sample_played_recorded_and_inferred_with_the_latency_measured():
     driver, fake = open_chip_driver(calls)
     net = tiny_network_parts()
     loaded = load_network(driver, net)
-    assert loaded["afe_calibration_s"] >= 0.2  # calibrated once, at the model load
+    assert loaded["detail"]["afe_calibration_s"] >= 0.2  # calibrated once, at the model load
     audio = shaped_audio()
     body = run_one(driver, audio)
 
@@ -71,12 +71,12 @@ def test_sample_played_recorded_and_inferred_with_the_latency_measured():
 
     # the measured figures against the room's truth
     room = fake.board.room
-    assert body["afe"] == "chip" and body["preprocess_s"] == pytest.approx(1.0)
+    assert body["detail"]["afe"] == "chip" and body["preprocess_s"] == pytest.approx(1.0)
     assert body["preprocess_latency_s"] == pytest.approx(LATENCY_S, abs=1.5e-3)
-    assert body["preprocess_t_start"] == pytest.approx(room.last_play + LATENCY_S + GAP,
+    assert body["detail"]["preprocess_t_start"] == pytest.approx(room.last_play + LATENCY_S + GAP,
                                                        abs=1.5e-3)
-    assert body["t_start"] == body["preprocess_t_start"] < body["t_end"]
-    assert body["afe_background_hz"] == 0.0
+    assert body["t_start"] == body["detail"]["preprocess_t_start"] < body["t_end"]
+    assert body["detail"]["afe_background_hz"] == 0.0
 
     # the SNN core got the events of the sample's window, binned to the network's dt
     sent = fake.board.inputs[-1]
@@ -142,10 +142,10 @@ def test_capabilities_say_which_front_end_and_how_it_is_timed():
     assert asc["stages"] == ["preprocessing", "inference"]
     assert "real time" in asc["timing"] and "AFESamna" in asc["timing"]
     assert "afe_core + afe_ldo" in asc["timing"]
-    assert driver.capabilities()["device"]["afe"] == "chip"
+    assert driver.capabilities()["detail"]["device"]["afe"] == "chip"
     host, _ = open_driver(standin.Calls())
     assert host.capabilities()["asc"]["stages"] == ["inference"]
-    assert host.capabilities()["device"]["afe"] == "host"
+    assert host.capabilities()["detail"]["device"]["afe"] == "host"
     with pytest.raises(DriverError, match="backend=hardware"):
         XyloDriver(backend="simulation", afe="chip")
     with pytest.raises(DriverError, match="'host' or 'chip'"):

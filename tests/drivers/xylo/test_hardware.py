@@ -44,7 +44,7 @@ def test_call_order_clock_and_configuration():
     reply = load_network(driver, net)
     assert calls.names() == ["find_xylo_hdks", "set_xylo_core_clock_freq", "set_power_measure",
                              "config_from_specification", "XyloSamna"]
-    assert fake.board.wait_period == 1 and reply["core_clock_mhz"] == 25.0
+    assert fake.board.wait_period == 1 and reply["detail"]["core_clock_mhz"] == 25.0
     config_call = dict(calls.log)["config_from_specification"]
     assert config_call == {"kwargs": [], "bias_hidden": True}  # bias reaches the chip
     assert dict(calls.log)["XyloSamna"] == {"dt": net.dt, "output_mode": "Spike",

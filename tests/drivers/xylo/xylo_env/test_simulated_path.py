@@ -9,6 +9,7 @@ import threading
 import numpy as np
 import pytest
 
+from hilbench.contracts.conformance import check_driver
 from hilbench_drivers.xylo import XyloDriver
 from hilbench_drivers.xylo.afe import HostFrontEnd
 from hilbench_drivers.xylo.cycles import config_view, load_cycles_model
@@ -83,12 +84,20 @@ def test_xylosim_inference_is_the_bit_accurate_simulator(audio, cache, network):
     assert body["scores"] == [int(v) for v in expected]
     assert body["predicted"] == int(np.argmax(expected))
     # device time = cycle model at the core clock, and the wall clock was held for it
-    cycles = body["cycles_per_step"] * body["steps"]
+    cycles = body["detail"]["cycles_per_step"] * body["detail"]["steps"]
     assert body["inference_s"] == pytest.approx(cycles / 50e6)
     assert body["t_end"] - body["t_start"] >= body["inference_s"]
     assert body["preprocess_s"] is None and "AFESim" in body["preprocess_reason"]
     assert driver.capabilities()["simulated"] is True
     assert "simulated" in driver.capabilities()["simulation"]
+
+
+def test_the_simulated_xylo_passes_the_conformance_suite(audio, cache, network):
+    driver = XyloDriver(afe_cache=str(cache))
+    try:
+        assert check_driver(driver, asc_model=network, asc_sample=audio[0]) == []
+    finally:
+        driver.close()
 
 
 def test_cycle_model_loads_without_samna_and_leaves_no_trace(network):
