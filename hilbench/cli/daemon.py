@@ -40,7 +40,18 @@ def _config(config_path: Path | None):
 @click.option("--control", default=None,
               help="Control socket address [default: the config's, else tcp://127.0.0.1:5650]; "
                    "tcp://127.0.0.1:* picks a free port (written to the store for `status`).")
-def daemon(config_path: Path | None, db: Path | None, control: str | None) -> None:
+@click.option("--bench", default=None,
+              help="The bench this daemon serves [default: the config's, else the host name]: "
+                   "it runs the queue's items for this bench (and those for any bench).")
+@click.option("--queue", "queue_url", default=None, metavar="URL",
+              help="A queue shared by several benches (postgresql://…) [default: the config's, "
+                   "else the store file's own queue].")
+@click.option("--push-to", "push_to", default=None, metavar="URL",
+              help="Copy every finished run of the store to this PostgreSQL database, by run "
+                   "id, continuously (the store file stays the bench's journal through any "
+                   "network outage) [default: the config's].")
+def daemon(config_path: Path | None, db: Path | str | None, control: str | None,
+           bench: str | None, queue_url: str | None, push_to: str | None) -> None:
     """Run queued campaigns one at a time, fire schedules, answer `hilbench status`.
 
     One daemon per bench host (by hand, or under systemd: `hilbench systemd`). Each queue item
@@ -50,17 +61,40 @@ def daemon(config_path: Path | None, db: Path | None, control: str | None) -> No
     the run in progress (marked aborted) and the daemon; the next start resumes it. After a
     SIGKILL, the next start resumes the campaign too: every unit once.
 
+    Several benches, one queue: give each daemon its own store file and --bench, and the same
+    --queue postgresql://… (and --push-to, usually the same database); `hilbench queue add
+    --db postgresql://… --bench NAME` queues for one bench, `hilbench status --all --db
+    postgresql://…` shows them all.
+
     Logs: STORE.logs/daemon.log, STORE.logs/worker.log, and the campaign logs beside them.
     """
+    from sqlalchemy.exc import DBAPIError
+
     from hilbench.daemon.control import ControlError
     from hilbench.daemon.manager import Daemon, DaemonError
     from hilbench.store import StoreError
     from hilbench.store.paths import logs_dir
 
     config = _config(config_path)
+    from hilbench.daemon.db import is_url
+
+    d = config.daemon
     if control is not None:
-        config.daemon.control = control
-    store = db if db is not None else (config.daemon.store or _db_path(None))
+        d.control = control
+    d.bench = bench or d.bench
+    d.queue = queue_url or d.queue
+    d.push_to = push_to or d.push_to
+    if is_url(db):
+        click.echo(f"{click.style('error:', fg='red')} the daemon's --db is its own store file "
+                   "(its journal: runs are written there first); give the shared database as "
+                   "--queue URL and --push-to URL", err=True)
+        raise SystemExit(EXIT_USAGE)
+    for name, value in (("--queue", d.queue), ("--push-to", d.push_to)):
+        if value is not None and not is_url(value):
+            click.echo(f"{click.style('error:', fg='red')} {name} takes a postgresql:// URL, "
+                       f"not {value!r}", err=True)
+            raise SystemExit(EXIT_USAGE)
+    store = db if db is not None else (d.store or _db_path(None))
     logs = logs_dir(Path(store).resolve())
     logs.mkdir(mode=0o700, parents=True, exist_ok=True)
     handler = logging.FileHandler(logs / "daemon.log", encoding="utf-8")
@@ -74,22 +108,27 @@ def daemon(config_path: Path | None, db: Path | None, control: str | None) -> No
             h.setLevel(logging.WARNING)  # the terminal keeps -v's level; the file gets info
     try:
         d = Daemon(config, Path(store))
-    except (DaemonError, ControlError, StoreError, ValueError, OSError) as exc:
-        click.echo(f"{click.style('error:', fg='red')} {exc}", err=True)
+    except (DaemonError, ControlError, StoreError, ValueError, OSError, DBAPIError) as exc:
+        from hilbench.daemon.db import redact
+
+        why = redact(str(getattr(exc, "orig", None) or exc)).strip()
+        click.echo(f"{click.style('error:', fg='red')} {why}", err=True)
         raise SystemExit(EXIT_USAGE) from None
     raise SystemExit(d.run())
 
 
-def fetch_status(db: Path, connect: str | None, key: Path | None,
-                 daemon_key: Path | None, timeout_s: float = 2.0) -> dict[str, Any]:
-    """The daemon's status, or what the store says when no daemon answers."""
+def fetch_status(db: Path | str, connect: str | None, key: Path | None,
+                 daemon_key: Path | None, timeout_s: float = 2.0,
+                 bench: str | None = None) -> dict[str, Any]:
+    """The daemon's status (``bench``'s on a shared queue), or what the store says when no
+    daemon answers."""
     from hilbench.daemon.control import ControlError, request
 
     if connect is None:
         from hilbench.daemon.queue_db import QueueDB
 
         with QueueDB(db) as q:
-            info = q.daemon_info()
+            info = q.daemon_info(bench)
         connect = info.get("control")
         if connect is None:
             return _offline(db, "no daemon has run on this store")
@@ -120,14 +159,57 @@ def _alive(pid: int | None) -> bool:
     return True
 
 
-def _offline(db: Path, why: str) -> dict[str, Any]:
+def all_benches(db: Path | str, down_after_s: float) -> dict[str, Any]:
+    """Every bench that has served this queue, from the heartbeat rows its daemons write (no
+    control socket needed: a bench on another host answers through the database)."""
+    from hilbench.daemon.queue_db import QueueDB
+
+    now = time.time()
+    with QueueDB(db) as q:
+        benches = q.benches()
+        items = q.items()
+        where = q.describe()
+    for b in benches:
+        b["last_seen_s_ago"] = round(now - b["last_seen"], 1)
+        gone = b["host"] == socket.gethostname() and not _alive(b["pid"])
+        b["up"] = b["state"] != "stopped" and not gone and now - b["last_seen"] <= down_after_s
+        b["queued"] = sum(1 for i in items if i.bench == b["bench"] and i.state == "queued")
+    return {"queue": where, "down_after_s": down_after_s, "benches": benches,
+            "items": {"total": len(items),
+                      "any_bench": sum(1 for i in items if i.bench is None)}}
+
+
+def render_all(report: dict[str, Any]) -> str:
+    lines = [f"queue {report['queue']}: {report['items']['total']} item(s), "
+             f"{report['items']['any_bench']} for any bench"]
+    if not report["benches"]:
+        lines.append("no daemon has served this queue yet")
+    for b in report["benches"]:
+        doing = (f"item {b['item_id']}" if b["item_id"] else "") + (
+            f" ({b['detail']})" if b["detail"] else "")
+        head = (f"bench {b['bench']}: {b['state'] or 'up'}" if b["up"] else
+                f"bench {b['bench']}: DOWN (not seen for {b['last_seen_s_ago']:.0f} s; was "
+                f"{b['state'] or '?'})" if b["state"] != "stopped" else
+                f"bench {b['bench']}: stopped")
+        lines.append(f"{head} {doing}".rstrip() + f"; pid {b['pid']} on {b['host']}, seen "
+                     f"{b['last_seen_s_ago']:.1f} s ago, {b['queued']} queued for it")
+        p = b.get("push") or {}
+        if p:
+            state = f", failing since {_ago(p['failing_since'])}: {p['last_error']}" if p.get(
+                "failing_since") else ""
+            lines.append(f"  push to {p['to']}: {p['pushed']} run(s) pushed, "
+                         f"{p['pending'] if p['pending'] is not None else '?'} pending{state}")
+    return "\n".join(lines)
+
+
+def _offline(db: Path | str, why: str) -> dict[str, Any]:
     from hilbench.daemon.queue_db import QueueDB
 
     with QueueDB(db) as q:
         items = q.items()
         history = q.history(1)
     return {
-        "daemon": {"state": "not running", "detail": why, "store": str(db)},
+        "daemon": {"state": "not running", "detail": why, "store": q.describe()},
         "current": None, "agents": [], "instruments": [],
         "last_error": history[0]["message"] if history and history[0]["exit_status"] == "failed"
         else "",
@@ -162,6 +244,12 @@ def render(status: dict[str, Any]) -> str:
                      f"{_ago(i.get('last_reading'))}")
     if status.get("last_error"):
         lines.append(f"last error: {status['last_error']}")
+    p = status.get("push")
+    if p:
+        failing = (f"; failing since {_ago(p['failing_since'])}: {p['last_error']}"
+                   if p.get("failing_since") else "")
+        lines.append(f"push to {p['to']}: {p['pushed']} run(s) pushed this start, "
+                     f"{p['pending'] if p['pending'] is not None else '?'} pending{failing}")
     q = status["queue"]
     head = ", ".join(f"{i['id']} {i['name']} ({i['state']})" for i in q["head"]) or "empty"
     lines.append(f"queue: {q['length']} item(s): {head}")
@@ -182,8 +270,18 @@ def render(status: dict[str, Any]) -> str:
               default=None, help="Our CurveZMQ secret key (the daemon must list its public key).")
 @click.option("--daemon-key", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               default=None, help="The daemon's public key file.")
-def status(db: Path | None, as_json: bool, watch: bool, interval: float, connect: str | None,
-           key: Path | None, daemon_key: Path | None) -> None:
+@click.option("--bench", default=None,
+              help="On a shared queue: the bench whose daemon to ask [default: the one seen "
+                   "last].")
+@click.option("--all", "all_benches_", is_flag=True,
+              help="Every bench of the queue (from the daemons' heartbeats in the database): "
+                   "state, current item, host, pid, last seen, push progress; one not seen for "
+                   "--down-after seconds is shown DOWN.")
+@click.option("--down-after", type=click.FloatRange(min=0.1), default=30.0, show_default=True,
+              help="With --all: seconds without a heartbeat after which a bench is down.")
+def status(db: Path | str | None, as_json: bool, watch: bool, interval: float,
+           connect: str | None, key: Path | None, daemon_key: Path | None, bench: str | None,
+           all_benches_: bool, down_after: float) -> None:
     """What the daemon is doing: state, campaign and unit, progress and ETA, agents and
     instruments, the last error, the queue head and the next schedule fires.
 
@@ -194,11 +292,17 @@ def status(db: Path | None, as_json: bool, watch: bool, interval: float, connect
     db = _db_path(db)
     while True:
         try:
-            current = fetch_status(db, connect, key, daemon_key)
+            if all_benches_:
+                report = all_benches(db, down_after)
+                text = (json.dumps(report, indent=2, default=str) if as_json
+                        else render_all(report))
+            else:
+                current = fetch_status(db, connect, key, daemon_key, bench=bench)
+                text = (json.dumps(current, indent=2, default=str) if as_json
+                        else render(current))
         except ControlError as exc:
             click.echo(f"{click.style('error:', fg='red')} {exc}", err=True)
             raise SystemExit(EXIT_UNREACHABLE) from None
-        text = json.dumps(current, indent=2, default=str) if as_json else render(current)
         if not watch:
             click.echo(text)
             return

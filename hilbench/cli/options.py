@@ -7,15 +7,25 @@ from pathlib import Path
 
 import click
 
+
+def _db_value(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | str | None:
+    """A file path as a Path; a postgresql:// URL kept as given (a Path would mangle it)."""
+    if value is None or value.startswith(("postgresql:", "postgres:", "postgresql+psycopg:")):
+        return value
+    return Path(value)
+
+
 DB_OPTION = click.option(
     "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=str,
+    callback=_db_value,
     default=None,
-    help="SQLite results file [default: $HILBENCH_DB or ./hilbench.sqlite].",
+    help="The store: a SQLite file, or a postgresql:// URL (a lab's shared store and queue) "
+         "[default: $HILBENCH_DB or ./hilbench.sqlite].",
 )
 
 
-def db_path(db: Path | None) -> Path:
+def db_path(db: Path | str | None) -> Path | str:
     from hilbench.store.paths import default_db_path
 
     return db if db is not None else default_db_path()

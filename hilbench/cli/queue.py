@@ -30,18 +30,22 @@ def _open(db: Path | None):
         raise click.ClickException(str(exc)) from None
 
 
-def _nudge(queue: Any) -> None:
-    """Wake a running daemon on this store (best effort: it polls anyway)."""
+def _nudge(queue: Any, bench: str | None = None) -> None:
+    """Wake a running daemon of this host on this queue (best effort: it polls anyway)."""
+    import socket
+
     from hilbench.daemon.control import ControlError, request
 
-    address = queue.daemon_info().get("control")
-    if address:
+    info = queue.daemon_info(bench)
+    address = info.get("control")
+    if address and (info.get("host") == socket.gethostname() or not address.startswith(
+            ("tcp://127.", "tcp://localhost", "ipc://"))):
         with contextlib.suppress(ControlError):
             request(address, "wake", timeout_s=0.3)
 
 
-def _snapshot(path: Path) -> tuple[str, str]:
-    """The campaign file's text and name, checked as `hilbench run` would check it."""
+def _snapshot(path: Path) -> tuple[str, str, Any]:
+    """The campaign file's text, name and campaign, checked as `hilbench run` checks it."""
     from hilbench.cli.campaign import echo_campaign_error
     from hilbench.orchestrator.campaign import CampaignError, load_campaign
 
@@ -50,7 +54,38 @@ def _snapshot(path: Path) -> tuple[str, str]:
     except CampaignError as exc:
         echo_campaign_error(exc)
         raise SystemExit(EXIT_USAGE) from None
-    return path.read_text(encoding="utf-8"), campaign.name
+    return path.read_text(encoding="utf-8"), campaign.name, campaign
+
+
+def bench_for(queue: Any, campaign: Any, given: str | None) -> str | None:
+    """The bench an item needs: ``given`` (--bench), else the one bench whose daemon serves
+    an agent address or instrument resource the campaign names (daemon config ``serves``).
+    None (any bench) only on a single-host store: on a shared queue it is refused, since the
+    hardware is bench-bound."""
+    if given:
+        return given
+    names = {a.address for a in campaign.agents if a.address}
+    names |= {i.resource for i in campaign.instruments if i.resource}
+    known = queue.benches()
+    matches = sorted({b["bench"] for b in known if names & set(b["serves"])})
+    if len(matches) > 1:
+        raise click.UsageError(f"the campaign's agents and instruments belong to several "
+                               f"benches ({', '.join(matches)}); say which with --bench")
+    if matches:
+        return matches[0]
+    if queue.shared:
+        listed = ", ".join(b["bench"] for b in known) or "none yet"
+        raise click.UsageError(
+            "a shared queue needs the bench that runs the item: --bench NAME (benches seen: "
+            f"{listed}); or list the bench's agent addresses and instrument resources under "
+            "`serves` in its daemon config")
+    return None
+
+
+_BENCH = click.option(
+    "--bench", default=None,
+    help="The bench that runs it (a daemon's --bench) [default: the bench whose daemon "
+         "`serves` the campaign's agents or instruments; on a single-host store, any].")
 
 
 def _when(t: float | None) -> str:
@@ -95,19 +130,23 @@ def queue() -> None:
               "--record` does (after a daemon restart the item goes on with the same one).")
 @click.option("--priority", type=int, default=0, show_default=True,
               help="Higher runs first; equal priorities run in the order added.")
+@_BENCH
 def queue_add(file: Path, db: Path | None, trials: int | None, record: Path | None,
-              priority: int) -> None:
+              priority: int, bench: str | None) -> None:
     """Queue a campaign FILE (checked now, as `hilbench run` checks it)."""
-    text, name = _snapshot(file)
+    text, name, campaign = _snapshot(file)
     if record is not None and record.exists() and any(record.iterdir()):
         raise click.BadParameter(f"{record} is not empty: a cassette is written into a new or "
                                  "empty folder", param_hint="--record")
     with _open(db) as q:
+        bench = bench_for(q, campaign, bench)
         item_id = q.add(str(file.resolve()), text, name, trials=trials,
-                        record=str(record.resolve()) if record else None, priority=priority)
-        position = [i.id for i in q.items()].index(item_id) + 1
-        _nudge(q)
-    click.echo(f"queued item {item_id}: {name} ({file}), position {position}")
+                        record=str(record.resolve()) if record else None, priority=priority,
+                        bench=bench)
+        position = [i.id for i in q.items(bench)].index(item_id) + 1
+        _nudge(q, bench)
+    where = f"bench {bench}, " if bench else ""
+    click.echo(f"queued item {item_id}: {name} ({file}), {where}position {position}")
 
 
 @queue.command("list")
@@ -125,6 +164,7 @@ def queue_list(db: Path | None, as_json: bool) -> None:
     for i in items:
         extra = f"  ({i.message})" if i.message else ""
         click.echo(f"{i.id:>5}  {i.state:<8} p{i.priority:<3} {i.name:<24} "
+                   f"{('bench ' + i.bench) if i.bench else 'any bench':<16} "
                    f"added {_when(i.added_at)}  {i.content_hash[:12]}{extra}")
 
 
@@ -236,9 +276,11 @@ def schedule() -> None:
 @click.option("--record", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Also write each fire's cassette, into DIR/item-ID (ID: the queue item).")
 @click.option("--priority", type=int, default=0, show_default=True)
+@_BENCH
 @_DB_OPTION
 def schedule_add(file: Path, cron: str, tz: str | None, missed: str, trials: int | None,
-                 record: Path | None, priority: int, db: Path | None) -> None:
+                 record: Path | None, priority: int, bench: str | None,
+                 db: Path | None) -> None:
     """Queue FILE at every fire of a cron expression."""
     from hilbench.daemon.schedule import ScheduleError, check, fires_after
 
@@ -247,13 +289,14 @@ def schedule_add(file: Path, cron: str, tz: str | None, missed: str, trials: int
         check(cron, tz, missed)
     except ScheduleError as exc:
         _fail(exc)
-    text, name = _snapshot(file)
+    text, name, campaign = _snapshot(file)
     with _open(db) as q:
+        bench = bench_for(q, campaign, bench)
         sid = q.add_schedule(name=name, source_path=str(file.resolve()), content=text, cron=cron,
                              tz=tz, missed=missed, trials=trials,
                              record=str(record.resolve()) if record else None,
-                             priority=priority, now=time.time())
-        _nudge(q)
+                             priority=priority, now=time.time(), bench=bench)
+        _nudge(q, bench)
     nxt = fires_after(cron, tz, time.time(), 1)
     click.echo(f"schedule {sid}: {name} at {cron!r} ({tz}), next fire {_when(nxt[0])}")
 

@@ -9,6 +9,10 @@ authorized = "keys/clients"           # public keys of who may ask for status
 retries = 3                           # starts in a row that finish no unit, then 'failed'
 retry_delay_s = 30
 disk_min_free_mb = 1024
+bench = "bench-a"                     # default: the host name
+queue = "postgresql://lab-db/hilbench"  # a queue shared by benches (default: the store)
+push_to = "postgresql://lab-db/hilbench"  # finished runs copied there, by run id
+serves = ["tcp://bench-a:5555", "TCPIP::10.0.0.7::5025::SOCKET"]
 
 [notify]
 urls = ["ntfys://ntfy.sh/my-bench", "mailto://user:pass@example.com"]   # Apprise URLs
@@ -50,6 +54,17 @@ class DaemonTable(_Strict):
     busy_delay_s: float = Field(10.0, ge=0, description="wait when the bench is held by another")
     disk_min_free_mb: float = Field(1024.0, ge=0)
     poll_s: float = Field(0.2, gt=0, le=5, description="how often the loop looks at the queue")
+    bench: str | None = Field(None, description="the bench this daemon serves [default: "
+                              "the host name]; it runs only items for this bench (or any)")
+    queue: str | None = Field(None, description="where the queue is: a postgresql:// URL "
+                              "shared by several benches [default: the store file]")
+    push_to: str | None = Field(None, description="push finished runs of the store to this "
+                                "postgresql:// database, by run id")
+    push_interval_s: float = Field(5.0, gt=0, description="how often pending runs are pushed")
+    serves: list[str] = Field(default_factory=list, description="agent addresses and "
+                              "instrument resources of this bench (queue add maps a campaign "
+                              "naming them to this bench)")
+    down_after_s: float = Field(30.0, gt=0, description="a bench not seen this long is down")
 
 
 class NotifyTable(_Strict):

@@ -27,12 +27,15 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from sqlalchemy.exc import DBAPIError
+
 from hilbench import __version__
 from hilbench.daemon import schedule as sched
 from hilbench.daemon.config import DaemonConfig
 from hilbench.daemon.control import ControlServer
 from hilbench.daemon.notify import Notifier
 from hilbench.daemon.progress import CampaignProgress
+from hilbench.daemon.push import Pusher
 from hilbench.daemon.queue_db import Item, QueueDB
 from hilbench.daemon.sdnotify import SystemdNotifier
 from hilbench.daemon.worker import EXIT_BUSY, EXIT_PAUSED
@@ -44,6 +47,7 @@ log = logging.getLogger(__name__)
 
 DISK_CHECK_S = 30.0
 SCHEDULE_LOOKAHEAD = 3
+HEARTBEAT_S = 2.0  # how often the bench's row in the queue database is refreshed
 
 
 class DaemonError(RuntimeError):
@@ -53,7 +57,7 @@ class DaemonError(RuntimeError):
 class _Worker:
     """A running worker process and the reports it sends."""
 
-    def __init__(self, item: Item, db: Path, log_file: IO[str]) -> None:
+    def __init__(self, item: Item, db: Path, log_file: IO[str], queue_url: str | None) -> None:
         self.item = item
         self.progress = CampaignProgress(item.id, item.name)
         self.pause_sent = False
@@ -61,7 +65,7 @@ class _Worker:
         self.end: dict[str, Any] | None = None
         self.reports: queue.Queue[dict[str, Any]] = queue.Queue()
         cmd = [sys.executable, "-m", "hilbench.daemon.worker", "--db", str(db),
-               "--item", str(item.id)]
+               "--item", str(item.id), *(["--queue", queue_url] if queue_url else [])]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=log_file, text=True, **dies_with_parent())
         self._reader = threading.Thread(target=self._read, daemon=True, name="worker-reports")
@@ -96,7 +100,13 @@ class Daemon:
         self.started_at = clock()
         self.logs = logs_dir(self.db)
         self.logs.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.queue = QueueDB(self.db)
+        d = config.daemon
+        self.bench = d.bench or socket.gethostname()
+        self.queue_location: str | Path = d.queue if d.queue else self.db
+        self.queue = QueueDB(self.queue_location, store=self.db)
+        self._last_beat = 0.0
+        self._worker_pid: int | None = None
+        self.pusher = Pusher(self.db, d.push_to, d.push_interval_s) if d.push_to else None
         self._status_db: QueueDB | None = None
         self.worker: _Worker | None = None
         self.last_error = ""
@@ -114,7 +124,7 @@ class Daemon:
         n = config.notify
         self.notify = Notifier(n.urls, n.command, n.timeout_s)
         self._hold_daemon_lock()
-        d = config.daemon
+        self._check_bench_free()
         self.control = ControlServer(
             d.control, {"ping": lambda: "pong", "status": self.status, "wake": self._wake},
             key=d.key, authorized=d.authorized, insecure=d.insecure,
@@ -129,10 +139,25 @@ class Daemon:
         except Held as exc:
             raise DaemonError(f"a daemon already serves {self.db} ({exc.holder})") from None
 
+    def _check_bench_free(self) -> None:
+        """One daemon per bench on a shared queue: another host's daemon seen lately under
+        this bench's name is a configuration mistake that would run its items twice."""
+        other = self.queue.daemon_info(self.bench)
+        if not other or (other["host"] == socket.gethostname() and not _alive(other["pid"])):
+            return
+        if other["host"] == socket.gethostname() and other["pid"] == os.getpid():
+            return
+        ago = time.time() - other["last_seen"]
+        if ago < self.config.daemon.down_after_s:
+            raise DaemonError(
+                f"bench {self.bench!r} is served by pid {other['pid']} on {other['host']} "
+                f"(seen {ago:.0f} s ago) on {self.queue.describe()}; give this daemon another "
+                "--bench, or stop that one")
+
     def _wait_for_old_worker(self) -> None:
         """A worker of a killed daemon got SIGTERM from the kernel and is closing its run;
         wait for it, so the resume finds the run closed and the bench free."""
-        pid = self.queue.daemon_info().get("worker_pid")
+        pid = self.queue.daemon_info(self.bench).get("worker_pid")
         if not pid:
             return
         try:
@@ -163,12 +188,21 @@ class Daemon:
         self._wait_for_old_worker()
         self.control.start()
         self._publish_info(None)
-        log.warning("hilbench daemon %s: store %s, control %s", __version__, self.db,
-                    self.control.endpoint)
+        if self.pusher is not None:
+            self.pusher.start()
+        log.warning("hilbench daemon %s: bench %s, store %s, queue %s, control %s%s",
+                    __version__, self.bench, self.db, self.queue.describe(),
+                    self.control.endpoint,
+                    f", pushing finished runs to {self.pusher.target}" if self.pusher else "")
         self.sd.ready(f"idle; control {self.control.endpoint}")
         try:
             while not self.stopping.is_set():
-                self._step()
+                try:
+                    self._step()
+                except DBAPIError as exc:  # the queue's database out of reach: wait, retry
+                    self.last_error = f"queue database {self.queue.describe()}: {exc.orig}"
+                    log.warning("%s; retrying", self.last_error)
+                    self.stopping.wait(min(5.0, 10 * self.config.daemon.poll_s))
                 self.wake.wait(self.config.daemon.poll_s)
                 self.wake.clear()
         finally:
@@ -191,6 +225,12 @@ class Daemon:
                 w.proc.kill()
                 w.proc.wait()
             self._drain(w)
+        if self.pusher is not None:
+            self.pusher.stop()
+        with self._lock:
+            self.state, self.detail = "stopped", "the daemon stopped"
+        with contextlib.suppress(Exception):  # a database out of reach does not block the stop
+            self._publish_info(None)
         self.control.close()
         self.notify.close()
         self.queue.close()
@@ -199,15 +239,29 @@ class Daemon:
         self._worker_log.close()
 
     def _publish_info(self, worker_pid: int | None) -> None:
-        self.queue.set_daemon_info({
-            "pid": os.getpid(), "host": socket.gethostname(), "control": self.control.endpoint,
-            "public_key": self.control.public_key.decode() if self.control.public_key else None,
-            "started_at": self.started_at, "worker_pid": worker_pid, "version": __version__,
-        })
+        self._worker_pid = worker_pid
+        self._beat()
+
+    def _beat(self) -> None:
+        """The bench's heartbeat row: who serves it, what it does, when it was last seen."""
+        with self._lock:
+            state, detail = self.state, self.detail
+            item_id = self.worker.item.id if self.worker is not None else None
+        self.queue.beat(
+            self.bench, host=socket.gethostname(), pid=os.getpid(),
+            control=self.control.endpoint,
+            public_key=self.control.public_key.decode() if self.control.public_key else None,
+            started_at=self.started_at, worker_pid=self._worker_pid, version=__version__,
+            state=state, detail=detail, item_id=item_id, serves=self.config.daemon.serves,
+            push=self.pusher.status() if self.pusher is not None else {},
+        )
+        self._last_beat = time.monotonic()
 
     # -- one turn of the loop ------------------------------------------------------------------
     def _step(self) -> None:
         now = self.clock()
+        if time.monotonic() - self._last_beat >= HEARTBEAT_S:
+            self._beat()
         if self.worker is not None:
             self._supervise(self.worker)
         if self.worker is None:
@@ -232,9 +286,9 @@ class Daemon:
                             {"stop": "queue stopped; `hilbench queue resume` starts it"}.get(
                                 mode, "queue paused; `hilbench queue resume` goes on"))
             return
-        item = self.queue.next_item(now)
+        item = self.queue.claim(self.bench, now)
         if item is None:
-            waiting = self.queue.items()
+            waiting = self.queue.items(self.bench)
             self._set_state("idle", f"{len(waiting)} item(s) waiting to retry" if waiting
                             else "queue empty")
             return
@@ -246,8 +300,8 @@ class Daemon:
                                  f"campaign {item.campaign_uid[:8]} had ended ({status}) when "
                                  "the daemon restarted")
                 return
-        self.queue.mark_running(item.id)
-        self.worker = _Worker(item, self.db, self._worker_log)
+        self.worker = _Worker(item, self.db, self._worker_log,
+                              str(self.queue_location) if self.queue.shared else None)
         self._publish_info(self.worker.proc.pid)
         log.warning("queue item %d (%s) started: worker pid %d", item.id, item.name,
                     self.worker.proc.pid)
@@ -344,7 +398,7 @@ class Daemon:
 
     # -- schedules and disk --------------------------------------------------------------------
     def _tick_schedules(self, now: float) -> None:
-        for s in self.queue.schedules():
+        for s in self.queue.schedules(self.bench):
             cached = self._next_fire.get(s["id"])
             if cached is not None and cached[0] == s["last_fire"] and (
                     cached[1] is None or cached[1] > now):
@@ -382,7 +436,7 @@ class Daemon:
     # -- status (control thread) ---------------------------------------------------------------
     def status(self) -> dict[str, Any]:
         if self._status_db is None:
-            self._status_db = QueueDB(self.db)
+            self._status_db = QueueDB(self.queue_location, store=self.db)
         db = self._status_db
         with self._lock:
             w = self.worker
@@ -390,20 +444,20 @@ class Daemon:
             health = dict(w.progress.health) if w is not None else {"agents": [],
                                                                       "instruments": []}
             state, detail = self.state, self.detail
-        items = db.items()
+        items = db.items(self.bench)
         now = time.time()
         schedules = [
             {"id": s["id"], "name": s["name"], "cron": s["cron"], "tz": s["tz"],
              "missed": s["missed"], "next": sched.fires_after(s["cron"], s["tz"],
                                                               max(now, s["last_fire"]),
                                                               SCHEDULE_LOOKAHEAD)}
-            for s in db.schedules()
+            for s in db.schedules(self.bench)
         ]
         return {
             "daemon": {"state": state, "detail": detail, "pid": os.getpid(),
                        "host": socket.gethostname(), "store": str(self.db),
                        "started_at": self.started_at, "version": __version__,
-                       "mode": db.mode()},
+                       "mode": db.mode(), "bench": self.bench, "queue": db.describe()},
             "current": current,
             **health,
             "last_error": self.last_error,
@@ -411,4 +465,18 @@ class Daemon:
             "schedules": schedules,
             "notifications": {"sent": self.notify.sent, "failed": self.notify.failed,
                               "last_error": self.notify.last_error},
+            "push": self.pusher.status() if self.pusher is not None else None,
         }
+
+
+def _alive(pid: int | None) -> bool:
+    """Whether process ``pid`` of this host is alive."""
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True

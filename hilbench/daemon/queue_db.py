@@ -1,13 +1,20 @@
-"""Every SQL statement of the daemon's queue, history, control flags and schedules.
+"""Every SQL statement of the daemon's queue, history, control flags, schedules and benches.
 
-The queue lives in the store file beside the runs it produces, so it survives any crash of
-the daemon, and the `hilbench queue …` commands work whether the daemon runs or not. All SQL
-of the daemon is here (a later store back end replaces this one module). Tables are created
-on first use; the store's own schema is untouched.
+The queue lives beside the runs it produces — in the bench's store file (SQLite, one host), or
+in a PostgreSQL database that several benches share (`--db postgresql://…`) — so it survives
+any crash of a daemon, and the `hilbench queue …` commands work whether a daemon runs or not.
+Tables are created on first use (their own creation, apart from the store's schema).
 
 An item is *queued*, then *running*, then moves to the history in one transaction with its
-exit status; ids come from AUTOINCREMENT and are never reused, so a re-queued item gets a new
-id and an item that reached the history can never run again.
+exit status; ids are never reused, so a re-queued item gets a new id and an item that reached
+the history can never run again. An item names the bench it needs (or none: any bench may
+take it); a daemon *claims* the head of its bench's queue in one transaction (``FOR UPDATE
+SKIP LOCKED`` on PostgreSQL, the file's write lock on SQLite), which binds the item to that
+bench: only that bench's daemon runs or resumes it. A schedule fire is recorded once under the
+schedule's row lock and a unique (schedule, fire time) key, however many daemons tick it.
+Each daemon keeps a heartbeat row in ``daemon_benches`` (`hilbench status --all`).
+
+The run-reading helpers read the bench's own store file (its runs, the local journal).
 """
 
 from __future__ import annotations
@@ -22,77 +29,138 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from sqlalchemy import (
+    CheckConstraint,
+    Column,
+    Connection,
+    Float,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    delete,
+    func,
+    insert,
+    inspect,
+    or_,
+    select,
+    text,
+    update,
+)
+
+from hilbench.daemon.db import is_url, queue_engine, redact
 from hilbench.store.schema import BUSY_TIMEOUT_S, open_store
 
 ExitStatus = Literal["completed", "failed", "aborted", "stopped", "removed"]
 Mode = Literal["run", "pause", "pause_now", "stop"]
 MODES = ("run", "pause", "pause_now", "stop")
 
-_TABLES = (
-    """CREATE TABLE IF NOT EXISTS daemon_queue (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        priority INTEGER NOT NULL DEFAULT 0,
-        position REAL NOT NULL,               -- order among items of one priority
-        state TEXT NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'running')),
-        name TEXT NOT NULL,
-        source_path TEXT NOT NULL,             -- absolute; relative paths inside resolve there
-        content TEXT NOT NULL,                 -- the campaign file as it was when queued
-        content_hash TEXT NOT NULL,            -- sha256 of content
-        trials INTEGER,
-        record TEXT,
-        schedule_id INTEGER,
-        added_at REAL NOT NULL,                -- UTC seconds
-        started_at REAL,
-        campaign_uid TEXT,                     -- set once its first run started
-        attempts INTEGER NOT NULL DEFAULT 0,   -- starts that completed no unit, in a row
-        not_before REAL NOT NULL DEFAULT 0,    -- retry back-off
-        message TEXT NOT NULL DEFAULT ''
-    )""",
-    """CREATE TABLE IF NOT EXISTS daemon_history (
-        id INTEGER PRIMARY KEY,                -- the queue item's id
-        name TEXT NOT NULL,
-        source_path TEXT NOT NULL,
-        content_hash TEXT NOT NULL,
-        trials INTEGER,
-        schedule_id INTEGER,
-        added_at REAL NOT NULL,
-        started_at REAL,
-        stopped_at REAL NOT NULL,
-        exit_status TEXT NOT NULL
-            CHECK (exit_status IN ('completed', 'failed', 'aborted', 'stopped', 'removed')),
-        message TEXT NOT NULL DEFAULT '',
-        campaign_uid TEXT,
-        run_uids TEXT NOT NULL DEFAULT '[]',   -- JSON
-        starts INTEGER NOT NULL DEFAULT 0
-    )""",
-    "CREATE TABLE IF NOT EXISTS daemon_control (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    """CREATE TABLE IF NOT EXISTS daemon_schedules (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        name TEXT NOT NULL,
-        source_path TEXT NOT NULL,
-        content TEXT NOT NULL,
-        content_hash TEXT NOT NULL,
-        cron TEXT NOT NULL,
-        tz TEXT NOT NULL,
-        missed TEXT NOT NULL CHECK (missed IN ('skip', 'run-once')),
-        trials INTEGER,
-        record TEXT,
-        priority INTEGER NOT NULL DEFAULT 0,
-        created_at REAL NOT NULL,
-        last_fire REAL NOT NULL,               -- every fire up to here is handled (UTC s)
-        last_item_id INTEGER
-    )""",
-    """CREATE TABLE IF NOT EXISTS daemon_fires (
-        id INTEGER PRIMARY KEY,
-        schedule_id INTEGER NOT NULL,
-        fire_time REAL NOT NULL,               -- when cron said (UTC s)
-        handled_at REAL NOT NULL,
-        outcome TEXT NOT NULL CHECK (outcome IN ('queued', 'coalesced', 'missed', 'error')),
-        item_id INTEGER,
-        note TEXT NOT NULL DEFAULT ''
-    )""",
-    "CREATE INDEX IF NOT EXISTS daemon_fires_by_schedule ON daemon_fires (schedule_id, fire_time)",
+_meta = MetaData()
+_queue = Table(
+    "daemon_queue", _meta,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("priority", Integer, nullable=False, server_default="0"),
+    Column("position", Float, nullable=False),          # order among items of one priority
+    Column("state", Text, nullable=False, server_default="queued"),
+    Column("name", Text, nullable=False),
+    Column("source_path", Text, nullable=False),         # relative paths inside resolve there
+    Column("content", Text, nullable=False),             # the campaign file when queued
+    Column("content_hash", Text, nullable=False),        # sha256 of content
+    Column("trials", Integer),
+    Column("record", Text),
+    Column("schedule_id", Integer),
+    Column("added_at", Float, nullable=False),           # UTC seconds
+    Column("started_at", Float),
+    Column("campaign_uid", Text),                        # set once its first run started
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("not_before", Float, nullable=False, server_default="0"),  # retry back-off
+    Column("message", Text, nullable=False, server_default=""),
+    Column("bench", Text),                               # needed / claimed by; NULL: any
+    CheckConstraint("state IN ('queued', 'running')", name="daemon_queue_state"),
+    sqlite_autoincrement=True,
 )
+_history = Table(
+    "daemon_history", _meta,
+    Column("id", Integer, primary_key=True, autoincrement=False),  # the queue item's id
+    Column("name", Text, nullable=False),
+    Column("source_path", Text, nullable=False),
+    Column("content_hash", Text, nullable=False),
+    Column("trials", Integer),
+    Column("schedule_id", Integer),
+    Column("added_at", Float, nullable=False),
+    Column("started_at", Float),
+    Column("stopped_at", Float, nullable=False),
+    Column("exit_status", Text, nullable=False),
+    Column("message", Text, nullable=False, server_default=""),
+    Column("campaign_uid", Text),
+    Column("run_uids", Text, nullable=False, server_default="[]"),  # JSON
+    Column("starts", Integer, nullable=False, server_default="0"),
+    Column("bench", Text),
+    CheckConstraint("exit_status IN ('completed', 'failed', 'aborted', 'stopped', 'removed')",
+                    name="daemon_history_exit_status"),
+)
+_control = Table(
+    "daemon_control", _meta,
+    Column("key", Text, primary_key=True),
+    Column("value", Text, nullable=False),
+)
+_schedules = Table(
+    "daemon_schedules", _meta,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", Text, nullable=False),
+    Column("source_path", Text, nullable=False),
+    Column("content", Text, nullable=False),
+    Column("content_hash", Text, nullable=False),
+    Column("cron", Text, nullable=False),
+    Column("tz", Text, nullable=False),
+    Column("missed", Text, nullable=False),
+    Column("trials", Integer),
+    Column("record", Text),
+    Column("priority", Integer, nullable=False, server_default="0"),
+    Column("created_at", Float, nullable=False),
+    Column("last_fire", Float, nullable=False),          # every fire up to here is handled
+    Column("last_item_id", Integer),
+    Column("bench", Text),                               # its items' bench; NULL: any
+    CheckConstraint("missed IN ('skip', 'run-once')", name="daemon_schedules_missed"),
+    sqlite_autoincrement=True,
+)
+_fires = Table(
+    "daemon_fires", _meta,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("schedule_id", Integer, nullable=False),
+    Column("fire_time", Float, nullable=False),          # when cron said (UTC s)
+    Column("handled_at", Float, nullable=False),
+    Column("outcome", Text, nullable=False),
+    Column("item_id", Integer),
+    Column("note", Text, nullable=False, server_default=""),
+    CheckConstraint("outcome IN ('queued', 'coalesced', 'missed', 'error')",
+                    name="daemon_fires_outcome"),
+)
+_benches = Table(
+    "daemon_benches", _meta,
+    Column("bench", Text, primary_key=True),
+    Column("host", Text, nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("control", Text),
+    Column("public_key", Text),
+    Column("started_at", Float),
+    Column("worker_pid", Integer),
+    Column("version", Text),
+    Column("state", Text, nullable=False, server_default=""),
+    Column("detail", Text, nullable=False, server_default=""),
+    Column("item_id", Integer),
+    Column("serves", Text, nullable=False, server_default="[]"),  # JSON: agents, instruments
+    Column("push", Text, nullable=False, server_default="{}"),    # JSON: push-to progress
+    Column("last_seen", Float, nullable=False),
+)
+# Added after the first release: existing store files get them by ALTER TABLE.
+_ADDED_COLUMNS = (("daemon_queue", "bench"), ("daemon_history", "bench"),
+                  ("daemon_schedules", "bench"))
+_INDEXES = (
+    "CREATE UNIQUE INDEX IF NOT EXISTS daemon_fires_once ON daemon_fires (schedule_id, fire_time)",
+    "CREATE INDEX IF NOT EXISTS daemon_queue_claim ON daemon_queue (state, bench, priority)",
+)
+_LOCK_KEY = 0x68696C62  # PostgreSQL advisory lock: one creator of the tables at a time
 
 
 class QueueError(ValueError):
@@ -118,6 +186,7 @@ class Item:
     attempts: int
     not_before: float
     message: str
+    bench: str | None = None
 
     def summary(self) -> dict[str, Any]:
         """The item as `queue list --json` and `status` show it (no file content)."""
@@ -130,22 +199,41 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-class QueueDB:
-    """The daemon's tables in one store file. Each method is one short transaction."""
+def _item(row: Any) -> Item:
+    return Item(**{col.name: row[col.name] for col in _queue.columns})
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        open_store(self.path, "write").close()  # creates or checks the store itself
-        self._conn = sqlite3.connect(
-            self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-        )
-        self._conn.row_factory = sqlite3.Row
-        with self._tx():
-            for statement in _TABLES:
-                self._conn.execute(statement)
+
+class QueueDB:
+    """The daemon's tables, in a store file or a PostgreSQL database (``location``). Each method
+    is one short transaction. ``store`` is the bench's own store file, where its runs are (the
+    location itself when that is a file)."""
+
+    def __init__(self, location: str | Path, store: str | Path | None = None) -> None:
+        self.shared = is_url(location)
+        self.location = str(location) if self.shared else Path(location)
+        self.store = Path(store) if store is not None else (
+            None if self.shared else Path(location))
+        self._engine = queue_engine(location)
+        self._runs_conn: sqlite3.Connection | None = None
+        with self._engine.begin() as c:
+            if self.shared:
+                c.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
+            _meta.create_all(c)
+            present = inspect(c)
+            for table, column in _ADDED_COLUMNS:
+                if column not in {col["name"] for col in present.get_columns(table)}:
+                    c.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} TEXT"))
+            for statement in _INDEXES:
+                c.execute(text(statement))
+
+    def describe(self) -> str:
+        """Where the queue is, as it may be shown (no password)."""
+        return redact(self.location)
 
     def close(self) -> None:
-        self._conn.close()
+        self._engine.dispose()
+        if self._runs_conn is not None:
+            self._runs_conn.close()
 
     def __enter__(self) -> QueueDB:
         return self
@@ -154,17 +242,24 @@ class QueueDB:
         self.close()
 
     @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._conn
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        self._conn.execute("COMMIT")
+    def _tx(self) -> Iterator[Connection]:
+        with self._engine.begin() as c:
+            yield c
 
-    def _rows(self, sql: str, args: Any = ()) -> list[sqlite3.Row]:
-        return self._conn.execute(sql, args).fetchall()
+    def _rows(self, stmt: Any, args: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        with self._engine.connect().execution_options(hb_read=True) as c:
+            return [dict(r) for r in c.execute(stmt, args or {}).mappings()]
+
+    def _runs(self, sql: str, args: Any = ()) -> list[tuple]:
+        """A read of the runner's tables in the bench's own store file."""
+        if self.store is None:
+            raise QueueError("no local store given: the runs of a shared queue are in each "
+                             "bench's store file")
+        if self._runs_conn is None:
+            open_store(self.store, "write").close()
+            self._runs_conn = sqlite3.connect(self.store, timeout=BUSY_TIMEOUT_S,
+                                              isolation_level=None, check_same_thread=False)
+        return self._runs_conn.execute(sql, args).fetchall()
 
     # -- queue ---------------------------------------------------------------------------------
     def add(
@@ -177,30 +272,38 @@ class QueueDB:
         record: str | None = None,
         priority: int = 0,
         schedule_id: int | None = None,
+        bench: str | None = None,
     ) -> int:
         with self._tx() as c:
-            last = c.execute("SELECT COALESCE(MAX(position), 0) FROM daemon_queue").fetchone()[0]
-            cur = c.execute(
-                "INSERT INTO daemon_queue (priority, position, name, source_path, content, "
-                "content_hash, trials, record, schedule_id, added_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (priority, last + 1.0, name, source_path, content, content_hash(content),
-                 trials, record, schedule_id, time.time()),
-            )
-            return int(cur.lastrowid)
+            return self._insert_item(c, dict(
+                priority=priority, name=name, source_path=source_path, content=content,
+                content_hash=content_hash(content), trials=trials, record=record,
+                schedule_id=schedule_id, bench=bench))
 
-    def items(self) -> list[Item]:
-        """The queue in the order it runs: a running item first, then priority, then position."""
-        return [Item(**dict(r)) for r in self._rows(
-            "SELECT * FROM daemon_queue ORDER BY state = 'running' DESC, priority DESC, position"
-        )]
+    @staticmethod
+    def _insert_item(c: Connection, values: dict[str, Any]) -> int:
+        last = c.execute(select(func.coalesce(func.max(_queue.c.position), 0))).scalar_one()
+        result = c.execute(insert(_queue).values(position=float(last) + 1.0,
+                                                 added_at=time.time(), **values))
+        return int(result.inserted_primary_key[0])
+
+    def items(self, bench: str | None = None) -> list[Item]:
+        """The queue in the order it runs: running items first, then priority, then position
+        (``bench``: only what that bench may run)."""
+        q = _queue.c
+        stmt = select(_queue).order_by((q.state == "running").desc(), q.priority.desc(),
+                                       q.position, q.id)
+        if bench is not None:
+            stmt = stmt.where(or_(q.bench == bench, q.bench.is_(None)))
+        return [_item(r) for r in self._rows(stmt)]
 
     def item(self, item_id: int) -> Item:
-        rows = self._rows("SELECT * FROM daemon_queue WHERE id = ?", (item_id,))
+        rows = self._rows(select(_queue).where(_queue.c.id == item_id))
         if not rows:
             where = "in the history" if self._rows(
-                "SELECT 1 FROM daemon_history WHERE id = ?", (item_id,)) else "unknown"
+                select(_history.c.id).where(_history.c.id == item_id)) else "unknown"
             raise QueueError(f"queue item {item_id} is not in the queue ({where})")
-        return Item(**dict(rows[0]))
+        return _item(rows[0])
 
     def remove(self, item_id: int) -> None:
         item = self.item(item_id)
@@ -218,45 +321,46 @@ class QueueDB:
         item, target = self.item(item_id), self.item(before_id)
         if "running" in (item.state, target.state):
             raise QueueError("the running item cannot be moved, nor anything put before it")
+        q = _queue.c
         with self._tx() as c:
-            prev = c.execute(
-                "SELECT MAX(position) FROM daemon_queue WHERE priority = ? AND position < ? "
-                "AND id != ?", (target.priority, target.position, item_id),
-            ).fetchone()[0]
+            prev = c.execute(select(func.max(q.position)).where(
+                q.priority == target.priority, q.position < target.position, q.id != item_id,
+            )).scalar_one()
             low = prev if prev is not None else target.position - 1.0
-            c.execute(
-                "UPDATE daemon_queue SET priority = ?, position = ? WHERE id = ?",
-                (target.priority, (low + target.position) / 2, item_id),
-            )
+            c.execute(update(_queue).where(q.id == item_id).values(
+                priority=target.priority, position=(low + target.position) / 2))
 
-    def next_item(self, now: float) -> Item | None:
-        """The item to run now: one left running by a killed daemon, else the queue head."""
-        for item in self.items():
-            if item.state == "running" or item.not_before <= now:
-                return item
-        return None
-
-    def mark_running(self, item_id: int) -> None:
+    def claim(self, bench: str, now: float) -> Item | None:
+        """The item ``bench`` runs now, marked running and bound to it: one this bench left
+        running (its daemon was killed), else the head of what it may run. Atomic across
+        daemons: two never claim one item."""
+        q = _queue.c
+        mine = or_(q.bench == bench, q.bench.is_(None))
         with self._tx() as c:
-            c.execute(
-                "UPDATE daemon_queue SET state = 'running', "
-                "started_at = COALESCE(started_at, ?) WHERE id = ?",
-                (time.time(), item_id),
-            )
+            row = c.execute(select(_queue.c.id).where(q.state == "running", mine)
+                            .order_by(q.id).limit(1).with_for_update()).first()
+            if row is None:
+                row = c.execute(
+                    select(_queue.c.id).where(q.state == "queued", mine, q.not_before <= now)
+                    .order_by(q.priority.desc(), q.position, q.id).limit(1)
+                    .with_for_update(skip_locked=True)).first()
+            if row is None:
+                return None
+            c.execute(update(_queue).where(q.id == row[0]).values(
+                state="running", bench=bench, started_at=func.coalesce(q.started_at, now)))
+            return _item(c.execute(select(_queue).where(q.id == row[0])).mappings().one())
 
     def set_campaign(self, item_id: int, campaign_uid: str) -> None:
         with self._tx() as c:
-            c.execute("UPDATE daemon_queue SET campaign_uid = ? WHERE id = ?",
-                      (campaign_uid, item_id))
+            c.execute(update(_queue).where(_queue.c.id == item_id).values(
+                campaign_uid=campaign_uid))
 
     def requeue(self, item_id: int, *, attempts: int, not_before: float, message: str) -> None:
-        """Back to 'queued' at its place (a retry after a lost agent, a pause, a stop)."""
+        """Back to 'queued' at its place (a retry after a lost agent, a pause, a stop); it
+        stays bound to the bench that started it."""
         with self._tx() as c:
-            c.execute(
-                "UPDATE daemon_queue SET state = 'queued', attempts = ?, not_before = ?, "
-                "message = ? WHERE id = ?",
-                (attempts, not_before, message, item_id),
-            )
+            c.execute(update(_queue).where(_queue.c.id == item_id).values(
+                state="queued", attempts=attempts, not_before=not_before, message=message))
 
     def finish(self, item_id: int, status: ExitStatus, message: str, run_uids: list[str],
                starts: int = 0) -> None:
@@ -265,61 +369,56 @@ class QueueDB:
     def _finish(self, item: Item, status: ExitStatus, message: str, run_uids: list[str],
                 starts: int = 0) -> None:
         with self._tx() as c:
-            c.execute(
-                "INSERT INTO daemon_history (id, name, source_path, content_hash, trials, "
-                "schedule_id, added_at, started_at, stopped_at, exit_status, message, "
-                "campaign_uid, run_uids, starts) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (item.id, item.name, item.source_path, item.content_hash, item.trials,
-                 item.schedule_id, item.added_at, item.started_at, time.time(), status, message,
-                 item.campaign_uid, json.dumps(run_uids), starts),
-            )
-            c.execute("DELETE FROM daemon_queue WHERE id = ?", (item.id,))
+            c.execute(insert(_history).values(
+                id=item.id, name=item.name, source_path=item.source_path,
+                content_hash=item.content_hash, trials=item.trials,
+                schedule_id=item.schedule_id, added_at=item.added_at,
+                started_at=item.started_at, stopped_at=time.time(), exit_status=status,
+                message=message, campaign_uid=item.campaign_uid,
+                run_uids=json.dumps(run_uids), starts=starts, bench=item.bench))
+            c.execute(delete(_queue).where(_queue.c.id == item.id))
 
     def history(self, limit: int = 50) -> list[dict[str, Any]]:
-        rows = self._rows("SELECT * FROM daemon_history ORDER BY stopped_at DESC, id DESC LIMIT ?",
-                          (limit,))
-        out = []
-        for r in rows:
-            d = dict(r)
+        rows = self._rows(select(_history).order_by(_history.c.stopped_at.desc(),
+                                                    _history.c.id.desc()).limit(limit))
+        for d in rows:
             d["run_uids"] = json.loads(d["run_uids"])
-            out.append(d)
-        return out
+        return rows
 
     def history_of(self, item_id: int) -> dict[str, Any] | None:
-        rows = self._rows("SELECT * FROM daemon_history WHERE id = ?", (item_id,))
+        rows = self._rows(select(_history).where(_history.c.id == item_id))
         if not rows:
             return None
-        d = dict(rows[0])
-        d["run_uids"] = json.loads(d["run_uids"])
-        return d
+        rows[0]["run_uids"] = json.loads(rows[0]["run_uids"])
+        return rows[0]
 
     # -- what the store says about a campaign (read-only, the runner's tables) -----------------
     def campaign_status(self, campaign_uid: str) -> str | None:
-        rows = self._rows("SELECT status FROM campaigns WHERE uid = ?", (campaign_uid,))
+        rows = self._runs("SELECT status FROM campaigns WHERE uid = ?", (campaign_uid,))
         return rows[0][0] if rows else None
 
     def run_uids(self, campaign_uid: str) -> list[str]:
-        return [r[0] for r in self._rows(
+        return [r[0] for r in self._runs(
             "SELECT uid FROM runs WHERE campaign_uid = ? ORDER BY wall_time", (campaign_uid,))]
 
     def run_counts(self, campaign_uid: str) -> dict[str, int]:
-        return {r[0] or "incomplete": r[1] for r in self._rows(
+        return {r[0] or "incomplete": r[1] for r in self._runs(
             "SELECT exit_status, COUNT(*) FROM runs WHERE campaign_uid = ? GROUP BY exit_status",
             (campaign_uid,))}
 
     def run_tally(self) -> dict[str, int]:
         """Runs in the whole store by exit status ('incomplete': never stopped)."""
-        return {r[0] or "incomplete": r[1] for r in self._rows(
+        return {r[0] or "incomplete": r[1] for r in self._runs(
             "SELECT exit_status, COUNT(*) FROM runs GROUP BY exit_status")}
 
     def success_keys(self, campaign_uid: str) -> list[str]:
-        return [r[0] for r in self._rows(
+        return [r[0] for r in self._runs(
             "SELECT unit_key FROM runs WHERE campaign_uid = ? AND exit_status = 'success'",
             (campaign_uid,))]
 
     def success_times(self) -> list[float]:
         """When each successful run ended (UTC seconds), in order."""
-        return [r[0] for r in self._rows(
+        return [r[0] for r in self._runs(
             "SELECT wall_time + (t_stop - t_start) AS t FROM runs WHERE exit_status = 'success' "
             "ORDER BY t")]
 
@@ -329,7 +428,7 @@ class QueueDB:
         unit group): what the ETA is based on."""
         out: dict[tuple[str, str], tuple[float, int]] = {}
         for procedure, group in procedure_groups:
-            row = self._rows(
+            row = self._runs(
                 "SELECT AVG(t_stop - t_start), COUNT(*) FROM (SELECT t_start, t_stop FROM runs "
                 "WHERE procedure = ? AND unit_group = ? AND exit_status = 'success' "
                 "ORDER BY wall_time DESC LIMIT 200)", (procedure, group))[0]
@@ -339,98 +438,116 @@ class QueueDB:
 
     # -- control flags (persist across restarts) -----------------------------------------------
     def mode(self) -> Mode:
-        rows = self._rows("SELECT value FROM daemon_control WHERE key = 'mode'")
-        return rows[0][0] if rows else "run"  # type: ignore[return-value]
+        rows = self._rows(select(_control.c.value).where(_control.c.key == "mode"))
+        return rows[0]["value"] if rows else "run"  # type: ignore[return-value]
 
     def set_mode(self, mode: Mode) -> None:
         if mode not in MODES:
             raise QueueError(f"unknown queue mode {mode!r}")
-        self._set("mode", mode)
-
-    def _set(self, key: str, value: str) -> None:
         with self._tx() as c:
-            c.execute("INSERT INTO daemon_control (key, value) VALUES (?, ?) "
-                      "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value))
+            _upsert(c, "daemon_control", "key", {"key": "mode", "value": mode})
 
-    def daemon_info(self) -> dict[str, Any]:
-        rows = self._rows("SELECT value FROM daemon_control WHERE key = 'daemon'")
-        return json.loads(rows[0][0]) if rows else {}
+    # -- benches (one heartbeat row per daemon) ------------------------------------------------
+    def beat(self, bench: str, **fields: Any) -> None:
+        """Write ``bench``'s row (host, pid, control, state, item, …) and when it was seen."""
+        row = {"bench": bench, "last_seen": time.time(), **fields}
+        for key in ("serves", "push"):
+            if key in row and not isinstance(row[key], str):
+                row[key] = json.dumps(row[key])
+        with self._tx() as c:
+            _upsert(c, "daemon_benches", "bench", row)
 
-    def set_daemon_info(self, info: dict[str, Any]) -> None:
-        self._set("daemon", json.dumps(info))
+    def benches(self) -> list[dict[str, Any]]:
+        rows = self._rows(select(_benches).order_by(_benches.c.bench))
+        for d in rows:
+            d["serves"] = json.loads(d["serves"] or "[]")
+            d["push"] = json.loads(d["push"] or "{}")
+        return rows
+
+    def daemon_info(self, bench: str | None = None) -> dict[str, Any]:
+        """``bench``'s heartbeat row (None: the daemon seen last), or {} when none has run."""
+        rows = [b for b in self.benches() if bench is None or b["bench"] == bench]
+        return max(rows, key=lambda b: b["last_seen"]) if rows else {}
 
     # -- schedules -----------------------------------------------------------------------------
     def add_schedule(self, *, name: str, source_path: str, content: str, cron: str, tz: str,
                      missed: str, trials: int | None, record: str | None, priority: int,
-                     now: float) -> int:
+                     now: float, bench: str | None = None) -> int:
         with self._tx() as c:
-            cur = c.execute(
-                "INSERT INTO daemon_schedules (name, source_path, content, content_hash, cron, "
-                "tz, missed, trials, record, priority, created_at, last_fire) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                (name, source_path, content, content_hash(content), cron, tz, missed, trials,
-                 record, priority, now, now),
-            )
-            return int(cur.lastrowid)
+            result = c.execute(insert(_schedules).values(
+                name=name, source_path=source_path, content=content,
+                content_hash=content_hash(content), cron=cron, tz=tz, missed=missed,
+                trials=trials, record=record, priority=priority, created_at=now,
+                last_fire=now, bench=bench))
+            return int(result.inserted_primary_key[0])
 
-    def schedules(self) -> list[dict[str, Any]]:
-        return [dict(r) for r in self._rows("SELECT * FROM daemon_schedules ORDER BY id")]
+    def schedules(self, bench: str | None = None) -> list[dict[str, Any]]:
+        """Every schedule (``bench``: those whose items that bench may run)."""
+        s = _schedules.c
+        stmt = select(_schedules).order_by(s.id)
+        if bench is not None:
+            stmt = stmt.where(or_(s.bench == bench, s.bench.is_(None)))
+        return self._rows(stmt)
 
     def remove_schedule(self, schedule_id: int) -> None:
         with self._tx() as c:
-            if not c.execute("DELETE FROM daemon_schedules WHERE id = ?",
-                             (schedule_id,)).rowcount:
+            if not c.execute(delete(_schedules).where(_schedules.c.id == schedule_id)).rowcount:
                 raise QueueError(f"no schedule {schedule_id} (see `hilbench schedule list`)")
 
     def fires(self, schedule_id: int | None = None, limit: int = 50) -> list[dict[str, Any]]:
-        if schedule_id is None:
-            return [dict(r) for r in self._rows(
-                "SELECT * FROM daemon_fires ORDER BY id DESC LIMIT ?", (limit,))]
-        return [dict(r) for r in self._rows(
-            "SELECT * FROM daemon_fires WHERE schedule_id = ? ORDER BY id DESC LIMIT ?",
-            (schedule_id, limit))]
+        stmt = select(_fires).order_by(_fires.c.id.desc()).limit(limit)
+        if schedule_id is not None:
+            stmt = stmt.where(_fires.c.schedule_id == schedule_id)
+        return self._rows(stmt)
 
     def record_fires(self, schedule_id: int, last_fire: float,
                      fires: list[tuple[float, str, str]], queue_item: bool) -> int | None:
         """Record handled fires (time, outcome, note); queue one item for the schedule when
         asked, unless its previous item is still queued or running (then 'queued' fires are
-        recorded as 'coalesced'). Advances ``last_fire``. One transaction: a fire is never
-        handled twice, even by a daemon killed in the middle."""
+        recorded as 'coalesced'). Advances ``last_fire``. One transaction under the schedule's
+        row lock: a fire is never handled twice, by a daemon killed in the middle or by two
+        daemons ticking the same schedule (fires another already handled are dropped here)."""
+        s = _schedules.c
         with self._tx() as c:
-            sched = c.execute("SELECT * FROM daemon_schedules WHERE id = ?",
-                              (schedule_id,)).fetchone()
+            sched = c.execute(select(_schedules).where(s.id == schedule_id)
+                              .with_for_update()).mappings().first()
             if sched is None:
                 return None
+            fires = [f for f in fires if f[0] > sched["last_fire"]]
+            if not fires:
+                return None
+            queue_item = queue_item and any(o == "queued" for _, o, _ in fires)
             item_id = None
             if queue_item:
                 busy = sched["last_item_id"] is not None and c.execute(
-                    "SELECT 1 FROM daemon_queue WHERE id = ?", (sched["last_item_id"],)
-                ).fetchone()
+                    select(_queue.c.id).where(_queue.c.id == sched["last_item_id"])).first()
                 if busy:
                     fires = [(t, "coalesced" if o == "queued" else o,
                               f"item {sched['last_item_id']} still queued or running; {n}".strip(
                                   "; ")) for t, o, n in fires]
                 else:
-                    last = c.execute(
-                        "SELECT COALESCE(MAX(position), 0) FROM daemon_queue").fetchone()[0]
-                    item_id = int(c.execute(
-                        "INSERT INTO daemon_queue (priority, position, name, source_path, "
-                        "content, content_hash, trials, record, schedule_id, added_at) "
-                        "VALUES (?,?,?,?,?,?,?,?,?,?)",
-                        (sched["priority"], last + 1.0, sched["name"], sched["source_path"],
-                         sched["content"], sched["content_hash"], sched["trials"],
-                         sched["record"], schedule_id, time.time()),
-                    ).lastrowid)
-                    c.execute("UPDATE daemon_schedules SET last_item_id = ? WHERE id = ?",
-                              (item_id, schedule_id))
+                    item_id = self._insert_item(c, dict(
+                        priority=sched["priority"], name=sched["name"],
+                        source_path=sched["source_path"], content=sched["content"],
+                        content_hash=sched["content_hash"], trials=sched["trials"],
+                        record=sched["record"], schedule_id=schedule_id,
+                        bench=sched["bench"]))
+                    c.execute(update(_schedules).where(s.id == schedule_id).values(
+                        last_item_id=item_id))
             now = time.time()
             for t, outcome, note in fires:
-                c.execute(
-                    "INSERT INTO daemon_fires (schedule_id, fire_time, handled_at, outcome, "
-                    "item_id, note) VALUES (?,?,?,?,?,?)",
-                    (schedule_id, t, now, outcome, item_id if outcome == "queued" else None,
-                     note),
-                )
-            c.execute("UPDATE daemon_schedules SET last_fire = ? WHERE id = ?",
-                      (last_fire, schedule_id))
+                c.execute(insert(_fires).values(
+                    schedule_id=schedule_id, fire_time=t, handled_at=now, outcome=outcome,
+                    item_id=item_id if outcome == "queued" else None, note=note))
+            c.execute(update(_schedules).where(s.id == schedule_id).values(
+                last_fire=max(last_fire, sched["last_fire"])))
             return item_id
+
+
+def _upsert(c: Connection, table: str, key: str, row: dict[str, Any]) -> None:
+    """INSERT … ON CONFLICT (key) DO UPDATE: the same text on SQLite and PostgreSQL."""
+    cols = list(row)
+    sets = ", ".join(f"{col} = excluded.{col}" for col in cols if col != key)
+    c.execute(text(f"INSERT INTO {table} ({', '.join(cols)}) VALUES "
+                   f"({', '.join(':' + col for col in cols)}) "
+                   f"ON CONFLICT ({key}) DO UPDATE SET {sets}"), row)

@@ -62,10 +62,11 @@ class Progress(DocumentRouter):
     """Watches the run documents for what `hilbench status` shows."""
 
     def __init__(self, report: Reporter, units: list[Any], db: Path, item_id: int,
-                 source: str) -> None:
+                 source: str, queue: str | None = None) -> None:
         self.report = report
         self.units = units
         self.db = db
+        self.queue = queue or db
         self.item_id = item_id
         self.source = source
         self.skipped: set[str] = set()
@@ -83,7 +84,7 @@ class Progress(DocumentRouter):
             return
         self.campaign_uid = plan.campaign_uid
         self.skipped = set(plan.done)
-        with QueueDB(self.db) as queue:
+        with QueueDB(self.queue, store=self.db) as queue:
             queue.set_campaign(self.item_id, plan.campaign_uid)
         self.report("campaign", uid=plan.campaign_uid, total=len(self.units),
                     done=len(plan.done), plan=self._plan(), message=plan.message(self.source))
@@ -103,7 +104,7 @@ class Progress(DocumentRouter):
             if str(unit.key) not in self.skipped:
                 kind = (unit.procedure, replicate_key(str(unit.key)))
                 left[kind] = left.get(kind, 0) + 1
-        with QueueDB(self.db) as queue:
+        with QueueDB(self.queue, store=self.db) as queue:
             stored = queue.unit_durations(list(left))
         return [[p, g, n, *stored.get((p, g), (None, 0))] for (p, g), n in left.items()]
 
@@ -154,8 +155,9 @@ def cassette_folder(item: Any) -> Path | None:
     return Path(item.record) / f"item-{item.id}" if item.schedule_id else Path(item.record)
 
 
-def run_item(db: Path, item_id: int, report: Reporter) -> int:
-    """Run queue item ``item_id``; returns the exit code (see the module docstring)."""
+def run_item(db: Path, item_id: int, report: Reporter, queue: str | None = None) -> int:
+    """Run queue item ``item_id`` of ``queue`` (default: the store ``db``, where its runs
+    go); returns the exit code (see the module docstring)."""
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
@@ -184,8 +186,8 @@ def run_item(db: Path, item_id: int, report: Reporter) -> int:
         return code
 
     progress: Progress | None = None
-    with QueueDB(db) as queue:
-        item = queue.item(item_id)
+    with QueueDB(queue or db, store=db) as q:
+        item = q.item(item_id)
     try:
         campaign = parse_campaign(tomllib.loads(item.content), item.source_path)
     except tomllib.TOMLDecodeError as exc:
@@ -233,7 +235,7 @@ def run_item(db: Path, item_id: int, report: Reporter) -> int:
     # whose campaign had already finished runs it again as a new campaign (queueing it asked
     # for that); a started item (its campaign recorded) never does: it resumes or is done.
     runner = CampaignRunner(campaign, db, consumers=[])
-    progress = Progress(report, runner.units, db, item_id, item.source_path)
+    progress = Progress(report, runner.units, db, item_id, item.source_path, queue)
     wired(runner)
     threading.Thread(target=read_commands, daemon=True, name="commands").start()
     threading.Thread(target=send_health, daemon=True, name="health").start()
@@ -281,12 +283,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hilbench.daemon.worker")
     parser.add_argument("--db", type=Path, required=True)
     parser.add_argument("--item", type=int, required=True)
+    parser.add_argument("--queue", default=None, help="the queue's database [default: --db]")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s worker %(name)s: %(message)s")
     out = sys.stdout
     sys.stdout = sys.stderr  # nothing but reports on the daemon's pipe
-    return run_item(args.db, args.item, Reporter(out))
+    return run_item(args.db, args.item, Reporter(out), args.queue)
 
 
 if __name__ == "__main__":

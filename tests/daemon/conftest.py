@@ -29,16 +29,24 @@ class DaemonProcess:
     """`hilbench daemon` on ``db`` with a free loopback control port; restartable."""
 
     def __init__(self, db: Path, config: Path | None = None,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, bench: str | None = None,
+                 queue: str | None = None, push_to: str | None = None) -> None:
         self.db = db
         self.config = config
         self.env = env
+        self.bench = bench
+        self.queue = queue
+        self.push_to = push_to
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> DaemonProcess:
         args = ["daemon", "--db", str(self.db), "--control", "tcp://127.0.0.1:*"]
         if self.config is not None:
             args += ["--config", str(self.config)]
+        for flag, value in (("--bench", self.bench), ("--queue", self.queue),
+                            ("--push-to", self.push_to)):
+            if value is not None:
+                args += [flag, value]
         self.proc = subprocess.Popen(hilbench_command(*args), stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, text=True,
                                      env={**os.environ, **(self.env or {})})
@@ -47,7 +55,7 @@ class DaemonProcess:
 
     def status(self) -> dict[str, Any]:
         """What `hilbench status --json` prints (asked in-process: polling stays cheap)."""
-        return fetch_status(self.db, None, None, None)
+        return fetch_status(self.queue or self.db, None, None, None, bench=self.bench)
 
     def wait_until(self, check: Callable[[dict[str, Any]], bool], what: str,
                    timeout_s: float = 120) -> dict[str, Any]:
@@ -60,6 +68,12 @@ class DaemonProcess:
                 return status
             assert time.monotonic() < deadline, f"not within {timeout_s} s: {what}; {status}"
             time.sleep(0.3)
+
+    def kill(self) -> None:
+        """SIGKILL, as a power cut or the OOM killer would."""
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait(30)
 
     def signal(self, signum: int) -> int:
         assert self.proc is not None
@@ -89,3 +103,25 @@ def history(db: Path) -> list[dict[str, Any]]:
     """What `hilbench queue history --json` prints."""
     with QueueDB(db) as queue:
         return queue.history()
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A fresh PostgreSQL database on this machine's server (libpq defaults: the local
+    socket), dropped afterwards; the test skips when no server answers (a failure under CI)."""
+    import secrets
+
+    psycopg = pytest.importorskip("psycopg")
+    admin = os.environ.get("HILBENCH_TEST_PG", "postgresql:///postgres")
+    try:
+        conn = psycopg.connect(admin, autocommit=True, connect_timeout=3)
+    except psycopg.Error as exc:
+        pytest.skip(f"no PostgreSQL server at {admin}: {exc}")
+    name = f"hb_pgqueue_{secrets.token_hex(5)}"
+    with conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"{admin.rsplit('/', 1)[0]}/{name}"
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
