@@ -10,9 +10,9 @@ import click
 
 def _db_value(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | str | None:
     """A file path as a Path; a postgresql:// URL kept as given (a Path would mangle it)."""
-    if value is None or value.startswith(("postgresql:", "postgres:", "postgresql+psycopg:")):
-        return value
-    return Path(value)
+    from hilbench.store.engine import is_url
+
+    return value if value is None or is_url(value) else Path(value)
 
 
 DB_OPTION = click.option(

@@ -103,3 +103,47 @@ def salvage(bad: Path, out: Path) -> None:
         + (f"; {report.orphan_rows} row(s) of runs whose run record is lost were left out"
            if report.orphan_rows else "")
     )
+
+
+@store.command()
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The bench's store file [default: $HILBENCH_DB or ./hilbench.sqlite].",
+)
+@click.option("--to", "target", required=True, metavar="URL",
+              help="The shared PostgreSQL store (postgresql://…; credentials from libpq: "
+                   "service file, PG* environment, ~/.pgpass).")
+@click.option("--batch", type=click.IntRange(min=1), default=200, show_default=True,
+              help="Runs per transaction.")
+def push(db: Path | None, target: str, batch: int) -> None:
+    """Copy the finished runs of a bench's store file to a shared PostgreSQL store, by run id.
+
+    Runs already there are left as they are, and each pushed run is noted in the store file,
+    so pushing again (after a network outage, a kill, or twice by hand) loses nothing and
+    duplicates nothing. `hilbench daemon --push-to URL` does the same continuously.
+    """
+    from hilbench.cli import EXIT_STORE_FAULT
+    from hilbench.daemon.push import pending, push_all
+    from hilbench.store import StoreError, default_db_path
+    from hilbench.store.engine import is_url, redact
+
+    if not is_url(target):
+        click.echo(f"error: --to takes a postgresql:// URL, not {target!r}", err=True)
+        raise SystemExit(EXIT_USAGE)
+    path = db if db is not None else default_db_path()
+    shown = redact(target)
+    try:
+        waiting = len(pending(path, target))
+        click.echo(f"{path}: {waiting} finished run(s) not yet pushed to {shown}")
+        total = push_all(path, target, lambda done, left: click.echo(
+            f"  pushed {done} run(s), {left} left"), batch)
+    except StoreError as exc:
+        click.echo(f"error: {redact(str(exc))}", err=True)
+        raise SystemExit(EXIT_STORE_FAULT) from None
+    except Exception as exc:  # the server or the network: say which, keep the journal
+        click.echo(f"error: pushing to {shown} failed ({type(exc).__name__}: "
+                   f"{redact(str(exc)).strip()}); nothing is lost: run it again", err=True)
+        raise SystemExit(EXIT_STORE_FAULT) from None
+    click.echo(f"pushed {total} run(s) to {shown}; every finished run of {path} is there")

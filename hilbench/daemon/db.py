@@ -6,7 +6,7 @@ transaction takes the file's write lock at its start (``BEGIN IMMEDIATE``: one w
 time, as the single-host daemon always did), a read takes none; on PostgreSQL transactions are
 the server's, and the queue claims items with ``FOR UPDATE SKIP LOCKED``. Credentials come from
 libpq (service file, ``PG*`` environment, ``~/.pgpass``) and are never printed: `redact` is
-what logs and `status` show.
+what logs and `status` show (hilbench.store.engine parses the URL and hides the password).
 """
 
 from __future__ import annotations
@@ -14,37 +14,25 @@ from __future__ import annotations
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
 
+from hilbench.store.engine import CONNECT_TIMEOUT_S, is_url, parse_db, redact
 from hilbench.store.schema import BUSY_TIMEOUT_S, open_store
 
-URL_SCHEMES = ("postgresql:", "postgresql+psycopg:", "postgres:")
-
-
-def is_url(location: str | Path | None) -> bool:
-    """A PostgreSQL URL rather than a store file."""
-    return location is not None and str(location).startswith(URL_SCHEMES)
-
-
-def redact(location: str | Path) -> str:
-    """The location as it may be shown: a URL without its password."""
-    if not is_url(location):
-        return str(location)
-    try:
-        return make_url(_sqlalchemy_url(str(location))).render_as_string(hide_password=True)
-    except Exception:  # an unparsable URL: show its scheme and host part only
-        return str(location).split("@")[-1]
-
-
-def _sqlalchemy_url(url: str) -> str:
-    scheme, rest = url.split(":", 1)
-    return "postgresql+psycopg:" + rest if scheme in ("postgresql", "postgres") else url
+__all__ = ["is_url", "queue_engine", "redact"]
 
 
 def queue_engine(location: str | Path) -> Engine:
     """An engine on ``location`` (a store file, created if new, or a PostgreSQL URL)."""
-    if is_url(location):
-        return create_engine(_sqlalchemy_url(str(location)), pool_pre_ping=True,
+    target = parse_db(location)
+    if target.is_postgresql:
+        import psycopg
+
+        def connect() -> psycopg.Connection:
+            # Not the store's autocommit connections: a claim is a transaction of its own.
+            return psycopg.connect(target.conninfo, connect_timeout=CONNECT_TIMEOUT_S,
+                                   application_name="hilbench-daemon")
+
+        return create_engine("postgresql+psycopg://", creator=connect, pool_pre_ping=True,
                              pool_size=2, max_overflow=2)
     path = Path(location)
     open_store(path, "write").close()  # creates or checks the store itself

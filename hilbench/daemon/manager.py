@@ -398,7 +398,7 @@ class Daemon:
 
     # -- schedules and disk --------------------------------------------------------------------
     def _tick_schedules(self, now: float) -> None:
-        for s in self.queue.schedules(self.bench):
+        for s in self.queue.schedules():  # every schedule: its items wait for their bench
             cached = self._next_fire.get(s["id"])
             if cached is not None and cached[0] == s["last_fire"] and (
                     cached[1] is None or cached[1] > now):

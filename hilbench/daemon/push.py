@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hilbench.daemon.db import redact
+from hilbench.store.engine import redact
 from hilbench.store.schema import BUSY_TIMEOUT_S, open_store
 
 log = logging.getLogger(__name__)

@@ -228,7 +228,7 @@ class QueueDB:
 
     def describe(self) -> str:
         """Where the queue is, as it may be shown (no password)."""
-        return redact(self.location)
+        return redact(str(self.location))
 
     def close(self) -> None:
         self._engine.dispose()

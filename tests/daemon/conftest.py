@@ -105,23 +105,11 @@ def history(db: Path) -> list[dict[str, Any]]:
         return queue.history()
 
 
+
 @pytest.fixture
 def pg_url() -> Iterator[str]:
-    """A fresh PostgreSQL database on this machine's server (libpq defaults: the local
-    socket), dropped afterwards; the test skips when no server answers (a failure under CI)."""
-    import secrets
+    """A fresh PostgreSQL database (skipped outside CI when no server answers)."""
+    from tests.postgres import fresh_database
 
-    psycopg = pytest.importorskip("psycopg")
-    admin = os.environ.get("HILBENCH_TEST_PG", "postgresql:///postgres")
-    try:
-        conn = psycopg.connect(admin, autocommit=True, connect_timeout=3)
-    except psycopg.Error as exc:
-        pytest.skip(f"no PostgreSQL server at {admin}: {exc}")
-    name = f"hb_pgqueue_{secrets.token_hex(5)}"
-    with conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"{admin.rsplit('/', 1)[0]}/{name}"
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with fresh_database("hb_pgqueue") as url:
+        yield url

@@ -47,13 +47,13 @@ def test_three_benches_share_one_queue_each_item_once_by_its_bench(daemon_at, tm
         for n in range(30):
             bench = BENCHES[n % 3]
             long = n == 0  # bench A's first item: long enough to be killed in the middle
-            seeds = 6 if long else 2
+            seeds = 6 if long else 1
             path = qubo_campaign(tmp_path, f"c{n:02d}", seeds, timeout_s=0.4 if long else 0.005)
             item = q.add(str(path), path.read_text(), f"c{n:02d}", bench=bench)
             units[item] = (bench, seeds)
         # One schedule for bench B, every minute, its last fire 2.5 minutes ago: every daemon
-        # ticks it at start (all three at once), and run-once queues one item for the fires.
-        sched_file = qubo_campaign(tmp_path, "nightly", 2)
+        # ticks every schedule, all three at once at start, and run-once queues one item.
+        sched_file = qubo_campaign(tmp_path, "nightly", 1)
         sid = q.add_schedule(name="nightly", source_path=str(sched_file),
                              content=sched_file.read_text(), cron="* * * * *", tz="UTC",
                              missed="run-once", trials=None, record=None, priority=0,
@@ -83,7 +83,7 @@ def test_three_benches_share_one_queue_each_item_once_by_its_bench(daemon_at, tm
     assert len(scheduled) == 1, scheduled  # one item for the fires, whoever ticked it
     assert [f["outcome"] for f in fires].count("queued") == 1, fires
     assert len({f["fire_time"] for f in fires}) == len(fires), fires  # each fire once
-    units[scheduled[0]["id"]] = ("B", 2)
+    units[scheduled[0]["id"]] = ("B", 1)
     assert set(history) == set(units)
     for item_id, (bench, _n) in units.items():
         h = history[item_id]
@@ -114,6 +114,7 @@ def test_three_benches_share_one_queue_each_item_once_by_its_bench(daemon_at, tm
           f"{duplicates}")
 
 
+@pytest.mark.slow
 def test_status_all_shows_each_bench_and_the_one_that_is_down(daemon_at, tmp_path, pg_url):
     up = _daemon(daemon_at, tmp_path, "bench-up", pg_url).start()
     down = _daemon(daemon_at, tmp_path, "bench-down", pg_url).start()
