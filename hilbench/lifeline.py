@@ -98,3 +98,16 @@ def call_on_signal(callback: Callable[[], None], signum: signal.Signals = DEATH_
 
     threading.Thread(target=_relay, daemon=True, name=f"on-{signum.name}").start()
     signal.signal(signum, _handler)
+
+
+def pid_alive(pid: int | None) -> bool:
+    """Whether process ``pid`` of this host is alive (someone else's counts as alive)."""
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import socket
 import sys
 import time
@@ -16,6 +15,7 @@ import click
 from hilbench.cli import EXIT_UNREACHABLE, EXIT_USAGE
 from hilbench.cli.options import DB_OPTION as _DB_OPTION
 from hilbench.cli.options import db_path as _db_path
+from hilbench.lifeline import pid_alive
 
 _CONFIG = click.option(
     "--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -132,7 +132,7 @@ def fetch_status(db: Path | str, connect: str | None, key: Path | None,
         connect = info.get("control")
         if connect is None:
             return _offline(db, "no daemon has run on this store")
-        if info.get("host") == socket.gethostname() and not _alive(info.get("pid")):
+        if info.get("host") == socket.gethostname() and not pid_alive(info.get("pid")):
             return _offline(db, f"the daemon of this store (pid {info.get('pid')}) has exited")
     try:
         public = None
@@ -147,18 +147,6 @@ def fetch_status(db: Path | str, connect: str | None, key: Path | None,
         return _offline(db, str(exc))
 
 
-def _alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
-
-
 def all_benches(db: Path | str, down_after_s: float) -> dict[str, Any]:
     """Every bench that has served this queue, from the heartbeat rows its daemons write (no
     control socket needed: a bench on another host answers through the database)."""
@@ -171,7 +159,7 @@ def all_benches(db: Path | str, down_after_s: float) -> dict[str, Any]:
         where = q.describe()
     for b in benches:
         b["last_seen_s_ago"] = round(now - b["last_seen"], 1)
-        gone = b["host"] == socket.gethostname() and not _alive(b["pid"])
+        gone = b["host"] == socket.gethostname() and not pid_alive(b["pid"])
         b["up"] = b["state"] != "stopped" and not gone and now - b["last_seen"] <= down_after_s
         b["queued"] = sum(1 for i in items if i.bench == b["bench"] and i.state == "queued")
     return {"queue": where, "down_after_s": down_after_s, "benches": benches,

@@ -39,7 +39,7 @@ from hilbench.daemon.push import Pusher
 from hilbench.daemon.queue_db import Item, QueueDB
 from hilbench.daemon.sdnotify import SystemdNotifier
 from hilbench.daemon.worker import EXIT_BUSY, EXIT_PAUSED
-from hilbench.lifeline import call_on_signal, dies_with_parent
+from hilbench.lifeline import call_on_signal, dies_with_parent, pid_alive
 from hilbench.orchestrator.locks import Held, hold
 from hilbench.store.paths import logs_dir
 
@@ -143,7 +143,7 @@ class Daemon:
         """One daemon per bench on a shared queue: another host's daemon seen lately under
         this bench's name is a configuration mistake that would run its items twice."""
         other = self.queue.daemon_info(self.bench)
-        if not other or (other["host"] == socket.gethostname() and not _alive(other["pid"])):
+        if not other or (other["host"] == socket.gethostname() and not pid_alive(other["pid"])):
             return
         if other["host"] == socket.gethostname() and other["pid"] == os.getpid():
             return
@@ -467,16 +467,3 @@ class Daemon:
                               "last_error": self.notify.last_error},
             "push": self.pusher.status() if self.pusher is not None else None,
         }
-
-
-def _alive(pid: int | None) -> bool:
-    """Whether process ``pid`` of this host is alive."""
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
