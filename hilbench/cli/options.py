@@ -12,7 +12,11 @@ def _db_value(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     """A file path as a Path; a postgresql:// URL kept as given (a Path would mangle it)."""
     from hilbench.store.engine import is_url
 
-    return value if value is None or is_url(value) else Path(value)
+    if value is None or is_url(value):
+        return value
+    if Path(value).is_dir():
+        raise click.BadParameter(f"{value!r} is a directory, not a store file", ctx, param)
+    return Path(value)
 
 
 DB_OPTION = click.option(
