@@ -9,8 +9,10 @@ it stands for the physical signal a meter sees.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from collections.abc import Callable, Iterator
 
 OFFSET_ENV = "HILBENCH_CLOCK_OFFSET_S"
 
@@ -28,15 +30,42 @@ def _offset_from_environment() -> float:
 _OFFSET_S = _offset_from_environment()
 
 
-def now() -> float:
-    """Seconds on the monotonic clock (CLOCK_MONOTONIC on Linux); immune to wall-clock steps."""
+def real_now() -> float:
+    """Seconds on the monotonic clock (CLOCK_MONOTONIC on Linux, shifted by the offset above);
+    immune to wall-clock steps. Never virtual."""
     return time.monotonic() + _OFFSET_S
 
 
 if not _OFFSET_S:
-    # Unshifted, the clock is the C function itself: the agent's hot path reads it several
-    # times per message, and a Python frame around it costs more than the read.
-    now = time.monotonic
+    real_now = time.monotonic
+
+_read: Callable[[], float] = real_now
+_sleep: Callable[[float], None] = time.sleep
+
+
+def now() -> float:
+    """This process's clock: :func:`real_now`, unless a cassette recording or replay reads it
+    (:func:`use`). One Python frame more than the C function; every module reads it here."""
+    return _read()
+
+
+def sleep(seconds: float) -> None:
+    """Wait ``seconds`` on :func:`now`'s clock: a replay's virtual clock does not wait."""
+    _sleep(seconds)
+
+
+@contextlib.contextmanager
+def use(read: Callable[[], float], wait: Callable[[float], None] | None = None
+        ) -> Iterator[None]:
+    """Take every :func:`now` from ``read`` (and :func:`sleep` from ``wait``) inside: a
+    cassette records each reading, a replay returns the recorded ones in order."""
+    global _read, _sleep
+    saved = _read, _sleep
+    _read, _sleep = read, (wait or _sleep)
+    try:
+        yield
+    finally:
+        _read, _sleep = saved
 
 
 def bench_now() -> float:

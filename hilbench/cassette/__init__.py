@@ -11,8 +11,36 @@ killed recording keeps what came before its last write:
 - ``samples.jsonl`` + ``samples/``: power samples as raw little-endian arrays, one set of files
   per (phase, source) stream, never JSON (see :mod:`hilbench.cassette.arrays`); a stream's
   files are named by their sha256 in ``samples.jsonl`` once the stream ends;
-- ``channels/NAME.jsonl`` (reserved for agent traffic and VISA I/O, one JSON line per message
-  with an orchestrator-clock ``t``; not written yet).
+- ``campaign.toml``: the campaign file as run (what ``hilbench replay`` runs again);
+- ``channels/``: the orchestrator's outside world, written by
+  :mod:`hilbench.cassette.channels` (format below; ``protocols/cassette.md`` has it too);
+- ``arrays/<sha256>``: arrays and long replies the channels refer to, raw bytes named by their
+  sha256 (an array reference is ``{"sha256", "dtype", "shape"}``, dtype as numpy's ``str``).
+
+Channels (times ``t``, ``t0``, ``t1`` in seconds on the orchestrator's clock,
+:func:`hilbench.clock.real_now`). Every ``.jsonl`` channel starts with a header line
+``{"kind": "channel", "channel": KIND, ...}``:
+
+- ``agent-ID.jsonl`` (``channel: "agent"``, ``agent``, ``address``): one per agent link, every
+  message as the orchestrator sent or received it, after CurveZMQ (never a key):
+  ``{"t", "dir": "out"|"in", "type", "id", "cmd", "body", "arrays": [ref, ...]}``; a send
+  refused for want of a connection adds ``"again": true``; a receive that timed out is
+  ``{"t", "dir": "in", "again": true}`` (the orchestrator waited there);
+- ``visa-RESOURCE.jsonl`` (``channel: "visa"``, ``resource``, ``options``): one per opened VISA
+  resource, every data call (write, query, read, read_raw, binary and ASCII values...):
+  ``{"op", "args", "kwargs"?, "t0", "t1", "result"}`` or, for a call that raised,
+  ``{..., "error", "message", "error_code"}``; the last line ``{"op": "close", "t0"}``.
+  Values longer than 4096 characters are ``{"text_sha256"}`` / ``{"bytes_sha256"}``, bytes
+  ``{"bytes": HEX}``, arrays ``{"array": ref}``;
+- ``spawned.jsonl``: ``{"kind": "spawned", "name", "address"}`` per helper process started
+  (agents with ``spawn = true``, the simulated meter);
+- ``clock.f8``: every reading of :func:`hilbench.clock.now` on the orchestrator's thread while
+  recording, raw little-endian float64 in order (a replay returns them in the same order: its
+  virtual clock).
+
+A second channel of the same name gets ``.2``, ``.3``... Lines are flushed as written, clock
+readings at least every quarter second: a recording killed with SIGKILL keeps everything up to
+its last second (a last line cut short is skipped by readers).
 """
 
 FORMAT_VERSION = 1

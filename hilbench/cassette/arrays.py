@@ -136,3 +136,43 @@ def sha256_file(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+# --- message and instrument arrays: one file per distinct content, named by its sha256 -------
+
+BLOBS = "arrays"
+
+
+def put_blob(folder: Path, data: bytes) -> str:
+    """Store ``data`` under ``folder/arrays/<sha256>`` (once per content); its sha256."""
+    digest = hashlib.sha256(data).hexdigest()
+    path = folder / BLOBS / digest
+    if not path.exists():
+        tmp = path.with_name(f".{digest}.tmp")
+        with open_private(tmp, "w", binary=True) as fh:
+            fh.write(data)
+            fh.flush()
+        tmp.replace(path)  # whole or absent: a killed recording leaves no half blob
+    return digest
+
+
+def get_blob(folder: Path, digest: str) -> bytes:
+    path = folder / BLOBS / digest
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise ValueError(f"{path}: content does not match its sha256 name")
+    return data
+
+
+def put_array(folder: Path, array: np.ndarray) -> dict[str, object]:
+    """An array as a reference for a JSON line: ``{"sha256", "dtype", "shape"}``."""
+    array = np.asarray(array)
+    data = np.ascontiguousarray(array).tobytes()
+    return {"sha256": put_blob(folder, data), "dtype": array.dtype.str,
+            "shape": list(array.shape)}
+
+
+def get_array(folder: Path, ref: dict[str, object]) -> np.ndarray:
+    data = get_blob(folder, str(ref["sha256"]))
+    shape = tuple(int(n) for n in ref["shape"])  # type: ignore[attr-defined]
+    return np.frombuffer(data, dtype=np.dtype(str(ref["dtype"]))).reshape(shape).copy()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -11,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from hilbench.cassette.arrays import StreamWriter
+from hilbench.cassette.channels import ChannelRecorder
 from hilbench.cassette.manifest import MANIFEST, base_manifest, read_manifest, write_manifest
 from hilbench.documents import Document, PhaseStart, RunStart, Samples
 from hilbench.orchestrator.recorder import JsonlRecorder
@@ -20,6 +22,7 @@ log = logging.getLogger(__name__)
 DOCUMENTS = "documents.jsonl"
 SAMPLES = "samples.jsonl"
 SAMPLES_DIR = "samples"
+CAMPAIGN = "campaign.toml"
 
 
 class CassetteRecorder:
@@ -36,7 +39,7 @@ class CassetteRecorder:
 
     def __init__(self, folder: str | Path, campaign_file: Path | None = None,
                  campaign: Any = None, *, content: bytes | None = None,
-                 owner: str | None = None) -> None:
+                 owner: str | None = None, channels: bool = False) -> None:
         self.folder = Path(folder)
         self.manifest = base_manifest(campaign_file, campaign, content)
         self.manifest["owner"] = owner
@@ -50,6 +53,17 @@ class CassetteRecorder:
         self._documents = JsonlRecorder(self.folder / DOCUMENTS)
         self._samples = open_private(self.folder / SAMPLES, "a")
         self._streams: dict[tuple[str | None, str], StreamWriter] = {}
+        if campaign_file is not None and not (self.folder / CAMPAIGN).exists():
+            # what a replay runs again (a continued cassette keeps the one it has)
+            with open_private(self.folder / CAMPAIGN, "x", binary=True) as fh:
+                fh.write(Path(campaign_file).read_bytes() if content is None else content)
+        # channels: agent traffic, VISA I/O, helpers and clock readings, recorded from now
+        # until close() (hilbench.cassette.channels)
+        self._tapping = contextlib.ExitStack()
+        if channels:
+            recorder = ChannelRecorder(self.folder)
+            self._tapping.callback(recorder.close)
+            self._tapping.enter_context(recorder.installed())
 
     def _continue(self, owner: str | None) -> None:
         """Go on with the cassette in ``self.folder`` if ``owner`` wrote it for this campaign."""
@@ -157,9 +171,10 @@ class CassetteRecorder:
             write_manifest(self.folder, self.manifest)
 
     def close(self) -> None:
-        """Seal open streams and close; a failing write (disk full) is logged: the campaign
-        reported it."""
+        """Stop recording channels, seal open streams and close; a failing write (disk full)
+        is logged: the campaign reported it."""
         try:
+            self._tapping.close()
             for key in list(self._streams):
                 self._seal(key)
             self._samples.close()

@@ -72,7 +72,8 @@ def _run_campaign(
         error(str(exc))
         raise SystemExit(EXIT_USAGE) from None
     try:
-        recorder = CassetteRecorder(record, campaign_path, campaign) if record else None
+        recorder = (CassetteRecorder(record, campaign_path, campaign, channels=True) if record
+                    else None)
     except (FileExistsError, NotADirectoryError) as exc:
         error(f"--record {record}: {exc}")
         raise SystemExit(EXIT_USAGE) from None

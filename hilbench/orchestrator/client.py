@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import zmq
 
+from hilbench.cassette import tap
 from hilbench.clock import now
 from hilbench.contracts.base import ContractError, decode
 from hilbench.contracts.capabilities import Capabilities
@@ -128,6 +129,9 @@ class AgentClient:
     def connect(self) -> dict[str, Any]:
         """Open the link and check the handshake; returns the agent's welcome info."""
         self._sock = self._open_socket()
+        recording = tap.active()
+        if recording is not None:  # a cassette records (or a replay feeds) this link
+            self._sock = recording.agent_socket(self.name, self.address, self._sock)
         self._last_heard = now()
         return self._handshake()
 

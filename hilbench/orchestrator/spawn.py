@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hilbench.cassette import tap
 from hilbench.lifeline import dies_with_parent, stop_process_group
 from hilbench.private_files import private_dir
 from hilbench.wire import keys
@@ -98,6 +99,20 @@ def spawn_announcing(
     ``handover`` (a key pair and the public keys it admits) goes down an inherited pipe whose
     descriptor replaces ``{key_fd}`` in ``args``.
     """
+    recording = tap.active()
+    if recording is not None:
+        stand_in = recording.spawn(name, args, handover)  # a replay's stand-in, or None
+        if stand_in is not None:
+            return stand_in  # type: ignore[no-any-return]
+    spawned = _spawn(name, args, startup_timeout_s, log_dir, python, handover)
+    if recording is not None:
+        recording.spawned(name, spawned.address)
+    return spawned
+
+
+def _spawn(name: str, args: list[str], startup_timeout_s: float, log_dir: Path | None,
+           python: str | None, handover: tuple[keys.KeyPair, list[bytes]] | None
+           ) -> SpawnedProcess:
     pass_fds: tuple[int, ...] = ()
     if handover is not None:
         read_fd, write_fd = os.pipe()

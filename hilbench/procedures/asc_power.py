@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import logging
 import statistics
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hilbench import clock
 from hilbench.contracts.asc import STAGES, AscCapabilities, AscRepeat, AscStream
 from hilbench.contracts.base import to_wire
 from hilbench.contracts.remote import RemoteDevice
@@ -145,7 +145,7 @@ def _idle_window(
         end = start + idle_s
         while (remaining := end - ctx.now()) > 0:
             phase.poll()
-            time.sleep(min(POLL_INTERVAL_S, remaining))
+            clock.sleep(min(POLL_INTERVAL_S, remaining))
         end = ctx.now()
         ctx.emit(Event(ctx.run_uid, phase.uid, "idle_window", end,
                        {"repetition": rep, "start": start, "end": end}))
