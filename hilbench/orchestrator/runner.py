@@ -149,6 +149,8 @@ class CampaignRunner:
         self.on_unit_done = None  # callable(unit, status, run_uid) for progress display
         self.on_plan: Callable[[ResumePlan], None] | None = None  # told before anything starts
         self.plan: ResumePlan | None = None
+        # False for a replay (hilbench.cassette.replay): stand-ins occupy no bench
+        self.lock_bench = True
 
     # ---------------------------------------------------------------- agents
     def start_agents(self) -> None:
@@ -247,7 +249,7 @@ class CampaignRunner:
     def run(self) -> CampaignOutcome:
         with _campaign_lock(self.log_dir, self.campaign, self.store_path):
             try:
-                held = bench_lock(self.campaign)
+                held = bench_lock(self.campaign) if self.lock_bench else contextlib.ExitStack()
             except BenchBusy as exc:  # nothing started: refused like a campaign already running
                 raise CampaignSetupError(str(exc)) from exc
             with held:
