@@ -111,7 +111,8 @@ def against_live(folder: str | Path, agents: dict[str, str], visa: dict[str, str
         welcome = next((m for m in lines if m.get("type") == "welcome"), None)
         if welcome is None:
             continue
-        _greet(agent_id, specs.get(agent_id), agents.get(agent_id), welcome["body"], outcome)
+        _greet(agent_id, specs.get(agent_id), agents.get(agent_id), welcome["body"], outcome,
+               campaign.key)
     library = {spec.resource: spec.visa_library for spec in campaign.instruments
                if spec.resource}
     for header, lines in _channels(folder, "visa"):
@@ -124,7 +125,7 @@ def against_live(folder: str | Path, agents: dict[str, str], visa: dict[str, str
 
 
 def _greet(agent_id: str, spec: Any, address: str | None, recorded: dict[str, Any],
-           outcome: LiveOutcome) -> None:
+           outcome: LiveOutcome, own_key: str | None) -> None:
     from hilbench.orchestrator.client import AgentClient, AgentUnreachable
     from hilbench.orchestrator.spawn import SpawnError, spawn_agent
     from hilbench.wire import keys
@@ -137,6 +138,8 @@ def _greet(agent_id: str, spec: Any, address: str | None, recorded: dict[str, An
             address, link_keys = spawned.address, spawned.client_keys()
         elif address is None and spec is not None and spec.address:
             address = spec.address
+        if not spawned and spec is not None and spec.key and own_key:  # as the campaign does
+            link_keys = {"key": keys.load_pair(own_key), "agent_key": keys.load_public(spec.key)}
         if address is None:
             outcome.unreachable.append(f"agent {agent_id}: no address (give --agent "
                                        f"{agent_id}=tcp://HOST:PORT)")

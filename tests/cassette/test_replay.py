@@ -159,12 +159,12 @@ def test_the_cpu_qubo_example_replays_every_figure_exactly(tmp_path):
     path = _example("qubo-cpu.toml", tmp_path, nodes="[10, 25]", seeds="[0]",
                     timeouts_s="[0.01, 0.1]")
     _, outcome, figures = _record_and_replay(path, tmp_path)
-    assert outcome.runs == 6 and figures >= 60 and outcome.differences == []
+    assert outcome.runs == 12 and figures >= 120 and outcome.differences == []
 
 
 @pytest.mark.slow
 def test_the_cpu_asc_example_replays_every_figure_exactly(tmp_path):
-    path = _example("asc-cpu.toml", tmp_path, idle_s="1.0", active_s="1.0", stream_s="[1]",
+    path = _example("asc-cpu.toml", tmp_path, idle_s="2.0", active_s="2.0", stream_s="[2]",
                     repetitions="1")
     _, outcome, figures = _record_and_replay(path, tmp_path)
     assert outcome.runs >= 2 and figures >= 20 and outcome.differences == []
