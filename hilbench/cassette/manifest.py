@@ -70,8 +70,9 @@ def base_manifest(campaign_file: Path | None, campaign: Any = None,
     }
     if campaign_file is not None:
         data = Path(campaign_file).read_bytes() if content is None else content
+        # where it was: a replay resolves the campaign's relative paths there
+        manifest["campaign_path"] = str(Path(campaign_file).resolve())
         manifest["campaign_file"] = {"name": Path(campaign_file).name,
-                                     "path": str(Path(campaign_file).resolve()),
                                      "sha256": sha256_bytes(data)}
     for spec in getattr(campaign, "instruments", ()) or ():
         manifest["instruments"][spec.id] = {

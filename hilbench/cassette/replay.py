@@ -306,7 +306,7 @@ def load_recorded_campaign(folder: Path) -> Any:
         raise ValueError(f"{folder} holds no {CAMPAIGN}: recorded by an older hilbench, it "
                          "cannot be replayed")
     manifest = json.loads((folder / "manifest.json").read_text())
-    source = (manifest.get("campaign_file") or {}).get("path") or str(path)
+    source = manifest.get("campaign_path") or str(path)
     return parse_campaign(tomllib.loads(path.read_text(encoding="utf-8")), source=source)
 
 
