@@ -15,13 +15,13 @@ from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
 
-from hilbench.store.engine import CONNECT_TIMEOUT_S, is_url, parse_db, redact
+from hilbench.store.engine import CONNECT_TIMEOUT_S, DbTarget, is_url, parse_db, redact
 from hilbench.store.schema import BUSY_TIMEOUT_S, open_store
 
 __all__ = ["is_url", "queue_engine", "redact"]
 
 
-def queue_engine(location: str | Path) -> Engine:
+def queue_engine(location: str | Path | DbTarget) -> Engine:
     """An engine on ``location`` (a store file, created if new, or a PostgreSQL URL)."""
     target = parse_db(location)
     if target.is_postgresql:
@@ -34,7 +34,8 @@ def queue_engine(location: str | Path) -> Engine:
 
         return create_engine("postgresql+psycopg://", creator=connect, pool_pre_ping=True,
                              pool_size=2, max_overflow=2)
-    path = Path(location)
+    path = target.path
+    assert path is not None
     open_store(path, "write").close()  # creates or checks the store itself
     engine = create_engine(
         f"sqlite:///{path}",

@@ -48,7 +48,8 @@ from sqlalchemy import (
     update,
 )
 
-from hilbench.daemon.db import is_url, queue_engine, redact
+from hilbench.daemon.db import queue_engine
+from hilbench.store.engine import DbTarget, parse_db
 from hilbench.store.schema import BUSY_TIMEOUT_S, open_store
 
 ExitStatus = Literal["completed", "failed", "aborted", "stopped", "removed"]
@@ -208,12 +209,12 @@ class QueueDB:
     is one short transaction. ``store`` is the bench's own store file, where its runs are (the
     location itself when that is a file)."""
 
-    def __init__(self, location: str | Path, store: str | Path | None = None) -> None:
-        self.shared = is_url(location)
-        self.location = str(location) if self.shared else Path(location)
-        self.store = Path(store) if store is not None else (
-            None if self.shared else Path(location))
-        self._engine = queue_engine(location)
+    def __init__(self, location: str | Path | DbTarget, store: str | Path | None = None) -> None:
+        target = parse_db(location)
+        self.shared = target.is_postgresql
+        self.target = target
+        self.store = Path(store) if store is not None else target.path
+        self._engine = queue_engine(target)
         self._runs_conn: sqlite3.Connection | None = None
         with self._engine.begin() as c:
             if self.shared:
@@ -228,7 +229,7 @@ class QueueDB:
 
     def describe(self) -> str:
         """Where the queue is, as it may be shown (no password)."""
-        return redact(str(self.location))
+        return str(self.target)  # a file path, or the URL without its password
 
     def close(self) -> None:
         self._engine.dispose()
