@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import json
 import math
+import sys
 import tempfile
 import threading
 import time
@@ -296,9 +297,10 @@ def compare_figures(recorded: tuple[list, dict], replayed: FigureCollector) -> t
     return lines, compared
 
 
-def load_recorded_campaign(folder: Path) -> Any:
-    """The campaign as recorded, read as if from where it was (relative paths resolve
-    there)."""
+def load_recorded_campaign(folder: Path, *, stand_ins: bool = False) -> Any:
+    """The campaign as recorded, read as if from where it was (relative paths resolve there,
+    or in the cassette when that folder is gone). ``stand_ins``: a spawned agent's ``python``
+    (another environment, e.g. a vendor SDK's) is not needed, as its stand-in replaces it."""
     from hilbench.orchestrator.campaign import parse_campaign
 
     path = folder / CAMPAIGN
@@ -306,8 +308,15 @@ def load_recorded_campaign(folder: Path) -> Any:
         raise ValueError(f"{folder} holds no {CAMPAIGN}: recorded by an older hilbench, it "
                          "cannot be replayed")
     manifest = json.loads((folder / "manifest.json").read_text())
-    source = manifest.get("campaign_path") or str(path)
-    return parse_campaign(tomllib.loads(path.read_text(encoding="utf-8")), source=source)
+    source = manifest.get("campaign_path")
+    if not source or not Path(source).parent.is_dir():
+        source = str(path)
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    if stand_ins:
+        for agent in data.get("agents", []):
+            if isinstance(agent, dict) and "python" in agent:
+                agent["python"] = sys.executable
+    return parse_campaign(data, source=source)
 
 
 def replay_cassette(folder: str | Path, *, strict: bool = True) -> ReplayOutcome:
@@ -317,7 +326,7 @@ def replay_cassette(folder: str | Path, *, strict: bool = True) -> ReplayOutcome
     folder = Path(folder)
     started = time.monotonic()
     cassette = Cassette(folder)
-    campaign = load_recorded_campaign(folder)
+    campaign = load_recorded_campaign(folder, stand_ins=True)
     failures = Failures()
     replay_tap = ReplayTap(folder, failures)
     collector = FigureCollector()

@@ -101,6 +101,17 @@ def test_strict_fails_on_a_recorded_call_the_replay_never_made(recorded, tmp_pat
     assert _replay(folder, "--lenient").exit_code == 0
 
 
+def test_an_agent_from_another_environment_replays_without_it(recorded, tmp_path):
+    """A spawned agent's interpreter (a vendor SDK's venv, absent in CI) is not needed: its
+    stand-in replaces it."""
+    folder = _copy(recorded, tmp_path)
+    campaign = folder / "campaign.toml"
+    campaign.write_text(campaign.read_text().replace(
+        "spawn = true", 'spawn = true\npython = "../.venv-vendor/bin/python"', 1))
+    done = _replay(folder)
+    assert done.exit_code == 0, done.output
+
+
 def test_replay_help_says_what_is_compared_strict_and_exit_codes():
     text = _replay("--help").output
     assert "Compared:" in text and "Strict:" in text and "Exit status: 0" in text
