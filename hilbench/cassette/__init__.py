@@ -23,7 +23,9 @@ Channels (times ``t``, ``t0``, ``t1`` in seconds on the orchestrator's clock,
 
 - ``agent-ID.jsonl`` (``channel: "agent"``, ``agent``, ``address``): one per agent link, every
   message as the orchestrator sent or received it, after CurveZMQ (never a key):
-  ``{"t", "dir": "out"|"in", "type", "id", "cmd", "body", "arrays": [ref, ...]}``; a send
+  ``{"t", "dir": "out"|"in", "type", "id", "cmd", "body", "arrays": [ref, ...]}`` (arrays
+  received are in ``arrays/``; arrays sent are referenced by sha256 only: the orchestrator makes
+  them again from the campaign); a send
   refused for want of a connection adds ``"again": true``; a receive that timed out is
   ``{"t", "dir": "in", "again": true}`` (the orchestrator waited there);
 - ``visa-RESOURCE.jsonl`` (``channel: "visa"``, ``resource``, ``options``): one per opened VISA

@@ -164,12 +164,13 @@ def get_blob(folder: Path, digest: str) -> bytes:
     return data
 
 
-def put_array(folder: Path, array: np.ndarray) -> dict[str, object]:
-    """An array as a reference for a JSON line: ``{"sha256", "dtype", "shape"}``."""
+def put_array(folder: Path, array: np.ndarray, *, store: bool = True) -> dict[str, object]:
+    """An array as a reference for a JSON line: ``{"sha256", "dtype", "shape"}``; its bytes
+    are written to the array store unless ``store`` is False (the reference alone)."""
     array = np.asarray(array)
     data = np.ascontiguousarray(array).tobytes()
-    return {"sha256": put_blob(folder, data), "dtype": array.dtype.str,
-            "shape": list(array.shape)}
+    digest = put_blob(folder, data) if store else hashlib.sha256(data).hexdigest()
+    return {"sha256": digest, "dtype": array.dtype.str, "shape": list(array.shape)}
 
 
 def get_array(folder: Path, ref: dict[str, object]) -> np.ndarray:

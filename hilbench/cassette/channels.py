@@ -224,7 +224,10 @@ class RecordingSocket:
         record: dict[str, Any] = {"t": clock.real_now(), "dir": direction, **extra}
         if frames is not None:
             message = decoded(frames)
-            message["arrays"] = [put_array(self._folder, a) for a in message.get("arrays", [])]
+            # What the orchestrator sends (QUBO matrices, ASC samples) it makes again on replay
+            # from the campaign: its hash is enough. What it receives is kept whole.
+            message["arrays"] = [put_array(self._folder, a, store=direction == "in")
+                                 for a in message.get("arrays", [])]
             record.update(message)
         self._channel.write(record)
 

@@ -326,6 +326,10 @@ def replay_cassette(folder: str | Path, *, strict: bool = True) -> ReplayOutcome
     folder = Path(folder)
     started = time.monotonic()
     cassette = Cassette(folder)
+    recorded = recorded_figures(cassette)
+    if not recorded[0]:
+        raise ValueError("the recording holds no run (its campaign did not start, or stopped "
+                         "before its first run): there is nothing to replay")
     campaign = load_recorded_campaign(folder, stand_ins=True)
     failures = Failures()
     replay_tap = ReplayTap(folder, failures)
@@ -351,7 +355,7 @@ def replay_cassette(folder: str | Path, *, strict: bool = True) -> ReplayOutcome
         replay_tap.close()
     differences = list(dict.fromkeys(failures.lines))
     if not differences:
-        lines, compared = compare_figures(recorded_figures(cassette), collector)
+        lines, compared = compare_figures(recorded, collector)
         differences += lines
         if strict:
             differences += replay_tap.unused()
