@@ -7,6 +7,8 @@ from pathlib import Path
 import click
 
 from hilbench.cli import EXIT_USAGE
+from hilbench.cli.options import DB, DB_HELP
+from hilbench.cli.options import db_path as store_location
 
 
 @click.command()
@@ -14,8 +16,8 @@ from hilbench.cli import EXIT_USAGE
 @click.option("--system", "system_path", required=True,
               type=click.Path(dir_okay=False, path_type=Path),
               help="The system description (see examples/system.toml for every field).")
-@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Store file [default: $HILBENCH_DB, else ./hilbench.sqlite].")
+@click.option("--db", "db_path", type=DB, default=None,
+              help=DB_HELP)
 @click.option("--format", "fmt", type=click.Choice(["csv", "json", "md"]), default="csv",
               show_default=True, help="csv (one row per entry), json (with units), md.")
 def leaderboard(campaigns: tuple[str, ...], system_path: Path, db_path: Path | None,
@@ -34,9 +36,9 @@ def leaderboard(campaigns: tuple[str, ...], system_path: Path, db_path: Path | N
     from hilbench.report.campaign_data import load_campaign_data
     from hilbench.report.leaderboard import leaderboard_rows, render_leaderboard
     from hilbench.report.system import SystemFileError, load_system
-    from hilbench.store import Store, StoreError, default_db_path
+    from hilbench.store import Store, StoreError
 
-    path = db_path if db_path is not None else default_db_path()
+    path = store_location(db_path)
     try:
         system = load_system(system_path)
         if not path.exists():

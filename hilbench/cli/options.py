@@ -3,33 +3,50 @@ starts in well under a second)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 import click
 
-
-def _db_value(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | str | None:
-    """A file path as a Path; a postgresql:// URL kept as given (a Path would mangle it)."""
-    from hilbench.store.engine import is_url
-
-    if value is None or is_url(value):
-        return value
-    if Path(value).is_dir():
-        raise click.BadParameter(f"{value!r} is a directory, not a store file", ctx, param)
-    return Path(value)
+DB_HELP = ("The store: a SQLite file, or a PostgreSQL URL (postgresql://host/db, "
+           "postgresql:///?service=NAME) [default: $HILBENCH_DB or ./hilbench.sqlite].")
 
 
-DB_OPTION = click.option(
-    "--db",
-    type=str,
-    callback=_db_value,
-    default=None,
-    help="The store: a SQLite file, or a postgresql:// URL (a lab's shared store and queue) "
-         "[default: $HILBENCH_DB or ./hilbench.sqlite].",
-)
+class DbParam(click.ParamType):
+    """A ``--db`` value: a PostgreSQL URL becomes a :class:`~hilbench.store.engine.DbTarget`
+    (whose str() hides the password), anything else a file ``Path`` as before."""
+
+    name = "FILE|URL"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not isinstance(value, str):
+            return value
+        from hilbench.store.engine import is_url
+
+        if is_url(value):
+            from hilbench.store.engine import parse_db
+            from hilbench.store.errors import StoreError
+
+            try:
+                return parse_db(value)
+            except StoreError as exc:
+                self.fail(str(exc), param, ctx)
+        if value.endswith("/") or (value and Path(value).is_dir()):
+            self.fail(f"{value!r} is a directory, not a store file", param, ctx)
+        return Path(value)
 
 
-def db_path(db: Path | str | None) -> Path | str:
+DB = DbParam()
+DB_OPTION = click.option("--db", type=DB, default=None, help=DB_HELP)
+
+
+def db_path(db: Any) -> Any:
+    """The ``--db`` value, or the default store (a ``Path``; a ``DbTarget`` for a URL)."""
+    if db is not None:
+        return db
+    from hilbench.store.engine import is_url, parse_db
     from hilbench.store.paths import default_db_path
 
-    return db if db is not None else default_db_path()
+    env = os.environ.get("HILBENCH_DB", "")
+    return parse_db(env) if is_url(env) else default_db_path()

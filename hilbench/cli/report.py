@@ -10,7 +10,9 @@ from pathlib import Path
 import click
 
 from hilbench.cli import EXIT_USAGE
-from hilbench.store import Store, StoreError, default_db_path
+from hilbench.cli.options import DB, DB_HELP
+from hilbench.cli.options import db_path as store_location
+from hilbench.store import Store, StoreError
 from hilbench.store.paths import logs_dir
 
 
@@ -43,8 +45,8 @@ def _progress_to(log_path: Path | None):  # type: ignore[no-untyped-def]
 
 @click.command()
 @click.argument("campaigns", nargs=-1, required=True)
-@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Store file [default: $HILBENCH_DB, else ./hilbench.sqlite].")
+@click.option("--db", "db_path", type=DB, default=None,
+              help=DB_HELP)
 @click.option("--system", "system_files", multiple=True,
               type=click.Path(dir_okay=False, path_type=Path),
               help="System description (template: examples/system.toml). Once for all "
@@ -85,7 +87,7 @@ def report(campaigns: tuple[str, ...], db_path: Path | None, system_files: tuple
     from hilbench.report.system import SystemFileError, load_system
     from hilbench.report.trials import ReportedFileError, load_reported
 
-    path = db_path or default_db_path()
+    path = store_location(db_path)
     if len(system_files) not in (0, 1, len(campaigns)):
         click.echo(f"error: --system given {len(system_files)} times for {len(campaigns)} "
                    "campaigns: give it once (for all) or once per campaign", err=True)

@@ -22,7 +22,9 @@ from typing import Any
 import click
 
 from hilbench.cli import EXIT_USAGE
-from hilbench.store import Store, StoreError, default_db_path
+from hilbench.cli.options import DB, DB_HELP
+from hilbench.cli.options import db_path as store_location
+from hilbench.store import Store, StoreError
 from hilbench.store.listing import STATUSES, RunFilter, RunGroup
 
 SHORT_UID = 8
@@ -50,9 +52,9 @@ STATUS_STYLE = {"success": "green", "fail": "red", "abort": "yellow", "incomplet
 @click.option(
     "--db",
     "db_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=DB,
     default=None,
-    help="Store file [default: $HILBENCH_DB, else ./hilbench.sqlite].",
+    help=DB_HELP,
 )
 @click.option("--run", "run_id", default=None, help="Show one run in detail (a unique uid prefix).")
 @click.option(
@@ -102,7 +104,7 @@ def results(
     mean over the successful runs ± its standard error [number of runs]. Failed runs are
     counted, never averaged. --all lists runs one by one; --format csv|json gives everything.
     """
-    path = db_path if db_path is not None else default_db_path()
+    path = store_location(db_path)
     try:
         with Store(path) as store:
             if run_id is not None:

@@ -11,13 +11,15 @@ from pathlib import Path
 import click
 
 from hilbench.cli import EXIT_USAGE
+from hilbench.cli.options import DB, DB_HELP
+from hilbench.cli.options import db_path as store_location
 from hilbench.cli.report import require_report_extra
-from hilbench.store import StoreError, default_db_path
+from hilbench.store import StoreError
 
 
 @click.command()
-@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Store file [default: $HILBENCH_DB, else ./hilbench.sqlite].")
+@click.option("--db", "db_path", type=DB, default=None,
+              help=DB_HELP)
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on. Anything but loopback needs --token.")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535),
@@ -38,7 +40,7 @@ def serve(db_path: Path | None, host: str, port: int, token: str | None) -> None
     require_report_extra("serve")
     from hilbench.report.serve import make_server
 
-    path = db_path or default_db_path()
+    path = store_location(db_path)
     reports = Path(tempfile.mkdtemp(prefix="hilbench-serve-"))
     try:
         try:

@@ -1,7 +1,10 @@
-"""`hilbench store check` and `hilbench store salvage`: a damaged store, examined and rescued."""
+"""`hilbench store check` and `hilbench store salvage`: a damaged SQLite store, examined and
+rescued; `hilbench store copy`: runs moved between stores of either back end, then checked."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -11,8 +14,9 @@ from hilbench.cli import EXIT_RUN_FAILED, EXIT_USAGE
 
 @click.group()
 def store() -> None:
-    """Examine a store that SQLite calls damaged ("database disk image is malformed": a
-    truncated copy, a disk that lost blocks) and copy its intact runs into a new store."""
+    """Copy runs between stores (SQLite file or PostgreSQL URL), and examine a SQLite store
+    that SQLite calls damaged ("database disk image is malformed": a truncated copy, a disk
+    that lost blocks) and copy its intact runs into a new store."""
 
 
 def _ranges(lost: list) -> str:
@@ -31,11 +35,12 @@ def _ranges(lost: list) -> str:
     "--db",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="The store to check [default: $HILBENCH_DB or ./hilbench.sqlite].",
+    help="The SQLite store to check [default: $HILBENCH_DB or ./hilbench.sqlite].",
 )
 def check(db: Path | None) -> None:
-    """Say whether a store is intact and, if not, what is damaged: SQLite's integrity check,
-    then per table how many rows can be read and which ranges sat in lost pages.
+    """Say whether a SQLite store is intact and, if not, what is damaged: SQLite's integrity
+    check, then per table how many rows can be read and which ranges sat in lost pages.
+    SQLite only: a PostgreSQL store is checked by its server (and `store copy` checks copies).
 
     Exit status: 0 intact, 1 damaged (run `hilbench store salvage`), 2 not a store.
     """
@@ -77,7 +82,8 @@ def check(db: Path | None) -> None:
     help="The new store to write (must not exist; owner-only).",
 )
 def salvage(bad: Path, out: Path) -> None:
-    """Copy every run of the damaged store BAD that can still be read into a new store OUT.
+    """Copy every run of the damaged SQLite store BAD that can still be read into a new
+    SQLite store OUT (SQLite only: it reads the file's pages itself).
 
     The file is read page by page (SQLite's own reader stops at the first bad page). A run
     whose rows all sit in readable pages is copied as it was; a run next to a lost range, which
@@ -147,3 +153,73 @@ def push(db: Path | None, target: str, batch: int) -> None:
                    f"{redact(str(exc)).strip()}); nothing is lost: run it again", err=True)
         raise SystemExit(EXIT_STORE_FAULT) from None
     click.echo(f"pushed {total} run(s) to {shown}; every finished run of {path} is there")
+
+
+def _progress() -> Callable[[int, int], None]:
+    """Progress on stderr: every 2 s, and at the end of a copy of more than a few runs."""
+    last = [time.monotonic()]
+
+    def show(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 2.0 or (done == total and total >= 100):
+            last[0] = now
+            click.echo(f"copy: {done}/{total} runs", err=True)
+
+    return show
+
+
+@store.command("copy")
+@click.argument("src")
+@click.argument("dst")
+@click.option("--run", "run_ids", multiple=True, metavar="ID",
+              help="Copy only this run (repeatable; full run ids) [default: every run].")
+@click.option("--no-check", is_flag=True, help="Skip comparing the copied runs afterwards.")
+def copy_command(src: str, dst: str, run_ids: tuple[str, ...], no_check: bool) -> None:
+    """Copy every run of store SRC into store DST, then check the copy.
+
+    SRC and DST are each a SQLite file or a PostgreSQL URL (postgresql://…, credentials from
+    a service file or the environment as for --db). DST is created if new. Runs are copied
+    whole with their campaigns; a run already in DST is skipped when identical and an error
+    (exit 1, naming the run) when different, so copying again is harmless. Afterwards every
+    copied run is compared with SRC, row by row, sample by sample and metric by metric: the
+    counts are printed, and the first difference, if any, names the run (exit 1).
+
+    \b
+    Examples:
+      hilbench store copy hilbench.sqlite postgresql://db.lab/hilbench
+      hilbench store copy 'postgresql:///?service=lab' local.sqlite
+    """
+    from hilbench.store import StoreError
+    from hilbench.store.copy import RunConflict, compare_runs, copy_runs
+    from hilbench.store.engine import parse_db
+
+    try:
+        src_t, dst_t = parse_db(src), parse_db(dst)
+        if src_t.path is not None and not src_t.path.exists():
+            raise StoreError(f"no store at {src_t.path} (file does not exist)")
+        if src_t == dst_t:
+            raise StoreError(f"{src_t}: source and destination are the same store")
+        report = copy_runs(src_t, dst_t, run_ids or None, progress=_progress())
+    except RunConflict as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(EXIT_RUN_FAILED) from None
+    except StoreError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(EXIT_USAGE) from None
+    click.echo(f"copied {len(report.copied)} run(s) from {src_t} to {dst_t}; "
+               f"{len(report.skipped)} already there and identical; "
+               f"{report.campaigns} campaign(s) written")
+    if no_check:
+        return
+    try:
+        check = compare_runs(src_t, dst_t, run_ids or None)
+    except StoreError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(EXIT_USAGE) from None
+    counts = ", ".join(f"{n} {name}" for name, n in check.counts.items())
+    if check.difference is not None:
+        click.echo(f"check FAILED after {check.runs} identical run(s): {check.difference}",
+                   err=True)
+        raise SystemExit(EXIT_RUN_FAILED)
+    extra = f" ({check.extra_in_dst} other run(s) in {dst_t})" if check.extra_in_dst else ""
+    click.echo(f"check: {check.runs} run(s) identical in both stores: {counts}{extra}")

@@ -10,6 +10,8 @@ from pathlib import Path
 import click
 
 from hilbench.cli import EXIT_USAGE
+from hilbench.cli.options import DB, DB_HELP
+from hilbench.cli.options import db_path as store_location
 
 FORMATS = ("text", "md", "csv", "json")
 
@@ -19,9 +21,9 @@ FORMATS = ("text", "md", "csv", "json")
 @click.option(
     "--db",
     "db_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=DB,
     default=None,
-    help="Store file [default: $HILBENCH_DB, else ./hilbench.sqlite].",
+    help=DB_HELP,
 )
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
               help="text (80 columns when not a terminal), md (Markdown), csv (one line per "
@@ -53,9 +55,9 @@ def summary(campaign: str, db_path: Path | None, fmt: str, reported: Path | None
     from hilbench.report.render import PAGE, render
     from hilbench.report.summary import summary_tables
     from hilbench.report.trials import ReportedFileError, load_reported
-    from hilbench.store import Store, StoreError, default_db_path
+    from hilbench.store import Store, StoreError
 
-    path = db_path if db_path is not None else default_db_path()
+    path = store_location(db_path)
     try:
         figures = load_reported(reported) if reported else None
         if not path.exists():

@@ -70,12 +70,13 @@ class DbTarget:
         """For a file, whether it exists; a database is taken to exist (opening it tells)."""
         return self.path.exists() if self.path is not None else True
 
-    def connect_postgresql(self, *, read_only: bool = False) -> Any:
-        """A psycopg connection in autocommit mode (the store begins and commits itself)."""
+    def connect_postgresql(self, *, read_only: bool = False, autocommit: bool = True) -> Any:
+        """A psycopg connection, by default in autocommit mode (the store begins and commits
+        its transactions itself)."""
         if not self.is_postgresql:
             raise StoreError(f"{self}: not a PostgreSQL URL")
         psycopg = _psycopg(self)
-        kwargs: dict[str, Any] = {"autocommit": True}
+        kwargs: dict[str, Any] = {"autocommit": autocommit}
         params = dict(parse_qsl(urlsplit(self.conninfo).query))
         if "connect_timeout" not in params and not os.environ.get("PGCONNECT_TIMEOUT"):
             kwargs["connect_timeout"] = CONNECT_TIMEOUT_S
@@ -99,7 +100,9 @@ class DbTarget:
         if self.path is not None:
             return sqlalchemy.create_engine(f"sqlite:///{self.path}", poolclass=NullPool)
         return sqlalchemy.create_engine(
-            "postgresql+psycopg://", creator=self.connect_postgresql, poolclass=NullPool
+            "postgresql+psycopg://",
+            creator=lambda: self.connect_postgresql(autocommit=False),
+            poolclass=NullPool,
         )
 
     def scrub(self, text: str) -> str:
@@ -133,9 +136,10 @@ def parse_db(value: str | os.PathLike[str] | DbTarget | None) -> DbTarget:
     return DbTarget("sqlite", path=Path(text))
 
 
-def redact(text: str) -> str:
-    """``text`` with the password of every URL in it replaced by ``***``."""
-    return _URL_IN_TEXT.sub(lambda m: _redact_url(m.group(0)), text)
+def redact(text: object) -> str:
+    """``text`` (a string, a DbTarget, an exception…) as a string with the password of every
+    URL in it replaced by ``***``."""
+    return _URL_IN_TEXT.sub(lambda m: _redact_url(m.group(0)), str(text))
 
 
 def _redact_url(url: str) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import errno
 import sqlite3
-from pathlib import Path
 
 # OSError numbers that mean the medium failed, not that the user named a wrong file.
 STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EFBIG})
@@ -51,8 +50,28 @@ def _primary_code(exc: sqlite3.Error) -> int | None:
     return next((c for message, c in _FAULT_MESSAGES.items() if message in text), None)
 
 
-def store_error(path: Path, what: str, exc: sqlite3.Error) -> StoreError:
-    """The StoreError for a SQLite error met while doing ``what`` with the store at ``path``."""
+# PostgreSQL SQLSTATEs (and classes) that mean the medium or the link failed, not the request.
+_PG_FAULTS = {
+    "53100": "the database server's disk is full",
+    "53200": "the database server is out of memory",
+    "25006": "the store is read-only",
+    "57P01": "the database server shut down",
+    "57P02": "the database server shut down",
+    "57P03": "the database server is not accepting connections",
+}
+_PG_FAULT_CLASSES = {"08": "the connection to the database was lost", "58": "a system error"}
+
+
+def store_error(path: object, what: str, exc: sqlite3.Error) -> StoreError:
+    """The StoreError for a database error met while doing ``what`` with the store at
+    ``path`` (a file, or a PostgreSQL target whose ``str()`` hides the password)."""
+    sqlstate = getattr(exc, "sqlstate", None)
+    if sqlstate is not None:  # PostgreSQL (hilbench.store.backend.PgError)
+        fault = _PG_FAULTS.get(sqlstate) or _PG_FAULT_CLASSES.get(sqlstate[:2])
+        if fault or not sqlstate:  # no SQLSTATE: the link failed before the server answered
+            reason = fault or "the connection to the database failed"
+            return StoreFault(f"{path}: could not {what}: {reason} ({exc})")
+        return StoreError(f"{path}: could not {what}: {exc}")
     code = _primary_code(exc)
     if code in _FAULTS:
         return StoreFault(f"{path}: could not {what}: {_FAULTS[code]} ({exc})")

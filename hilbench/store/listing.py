@@ -1,4 +1,4 @@
-"""Listing stored runs at scale: filters and summaries computed by SQLite, rows streamed.
+"""Listing stored runs at scale: filters and summaries computed by the database, rows streamed.
 
 `hilbench results` must answer in well under a second with tens of thousands of runs stored, so
 nothing here loads every run into Python: filters are SQL ``WHERE`` clauses on indexed columns,
@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from hilbench.store.backend import is_postgresql
 from hilbench.store.codec import from_json
 from hilbench.store.groups import install_functions, replicate_key
 
@@ -181,9 +182,12 @@ def run_groups(
     # independent set) is counted in the run flags and averaged in no other metric.
     flags = ", ".join(f"'{name}'" for name in RUN_FLAGS)
     value = f"CASE WHEN f.value = 0 AND m.name NOT IN ({flags}) THEN NULL ELSE m.value END"
+    # std_error is a Python aggregate on SQLite; PostgreSQL has the sample deviation built in.
+    std_error = (f"stddev_samp({value}) / sqrt(COUNT({value}))" if is_postgresql(conn)
+                 else f"std_error({value})")
     metric_rows = conn.execute(
         f"SELECT r.campaign_uid, r.procedure, r.unit_group, m.name, m.unit, COUNT({value}) AS n,"
-        f" AVG({value}) AS mean, std_error({value}) AS std_error, MIN({value}) AS lo,"
+        f" AVG({value}) AS mean, {std_error} AS std_error, MIN({value}) AS lo,"
         f" MAX({value}) AS hi, MIN(m.id) AS first"
         f" FROM runs r JOIN metrics m ON m.run_uid = r.uid"
         f" LEFT JOIN metrics f ON f.run_uid = r.uid AND f.name = '{FEASIBLE}'{success}"

@@ -1,7 +1,8 @@
-"""Store: the read side of the SQLite store, for reports, `hilbench results`, resume and notebooks.
+"""Store: the read side of the store, for reports, `hilbench results`, resume and notebooks.
 
-The connection is read-only, so reading never disturbs a campaign writing the same file; in WAL
-mode it sees every committed transaction and never waits for the writer. A run or phase whose
+The connection is read-only, so reading never disturbs a campaign writing the same store; it
+sees every committed transaction and never waits for the writer (SQLite's WAL, PostgreSQL's
+MVCC). A run or phase whose
 stop document never arrived has status "incomplete" (still running, or its writer died).
 """
 
@@ -13,7 +14,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from hilbench.store.backend import PgConnection, plain_rows
 from hilbench.store.codec import blob_to_array, from_json
+from hilbench.store.engine import DbTarget, parse_db
 from hilbench.store.errors import StoreError, store_error
 from hilbench.store.listing import (
     INCOMPLETE,
@@ -25,21 +28,23 @@ from hilbench.store.listing import (
     run_dict,
     run_groups,
 )
-from hilbench.store.paths import default_db_path
-from hilbench.store.schema import open_store
+from hilbench.store.schema import open_target
 
 if TYPE_CHECKING:
     import numpy as np
 
 
 class Store:
-    """Read API over one store file; every list is in the order the documents arrived."""
+    """Read API over one store; every list is in the order the documents arrived."""
 
-    def __init__(self, path: str | Path | None = None) -> None:
-        self.path = Path(path) if path is not None else default_db_path()
-        self._conn = open_store(self.path, "read")
+    def __init__(self, path: str | Path | DbTarget | None = None) -> None:
+        self.target = parse_db(path)
+        # The file for SQLite (as before); the target (its str() hides the password) otherwise.
+        self.path: Path | DbTarget = self.target.path or self.target
+        self._conn: sqlite3.Connection | PgConnection = open_target(self.target, "read")
         self._conn.row_factory = sqlite3.Row
-        install_functions(self._conn)
+        if isinstance(self._conn, sqlite3.Connection):
+            install_functions(self._conn)
 
     def close(self) -> None:
         self._conn.close()
@@ -338,7 +343,7 @@ class Store:
         if not prefix:
             raise StoreError(f"empty {what} id")
         rows = self._query(
-            f"SELECT uid FROM ({uids_sql}) WHERE substr(uid, 1, ?) = ? ORDER BY uid LIMIT 6",
+            f"SELECT uid FROM ({uids_sql}) AS u WHERE substr(uid, 1, ?) = ? ORDER BY uid LIMIT 6",
             (len(prefix), prefix),
         )
         uids = [row["uid"] for row in rows]
@@ -406,10 +411,9 @@ def _campaign(row: sqlite3.Row) -> dict[str, Any]:
     }
 
 
-def _tuples(cursor: sqlite3.Cursor) -> sqlite3.Cursor:
+def _tuples(cursor: Any) -> Any:
     """The cursor yielding plain tuples (much cheaper than the connection's named rows)."""
-    cursor.row_factory = None  # type: ignore[assignment]
-    return cursor
+    return plain_rows(cursor)
 
 
 class MetricRow:

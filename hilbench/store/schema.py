@@ -1,4 +1,11 @@
-"""The store's SQLite schema, its version, and the checks made before a file is trusted.
+"""The store's schema version, opening a store (SQLite file or PostgreSQL database), and the
+checks made before a SQLite file is trusted.
+
+The schema is described once, in :mod:`hilbench.store.tables`, and versioned by Alembic
+revisions named by the schema version (:mod:`hilbench.store.migrations`). SQLite stores made
+before Alembic reach version 4 (the Alembic baseline) by the frozen :data:`LEGACY_MIGRATIONS`
+and are then stamped with revision ``0004``; later versions are Alembic revisions on both back
+ends. PostgreSQL stores are opened by :mod:`hilbench.store.pg_schema`.
 
 A hilbench store is marked by ``PRAGMA application_id`` and versioned by ``PRAGMA user_version``,
 so a file is identified without reading any table: a file that is not SQLite, a SQLite database
@@ -12,18 +19,21 @@ import contextlib
 import os
 import sqlite3
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from hilbench.store.errors import StoreError, StoreFault, store_error
 from hilbench.store.groups import install_functions
+
+if TYPE_CHECKING:
+    from hilbench.store.engine import DbTarget
 
 APPLICATION_ID = 0x48494C42  # "HILB"
 SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_S = 10.0
 
-# MIGRATIONS[i] takes a store from version i to version i + 1; SCHEMA_VERSION is their count.
-# Append new migrations; never edit one that has shipped.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
+# LEGACY_MIGRATIONS[i] takes a SQLite store from version i to version i + 1, up to the Alembic
+# baseline (version 4). Frozen: new schema versions are Alembic revisions.
+LEGACY_MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
         """CREATE TABLE campaigns (
             uid TEXT PRIMARY KEY,
@@ -113,9 +123,29 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 4: why a campaign stopped (could not start, an agent lost, a signal), beside its status.
     ("ALTER TABLE campaigns ADD COLUMN reason TEXT NOT NULL DEFAULT ''",),
 )
-SCHEMA_VERSION = len(MIGRATIONS)
+MIGRATIONS = LEGACY_MIGRATIONS  # the name before Alembic
+BASELINE_VERSION = len(LEGACY_MIGRATIONS)
+# The newest schema version = the number of the newest Alembic revision (tests check they agree).
+SCHEMA_VERSION = 4
+ALEMBIC_VERSION_TABLE = (
+    "CREATE TABLE IF NOT EXISTS alembic_version (version_num VARCHAR(32) NOT NULL,"
+    " CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num))"
+)
 
 Mode = Literal["read", "write"]
+
+
+def open_target(target: DbTarget | str | Path, mode: Mode) -> Any:
+    """Open a store of either back end: a ``sqlite3.Connection`` for a file, a
+    :class:`~hilbench.store.backend.PgConnection` for a PostgreSQL URL."""
+    from hilbench.store.engine import parse_db
+
+    target = parse_db(target)
+    if target.path is not None:
+        return open_store(target.path, mode)
+    from hilbench.store.pg_schema import open_pg_store
+
+    return open_pg_store(target, mode)
 
 
 def open_store(path: Path, mode: Mode) -> sqlite3.Connection:
@@ -166,11 +196,17 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         _refuse_newer(version, path)
         install_functions(conn)  # functions a migration may call
-        for statements in MIGRATIONS[version:]:
+        for statements in LEGACY_MIGRATIONS[version:]:
             for statement in statements:
                 conn.execute(statement)
-        if version < SCHEMA_VERSION:
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        # Stamped as Alembic's baseline (a store of version 4 made before Alembic gets it now).
+        conn.execute(ALEMBIC_VERSION_TABLE)
+        if not conn.execute("SELECT 1 FROM alembic_version").fetchone():
+            conn.execute(
+                "INSERT INTO alembic_version VALUES (?)", (f"{max(version, BASELINE_VERSION):04d}",)
+            )
+        if version < BASELINE_VERSION:
+            conn.execute(f"PRAGMA user_version = {BASELINE_VERSION}")
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         conn.execute("COMMIT")
     except sqlite3.Error as exc:

@@ -1,4 +1,4 @@
-"""StoreWriter: the document consumer that commits runs to the SQLite store.
+"""StoreWriter: the document consumer that commits runs to the store (SQLite or PostgreSQL).
 
 Runs reach the store only as documents. Each document is written when it arrives; the
 transaction is committed at every run start, phase start/stop, metric and run stop, and at
@@ -34,11 +34,12 @@ from hilbench.documents import (
     RunStop,
     Samples,
 )
+from hilbench.store.backend import PgConnection
 from hilbench.store.codec import array_to_blob, finite_or_none, to_json
+from hilbench.store.engine import DbTarget, parse_db
 from hilbench.store.errors import StoreError, StoreFault, store_error
 from hilbench.store.groups import replicate_key
-from hilbench.store.paths import default_db_path
-from hilbench.store.schema import open_store
+from hilbench.store.schema import open_target
 
 log = logging.getLogger(__name__)
 
@@ -62,15 +63,17 @@ class StoreWriter(DocumentRouter):
 
     def __init__(
         self,
-        path: str | Path | None = None,
+        path: str | Path | DbTarget | None = None,
         *,
         commit_interval_s: float = 0.5,
         max_pending: int = 512,
     ) -> None:
-        self.path = Path(path) if path is not None else default_db_path()
+        self.target = parse_db(path)
+        # The file for SQLite (as before); the target (its str() hides the password) otherwise.
+        self.path: Path | DbTarget = self.target.path or self.target
         self.commit_interval_s = commit_interval_s
         self.max_pending = max_pending
-        self._conn: sqlite3.Connection | None = open_store(self.path, "write")
+        self._conn: sqlite3.Connection | PgConnection | None = open_target(self.target, "write")
         self._lock = threading.Lock()  # the stream may be emitted from more than one thread
         self._runs: dict[str, _OpenRun] = {}
         self._pending = 0
@@ -358,7 +361,7 @@ class StoreWriter(DocumentRouter):
                 self._pending = 0
             raise error from exc
 
-    def _connection(self) -> sqlite3.Connection:
+    def _connection(self) -> sqlite3.Connection | PgConnection:
         if self._conn is None:
             raise StoreError(f"{self.path}: the store writer is closed")
         return self._conn

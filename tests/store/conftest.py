@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +20,7 @@ from hilbench.documents import (
     new_uid,
 )
 from hilbench.store import StoreWriter
+from tests.postgres import fresh_database
 
 
 @pytest.fixture
@@ -82,3 +83,15 @@ def full_run() -> Callable[..., str]:
 @pytest.fixture
 def begin_run() -> Callable[..., str]:
     return start_run
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path | str]:
+    """The same tests on both back ends: a SQLite file, or a fresh PostgreSQL database
+    (dropped afterwards; skipped outside CI when no server is reachable)."""
+    if request.param == "sqlite":
+        (tmp_path / "results").mkdir()
+        yield tmp_path / "results" / "hilbench.sqlite"
+        return
+    with fresh_database("hb_test") as url:
+        yield url

@@ -39,8 +39,8 @@ def test_std_error_aggregate_matches_statistics():
     assert conn.execute("SELECT std_error(v) FROM t WHERE v < 1e9 + 0.15").fetchone()[0] is None
 
 
-def test_procedure_filter_matches_the_family_not_a_prefix_of_its_name(tmp_path):
-    path = tmp_path / "p.sqlite"
+def test_procedure_filter_matches_the_family_not_a_prefix_of_its_name(store_url):
+    path = store_url
     with StoreWriter(path) as writer:
         for procedure in ("qubo.fixed_timeout", "qubo.time_to_solution", "qubox.other",
                           "qubo_like"):

@@ -20,11 +20,11 @@ from hilbench.documents import (
 from hilbench.store import Store, StoreError, StoreWriter
 
 
-def test_a_full_run_reads_back_as_written(db_path, begin_run):
+def test_a_full_run_reads_back_as_written(store_url, begin_run):
     rng = np.random.default_rng(1)
     meter_t = [np.sort(rng.uniform(0, 10, 300)) for _ in range(3)]
     meter_w = [rng.normal(1.0, 0.1, 300) for _ in range(3)]
-    with StoreWriter(db_path) as writer:
+    with StoreWriter(store_url) as writer:
         run = begin_run(writer, params={"nodes": np.int64(25), "density": 0.05, "seed": 3})
         idle, active = new_uid(), new_uid()
         writer(PhaseStart(idle, run, "idle", 100.0, {"a1": {"offset_s": 1e-4, "rtt_s": 2e-4}}))
@@ -41,7 +41,7 @@ def test_a_full_run_reads_back_as_written(db_path, begin_run):
         writer(Metric(run, "energy", None, "J"))
         writer(RunStop(run, 121.0, "success"))
 
-    with Store(db_path) as store:
+    with Store(store_url) as store:
         stored = store.run(run)
         assert stored["status"] == "success"
         assert stored["params"] == {"nodes": 25, "density": 0.05, "seed": 3}
@@ -86,14 +86,14 @@ def test_a_full_run_reads_back_as_written(db_path, begin_run):
         assert metrics["energy"]["value"] is None
 
 
-def test_samples_without_a_source_name_need_exactly_one_source(db_path, begin_run):
-    with StoreWriter(db_path) as writer:
+def test_samples_without_a_source_name_need_exactly_one_source(store_url, begin_run):
+    with StoreWriter(store_url) as writer:
         run = begin_run(writer)
         writer(Samples(run, None, "dmm", "W", np.arange(3.0), np.ones(3)))
         writer(Samples(run, None, "rapl", "W", np.arange(3.0), np.ones(3)))
         single = begin_run(writer, unit_key="other")
         writer(Samples(single, None, "dmm", "W", np.arange(4.0), np.ones(4)))
-    with Store(db_path) as store:
+    with Store(store_url) as store:
         with pytest.raises(StoreError, match=r"2 sources.*dmm, rapl"):
             store.samples(run)
         with pytest.raises(StoreError, match="no samples from source 'fpga'"):
@@ -102,27 +102,27 @@ def test_samples_without_a_source_name_need_exactly_one_source(db_path, begin_ru
         assert t.size == 4
 
 
-def test_a_run_without_run_stop_reads_back_incomplete(db_path, begin_run):
-    with StoreWriter(db_path) as writer:
+def test_a_run_without_run_stop_reads_back_incomplete(store_url, begin_run):
+    with StoreWriter(store_url) as writer:
         run = begin_run(writer)
         phase = new_uid()
         writer(PhaseStart(phase, run, "solve", 100.0, {}))
         writer(Event(run, phase, "issued", 100.1, {}))
-    with Store(db_path) as store:
+    with Store(store_url) as store:
         assert store.run(run)["status"] == "incomplete"
         assert store.run(run)["duration_s"] is None
         assert store.phases(run)[0]["status"] == "incomplete"
         assert store.event_counts(run) == {"issued": 1}
 
 
-def test_only_successful_units_count_as_completed(db_path, full_run):
-    with StoreWriter(db_path) as writer:
+def test_only_successful_units_count_as_completed(store_url, full_run):
+    with StoreWriter(store_url) as writer:
         full_run(writer, "camp", "unit-a")
         full_run(writer, "camp", "unit-b", exit_status="fail", reason="agent lost")
         full_run(writer, "camp", "unit-c", exit_status="abort", reason="meter unreachable")
         full_run(writer, "other", "unit-d")
         writer(RunStart(new_uid(), "camp", "unit-e", "x", {}, {}, 0.0, 0.0, "0"))  # no stop
-    with Store(db_path) as store:
+    with Store(store_url) as store:
         assert store.completed_unit_keys("camp") == {"unit-a"}
         failed = next(r for r in store.runs("camp") if r["unit_key"] == "unit-b")
         assert (failed["status"], failed["reason"]) == ("fail", "agent lost")
@@ -130,19 +130,19 @@ def test_only_successful_units_count_as_completed(db_path, full_run):
 
 
 def test_a_unit_that_succeeded_is_not_stored_twice_but_a_failed_one_may_be_retried(
-    db_path, full_run
+    store_url, full_run
 ):
-    with StoreWriter(db_path) as writer:
+    with StoreWriter(store_url) as writer:
         full_run(writer, "camp", "retry-me", exit_status="fail", reason="timeout")
         full_run(writer, "camp", "retry-me")
         with pytest.raises(StoreError, match=r"'retry-me'.*already completed"):
             full_run(writer, "camp", "retry-me")
-    with Store(db_path) as store:
+    with Store(store_url) as store:
         assert [r["status"] for r in store.runs("camp")] == ["fail", "success"]
 
 
-def test_documents_that_would_corrupt_the_record_are_refused(db_path, begin_run):
-    with StoreWriter(db_path) as writer:
+def test_documents_that_would_corrupt_the_record_are_refused(store_url, begin_run):
+    with StoreWriter(store_url) as writer:
         run = begin_run(writer)
         phase = new_uid()
         writer(PhaseStart(phase, run, "solve", 100.0, {}))
@@ -163,34 +163,34 @@ def test_documents_that_would_corrupt_the_record_are_refused(db_path, begin_run)
             writer(Event(run, None, "late", 104.0, {}))
         with pytest.raises(StoreError, match="not JSON serialisable"):
             begin_run(writer, unit_key="bad", params={"callback": print})
-    with Store(db_path) as store:
+    with Store(store_url) as store:
         assert [m["value"] for m in store.metrics(run)] == [0.1]
         assert store.events(run) == []
 
 
-def test_campaigns_are_recorded_ended_and_resumed(db_path, full_run):
-    with StoreWriter(db_path) as writer:
+def test_campaigns_are_recorded_ended_and_resumed(store_url, full_run):
+    with StoreWriter(store_url) as writer:
         writer.begin_campaign("c-1", "qubo sweep", {"nodes": [10, 25], "timeouts": [0.01]})
         full_run(writer, "c-1", "u1")
-    with Store(db_path) as store:
+    with Store(store_url) as store:
         (campaign,) = store.campaigns()
         assert campaign["status"] == "incomplete" and campaign["n_runs"] == 1
-    with StoreWriter(db_path) as writer:
+    with StoreWriter(store_url) as writer:
         writer.begin_campaign("c-1", "qubo sweep", {"nodes": [10, 25, 50], "timeouts": [0.01]})
         writer.end_campaign("c-1", "success")
         with pytest.raises(StoreError, match="never begun"):
             writer.end_campaign("c-2", "success")
-    with Store(db_path) as store:
+    with Store(store_url) as store:
         campaign = store.campaign("c-1")
         assert campaign["status"] == "success"
         assert campaign["resumes"] == 1
         assert campaign["config"]["nodes"] == [10, 25, 50]
 
 
-def test_run_ids_resolve_from_a_unique_prefix(db_path, full_run):
-    with StoreWriter(db_path) as writer:
+def test_run_ids_resolve_from_a_unique_prefix(store_url, full_run):
+    with StoreWriter(store_url) as writer:
         uids = [full_run(writer, "camp", f"u{i}") for i in range(20)]
-    with Store(db_path) as store:
+    with Store(store_url) as store:
         assert store.find_run(uids[0][:12])["uid"] == uids[0]
         with pytest.raises(StoreError, match="ambiguous"):
             store.find_run(_common_prefix(uids))
@@ -205,14 +205,16 @@ def _common_prefix(uids: list[str]) -> str:
     return next(c for c in firsts if firsts.count(c) > 1)
 
 
-def test_a_reader_sees_committed_documents_while_the_writer_is_mid_transaction(db_path, begin_run):
-    writer = StoreWriter(db_path, commit_interval_s=3600)
+def test_a_reader_sees_committed_documents_while_the_writer_is_mid_transaction(
+    store_url, begin_run
+):
+    writer = StoreWriter(store_url, commit_interval_s=3600)
     try:
         run = begin_run(writer)
         phase = new_uid()
         writer(PhaseStart(phase, run, "solve", 100.0, {}))
         writer(Samples(run, phase, "dmm", "W", np.arange(5.0), np.ones(5)))  # not yet committed
-        with Store(db_path) as reader:
+        with Store(store_url) as reader:
             assert reader.run(run)["status"] == "incomplete"
             assert reader.sample_sources(run) == []
             writer(PhaseStop(phase, run, 101.0, "success"))  # commits
@@ -222,8 +224,8 @@ def test_a_reader_sees_committed_documents_while_the_writer_is_mid_transaction(d
         writer.close()
 
 
-def test_documents_may_arrive_from_another_thread(db_path, begin_run):
-    with StoreWriter(db_path) as writer:
+def test_documents_may_arrive_from_another_thread(store_url, begin_run):
+    with StoreWriter(store_url) as writer:
         run = begin_run(writer)
 
         def emit_rest_of_run() -> None:
@@ -234,6 +236,6 @@ def test_documents_may_arrive_from_another_thread(db_path, begin_run):
         worker = threading.Thread(target=emit_rest_of_run)
         worker.start()
         worker.join()
-    with Store(db_path) as store:
+    with Store(store_url) as store:
         assert store.run(run)["status"] == "success"
         assert store.event_counts(run) == {"tick": 5}
