@@ -1,10 +1,14 @@
-"""`hilbench bench results`: how long `hilbench results` takes as the store grows.
+"""`hilbench bench results`: how long `hilbench results` takes as the store grows, on SQLite
+and (``--db postgresql://…``) on PostgreSQL in the same run.
 
 A store is filled through the real StoreWriter with campaigns of QUBO-shaped runs (load and
 solve phases, solution events, a batch of power samples, the metrics a fixed-timeout run
 stores), and `hilbench results` is run as a user runs it (a fresh process each time, so
 interpreter start-up is included) at each requested size: the summary table, one campaign by
-name, and the full CSV and JSON listings (written to /dev/null).
+name, and the full CSV and JSON listings (written to /dev/null). A PostgreSQL store gets the
+same runs, copied from the SQLite one at each size with :func:`hilbench.store.copy.copy_runs`
+(filling is set-up, not the subject; the copy's rate is printed too), so both listings are of
+identical stores.
 """
 
 from __future__ import annotations
@@ -18,11 +22,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 import numpy as np
 
 from hilbench import __version__
+from hilbench.cli.options import DB
 from hilbench.documents import (
     Event,
     Metric,
@@ -34,6 +40,8 @@ from hilbench.documents import (
     new_uid,
 )
 from hilbench.store import StoreWriter
+from hilbench.store.copy import copy_runs
+from hilbench.store.engine import DbTarget
 
 CAMPAIGN_RUNS = 1000
 NODES = (100, 250, 500, 1000, 2500)
@@ -46,8 +54,12 @@ def _grid() -> list[tuple[int, int, str, float]]:
     return list(itertools.product(NODES, SEEDS, SOLVERS, TIMEOUTS))
 
 
-def _write_campaign(writer: StoreWriter, name: str, runs: int, rng: np.random.Generator) -> None:
+def _write_campaign(
+    writer: StoreWriter, name: str, runs: int, rng: np.random.Generator
+) -> list[str]:
+    """Write one campaign of ``runs`` QUBO-shaped runs; return their uids."""
     uid = new_uid()
+    uids: list[str] = []
     writer.begin_campaign(uid, name, {"name": name, "bench": "results"})
     grid = _grid()
     t = 0.0
@@ -59,6 +71,7 @@ def _write_campaign(writer: StoreWriter, name: str, runs: int, rng: np.random.Ge
                   "seed": seed, "solver": solver, "timeout_s": timeout, "repetition": rep,
                   "target": -n // 10, "target_source": "published"}
         run = new_uid()
+        uids.append(run)
         writer(RunStart(run, uid, key, "qubo.fixed_timeout", params, {"cpu0": {}}, t,
                         time.time(), __version__))
         load, solve = new_uid(), new_uid()
@@ -90,6 +103,7 @@ def _write_campaign(writer: StoreWriter, name: str, runs: int, rng: np.random.Ge
         writer(RunStop(run, t + 0.03 + timeout, status, "" if status == "success" else "bench"))
         t += 0.05 + timeout
     writer.end_campaign(uid, "success")
+    return uids
 
 
 def _time_command(args: list[str], repeats: int) -> tuple[float, float]:
@@ -115,10 +129,13 @@ def _scratch_dir() -> str | None:
 @click.option("--sizes", default="1000,10000", show_default=True,
               help="Stored-run counts to measure at (comma separated, multiples of 1000).")
 @click.option("--repeats", default=3, show_default=True, help="Timed runs per command (median).")
-@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Store file to fill [default: a temporary file, deleted afterwards].")
-def results_scale(sizes: str, repeats: int, db: Path | None) -> None:
-    """Latency of `hilbench results` (table, --campaign, csv, json) at growing store sizes."""
+@click.option("--db", "dbs", type=DB, multiple=True,
+              help="A store to fill and measure: a SQLite file (new) or an empty PostgreSQL "
+                   "database URL; repeatable [default: a temporary SQLite file, deleted "
+                   "afterwards, which is also used when only URLs are given].")
+def results_scale(sizes: str, repeats: int, dbs: tuple[Any, ...]) -> None:
+    """Latency of `hilbench results` (table, --campaign, csv, json) at growing store sizes,
+    on SQLite and on each PostgreSQL store given (same runs, same run of the benchmark)."""
     try:
         targets = sorted({int(s) for s in sizes.split(",") if s.strip()})
     except ValueError:
@@ -134,33 +151,73 @@ def results_scale(sizes: str, repeats: int, db: Path | None) -> None:
     click.echo(f"python start-up + hilbench import: {wall:.2f} s wall, {cpu:.2f} s CPU "
                "(included below)")
     with tempfile.TemporaryDirectory(dir=_scratch_dir()) as tmp:
-        path = db or Path(tmp) / "results.sqlite"
+        files = [db for db in dbs if not isinstance(db, DbTarget)]
+        urls = [db for db in dbs if isinstance(db, DbTarget)]
+        if len(files) > 1:
+            raise click.BadParameter("give at most one SQLite file", param_hint="--db")
+        path = files[0] if files else Path(tmp) / "results.sqlite"
+        for url in urls:
+            _require_empty(url)
         stored = 0
-        headline = ""
-        click.echo(f"{'stored runs':>11}  {'command':<36} {'wall':>7} {'CPU':>7}  (medians)")
+        headlines: list[str] = []
+        click.echo(f"{'stored runs':>11}  {'store':<10} {'command':<36} {'wall':>7} {'CPU':>7}"
+                   "  (medians)")
         with StoreWriter(path) as writer:
             for target in targets:
                 fill_started = time.perf_counter()
+                new: list[str] = []
                 while stored < target:
-                    _write_campaign(writer, f"grid-{stored // CAMPAIGN_RUNS + 1}",
-                                    CAMPAIGN_RUNS, rng)
+                    new += _write_campaign(writer, f"grid-{stored // CAMPAIGN_RUNS + 1}",
+                                           CAMPAIGN_RUNS, rng)
                     stored += CAMPAIGN_RUNS
                 writer.flush()
-                click.echo(f"{stored:>11}  (store filled through StoreWriter in "
+                click.echo(f"{stored:>11}  sqlite     (filled through StoreWriter in "
                            f"{time.perf_counter() - fill_started:.1f} s, "
                            f"{path.stat().st_size / 2**20:.1f} MiB)")
-                for label, extra in (
-                    ("results", []),
-                    ("results --campaign grid-1", ["--campaign", "grid-1"]),
-                    ("results --all", ["--all"]),
-                    ("results --format csv > /dev/null", ["--format", "csv"]),
-                    ("results --format json > /dev/null", ["--format", "json"]),
-                ):
-                    wall, cpu = _time_command(
-                        [*hilbench, "results", "--db", str(path), *extra], repeats
-                    )
-                    click.echo(f"{stored:>11}  {label:<36} {wall:>5.2f} s {cpu:>5.2f} s")
-                    if label == "results":
-                        headline = (f"hilbench results at {stored} stored runs: {wall:.2f} s "
-                                    f"wall, {cpu:.2f} s CPU")
-        click.echo(headline)
+                for url in urls:
+                    copy_started = time.perf_counter()
+                    copy_runs(path, url, new)
+                    took = time.perf_counter() - copy_started
+                    click.echo(f"{stored:>11}  postgresql (the same runs copied in {took:.1f} s, "
+                               f"{len(new) / took:.0f} runs/s; {_pg_size(url) / 2**20:.1f} MiB)")
+                for name, db in (("sqlite", path), *(("postgresql", url) for url in urls)):
+                    for label, extra in (
+                        ("results", []),
+                        ("results --campaign grid-1", ["--campaign", "grid-1"]),
+                        ("results --all", ["--all"]),
+                        ("results --format csv > /dev/null", ["--format", "csv"]),
+                        ("results --format json > /dev/null", ["--format", "json"]),
+                    ):
+                        wall, cpu = _time_command(
+                            [*hilbench, "results", "--db", _arg(db), *extra], repeats
+                        )
+                        click.echo(f"{stored:>11}  {name:<10} {label:<36} {wall:>5.2f} s "
+                                   f"{cpu:>5.2f} s")
+                        if label == "results" and target == targets[-1]:
+                            headlines.append(f"hilbench results at {stored} stored runs on "
+                                             f"{name}: {wall:.2f} s wall, {cpu:.2f} s CPU")
+        for line in headlines:
+            click.echo(line)
+
+
+def _arg(db: Any) -> str:
+    """The --db argument for a child process (a URL as given: the child needs its password)."""
+    return db.url if isinstance(db, DbTarget) else str(db)
+
+
+def _require_empty(target: DbTarget) -> None:
+    from hilbench.store import Store, StoreError, StoreWriter
+
+    StoreWriter(target).close()  # creates the schema in a new database
+    with Store(target) as store:
+        n = store.count_runs()
+    if n:
+        raise StoreError(f"{target} already holds {n} runs; give an empty database")
+
+
+def _pg_size(target: DbTarget) -> int:
+    conn = target.connect_postgresql()
+    try:
+        return int(conn.execute("SELECT pg_database_size(current_database())").fetchone()[0])
+    finally:
+        conn.close()

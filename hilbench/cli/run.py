@@ -63,7 +63,7 @@ def _run_campaign(
     hint = f"to resume: {shlex.join(resume_command)}"
     try:  # before anything is created beside it
         if check_store_path(db):
-            click.echo(f"new store {db} (owner-only)")
+            click.echo(f"new store {db}" + (" (owner-only)" if isinstance(db, Path) else ""))
     except StoreFault as exc:
         error(str(exc))
         errors.print(hint, highlight=False, soft_wrap=True, markup=False)

@@ -135,7 +135,8 @@ class CampaignRunner:
         again: bool = False,
     ) -> None:
         self.campaign = campaign
-        self.store_path = Path(store_path)
+        # A file as a Path; a PostgreSQL store as its DbTarget (str() hides the password)
+        self.store_path = store_path if hasattr(store_path, "backend") else Path(store_path)
         self.extra_consumers = list(consumers or [])
         # again (or resume=False): a new campaign whatever earlier attempts did
         self.again = again or not resume

@@ -27,4 +27,6 @@ def load_campaign_data(store_path: Path, campaign_uid: str) -> CampaignData:
         metrics = store.campaign_metrics(campaign_uid)
     for run in runs:
         run["metrics"] = metrics.get(run["uid"], {})
-    return CampaignData(Path(store_path), campaign_uid, str(campaign["name"]), runs)
+    # A file as a Path; a PostgreSQL store as its DbTarget (str() hides the password)
+    path = store_path if hasattr(store_path, "backend") else Path(store_path)
+    return CampaignData(path, campaign_uid, str(campaign["name"]), runs)

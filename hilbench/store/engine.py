@@ -66,6 +66,21 @@ class DbTarget:
         scheme, rest = self.url.split("://", 1)
         return "postgresql://" + rest if scheme.lower() != "postgresql" else self.url
 
+    @property
+    def label(self) -> str:
+        """A short name for files about this store (logs, locks): the database name, else
+        the service name, safe in a file name."""
+        parts = urlsplit(self.conninfo) if self.url else None
+        name = ""
+        if parts is not None:
+            query = dict(parse_qsl(parts.query))
+            name = unquote(parts.path.lstrip("/")) or query.get("dbname", "")
+            name = name or (f"service-{query['service']}" if "service" in query else "")
+            name = name or os.environ.get("PGDATABASE", "") or "postgresql"
+        else:
+            name = self.path.name if self.path is not None else "store"
+        return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+
     def exists(self) -> bool:
         """For a file, whether it exists; a database is taken to exist (opening it tells)."""
         return self.path.exists() if self.path is not None else True
@@ -161,7 +176,11 @@ def _redact_url(url: str) -> str:
             else f"{quote(key)}={quote(val, safe='/:')}"
             for key, val in pairs
         )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    if netloc == parts.netloc and query == parts.query:
+        return url
+    return urlunsplit((parts.scheme, "\0", parts.path, query, parts.fragment)).replace(
+        "\0", netloc, 1
+    )
 
 
 def _password(url: str) -> str:

@@ -145,7 +145,7 @@ def run_groups(
     runs; metrics are aggregated only for the groups returned."""
     where, args = flt.where()
     rows = conn.execute(
-        "SELECT r.campaign_uid, c.name AS campaign_name, r.procedure, r.unit_group,"
+        "SELECT r.campaign_uid, MAX(c.name) AS campaign_name, r.procedure, r.unit_group,"
         " COALESCE(r.exit_status, 'incomplete') AS run_status, COUNT(*) AS n,"
         " MIN(r.wall_time) AS first, MAX(r.simulated) AS simulated,"
         " MAX(r.simulation) AS simulation"

@@ -44,6 +44,17 @@ def open_pg_store(target: DbTarget, mode: str) -> PgConnection:
     return conn
 
 
+def has_store(target: DbTarget) -> bool:
+    """Whether the database holds a hilbench store already (it may be empty)."""
+    conn = PgConnection(target.connect_postgresql())
+    try:
+        return _revision(conn, target) is not None
+    except PgError as exc:
+        raise store_error(target, "open the store", exc) from exc
+    finally:
+        conn.close()
+
+
 def _revision_name(version: int) -> str:
     return f"{version:04d}"
 

@@ -215,10 +215,22 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
         raise store_error(path, "create or upgrade the store schema", exc) from exc
 
 
-def check_store_path(path: Path) -> bool:
+def check_store_path(path: Path | DbTarget) -> bool:
     """Refuse, before anything is written, a path a campaign could not store into: a folder
     that does not exist (a mistyped ``--db`` is not silently created), or an existing file
-    that is not a hilbench store. Returns True when the store will be a new file."""
+    that is not a hilbench store. Returns True when the store will be a new file.
+    A PostgreSQL store is opened for writing (its schema created in an empty database);
+    True when it held no store before."""
+    if not isinstance(path, Path):
+        from hilbench.store.engine import parse_db
+        from hilbench.store.pg_schema import has_store
+
+        target = parse_db(path)
+        if target.path is None:
+            new = not has_store(target)
+            open_target(target, "write").close()
+            return new
+        path = target.path
     _check_file(path, create=True)
     if os.statvfs(path.parent).f_flag & os.ST_RDONLY:
         raise StoreFault(

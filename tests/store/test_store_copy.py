@@ -93,8 +93,11 @@ def test_a_demo_shaped_campaign_goes_to_postgresql_and_back_identical(tmp_path):
         for out in (there.stdout, back.stdout):
             assert f"copied {n_runs} run(s)" in out and f"check: {n_runs} run(s) identical" in out
         assert "sample batches" in back.stdout
-        listings = [hilbench("results", "--db", db, "--all").stdout for db in (src, url, back_db)]
-        assert listings[0] == listings[1] == listings[2]
+        for args in (["--all"], [], ["--format", "csv"]):  # every run; groups; csv
+            listings = [hilbench("results", "--db", db, *args).stdout
+                        for db in (src, url, back_db)]
+            assert listings[0] == listings[1] == listings[2]
+            assert "bks_gap" in listings[0] or "BKS" in listings[0]
         again = hilbench("store", "copy", src, url)
         assert "copied 0 run(s)" in again.stdout and f"{n_runs} already there" in again.stdout
     with Store(src) as a, Store(back_db) as b:

@@ -1,0 +1,140 @@
+"""One schema for both back ends: Alembic revisions agree with hilbench/store/tables.py, stores
+made before Alembic are stamped in place, and foreign or newer databases are refused."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+
+from hilbench.store import SCHEMA_VERSION, Store, StoreError, StoreWriter, migrations
+from hilbench.store.engine import parse_db
+from hilbench.store.schema import APPLICATION_ID, LEGACY_MIGRATIONS
+from hilbench.store.tables import ROWID, metadata
+
+
+def _differences(url) -> list:
+    engine = parse_db(url).engine()
+    try:
+        with engine.connect() as conn:
+            sqlite = conn.dialect.name == "sqlite"
+
+            def include(obj, name, kind, reflected, compare_to) -> bool:
+                if kind == "table" and name == "alembic_version":
+                    return False
+                return not (sqlite and kind == "column" and name == ROWID)  # implicit there
+
+            context = MigrationContext.configure(conn, opts={
+                "include_object": include, "compare_type": not sqlite,
+                "compare_server_default": False,
+            })
+            diffs = compare_metadata(context, metadata)
+    finally:
+        engine.dispose()
+    if sqlite:  # SQLite reflects a declared PRIMARY KEY column as nullable: not a difference
+        keys = {(t.name, c.name) for t in metadata.tables.values() for c in t.primary_key}
+        diffs = [d for d in diffs if not (isinstance(d, list) and d[0][0] == "modify_nullable"
+                                          and (d[0][2], d[0][3]) in keys)]
+    return diffs
+
+
+def test_the_newest_revision_is_the_schema_version():
+    assert migrations.head() == f"{SCHEMA_VERSION:04d}"
+
+
+def test_a_new_store_has_the_schema_of_tables_py(store_url, full_run):
+    with StoreWriter(store_url) as writer:
+        full_run(writer)
+    assert _differences(store_url) == []
+    with parse_db(store_url).engine().connect() as conn:
+        assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar() == "0004"
+
+
+def _legacy_store(path, version: int) -> None:
+    """A store as an older hilbench left it: the first ``version`` steps, no Alembic table."""
+    from hilbench.store.groups import install_functions
+
+    conn = sqlite3.connect(path)
+    install_functions(conn)
+    for statement in (s for step in LEGACY_MIGRATIONS[:version] for s in step):
+        conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {version}")
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute(
+        "INSERT INTO runs (uid, campaign_uid, unit_key, procedure, params, agents, t_start,"
+        " wall_time, hilbench_version, exit_status) VALUES ('r1', 'c', 'n=10/seed=3', 'qubo',"
+        " '{}', '{}', 0, 1.0, '0.1', 'success')"
+    )
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize("version", [1, 4])
+def test_a_store_made_before_alembic_is_upgraded_and_stamped_in_place(tmp_path, version):
+    path = tmp_path / "old.sqlite"
+    _legacy_store(path, version)
+    with Store(path) as store:  # reading works at once
+        assert store.run("r1")["status"] == "success"
+    StoreWriter(path).close()  # the first write stamps it
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("0004",)]
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    if version < 3:  # the run was stored before groups existed: filled in by the upgrade
+        assert conn.execute("SELECT unit_group FROM runs").fetchone()[0] == "n=10/seed=*"
+    conn.close()
+    assert _differences(path) == []
+    StoreWriter(path).close()  # opening again changes nothing
+    assert sqlite3.connect(path).execute("SELECT COUNT(*) FROM alembic_version").fetchone()[0] == 1
+
+
+def _pg(url):
+    import psycopg
+
+    return psycopg.connect(url, autocommit=True)
+
+
+def test_postgresql_databases_that_are_not_our_store_are_refused(tmp_path):
+    from tests.postgres import fresh_database
+
+    with fresh_database("hb_test") as url:
+        with pytest.raises(StoreError, match="empty database, not a hilbench store"):
+            Store(url)
+        with _pg(url) as conn:
+            conn.execute("CREATE TABLE runs (id int)")
+        for open_it in (Store, StoreWriter):
+            with pytest.raises(StoreError, match="'runs' but no alembic_version"):
+                open_it(url)
+    with fresh_database("hb_test") as url:
+        StoreWriter(url).close()
+        with _pg(url) as conn:
+            conn.execute("UPDATE alembic_version SET version_num = %s",
+                         (f"{SCHEMA_VERSION + 1:04d}",))
+        for open_it in (Store, StoreWriter):
+            with pytest.raises(StoreError, match=f"schema version {SCHEMA_VERSION + 1}, newer"):
+                open_it(url)
+
+
+def test_benches_opening_a_new_postgresql_store_at_once_create_it_once():
+    import threading
+
+    from tests.postgres import fresh_database
+
+    with fresh_database("hb_test") as url:
+        errors: list[BaseException] = []
+
+        def open_it() -> None:
+            try:
+                StoreWriter(url).close()
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=open_it) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        assert _differences(url) == []
