@@ -64,6 +64,38 @@ def off_bench(campaign: Campaign) -> list[str]:
     return found
 
 
+def slim(folder: Path) -> int:
+    """Drop the stored arrays that only the orchestrator's own messages carry (the ASC audio
+    and model it sends: generated from the fixture, and a replay compares what it sends by
+    sha256 only, which the message lines keep); returns the bytes freed. Keeps the repository's
+    cassettes at tens of KB."""
+    import json
+
+    needed: set[str] = set()
+    for channel in (folder / "channels").glob("*.jsonl"):
+        for line in channel.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            if record.get("dir") == "out":
+                continue
+            needed.update(_hashes(record))
+    freed = 0
+    for blob in (folder / "arrays").glob("*"):
+        if blob.name not in needed:
+            freed += blob.stat().st_size
+            blob.unlink()
+    return freed
+
+
+def _hashes(value: object) -> set[str]:
+    """Every sha256 a channel line refers to."""
+    if isinstance(value, dict):
+        found = {str(v) for k, v in value.items() if k.endswith("sha256")}
+        return found.union(*(_hashes(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_hashes(v) for v in value))
+    return set()
+
+
 def use_cassette(name: str, campaign_file: Path, mode: str, *, ci: bool,
                  root: Path = CASSETTES) -> Path:
     """The cassette ``root/name`` as ``mode`` wants it, recorded from ``campaign_file`` when
@@ -89,6 +121,7 @@ def use_cassette(name: str, campaign_file: Path, mode: str, *, ci: bool,
         if done.returncode != 0:
             raise RuntimeError(f"recording {campaign_file} failed (exit {done.returncode}): "
                                f"{done.stderr[-2000:]}")
+        slim(fresh)
         shutil.rmtree(folder, ignore_errors=True)
         folder.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(fresh, folder)
