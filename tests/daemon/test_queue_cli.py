@@ -70,3 +70,21 @@ def test_schedule_add_list_remove_with_next_fires(tmp_path):
     assert bad.returncode == 2 and "cron expression '0 25 * * *'" in bad.stderr
     assert hilbench("schedule", "remove", "1", "--db", db).returncode == 0
     assert json.loads(hilbench("schedule", "list", "--db", db, "--json").stdout) == []
+
+
+def test_an_item_goes_to_the_bench_whose_daemon_serves_its_agent(tmp_path):
+    from tests.campaign_toml import agent, campaign, qubo, write_campaign
+
+    db = tmp_path / "q.sqlite"
+    with QueueDB(db) as q:  # the heartbeat rows two daemons write, with their config's serves
+        q.beat("rig-7", host="rig7", pid=1, serves=["tcp://10.1.2.3:5555"])
+        q.beat("rig-8", host="rig8", pid=1, serves=["tcp://10.1.2.4:5555"])
+    path = write_campaign(tmp_path, campaign(
+        agent(spawn=False, address="tcp://10.1.2.3:5555"), qubo(), name="remote"))
+    added = hilbench("queue", "add", path, "--db", db)
+    assert added.returncode == 0, added.stderr
+    assert "bench rig-7" in added.stdout
+    with QueueDB(db) as q:
+        assert [i.bench for i in q.items()] == ["rig-7"]
+        assert q.items("rig-8") == [] and q.claim("rig-8", 1e12) is None  # not the other's
+        assert q.claim("rig-7", 1e12).bench == "rig-7"
