@@ -8,6 +8,7 @@ speed. We add that seed (NeuroBench's was unseeded) and record it with the resul
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import asdict, dataclass
 from importlib import metadata
@@ -66,8 +67,13 @@ class TabuResult:
         }
 
 
+@functools.cache
 def installed_version(distribution: str) -> str:
-    """Version of an installed distribution, or "not installed" (recorded with targets)."""
+    """Version of an installed distribution, or "not installed" (recorded with targets).
+
+    Looked up once per process: every unit records it, and each lookup walks ``sys.path``,
+    caching a listing of every folder on it whose mtime changed since (up to 128 per folder),
+    which made the orchestrator's memory and time grow run by run."""
     try:
         return metadata.version(distribution)
     except metadata.PackageNotFoundError:
