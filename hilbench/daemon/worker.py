@@ -198,7 +198,9 @@ def run_item(db: Path, item_id: int, report: Reporter, queue: str | None = None)
         campaign = dataclasses.replace(campaign, repetitions=item.trials)
     runlog = RunLog.for_campaign(logs_dir(db), campaign.name, None)
     folder = cassette_folder(item)
-    try:  # the cassette `hilbench run --record` writes; a restarted item goes on with its own
+    # The cassette `hilbench run --record` writes; a restarted item goes on with its own. No
+    # channels: one recording of the bench's traffic cannot span the restarts it goes on after.
+    try:
         recorder = CassetteRecorder(folder, Path(item.source_path), campaign,
                                     content=item.content.encode(),
                                     owner=f"queue item {item.id} of {db.resolve()}"

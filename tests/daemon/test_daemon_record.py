@@ -55,6 +55,9 @@ def test_the_daemon_records_a_cassette_that_survives_a_sigkill(tmp_path, daemon_
             t, values = cassette.read(stream)
             t0, v0 = store.samples(stream.run_uid, stream.source, phase_uid=stream.phase_uid)
             assert np.array_equal(t, t0) and np.array_equal(values, v0)
+    audit = hilbench("replay", folder, "--analysis-only", timeout=120)
+    assert audit.returncode == 0, audit.stderr
+    assert "all equal to the recorded ones" in audit.stdout
 
 
 def test_queue_add_refuses_a_record_folder_that_holds_files(tmp_path):
