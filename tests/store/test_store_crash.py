@@ -40,7 +40,8 @@ CHILD = textwrap.dedent(
 )
 
 
-def test_killed_writer_keeps_finished_run_and_leaves_open_run_incomplete(db_path):
+def test_killed_writer_keeps_finished_run_and_leaves_open_run_incomplete(store_url):
+    db_path = store_url
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(db_path)], stdout=subprocess.PIPE, text=True
     )
@@ -60,10 +61,13 @@ def test_killed_writer_keeps_finished_run_and_leaves_open_run_incomplete(db_path
         assert store.metrics(first)[0]["value"] == 1.5
         assert store.completed_unit_keys("camp") == {"first"}
 
-    # The file is still a healthy store: a new writer can retry the unfinished unit.
+    # The store is still healthy: a resume marks the unfinished run, then retries its unit.
     with StoreWriter(db_path) as writer:
+        assert writer.abort_unfinished_runs("camp", "interrupted: writer killed") == [second]
         retry = new_uid()
         writer(RunStart(retry, "camp", "second", "asc.power", {}, {}, 0.0, 0.0, "0.1.0"))
         writer(RunStop(retry, 1.0, "success"))
     with Store(db_path) as store:
         assert store.completed_unit_keys("camp") == {"first", "second"}
+        assert store.run(second)["status"] == "abort"
+        assert store.run(second)["reason"] == "interrupted: writer killed"
