@@ -22,6 +22,15 @@ def test_short_soak_loses_and_duplicates_nothing(tmp_path):
     done, retried, lost, duplicated = map(int, figures.groups())
     assert done >= 120 and lost == 0 and duplicated == 0
     assert retried >= 1  # the agent's kill cut a run short; it was run again
+    # every figure the must-hold names is printed: RSS, status latency, throughput per tenth
+    # (a soak this short may end before an incarnation has done the 50 units RSS waits for)
+    assert re.search(r"daemon RSS: ([\d.]+|nan) MiB at start .*, ([\d.]+|nan) -> [\d.]+ MiB",
+                     out.stdout), out.stdout
+    assert re.search(r"status over the control socket: \d+ asks, .* p99 [\d.]+ ms", out.stdout)
+    left_out = re.search(r"time left out of throughput: (\d+) s idle .*, (\d+) s of outage over "
+                         r"(\d+) SIGKILL", out.stdout)
+    assert left_out and int(left_out[3]) == 2, out.stdout  # one daemon, one agent kill
+    assert re.search(r"first tenth [\d.]+, last tenth [\d.]+ \(\d+ % of first\)", out.stdout)
 
 
 def test_throughput_leaves_out_waits_for_a_schedule_and_restart_outages():
