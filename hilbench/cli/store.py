@@ -19,6 +19,26 @@ def store() -> None:
     that lost blocks) and copy its intact runs into a new store."""
 
 
+def _sqlite_file(value: str | None, param: click.Parameter, must_exist: bool = True) -> Path | None:
+    """A SQLite store file; a PostgreSQL URL is refused (these commands read SQLite's pages),
+    with its password hidden."""
+    if value is None:
+        return None
+    from hilbench.store.engine import is_url, redact
+
+    if is_url(value):
+        raise click.BadParameter(
+            f"{redact(value)}: this command reads SQLite files page by page and works on SQLite "
+            "stores only (a PostgreSQL store is checked by its server; `hilbench store copy` "
+            "copies it to a file)", param=param)
+    path = Path(value)
+    if path.is_dir():
+        raise click.BadParameter(f"{value} is a directory, not a store file", param=param)
+    if must_exist and not path.exists():
+        raise click.BadParameter(f"{value} does not exist", param=param)
+    return path
+
+
 def _ranges(lost: list) -> str:
     def span(r) -> str:
         if r.lo is not None and r.lo + 1 == r.hi:
@@ -33,7 +53,7 @@ def _ranges(lost: list) -> str:
 @store.command()
 @click.option(
     "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
+    callback=lambda ctx, param, value: _sqlite_file(value, param, must_exist=False),
     default=None,
     help="The SQLite store to check [default: $HILBENCH_DB or ./hilbench.sqlite].",
 )
@@ -74,7 +94,7 @@ def check(db: Path | None) -> None:
 
 
 @store.command()
-@click.argument("bad", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("bad", callback=lambda ctx, param, value: _sqlite_file(value, param))
 @click.option(
     "--out",
     required=True,

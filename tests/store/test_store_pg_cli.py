@@ -26,3 +26,13 @@ def test_a_campaign_on_postgresql_runs_reads_back_and_resumes(tmp_path):
         assert again.returncode == 0 and "already finished" in again.stdout + again.stderr
         for out in (first, listed, again):
             assert secret not in out.stdout + out.stderr
+
+
+def test_page_reading_commands_refuse_a_postgresql_url_without_showing_its_password(tmp_path):
+    url = "postgresql://lab:hunter2@db.lab/hilbench"
+    for args in (["store", "check", "--db", url],
+                 ["store", "salvage", url, "--out", str(tmp_path / "new.sqlite")]):
+        out = hilbench(*args)
+        assert out.returncode == 2
+        assert "SQLite stores only" in out.stderr and "lab:***@db.lab" in out.stderr
+        assert "hunter2" not in out.stdout + out.stderr
