@@ -130,12 +130,6 @@ def _whole(path: Path, item: int) -> bytes:
     return data[: len(data) - len(data) % item]
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 # --- message and instrument arrays: one file per distinct content, named by its sha256 -------

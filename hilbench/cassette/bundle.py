@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from hilbench.cassette.arrays import sha256_file
 from hilbench.cassette.manifest import write_manifest
 from hilbench.cassette.recorder import DOCUMENTS, CassetteRecorder
 from hilbench.documents import Samples
+from hilbench.filehash import sha256_file
 from hilbench.private_files import open_private, private_dir
 from hilbench.store import Store
 

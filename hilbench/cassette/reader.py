@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from hilbench.cassette.arrays import read_stream, sha256_file
+from hilbench.cassette.arrays import read_stream
 from hilbench.cassette.manifest import read_manifest
 from hilbench.cassette.recorder import DOCUMENTS, SAMPLES, SAMPLES_DIR
+from hilbench.filehash import sha256_file
 
 
 @dataclass

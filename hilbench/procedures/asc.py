@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from hilbench.contracts.remote import RemoteDevice
+from hilbench.filehash import sha256_file
 from hilbench.orchestrator.instruments import Instrument
 from hilbench.orchestrator.phases import RunContext
 from hilbench.orchestrator.procedure import Procedure, UnitKey
@@ -70,10 +71,6 @@ def model_cache_path(spec: AscSpec, data_root: Path) -> Path:
     return cache_dir() / "asc-models" / f"{digest}-{name}.npz"
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 @dataclass
 class AscResources:
     """The data set, model and test split of one ``[[asc]]`` table, prepared on first use."""
@@ -122,7 +119,7 @@ class AscResources:
             "data": str(self.data_root),
             "data_kind": "synthetic fixture" if spec.fixture else "data set",
             "model": str(self.model_path),
-            "model_sha256": _sha256(self.model_path),
+            "model_sha256": sha256_file(self.model_path),
             "model_info": self.model.info,
             "model_description": self.model.description,
             "trained_now": trained,

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from hilbench.filehash import sha256_file_cached
 from hilbench.orchestrator.procedure import CampaignTable, table_context
 from hilbench.power.align import BOUNDARY_POLICIES
 from hilbench.workloads.asc.fixture import MIN_SAMPLE_RATE
@@ -94,8 +96,19 @@ class AscSpec(CampaignTable):
 
     @property
     def digest(self) -> str:
-        """Short identity of the table's settings, part of unit keys."""
-        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
+        """Short identity of the table's settings, part of unit keys.
+
+        Files count by content, not by where they are: the model by its sha256, the synthetic
+        fixture by its seed and rate (not the folder it is generated in). The same campaign run
+        from a moved checkout, or a cassette replayed on another machine, keeps its unit keys.
+        """
+        settings = self.model_dump(mode="json")
+        model = settings.get("model")
+        if model and Path(model).is_file():
+            settings["model"] = "sha256:" + sha256_file_cached(model)
+        if settings.get("fixture"):
+            settings.pop("data", None)
+        blob = json.dumps(settings, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:8]
 
     def params(self) -> dict[str, Any]:

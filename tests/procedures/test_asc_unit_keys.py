@@ -1,0 +1,50 @@
+"""ASC unit keys name a table by its settings and its files' content, never by where the
+checkout, the model or the fixture cache sits: a moved tree resumes its campaign, and a cassette
+recorded in one checkout replays in another (CI clones to a new path every time)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hilbench.orchestrator.campaign import load_campaign
+from hilbench.workloads.asc import packaged_model_path
+
+CAMPAIGN = """
+[campaign]
+name = "keys"
+
+[[agents]]
+id = "cpu0"
+driver = "cpu"
+spawn = true
+
+[[asc]]
+agent = "cpu0"
+fixture = true
+model = "model.npz"
+{extra}
+"""
+
+
+def _digest(folder: Path, model: bytes, extra: str = "") -> str:
+    folder.mkdir(parents=True)
+    (folder / "model.npz").write_bytes(model)
+    (folder / "c.toml").write_text(CAMPAIGN.format(extra=extra))
+    (table,) = load_campaign(folder / "c.toml").tables_of("asc")
+    return table.digest
+
+
+def test_the_same_table_in_two_checkouts_has_one_key(tmp_path):
+    model = packaged_model_path().read_bytes()
+    here = _digest(tmp_path / "checkout-a", model)
+    assert _digest(tmp_path / "elsewhere" / "checkout-b", model) == here
+    # the fixture's folder is where it is generated, not what it is
+    assert _digest(tmp_path / "c", model, f'data = "{tmp_path / "cache"}"') == here
+
+
+def test_another_model_or_setting_is_another_key(tmp_path):
+    model = packaged_model_path().read_bytes()
+    here = _digest(tmp_path / "a", model)
+    assert _digest(tmp_path / "b", model[:-1] + bytes([model[-1] ^ 1])) != here
+    assert _digest(tmp_path / "c", model, "limit = 3") != here
+    assert _digest(tmp_path / "d", model, "fixture_seed = 1") != here
