@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from hilbench.cassette.arrays import StreamWriter
-from hilbench.cassette.channels import ChannelRecorder
+from hilbench.cassette.channels import CHANNELS, ChannelRecorder
 from hilbench.cassette.manifest import MANIFEST, base_manifest, read_manifest, write_manifest
 from hilbench.documents import Document, PhaseStart, RunStart, Samples
 from hilbench.orchestrator.recorder import JsonlRecorder
@@ -46,6 +46,11 @@ class CassetteRecorder:
         self._count = 0
         if self.folder.exists() and any(self.folder.iterdir()):
             self._continue(owner)
+            if channels:
+                # One clock channel cannot span a restart: the first attempt's channels are kept
+                # aside, and this cassette replays with --analysis-only.
+                self._set_channels_aside()
+                channels = False
         else:
             private_dir(self.folder, parents=True)
             private_dir(self.folder / SAMPLES_DIR)
@@ -93,6 +98,15 @@ class CassetteRecorder:
         self._count = max((int(p.name.split("-", 1)[0]) for p in
                            (self.folder / SAMPLES_DIR).iterdir()
                            if p.name.split("-", 1)[0].isdigit()), default=0)
+
+    def _set_channels_aside(self) -> None:
+        earlier = self.folder / CHANNELS
+        if earlier.is_dir():
+            aside = f"{CHANNELS}-until-restart-{len(self.manifest['continued'])}"
+            earlier.rename(self.folder / aside)
+        self.manifest["channels"] = (
+            "none after a restart: the item was continued after its daemon stopped, and one "
+            "recording of the bench's traffic cannot span that; replay with --analysis-only")
 
     def __call__(self, doc: Document) -> None:
         if isinstance(doc, Samples):

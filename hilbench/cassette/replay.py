@@ -109,8 +109,10 @@ class ReplayTap:
         self.failures = failures
         channels = folder / CHANNELS
         if not channels.is_dir():
-            raise ValueError(f"{folder} has no {CHANNELS}/: it was recorded without channels "
-                             "(before hilbench recorded them) and cannot be replayed")
+            why = _manifest_field(folder, "channels") or (
+                "it was recorded without channels (before hilbench recorded them)")
+            raise ValueError(f"{folder} has no {CHANNELS}/: {why}; it cannot be replayed with "
+                             "stand-ins (hilbench replay --analysis-only recomputes its figures)")
         self.agents: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
         self.visa: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
         for path in sorted(channels.glob("*.jsonl")):
@@ -386,3 +388,14 @@ def _to_stand_ins(campaign: Any, replay_tap: ReplayTap) -> Any:
             raise ValueError(f"agent {spec.id}: the cassette holds no channel for it")
         agents.append(dataclasses.replace(spec, address=agent.address, key=None))
     return dataclasses.replace(campaign, agents=tuple(agents))
+
+
+def _manifest_field(folder: Path, key: str) -> str | None:
+    """One field of the cassette's manifest, None when it or the manifest is missing."""
+    from hilbench.cassette.manifest import read_manifest
+
+    try:
+        value = read_manifest(folder).get(key)
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, str) else None

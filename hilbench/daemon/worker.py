@@ -198,13 +198,14 @@ def run_item(db: Path, item_id: int, report: Reporter, queue: str | None = None)
         campaign = dataclasses.replace(campaign, repetitions=item.trials)
     runlog = RunLog.for_campaign(logs_dir(db), campaign.name, None)
     folder = cassette_folder(item)
-    # The cassette `hilbench run --record` writes; a restarted item goes on with its own. No
-    # channels: one recording of the bench's traffic cannot span the restarts it goes on after.
+    # The cassette `hilbench run --record` writes, channels included; a restarted item goes on
+    # with its own, without channels from then on (one recording of the bench's traffic cannot
+    # span a restart: CassetteRecorder sets the first attempt's aside).
     try:
         recorder = CassetteRecorder(folder, Path(item.source_path), campaign,
                                     content=item.content.encode(),
-                                    owner=f"queue item {item.id} of {db.resolve()}"
-                                    ) if folder else None
+                                    owner=f"queue item {item.id} of {db.resolve()}",
+                                    channels=True) if folder else None
     except (FileExistsError, NotADirectoryError) as exc:
         return end(2, f"--record {folder}: {exc}")
     pause = threading.Event()

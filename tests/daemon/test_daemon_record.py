@@ -58,6 +58,24 @@ def test_the_daemon_records_a_cassette_that_survives_a_sigkill(tmp_path, daemon_
     audit = hilbench("replay", folder, "--analysis-only", timeout=120)
     assert audit.returncode == 0, audit.stderr
     assert "all equal to the recorded ones" in audit.stdout
+    # The first attempt's channels are kept aside; a replay with stand-ins says why it cannot.
+    assert (folder / "channels-until-restart-1" / "clock.f8").is_file()
+    assert not (folder / "channels").exists()
+    full = hilbench("replay", folder, timeout=120)
+    assert full.returncode == 2
+    assert "continued after its daemon stopped" in full.stderr and "--analysis-only" in full.stderr
+
+
+@pytest.mark.slow
+def test_an_item_the_daemon_ran_whole_replays_with_stand_ins(tmp_path, daemon_at):
+    db, folder = tmp_path / "d.sqlite", tmp_path / "cassette"
+    path = qubo_file(tmp_path, "whole", 6, timeout_s=0.02)
+    assert hilbench("queue", "add", path, "--db", db, "--record", folder).returncode == 0
+    d = daemon_at(db).start()
+    d.wait_until(lambda s: history(db) and s["daemon"]["state"] == "idle", "the item finished")
+    assert history(db)[0]["exit_status"] == "completed"
+    replay = hilbench("replay", folder, timeout=180)
+    assert replay.returncode == 0, replay.stdout[-2000:] + replay.stderr[-2000:]
 
 
 def test_queue_add_refuses_a_record_folder_that_holds_files(tmp_path):
