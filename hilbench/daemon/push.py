@@ -27,12 +27,20 @@ log = logging.getLogger(__name__)
 BATCH = 200
 _TABLE = ("CREATE TABLE IF NOT EXISTS daemon_pushed (target TEXT NOT NULL, run_uid TEXT NOT NULL,"
           " pushed_at REAL NOT NULL, PRIMARY KEY (target, run_uid))")
+# The state of each campaign row as last pushed: a campaign whose row changed since (it ended,
+# was resumed, aborted) is pushed again, even when it has no run left to push.
+_CAMPAIGNS = ("CREATE TABLE IF NOT EXISTS daemon_pushed_campaigns (target TEXT NOT NULL,"
+              " campaign_uid TEXT NOT NULL, state TEXT NOT NULL,"
+              " PRIMARY KEY (target, campaign_uid))")
+_STATE = "COALESCE(status, '') || '|' || COALESCE(wall_stop, '') || '|' || resumes || '|' || " \
+         "COALESCE(reason, '')"
 
 
 def _open(store: Path) -> sqlite3.Connection:
     open_store(store, "write").close()
     conn = sqlite3.connect(store, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     conn.execute(_TABLE)
+    conn.execute(_CAMPAIGNS)
     return conn
 
 
@@ -49,12 +57,46 @@ def pending(store: Path, target: str, limit: int | None = None) -> list[str]:
         conn.close()
 
 
+def changed_campaigns(store: Path, target: str) -> list[tuple[str, str]]:
+    """(uid, state) of the campaigns with a pushed run whose row changed since it was pushed."""
+    conn = _open(store)
+    try:
+        return list(conn.execute(
+            f"SELECT c.uid, {_STATE} FROM campaigns c WHERE c.uid IN (SELECT r.campaign_uid "
+            "FROM runs r JOIN daemon_pushed p ON p.run_uid = r.uid AND p.target = ?) AND "
+            f"{_STATE} IS NOT (SELECT state FROM daemon_pushed_campaigns "
+            "WHERE target = ? AND campaign_uid = c.uid)", (redact(target), redact(target))))
+    finally:
+        conn.close()
+
+
+def push_campaigns(store: Path, target: str) -> int:
+    """Push the campaign rows that changed since their runs were pushed (an end, a resume)."""
+    from hilbench.store.copy import copy_campaigns
+
+    changed = changed_campaigns(store, target)
+    if not changed:
+        return 0
+    copy_campaigns(store, target, [uid for uid, _ in changed])
+    conn = _open(store)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany("INSERT OR REPLACE INTO daemon_pushed_campaigns VALUES (?, ?, ?)",
+                         [(redact(target), uid, state) for uid, state in changed])
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    return len(changed)
+
+
 def push_once(store: Path, target: str, batch: int = BATCH) -> tuple[int, int]:
-    """Push one batch; returns (runs pushed, runs still pending)."""
+    """Push one batch, then the campaign rows that changed; returns (runs pushed, runs still
+    pending)."""
     from hilbench.store.copy import copy_runs
 
     uids = pending(store, target, batch)
     if not uids:
+        push_campaigns(store, target)
         return 0, 0
     copy_runs(store, target, run_ids=uids)
     conn = _open(store)
@@ -66,6 +108,7 @@ def push_once(store: Path, target: str, batch: int = BATCH) -> tuple[int, int]:
         conn.execute("COMMIT")
     finally:
         conn.close()
+    push_campaigns(store, target)
     return len(uids), len(pending(store, target))
 
 

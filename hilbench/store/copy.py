@@ -156,6 +156,32 @@ def copy_runs(
     return report
 
 
+def copy_campaigns(src: str | DbTarget, dst: str | DbTarget, uids: Iterable[str]) -> int:
+    """Write the campaign rows ``uids`` of ``src`` into ``dst`` as they are now (insert or
+    update): a campaign that ends after its last run was copied gets its end there too."""
+    src_t, dst_t = parse_db(src), parse_db(dst)
+    src_conn = open_target(src_t, "read")
+    try:
+        dst_conn = open_target(dst_t, "write")
+    except BaseException:
+        src_conn.close()
+        raise
+    written = 0
+    try:
+        _begin(dst_conn)
+        for uid in uids:
+            written += _copy_campaign(src_conn, dst_conn, uid, dst_t)
+        _commit(dst_conn, dst_t)
+    except BaseException:
+        if dst_conn.in_transaction:
+            dst_conn.execute("ROLLBACK")
+        raise
+    finally:
+        src_conn.close()
+        dst_conn.close()
+    return written
+
+
 @dataclass
 class CheckReport:
     runs: int = 0

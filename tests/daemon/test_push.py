@@ -149,3 +149,31 @@ def test_a_bench_cut_off_for_60_s_pushes_every_run_once_after(daemon_at, tmp_pat
     print(f"{before} run(s) pushed before the cut; cut {CUT_S:.0f} s; {finished_while_cut} "
           "run(s) finished by the restore; "
           f"{len(remote)} in PostgreSQL afterwards, {len(local)} in the store file")
+
+
+def test_a_campaign_that_ends_after_its_runs_were_pushed_ends_in_postgresql_too(tmp_path, pg_url):
+    """The push copies a campaign's row with its runs; a campaign that ends (or is resumed)
+    after its last run was pushed has no run left to push, and its end must still arrive."""
+    import psycopg
+
+    from hilbench.daemon.push import push_all
+
+    store = tmp_path / "bench.sqlite"
+    path = qubo_campaign(tmp_path, "short", 2, timeout_s=0.01)
+    assert hilbench("run", path, "--db", store, "-q").returncode == 0
+    with sqlite3.connect(store) as conn:
+        (uid, status, wall_stop), = conn.execute("SELECT uid, status, wall_stop FROM campaigns")
+        assert status == "success"
+        conn.execute("UPDATE campaigns SET status = NULL, wall_stop = NULL")  # mid-campaign
+    assert push_all(store, pg_url) == 2
+
+    def remote() -> tuple:
+        with psycopg.connect(pg_url) as conn:
+            return conn.execute("SELECT status, wall_stop FROM campaigns WHERE uid = %s",
+                                (uid,)).fetchone()
+
+    assert remote() == (None, None)
+    with sqlite3.connect(store) as conn:  # the campaign ends after its last run was pushed
+        conn.execute("UPDATE campaigns SET status = ?, wall_stop = ?", (status, wall_stop))
+    assert push_all(store, pg_url) == 0  # no run left to push ...
+    assert remote() == (status, wall_stop)  # ... and the end arrived all the same
