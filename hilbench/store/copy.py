@@ -10,9 +10,10 @@ by run, sample by sample and metric by metric.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,15 +109,8 @@ def copy_runs(
     of copied runs are written or updated from ``src``. ``progress(done, total)`` is called
     as runs are handled.
     """
-    src_t, dst_t = parse_db(src), parse_db(dst)
-    src_conn = open_target(src_t, "read")
-    try:
-        dst_conn = open_target(dst_t, "write")
-    except BaseException:
-        src_conn.close()
-        raise
     report = CopyReport()
-    try:
+    with _both(src, dst, "write") as (src_conn, src_t, dst_conn, dst_t):
         uids = _run_ids(src_conn, run_ids, src_t)
         campaigns_done: set[str] = set()
         _begin(dst_conn)
@@ -146,39 +140,18 @@ def copy_runs(
             if progress is not None:
                 progress(i + 1, len(uids))
         _commit(dst_conn, dst_t)
-    except BaseException:
-        if dst_conn.in_transaction:
-            dst_conn.execute("ROLLBACK")
-        raise
-    finally:
-        src_conn.close()
-        dst_conn.close()
     return report
 
 
 def copy_campaigns(src: str | DbTarget, dst: str | DbTarget, uids: Iterable[str]) -> int:
     """Write the campaign rows ``uids`` of ``src`` into ``dst`` as they are now (insert or
     update): a campaign that ends after its last run was copied gets its end there too."""
-    src_t, dst_t = parse_db(src), parse_db(dst)
-    src_conn = open_target(src_t, "read")
-    try:
-        dst_conn = open_target(dst_t, "write")
-    except BaseException:
-        src_conn.close()
-        raise
     written = 0
-    try:
+    with _both(src, dst, "write") as (src_conn, _, dst_conn, dst_t):
         _begin(dst_conn)
         for uid in uids:
             written += _copy_campaign(src_conn, dst_conn, uid, dst_t)
         _commit(dst_conn, dst_t)
-    except BaseException:
-        if dst_conn.in_transaction:
-            dst_conn.execute("ROLLBACK")
-        raise
-    finally:
-        src_conn.close()
-        dst_conn.close()
     return written
 
 
@@ -195,41 +168,54 @@ def compare_runs(
 ) -> CheckReport:
     """Compare every run of ``src`` (or ``run_ids``) with ``dst``, sample by sample and metric
     by metric; stop at the first difference."""
-    src_t, dst_t = parse_db(src), parse_db(dst)
-    src_conn = open_target(src_t, "read")
-    try:
-        dst_conn = open_target(dst_t, "read")
-    except BaseException:
-        src_conn.close()
-        raise
     report = CheckReport()
-    try:
-        uids = _run_ids(src_conn, run_ids, src_t)
-        for uid in uids:
-            record = _read(src_conn, src_t, uid)
-            other = _read(dst_conn, dst_t, uid)
-            if record is None or other is None:
-                report.difference = f"run {uid}: not in {src_t if record is None else dst_t}"
-                break
-            diff = first_difference(record, other)
-            if diff is not None:
-                report.difference = f"run {uid}: {diff}"
-                break
-            report.runs += 1
-            for name, n in record.counts().items():
-                report.counts[name] = report.counts.get(name, 0) + n
-        if run_ids is None and report.difference is None:
-            n_dst = dst_conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
-            report.extra_in_dst = int(n_dst) - report.runs
-    except sqlite3.Error as exc:
-        raise store_error(f"{src_t} / {dst_t}", "compare the stores", exc) from exc
-    finally:
-        src_conn.close()
-        dst_conn.close()
+    with _both(src, dst, "read") as (src_conn, src_t, dst_conn, dst_t):
+        try:
+            uids = _run_ids(src_conn, run_ids, src_t)
+            for uid in uids:
+                record = _read(src_conn, src_t, uid)
+                other = _read(dst_conn, dst_t, uid)
+                if record is None or other is None:
+                    report.difference = f"run {uid}: not in {src_t if record is None else dst_t}"
+                    break
+                diff = first_difference(record, other)
+                if diff is not None:
+                    report.difference = f"run {uid}: {diff}"
+                    break
+                report.runs += 1
+                for name, n in record.counts().items():
+                    report.counts[name] = report.counts.get(name, 0) + n
+            if run_ids is None and report.difference is None:
+                n_dst = dst_conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+                report.extra_in_dst = int(n_dst) - report.runs
+        except sqlite3.Error as exc:
+            raise store_error(f"{src_t} / {dst_t}", "compare the stores", exc) from exc
     return report
 
 
 # -- internals ---------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _both(src: Any, dst: Any, dst_mode: str) -> Iterator[tuple[Any, DbTarget, Any, DbTarget]]:
+    """Both stores open (``dst`` for ``dst_mode``), closed after; a write the body left open
+    is rolled back, so an error never leaves half a batch in the destination."""
+    src_t, dst_t = parse_db(src), parse_db(dst)
+    src_conn = open_target(src_t, "read")
+    try:
+        dst_conn = open_target(dst_t, dst_mode)
+    except BaseException:
+        src_conn.close()
+        raise
+    try:
+        yield src_conn, src_t, dst_conn, dst_t
+    except BaseException:
+        if dst_conn.in_transaction:
+            dst_conn.execute("ROLLBACK")
+        raise
+    finally:
+        src_conn.close()
+        dst_conn.close()
 
 
 def _run_ids(conn: Any, run_ids: Iterable[str] | None, target: DbTarget) -> list[str]:
