@@ -47,6 +47,7 @@ from sqlalchemy import (
     text,
     update,
 )
+from sqlalchemy.exc import OperationalError
 
 from hilbench.daemon.db import queue_engine
 from hilbench.store.engine import DbTarget, parse_db
@@ -55,6 +56,7 @@ from hilbench.store.schema import BUSY_TIMEOUT_S, open_store
 ExitStatus = Literal["completed", "failed", "aborted", "stopped", "removed"]
 Mode = Literal["run", "pause", "pause_now", "stop"]
 MODES = ("run", "pause", "pause_now", "stop")
+DEADLOCK_RETRIES = 5  # a schedule fire's transaction, when PostgreSQL picks it as the victim
 
 _meta = MetaData()
 _queue = Table(
@@ -204,6 +206,19 @@ def _item(row: Any) -> Item:
     return Item(**{col.name: row[col.name] for col in _queue.columns})
 
 
+def _again_after_deadlock(transaction: Any) -> Any:
+    """Run ``transaction`` (a callable doing one whole transaction) again when PostgreSQL ends
+    it as a deadlock's victim (SQLSTATE 40P01), as PostgreSQL advises; other errors go up."""
+    for attempt in range(DEADLOCK_RETRIES):
+        try:
+            return transaction()
+        except OperationalError as exc:
+            if getattr(exc.orig, "sqlstate", None) != "40P01" or attempt == DEADLOCK_RETRIES - 1:
+                raise
+            time.sleep(0.01 * (attempt + 1))
+    return None
+
+
 class QueueDB:
     """The daemon's tables, in a store file or a PostgreSQL database (``location``). Each method
     is one short transaction. ``store`` is the bench's own store file, where its runs are (the
@@ -216,6 +231,10 @@ class QueueDB:
         self.store = Path(store) if store is not None else target.path
         self._engine = queue_engine(target)
         self._runs_conn: sqlite3.Connection | None = None
+        _again_after_deadlock(self._create_tables)
+
+    def _create_tables(self) -> None:
+        # DDL (an index's share lock) beside other daemons' writes: a deadlock's victim retries
         with self._engine.begin() as c:
             if self.shared:
                 c.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
@@ -503,6 +522,14 @@ class QueueDB:
 
     def record_fires(self, schedule_id: int, last_fire: float,
                      fires: list[tuple[float, str, str]], queue_item: bool) -> int | None:
+        """:meth:`_record_fires_once`, again when PostgreSQL ends it as a deadlock's victim
+        (daemons ticking one schedule at once; CI saw it): the retry drops fires the winner
+        handled, so a fire is still recorded once."""
+        return _again_after_deadlock(
+            lambda: self._record_fires_once(schedule_id, last_fire, fires, queue_item))
+
+    def _record_fires_once(self, schedule_id: int, last_fire: float,
+                           fires: list[tuple[float, str, str]], queue_item: bool) -> int | None:
         """Record handled fires (time, outcome, note); queue one item for the schedule when
         asked, unless its previous item is still queued or running (then 'queued' fires are
         recorded as 'coalesced'). Advances ``last_fire``. One transaction under the schedule's
