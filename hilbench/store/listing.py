@@ -202,8 +202,12 @@ def run_groups(
 
 
 def _summary(row: sqlite3.Row) -> MetricSummary:
+    std_error = row["std_error"]
+    if std_error is not None and row["lo"] == row["hi"]:
+        # identical values spread by nothing: PostgreSQL's stddev_samp can say 7e-15 there
+        std_error = 0.0
     return MetricSummary(
-        row["name"], row["unit"], row["n"], row["mean"], row["std_error"], row["lo"], row["hi"]
+        row["name"], row["unit"], row["n"], row["mean"], std_error, row["lo"], row["hi"]
     )
 
 
