@@ -1,10 +1,12 @@
 """StoreWriter: the document consumer that commits runs to the store (SQLite or PostgreSQL).
 
 Runs reach the store only as documents. Each document is written when it arrives; the
-transaction is committed at every run start, phase start/stop, metric and run stop, and at
-least every ``commit_interval_s`` while events and sample batches stream in, so a killed process
-loses at most that last interval of an unfinished run, and never a finished one. A run whose
-``RunStop`` never arrived reads back as "incomplete".
+transaction is committed at every run start and run stop, and at least every
+``commit_interval_s`` in between (phases, events, sample batches and metrics stream in), so a
+killed process loses at most that last interval of an unfinished run, and never a finished one.
+A run whose ``RunStop`` never arrived reads back as "incomplete" (and a resume marks it
+aborted: its start was committed). Committing each phase and metric on its own made a 1 ms
+QUBO unit wait for ~20 synchronous commits instead of 2.
 """
 
 from __future__ import annotations
@@ -247,7 +249,7 @@ class StoreWriter(DocumentRouter):
         )
         run.phases.add(doc.uid)
         run.open_phases.add(doc.uid)
-        self._commit()
+        self._written()
 
     def event(self, doc: Event) -> None:
         run = self._open_run(doc.run_uid, doc.kind)
@@ -314,7 +316,7 @@ class StoreWriter(DocumentRouter):
             ),
         )
         run.metrics.add(doc.name)
-        self._commit()
+        self._written()
 
     def phase_stop(self, doc: PhaseStop) -> None:
         run = self._open_run(doc.run_uid, doc.kind)
@@ -330,7 +332,7 @@ class StoreWriter(DocumentRouter):
             (doc.t, doc.status, doc.reason, doc.uid),
         )
         run.open_phases.discard(doc.uid)
-        self._commit()
+        self._written()
 
     def run_stop(self, doc: RunStop) -> None:
         self._open_run(doc.run_uid, doc.kind)

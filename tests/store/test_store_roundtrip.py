@@ -205,7 +205,7 @@ def _common_prefix(uids: list[str]) -> str:
     return next(c for c in firsts if firsts.count(c) > 1)
 
 
-def test_a_reader_sees_committed_documents_while_the_writer_is_mid_transaction(
+def test_a_reader_sees_a_run_whole_at_its_stop_while_the_writer_is_mid_transaction(
     store_url, begin_run
 ):
     writer = StoreWriter(store_url, commit_interval_s=3600)
@@ -214,11 +214,17 @@ def test_a_reader_sees_committed_documents_while_the_writer_is_mid_transaction(
         phase = new_uid()
         writer(PhaseStart(phase, run, "solve", 100.0, {}))
         writer(Samples(run, phase, "dmm", "W", np.arange(5.0), np.ones(5)))  # not yet committed
+        writer(PhaseStop(phase, run, 101.0, "success"))  # streamed: within the interval
+        writer(Metric(run, "power", 1.0, "W"))
         with Store(store_url) as reader:
             assert reader.run(run)["status"] == "incomplete"
             assert reader.sample_sources(run) == []
-            writer(PhaseStop(phase, run, 101.0, "success"))  # commits
+            assert reader.metrics(run) == []
+            writer(RunStop(run, 102.0, "success"))  # commits the run whole
+            assert reader.run(run)["status"] == "success"
             assert reader.sample_sources(run)[0]["n"] == 5
+            assert [p["status"] for p in reader.phases(run)] == ["success"]
+            assert [m["name"] for m in reader.metrics(run)] == ["power"]
             writer.flush()
     finally:
         writer.close()
