@@ -70,6 +70,24 @@ def test_small_workloads_are_solved_exactly_even_when_tabulated() -> None:
     assert len(target.detail["independent_set"]) == 14
 
 
+def test_the_exact_target_kept_for_a_workload_is_never_another_workloads() -> None:
+    """Units of one workload share a computed target in a process; every other workload
+    (nodes, density or seed differing) gets its own, and a caller changing its copy changes
+    nobody else's."""
+    from hilbench.workloads.qubo.exact import is_independent_set
+
+    workloads = [(20, 0.05, 1), (20, 0.05, 2), (25, 0.05, 1), (20, 0.25, 1), (20, 0.05, 1)]
+    for nodes, density, seed in workloads:
+        target = find_target(nodes, density, seed)
+        graph = qubo_graph(nodes, density, seed)
+        assert target.cost == exact_optimum_cost(graph)
+        assert is_independent_set(graph, target.detail["independent_set"])
+        assert len(target.detail["independent_set"]) == -target.cost
+        target.detail["independent_set"].append(999)
+    assert 999 not in find_target(20, 0.05, 1).detail["independent_set"]
+    assert find_target(20, 0.05, 1).cost != find_target(20, 0.25, 1).cost
+
+
 def test_untabulated_small_workload_is_exact() -> None:
     target = find_target(30, 0.2, 99)
     assert target.source == "exact"

@@ -8,6 +8,7 @@ and cached.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -73,17 +74,27 @@ def _networkx_version() -> str:
 
 
 def _exact(nodes: int, density: float, seed: int) -> Target:
-    independent_set = maximum_independent_set(qubo_graph(nodes, density, seed))
+    """The exact target, computed once per workload in a process: a campaign's units of one
+    workload (repetitions, solvers, timeouts) sit next to each other and share it. Each caller
+    gets its own copy of the detail."""
+    cost, independent_set = _exact_set(nodes, density, seed)
     return Target(
-        cost=-len(independent_set),
+        cost=cost,
         source="exact",
         detail={
-            "method": "maximum clique of the complement graph, networkx.max_weight_clique",
+            "method": "per connected component, maximum clique of its complement, "
+                      "networkx.max_weight_clique",
             "set_size": len(independent_set),
-            "independent_set": independent_set,
+            "independent_set": list(independent_set),
             "networkx": _networkx_version(),
         },
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _exact_set(nodes: int, density: float, seed: int) -> tuple[int, tuple[int, ...]]:
+    independent_set = maximum_independent_set(qubo_graph(nodes, density, seed))
+    return -len(independent_set), tuple(independent_set)
 
 
 def _tabu_key(nodes: int, density: float, seed: int, settings: TabuSettings, tabu_seed: int) -> str:
