@@ -218,6 +218,7 @@ def test_a_reader_sees_a_run_whole_at_its_stop_while_the_writer_is_mid_transacti
         writer(Metric(run, "power", 1.0, "W"))
         with Store(store_url) as reader:
             assert reader.run(run)["status"] == "incomplete"
+            assert [p["status"] for p in reader.phases(run)] == ["incomplete"]  # its start
             assert reader.sample_sources(run) == []
             assert reader.metrics(run) == []
             writer(RunStop(run, 102.0, "success"))  # commits the run whole
