@@ -6,7 +6,6 @@ running daemon so it acts at once.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import time
@@ -32,16 +31,9 @@ def _open(db: Path | None):
 
 def _nudge(queue: Any, bench: str | None = None) -> None:
     """Wake a running daemon of this host on this queue (best effort: it polls anyway)."""
-    import socket
+    from hilbench.daemon.control import wake
 
-    from hilbench.daemon.control import ControlError, request
-
-    info = queue.daemon_info(bench)
-    address = info.get("control")
-    if address and (info.get("host") == socket.gethostname() or not address.startswith(
-            ("tcp://127.", "tcp://localhost", "ipc://"))):
-        with contextlib.suppress(ControlError):
-            request(address, "wake", timeout_s=0.3)
+    wake(queue, bench)
 
 
 def _snapshot(path: Path) -> tuple[str, str, Any]:

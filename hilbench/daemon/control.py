@@ -9,8 +9,10 @@ server that admits only the public keys in the authorized folder, as an agent do
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import socket
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -144,3 +146,14 @@ def request(
     if not reply.get("ok"):
         raise ControlError(f"the daemon at {address} says: {reply.get('error')}")
     return reply["result"]
+
+
+def wake(queue: Any, bench: str | None = None) -> None:
+    """Wake a running daemon of this host on this queue (best effort: it polls anyway), as
+    `hilbench queue add` and the other queue commands do after a change."""
+    info = queue.daemon_info(bench)
+    address = info.get("control")
+    if address and (info.get("host") == socket.gethostname() or not address.startswith(
+            ("tcp://127.", "tcp://localhost", "ipc://"))):
+        with contextlib.suppress(ControlError):
+            request(address, "wake", timeout_s=0.3)

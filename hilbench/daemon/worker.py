@@ -12,6 +12,11 @@ does on SIGTERM.
 It reports to the daemon on stdout, one JSON object per line: ``campaign`` (uid, units),
 ``unit`` (each finished run), ``health`` (agents and instruments, every second) and ``end``.
 It reads ``pause`` lines on stdin: stop after the unit in progress.
+
+Started without ``--item``, it is the daemon's spare: it imports what running an item needs
+(Python, SQLAlchemy, the runner: ~0.6 s) while the bench is idle, then waits for an
+``item ID`` line on stdin, so a queued campaign starts without that delay. An empty stdin
+(the daemon closed it) ends it having done nothing.
 """
 
 from __future__ import annotations
@@ -282,17 +287,43 @@ def run_item(db: Path, item_id: int, report: Reporter, queue: str | None = None)
     return end(1 if outcome.failed else 0, message)
 
 
+def preload() -> None:
+    """Import what :func:`run_item` and the campaign's parsing need, before an item is known."""
+    import hilbench.cassette.recorder
+    import hilbench.daemon.queue_db
+    import hilbench.orchestrator.campaign
+    import hilbench.orchestrator.runner
+    import hilbench.store.groups  # noqa: F401
+
+
+def wait_for_item(lines: Any) -> int | None:
+    """The spare's item: the id on the first ``item ID`` line; None when the input ends."""
+    for line in lines:
+        word, _, value = line.strip().partition(" ")
+        if word == "item":
+            return int(value)
+        log.warning("spare worker: ignoring %r before its item", line.strip()[:80])
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hilbench.daemon.worker")
     parser.add_argument("--db", type=Path, required=True)
-    parser.add_argument("--item", type=int, required=True)
+    parser.add_argument("--item", type=int, default=None,
+                        help="the queue item to run [default: a spare: read 'item ID' from stdin]")
     parser.add_argument("--queue", default=None, help="the queue's database [default: --db]")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s worker %(name)s: %(message)s")
     out = sys.stdout
     sys.stdout = sys.stderr  # nothing but reports on the daemon's pipe
-    return run_item(args.db, args.item, Reporter(out), args.queue)
+    item_id = args.item
+    if item_id is None:
+        preload()
+        item_id = wait_for_item(iter(sys.stdin.readline, ""))
+        if item_id is None:
+            return 0
+    return run_item(args.db, item_id, Reporter(out), args.queue)
 
 
 if __name__ == "__main__":
