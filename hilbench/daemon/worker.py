@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import json
 import logging
+import os
 import sys
 import threading
 import time
@@ -295,6 +297,8 @@ def preload() -> None:
     import hilbench.orchestrator.runner
     import hilbench.store.groups  # noqa: F401
 
+    gc.freeze()  # what the imports made lives as long as the process: collections skip it
+
 
 def wait_for_item(lines: Any) -> int | None:
     """The spare's item: the id on the first ``item ID`` line; None when the input ends."""
@@ -327,4 +331,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_code = main()
+    # The item's store, queue, log and cassette are closed and its end is reported: leave
+    # without the interpreter's teardown (0.13-0.22 s measured with a 1 ms QUBO campaign),
+    # which the daemon, waiting for the exit, would add to every campaign's wall time.
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(exit_code)
