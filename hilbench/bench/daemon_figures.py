@@ -127,8 +127,8 @@ def daemon_overhead(units: int, rounds: int) -> None:
     click.echo(f"one campaign file, {units} units (1 ms QUBO, spawned CPU agent, simulated "
                f"meter), {rounds} round(s) interleaved; {env_note()}")
     click.echo("`hilbench run FILE --again` (start to exit, Python start-up included) vs the "
-               "daemon (`queue add` + wake to the history entry); each path on one store "
-               "across rounds")
+               "daemon (`queue add` + wake to the history entry; its worker process waits, "
+               "imported, while the bench is idle); each path on one store across rounds")
     click.echo(f"hilbench run: median {r:.2f} s ({', '.join(f'{x:.2f}' for x in runs)}); "
                f"daemon: median {d:.2f} s ({', '.join(f'{x:.2f}' for x in queued)})")
     click.echo(f"daemon adds {100 * (d - r) / r:+.1f} % to the campaign's wall time")
