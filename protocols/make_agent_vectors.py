@@ -137,6 +137,18 @@ def _workload_messages() -> list[tuple[str, Message]]:
             stopped_early=False))),
         ("asc_unload_stream", request("s-8", "load", asc.AscUnloadStream(workload="asc"))),
         ("asc_unload_stream_reply", reply("s-8", asc.AscStreamReply(stream_samples=0))),
+        ("asc_load_sample_list", request("s-9", "load", asc.AscLoadSampleList(
+            workload="asc", indices=[7, 8]), [np.stack([audio, audio[::-1]])])),
+        ("asc_load_sample_list_reply", reply("s-9", asc.AscSampleListReply(indices=[7, 8]))),
+        ("asc_run_samples", request("s-10", "run", asc.AscSamples(
+            workload="asc", indices=[7, 8]))),
+        ("asc_samples_reply", reply("s-10", asc.AscSamplesResult(results=[
+            asc.AscSampleResult(index=7, predicted=2, scores=[-31, 4, 57, -12],
+                                preprocess_s=0.000233, inference_s=0.000283, t_start=50.0,
+                                t_end=50.000521),
+            asc.AscSampleResult(index=8, predicted=0, scores=[44, -3, 1, -20],
+                                preprocess_s=0.000231, inference_s=0.000281, t_start=50.000552,
+                                t_end=50.001069)]))),
         ("asc_second_sample_refused", codec.error_message(
             "device_full", "the device holds 1 sample (capacity 1): unload index 7 first",
             "s-5")),

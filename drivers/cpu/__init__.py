@@ -100,7 +100,8 @@ class CpuDriver(ContractDriver):
             self.link_meter(sim_meter)
         self._loaded: LoadedQubo | None = None
         self._rapl, self._rapl_reason = probe_rapl(rapl_root)
-        self._asc = AscDevice(self._sim_state, asc_sample_capacity, asc_stream_capacity)
+        self._asc = AscDevice(self._sim_state, asc_sample_capacity, asc_stream_capacity,
+                              self._sim_states)
 
     def link_meter(self, address: str) -> None:
         self._sim = relink(self._sim, address)
@@ -213,6 +214,12 @@ class CpuDriver(ContractDriver):
         default now)."""
         if self._sim is not None:
             self._sim.state(state, t)
+
+    def _sim_states(self, changes: list[tuple[str, float]]) -> None:
+        """A single-stream sample's stamped stages, told with the next report (see
+        :meth:`hilbench.sim.device_link.SimulatedDeviceLink.defer`)."""
+        if self._sim is not None:
+            self._sim.defer(changes)
 
     def close(self) -> None:
         self._loaded = None

@@ -77,8 +77,10 @@ class AscDevice:
         sim_state: Callable[..., None],
         sample_capacity: str | int = DEFAULT_SAMPLE_CAPACITY,
         stream_capacity: str | int = DEFAULT_STREAM_CAPACITY,
+        sim_states: Callable[[list[tuple[str, float]]], None] | None = None,
     ) -> None:
         self._sim_state = sim_state
+        self._sim_states = sim_states or (lambda changes: [sim_state(*c) for c in changes])
         self.sample_capacity = _positive_int("asc_sample_capacity", sample_capacity)
         self.stream_capacity = _positive_int("asc_stream_capacity", stream_capacity)
         self.model: QuantisedModel | None = None
@@ -181,8 +183,7 @@ class AscDevice:
         t2 = now()
         scores, predicted = model.infer(features)
         t3 = now()
-        for state, stamp in (("preprocessing", s0), ("inference", s2), ("idle", bench_now())):
-            self._sim_state(state, stamp)
+        self._sim_states([("preprocessing", s0), ("inference", s2), ("idle", bench_now())])
         return AscSampleResult(
             index=index,
             predicted=int(predicted),

@@ -11,6 +11,7 @@ the reply's ``detail``.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any, ClassVar
 
@@ -32,12 +33,27 @@ _ASC_LOADS = asc.AscLoad.__args__  # type: ignore[attr-defined]
 
 
 def decode_capabilities(raw: Any) -> Capabilities:
-    """A driver's capabilities as the contract's Struct (extras under ``detail``)."""
+    """A driver's capabilities as the contract's Struct (extras under ``detail``). An ASC
+    device that runs ``single_stream`` also offers ``samples``: the agent runs sample lists
+    itself, over the driver's own load, run and unload."""
     try:
-        return decode(Capabilities, gather_extras(Capabilities, raw), "driver_error",
+        caps = decode(Capabilities, gather_extras(Capabilities, raw), "driver_error",
                       "capabilities")
     except ContractError as exc:
         raise DriverError(f"the driver's {exc}", "driver_error") from None
+    if caps.asc is not None and "single_stream" in caps.asc.modes \
+            and "samples" not in caps.asc.modes:
+        caps.asc.modes.append("samples")
+    return caps
+
+
+def capabilities_for_version(caps: dict[str, Any], version: int) -> dict[str, Any]:
+    """What a peer of protocol ``version`` may be told: ``samples`` came with version 3."""
+    declared = caps.get("asc")
+    if version >= 3 or not declared or "samples" not in declared.get("modes", ()):
+        return caps
+    modes = [m for m in declared["modes"] if m != "samples"]
+    return {**caps, "asc": {**declared, "modes": modes}}
 
 
 class Dispatcher:
@@ -47,6 +63,7 @@ class Dispatcher:
         self.driver = driver
         self.settings: type[Settings] = getattr(driver, "settings", Settings)
         self._caps: Capabilities | None = None
+        self._sample_list: dict[int, np.ndarray] = {}  # index -> audio, for ``samples`` runs
 
     def capabilities(self) -> Capabilities:
         """Decoded once: what the handshake sends and what requests are checked against."""
@@ -63,6 +80,21 @@ class Dispatcher:
             check_declared(request, self.capabilities())
         except ContractError as exc:
             raise DriverError(str(exc), exc.code, key=exc.key) from None
+        if isinstance(request, asc.AscLoadSampleList):  # the agent's, not the driver's
+            self._sample_list = dict(zip(request.indices, np.array(arrays[0], copy=True),
+                                         strict=True))
+            return DriverResult(to_wire(asc.AscSampleListReply(indices=request.indices)), [])
+        if isinstance(request, asc.AscSamples):
+            return DriverResult(to_wire(self._samples(request, stop)), [])
+        if isinstance(request, asc.AscLoadModel):
+            self._sample_list = {}  # checked against the previous model's input
+        _, wire, out = self._checked(cmd, request, body, arrays, stop)
+        return DriverResult(wire, list(out))
+
+    def _checked(self, cmd: str, request: Any, body: dict[str, Any] | None,
+                 arrays: list[np.ndarray], stop: threading.Event
+                 ) -> tuple[Reply, dict[str, Any], list[np.ndarray]]:
+        """Run a checked request on the driver; its reply checked against the contract."""
         expected = reply_type(request)
         if isinstance(self.driver, ContractDriver):
             reply, out = self._typed(request, arrays, stop)
@@ -71,13 +103,52 @@ class Dispatcher:
                                   f"{expected.__name__}", "driver_error")
             wire = to_wire(reply)  # a Struct built in Python is not type-checked: check it here
         else:
-            result = self._plain(cmd, request, body, arrays, stop)
+            result = self._plain(cmd, request, to_wire(request) if body is None else body,
+                                 arrays, stop)
             wire, out = gather_extras(expected, result.body), result.arrays
         try:
-            decode(expected, wire, "driver_error", "reply")
+            typed = decode(expected, wire, "driver_error", "reply")
         except ContractError as exc:
             raise DriverError(f"the driver's {exc}", "driver_error", key=exc.key) from None
-        return DriverResult(wire, list(out))
+        return typed, wire, out
+
+    def _samples(self, request: asc.AscSamples, stop: threading.Event) -> asc.AscSamplesResult:
+        """Single stream over a sample list, beside the device: each sample loaded (untimed),
+        run and unloaded through the driver's own calls, the next only after the previous is
+        done; between two samples nothing but that (no round trip, no orchestrator work)."""
+        missing = [i for i in request.indices if i not in self._sample_list]
+        if missing:
+            raise DriverError(f"samples {missing[:8]} are not in the loaded sample list (it "
+                              f"holds {len(self._sample_list)}): send load with "
+                              "part='sample_list' first", "not_loaded", key="indices")
+        results: list[asc.AscSampleResult] = []
+        total = len(request.indices)
+        for k, index in enumerate(request.indices):
+            if stop.is_set():
+                return asc.AscSamplesResult(results=results, stopped_early=True)
+            where = f"sample {index} ({k + 1} of {total} in the list)"
+            self._step(where, "load", asc.AscLoadSample(workload="asc", index=index),
+                       [self._sample_list[index]], stop)
+            try:
+                result = self._step(where, "run", asc.AscSingleStream(workload="asc",
+                                                                      index=index), [], stop)
+            except DriverError:
+                # Free the device for whatever comes next; the run's error is the news.
+                with contextlib.suppress(DriverError):
+                    self._step(where, "load", asc.AscUnload(workload="asc", index=index), [],
+                               stop)
+                raise
+            self._step(where, "load", asc.AscUnload(workload="asc", index=index), [], stop)
+            assert isinstance(result, asc.AscSampleResult)
+            results.append(result)
+        return asc.AscSamplesResult(results=results)
+
+    def _step(self, where: str, cmd: str, request: Any, arrays: list[np.ndarray],
+              stop: threading.Event) -> Reply:
+        try:
+            return self._checked(cmd, request, None, arrays, stop)[0]
+        except DriverError as exc:
+            raise DriverError(f"{where}: {exc}", exc.code, key=exc.key) from None
 
     def _typed(self, request: Any, arrays: list[np.ndarray], stop: threading.Event
                ) -> tuple[Reply, list[np.ndarray]]:

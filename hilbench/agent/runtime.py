@@ -24,7 +24,7 @@ import zmq
 
 from hilbench import __version__
 from hilbench.agent.connections import ConnectionGuard
-from hilbench.agent.dispatch import Dispatcher
+from hilbench.agent.dispatch import Dispatcher, capabilities_for_version
 from hilbench.agent.driver import Driver
 from hilbench.agent.guard import (
     DEFAULT_MEMORY_BUDGET_BYTES,
@@ -74,6 +74,7 @@ class _Peer:
     last_seen: float
     greeted: bool = False
     session: str = ""  # from its hello (or its routing id): who owns the device's work
+    version: int = codec.PROTOCOL_VERSION  # agreed in the handshake: every message to it says so
 
 
 # Commands that end or replace another client's work: only the session that owns the device
@@ -343,7 +344,11 @@ class AgentRuntime(SocketTurns):
         self._handle(sock, route, frames)
 
     def _send(self, sock: zmq.Socket, route: list[bytes], msg: Message) -> Any:
-        """Encode and send ``msg``; returns the send's tracker for a large payload, else None."""
+        """Encode and send ``msg`` in the peer's protocol version; returns the send's tracker
+        for a large payload, else None."""
+        peer = self._peers.get(route[0]) if route else None
+        if peer is not None:
+            msg.version = peer.version
         try:
             parts = codec.encode(msg)
         except ProtocolError as exc:
@@ -388,6 +393,7 @@ class AgentRuntime(SocketTurns):
         the memory budget until ZeroMQ has sent them.
         """
         if reply.arrays and reply.arrays is request.arrays:
+            reply.version = request.version
             tracker = self._send_parts(sock, route, [codec.encode(reply)[0], *frames[1:]], "reply")
             self.budget.release_when_sent(tracker, reserved, conn)
             return
@@ -522,10 +528,12 @@ class AgentRuntime(SocketTurns):
                 msg.id,
             )
             return
+        version = max(common)
         self._peers[key] = _Peer(
-            route=route, last_seen=now(), greeted=True, session=session or key.hex()
+            route=route, last_seen=now(), greeted=True, session=session or key.hex(),
+            version=version,
         )
-        body = self._welcome(max(common))
+        body = self._welcome(version)
         self._send(sock, route, Message(type=codec.WELCOME, id=msg.id, body=body))
 
     def _handle_request(
@@ -655,7 +663,8 @@ class AgentRuntime(SocketTurns):
             "agent_id": self.agent_id,
             "driver": self.driver.name,
             "protocol_version": version,
-            "capabilities": to_wire(self.dispatcher.capabilities()),
+            "capabilities": capabilities_for_version(to_wire(self.dispatcher.capabilities()),
+                                                     version),
             "hilbench_version": __version__,
             "host": socket.gethostname(),
             "pid": os.getpid(),

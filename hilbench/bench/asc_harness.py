@@ -2,11 +2,15 @@
 
 A cpu agent is spawned on loopback and the single-stream procedure runs over the ASC test split
 (the synthetic fixture unless ``--data`` names a data set), exactly as a campaign runs it: model
-loaded first, then per sample an untimed ``load``, one ``run`` request and an ``unload``, the
-next only after the previous reply. Per sample, harness overhead = round trip of the ``run``
-request − device-reported (pre-processing + inference) time: the request's encoding, transport,
-the agent's dispatch to its worker thread, and the reply's way back. Printed as median and p99
-next to the device time; the last line is the summary.
+loaded first, then the samples one at a time, the next only after the previous finished. Per
+sample, harness overhead = the orchestrator's wall time for that sample − device-reported
+(pre-processing + inference) time. An agent that offers ``samples`` (every hilbench agent,
+protocol version 3) loads, runs and unloads each sample of a list beside the device: the
+sample's wall time is its share of the list's run request→reply window (from the previous
+sample's end to its own, plus an equal part of the request's transport); the list's audio is
+loaded before, untimed, as LoadGen loads its sample library. Otherwise it is the round trip of
+the sample's own ``run`` request. Printed as median and p99 next to the device time; the last
+line is the summary.
 
 The model does not change what is measured (timing only), so by default it is the fixed,
 baseline-shaped int8 model of the reference vectors (random weights, no training needed);
@@ -69,7 +73,7 @@ def _measure(slices: np.ndarray, model: object, passes: int, warmup: int) -> lis
 def asc_harness(
     data: Path | None, model: Path | None, limit: int | None, passes: int, warmup: int
 ) -> None:
-    """Harness overhead per single-stream ASC sample: round trip minus device time."""
+    """Harness overhead per single-stream ASC sample: wall time minus device time."""
     from hilbench.workloads.asc import load_split
     from hilbench.workloads.asc.quant import QuantisedModel
     from hilbench.workloads.asc.vectors import fixed_model
@@ -99,7 +103,7 @@ def asc_harness(
         ("device pre-processing", pre),
         ("device inference", inf),
         ("device total", device),
-        ("orchestrator round trip", round_trip),
+        ("wall time per sample", round_trip),
         ("harness overhead", overhead),
     ):
         median, p99 = _us(values)

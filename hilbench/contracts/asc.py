@@ -33,6 +33,8 @@ Stage = Literal["preprocessing", "inference"]
 WindowStage = Literal["idle", "preprocessing", "inference"]
 MAX_WINDOW_S = 3600.0
 MAX_STREAM = 3600  # samples in one stream (an hour of audio)
+MAX_SAMPLE_LIST = 4096  # samples in one sample list
+MAX_SAMPLE_LIST_BYTES = 64 * 1024 * 1024  # audio in one sample list (the agent holds it)
 
 Index = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1, description="int 0 … 2^31−1")]
 Window = Annotated[float, msgspec.Meta(gt=0, le=MAX_WINDOW_S, description="s, (0, 3600]")]
@@ -94,7 +96,31 @@ class AscUnloadStream(Contract, tag_field="part", tag="unload_stream", kw_only=T
     workload: Literal["asc"]
 
 
-AscLoad = AscLoadModel | AscLoadSample | AscUnload | AscLoadStream | AscUnloadStream
+class AscLoadSampleList(Contract, tag_field="part", tag="sample_list", kw_only=True):
+    """ONE float32 ``(k, samples)`` payload: the samples of the next ``samples`` runs, held by
+    the agent (host memory, not device memory) until the next list or model replaces them.
+    Untimed, like LoadGen's loading of its sample library before queries are issued."""
+
+    workload: Literal["asc"]
+    indices: Annotated[list[Index], msgspec.Meta(min_length=1, max_length=MAX_SAMPLE_LIST)]
+
+    def check_payloads(self, arrays: list[np.ndarray]) -> None:
+        payload_count(arrays, 1)
+        a = arrays[0]
+        if a.dtype != np.float32 or a.ndim != 2 or a.shape[0] != len(self.indices):
+            raise ContractError("bad_arguments", "payloads[0]",
+                                f"a sample list is float32 ({len(self.indices)}, samples), got "
+                                f"{a.dtype}{list(a.shape)}")
+        if a.nbytes > MAX_SAMPLE_LIST_BYTES:
+            raise ContractError("bad_arguments", "payloads[0]",
+                                f"a sample list holds at most {MAX_SAMPLE_LIST_BYTES >> 20} MiB, "
+                                f"got {a.nbytes / 2**20:.1f} MiB")
+        if len(set(self.indices)) != len(self.indices):
+            raise ContractError("bad_arguments", "indices", "each sample appears once")
+
+
+AscLoad = (AscLoadModel | AscLoadSample | AscUnload | AscLoadStream | AscUnloadStream
+           | AscLoadSampleList)
 
 
 class AscModelReply(Reply, kw_only=True):
@@ -114,6 +140,12 @@ class AscHeldReply(Reply, kw_only=True):
     held: list[Index]
     capacity: Count | None = None
     detail: Detail = msgspec.field(default_factory=dict)
+
+
+class AscSampleListReply(Reply, kw_only=True):
+    """Reply to ``sample_list``: the samples the agent holds for ``samples`` runs."""
+
+    indices: list[Index]
 
 
 class AscStreamReply(Reply, kw_only=True):
@@ -145,7 +177,19 @@ class AscStream(Contract, tag_field="mode", tag="stream", kw_only=True):
     duration_s: Window
 
 
-AscRun = AscSingleStream | AscRepeat | AscStream
+class AscSamples(Contract, tag_field="mode", tag="samples", kw_only=True):
+    """Single stream over samples of the loaded sample list, in the order given, run by the
+    agent beside the device: for each, exactly as a procedure would do it over the wire, load
+    it into device memory (untimed), run it (``single_stream``, timed on the device) and
+    unload it; the next only after the previous finished. The agent, not the driver, runs the
+    list (protocol version 3), so no round trip lies between two samples; the orchestrator
+    checks every claimed region against its own window of this request."""
+
+    workload: Literal["asc"]
+    indices: Annotated[list[Index], msgspec.Meta(min_length=1, max_length=MAX_SAMPLE_LIST)]
+
+
+AscRun = AscSingleStream | AscRepeat | AscStream | AscSamples
 
 
 class AscSampleResult(Reply, kw_only=True):
@@ -159,6 +203,14 @@ class AscSampleResult(Reply, kw_only=True):
     preprocess_reason: Text | None = None
     preprocess_latency_s: Seconds | None = None
     detail: Detail = msgspec.field(default_factory=dict)
+
+
+class AscSamplesResult(Reply, kw_only=True):
+    """Reply to ``samples``: one ``single_stream`` result per sample run, in order; fewer than
+    asked only when a ``stop`` came (``stopped_early``)."""
+
+    results: Annotated[list[AscSampleResult], msgspec.Meta(max_length=MAX_SAMPLE_LIST)]
+    stopped_early: bool = False
 
 
 class AscWindowResult(Reply, kw_only=True):
@@ -182,7 +234,7 @@ class AscWindowResult(Reply, kw_only=True):
 class AscCapabilities(Contract, omit_defaults=False, kw_only=True):
     sample_capacity: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)] = 1
     stream_capacity: Count = 0
-    modes: list[Literal["single_stream", "repeat", "stream"]] = msgspec.field(
+    modes: list[Literal["single_stream", "repeat", "stream", "samples"]] = msgspec.field(
         default_factory=lambda: ["single_stream"])
     stages: list[Stage] | None = None
     timing: Text | None = None

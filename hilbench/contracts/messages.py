@@ -44,9 +44,11 @@ WORKLOADS: dict[str, Workload] = {
             asc.AscUnload: asc.AscHeldReply,
             asc.AscLoadStream: asc.AscStreamReply,
             asc.AscUnloadStream: asc.AscStreamReply,
+            asc.AscLoadSampleList: asc.AscSampleListReply,
             asc.AscSingleStream: asc.AscSampleResult,
             asc.AscRepeat: asc.AscWindowResult,
             asc.AscStream: asc.AscWindowResult,
+            asc.AscSamples: asc.AscSamplesResult,
         },
     ),
 }
@@ -100,9 +102,10 @@ def register_workload(name: str, workload: Workload) -> None:
 
 # isinstance against tuples built once (``A | B`` would build a union on every request).
 _QUBO_RUNS = (qubo.FixedTimeout, qubo.TimeToSolution)
-_ASC_RUNS = (asc.AscSingleStream, asc.AscRepeat, asc.AscStream)
+_ASC_RUNS = (asc.AscSingleStream, asc.AscRepeat, asc.AscStream, asc.AscSamples)
+_ASC_SAMPLE_RUNS = (asc.AscSingleStream, asc.AscSamples)  # no stage, no duration
 _ASC_LOADS = (asc.AscLoadModel, asc.AscLoadSample, asc.AscUnload, asc.AscLoadStream,
-              asc.AscUnloadStream)
+              asc.AscUnloadStream, asc.AscLoadSampleList)
 
 
 def check_declared(request: Any, caps: Capabilities) -> None:
@@ -144,13 +147,13 @@ def check_declared(request: Any, caps: Capabilities) -> None:
                 and request.index is None:
             raise ContractError("bad_arguments", "index",
                                 f"a {request.stage} window repeats a held sample: give its index")
-        if not isinstance(request, asc.AscSingleStream) and request.stage != "idle" \
+        if not isinstance(request, _ASC_SAMPLE_RUNS) and request.stage != "idle" \
                 and request.stage not in declared_asc.timed_stages():
             raise ContractError("bad_arguments", "stage",
                                 f"this device times {list(declared_asc.timed_stages())} windows "
                                 "(capabilities asc.stages)")
         limit = declared_asc.max_repeat_s
-        if not isinstance(request, asc.AscSingleStream) and limit is not None \
+        if not isinstance(request, _ASC_SAMPLE_RUNS) and limit is not None \
                 and request.duration_s > limit:
             raise ContractError("bad_arguments", "duration_s",
                                 f"{request.duration_s} s passes this device's {limit:g} s")

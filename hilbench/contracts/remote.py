@@ -134,3 +134,10 @@ class RemoteAscDevice:
     def run_asc(self, body: asc.AscRun, stop: threading.Event | None = None) -> Reply:
         budget = getattr(body, "duration_s", 0.0)
         return self.device.call("run", body, None, budget + 60.0)[0]
+
+    def run_samples(self, body: asc.AscSamples) -> asc.AscSamplesResult:
+        """Single stream over samples of the loaded list, run by the agent (not a driver's
+        role: the agent runs it over the driver's load, run and unload)."""
+        reply = self.device.call("run", body, None, 60.0 * len(body.indices))[0]
+        assert isinstance(reply, asc.AscSamplesResult)
+        return reply

@@ -23,7 +23,8 @@ SECTIONS: tuple[tuple[str, tuple[type[msgspec.Struct], ...]], ...] = (
     ("ASC", (asc.AscLoadModel, asc.AscModelReply, asc.AscLoadSample, asc.AscUnload,
              asc.AscHeldReply, asc.AscLoadStream, asc.AscUnloadStream, asc.AscStreamReply,
              asc.AscSingleStream, asc.AscSampleResult, asc.AscRepeat, asc.AscStream,
-             asc.AscWindowResult)),
+             asc.AscWindowResult, asc.AscLoadSampleList, asc.AscSampleListReply,
+             asc.AscSamples, asc.AscSamplesResult)),
 )
 
 

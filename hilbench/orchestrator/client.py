@@ -111,6 +111,8 @@ class AgentClient:
         self.connect_timeout_s = connect_timeout_s
         self.info: dict[str, Any] = {}
         self.capabilities = Capabilities()
+        # The protocol version agreed in the handshake; every message after it carries it.
+        self.version = codec.PROTOCOL_VERSION
         self._ctx = context or zmq.Context.instance()
         self._sock: zmq.Socket | None = None
         self._last_heard = now()
@@ -136,11 +138,15 @@ class AgentClient:
         return self._handshake()
 
     def _handshake(self) -> dict[str, Any]:
+        # Until the agent has chosen, speak the oldest version (heartbeats included): an agent
+        # that speaks only that one reads every message.
+        self.version = min(codec.SUPPORTED_VERSIONS)
         hello = Message(
             type=codec.HELLO,
             id=codec.new_correlation_id(),
             # The session owns the agent's work: no other client can stop or replace it.
             body={"versions": list(codec.SUPPORTED_VERSIONS), "session": self.session},
+            version=self.version,
         )
         started = now()
         try:
@@ -175,6 +181,7 @@ class AgentClient:
                 f"agent {self.name} speaks protocol {welcome.body.get('protocol_version')!r}; "
                 f"this orchestrator supports {list(codec.SUPPORTED_VERSIONS)}"
             )
+        self.version = int(welcome.body["protocol_version"])
         try:  # decoded once: what procedures read of the device
             self.capabilities = decode(Capabilities, welcome.body.get("capabilities") or {},
                                        "bad_reply", "welcome capabilities:")
@@ -298,6 +305,7 @@ class AgentClient:
             raise RuntimeError(f"agent {self.name} is not connected")
         # Never block on send: a DEALER whose connection is not up (or was refused, as a
         # CurveZMQ server does with an unknown key) has no peer to queue to.
+        msg.version = self.version
         frames = codec.encode(msg)
         self._sent = now()  # nothing the agent does for this request can start before this
         unsent: list[Any] | None = self._try_send(frames)
@@ -312,7 +320,7 @@ class AgentClient:
             if unsent is not None:
                 unsent = self._try_send(unsent)
             if t >= self._next_beat:
-                self._try_send(codec.encode(Message(type=codec.HEARTBEAT)))
+                self._try_send(codec.encode(Message(type=codec.HEARTBEAT, version=self.version)))
                 self._next_beat = t + self.heartbeat_s
                 if while_waiting is not None:
                     while_waiting()

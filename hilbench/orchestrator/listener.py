@@ -378,13 +378,19 @@ class AgentListener:
         return False
 
     def _beat(self, skip: _Peer | None) -> None:
-        frames = codec.encode(Message(type=codec.HEARTBEAT))
+        encoded: dict[int, list] = {}  # one encoding per protocol version in use
         for identity, peer in list(self._peers.items()):
             # The waiting link beats its own agent; a long-silent one is not spoken to, and one
             # without a link is forgotten.
             if peer is skip:
                 continue
             if self._recently_heard(peer):
+                version = peer.link.version if peer.link is not None else min(
+                    codec.SUPPORTED_VERSIONS)
+                frames = encoded.get(version)
+                if frames is None:
+                    frames = encoded[version] = codec.encode(
+                        Message(type=codec.HEARTBEAT, version=version))
                 self._send(peer, frames)
             elif peer.link is None or peer.link.closed:
                 del self._peers[identity]

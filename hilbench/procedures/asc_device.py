@@ -17,18 +17,25 @@ import numpy as np
 
 from hilbench.clock import now
 from hilbench.contracts.asc import (
+    MAX_SAMPLE_LIST,
     AscLoadModel,
     AscLoadSample,
+    AscLoadSampleList,
     AscLoadStream,
     AscSampleResult,
+    AscSamples,
     AscSingleStream,
     AscUnload,
     AscUnloadStream,
 )
 from hilbench.contracts.base import to_wire
 from hilbench.contracts.remote import RemoteDevice
+from hilbench.orchestrator.client import AgentError
 
 SAMPLE_TIMEOUT_S = 60.0  # one sample takes milliseconds; this only catches a hung device
+# Audio one ``samples`` request carries (128 one-second samples at 16 kHz): the round trip is
+# shared by that many samples, and the agent holds no more than this for the list.
+SAMPLE_LIST_BYTES = 8 * 1024 * 1024
 
 def send_model(device: RemoteDevice, model: Any) -> dict[str, Any]:
     """Put the int8 model into the device: JSON metadata plus its integer arrays."""
@@ -73,8 +80,13 @@ class SampleRecord:
     predicted: int
     preprocess_s: float | None  # None: the device cannot measure it (says why in the reply)
     inference_s: float
-    round_trip_s: float  # orchestrator: run request sent .. reply received (load not included)
+    # Orchestrator clock. One request per sample: its run request sent .. reply received (load
+    # not included). A sample list: this sample's share of the list's run request→reply window,
+    # split at the device's sample ends, the transport both ways shared equally; the shares
+    # add up to the window.
+    round_trip_s: float
     t_done: float
+    window: tuple[float, float] | None = None  # the request that ran it: sent, reply received
 
     @property
     def device_s(self) -> float:
@@ -92,7 +104,14 @@ def run_single_stream(
     on_sample: Callable[[SampleRecord, dict], None] | None = None,
 ) -> list[SampleRecord]:
     """For each sample i of ``audio`` (N, samples): load it, run it, unload it; the next one
-    only after the previous finished. Only the run is timed (on the device)."""
+    only after the previous finished. Only the run is timed (on the device).
+
+    An agent that offers ``samples`` (protocol version 3) does this beside the device over
+    lists of samples, with no round trip between two samples; otherwise it takes three
+    requests per sample."""
+    asc_caps = device.capabilities.asc
+    if asc_caps is not None and "samples" in asc_caps.modes:
+        return _run_sample_lists(device, audio, on_sample)
     records = []
     handle = device.asc
     with device.waiting(timeout_s=SAMPLE_TIMEOUT_S):
@@ -110,11 +129,83 @@ def run_single_stream(
                 inference_s=result.inference_s,
                 round_trip_s=t_done - t_issue,
                 t_done=t_done,
+                window=(t_issue, t_done),
             )
             records.append(record)
             if on_sample is not None:
                 on_sample(record, to_wire(result))
     return records
+
+
+def _run_sample_lists(
+    device: RemoteDevice,
+    audio: np.ndarray,
+    on_sample: Callable[[SampleRecord, dict], None] | None,
+) -> list[SampleRecord]:
+    """Single stream in lists of samples run by the agent (``samples``)."""
+    records: list[SampleRecord] = []
+    handle = device.asc
+    n = audio.shape[0]
+    per_list = max(1, min(MAX_SAMPLE_LIST, SAMPLE_LIST_BYTES // max(1, audio[0].nbytes)))
+    for first in range(0, n, per_list):
+        chunk = np.ascontiguousarray(audio[first:first + per_list], dtype=np.float32)
+        indices = list(range(first, first + chunk.shape[0]))
+        # Loading is untimed (LoadGen loads its sample library before issuing queries): the
+        # list's audio travels before the run, which carries only the indices.
+        handle.load_asc(AscLoadSampleList(workload="asc", indices=indices), [chunk])
+        with device.waiting(timeout_s=SAMPLE_TIMEOUT_S * len(indices)):
+            reply = handle.run_samples(AscSamples(workload="asc", indices=indices))
+        assert device.window is not None
+        sent, received = device.window
+        results = reply.results
+        _check_list(device.name, indices, results, reply.stopped_early)
+        span = results[-1].t_end - results[0].t_start if results else 0.0
+        t_done, previous_end = sent, None
+        for result in results:
+            # This sample's share of the window: from the previous sample's end to its own
+            # (agent clock; the offset cancels), plus an equal part of what lies outside the
+            # agent's span (the request and reply in transit, shared by the list's samples).
+            outside = (received - sent - span) / len(results)
+            share = outside + (result.t_end - result.t_start if previous_end is None
+                               else result.t_end - previous_end)
+            previous_end = result.t_end
+            t_done += share
+            record = SampleRecord(
+                index=result.index,
+                predicted=result.predicted,
+                preprocess_s=result.preprocess_s,
+                inference_s=result.inference_s,
+                round_trip_s=share,
+                t_done=t_done,
+                window=(sent, received),
+            )
+            records.append(record)
+            if on_sample is not None:
+                on_sample(record, to_wire(result))
+        if reply.stopped_early:
+            break
+    return records
+
+
+def _check_list(agent: str, indices: list[int], results: list[AscSampleResult],
+                stopped_early: bool) -> None:
+    """The reply to a sample list answers the samples asked, in order, one after another."""
+    if len(results) > len(indices) or (len(results) < len(indices) and not stopped_early):
+        raise AgentError(agent, "bad_reply",
+                         f"asked for {len(indices)} samples, the reply has {len(results)}",
+                         {"key": "results"})
+    previous = None
+    for k, (index, result) in enumerate(zip(indices, results, strict=False)):
+        if result.index != index:
+            raise AgentError(agent, "bad_reply", f"results[{k}] is sample {result.index}, "
+                             f"not {index}", {"key": f"results[{k}].index"})
+        if previous is not None and result.t_start < previous.t_end:
+            raise AgentError(agent, "timing_inconsistent",
+                             f"sample {index} starts {previous.t_end - result.t_start:.6f} s "
+                             f"before sample {previous.index} ended: single stream runs one "
+                             "sample after the other",
+                             {"t_start": result.t_start, "previous_t_end": previous.t_end})
+        previous = result
 
 
 def mean_and_std_error(values: Sequence[float]) -> tuple[float, float]:

@@ -142,9 +142,10 @@ def _check_regions(run: RecordedRun) -> None:
         if e["name"] == "sample" and d.get("t_device_start") is not None:
             t_done = float(e["t"])
             work = float(d.get("preprocess_s") or 0.0) + float(d["inference_s"])
+            sent, received = d.get("request_window") or (t_done - float(d["round_trip_s"]),
+                                                         t_done)
             check_region(agent, f"sample {d['index']}", float(d["t_device_start"]),
-                         float(d["t_device_end"]), t_done - float(d["round_trip_s"]), t_done,
-                         offset, work)
+                         float(d["t_device_end"]), float(sent), float(received), offset, work)
         elif e["name"] == "repeat_result" and "t_start" in d:
             n, mean = d.get("iterations"), d.get("mean_s")
             work = float(n) * float(mean) if n is not None and mean is not None else 0.0

@@ -6,7 +6,9 @@ no sample's latency); then each test sample is loaded into device memory (untime
 next, so a device that holds one sample can host it. The orchestrator compares the prediction
 with the label (classification, not timed) and keeps one ``sample`` event per sample. Results:
 accuracy with a clip-aware interval, mean pre-processing and inference time with standard error,
-and the harness overhead (round trip minus device time).
+and the harness overhead (wall time per sample minus device time). An agent that offers
+``samples`` runs the samples in lists beside the device (load, run, unload each, no round trip
+between two); the orchestrator checks each claimed region against the list's window.
 """
 
 from __future__ import annotations
@@ -69,10 +71,13 @@ def run_single_stream_phase(ctx: RunContext, res: AscResources, device: RemoteDe
 
     with ctx.phase("single_stream", [device]) as phase:
         def on_sample(record: SampleRecord, body: dict) -> None:
-            # The device's region must lie inside this sample's run request→reply window.
+            # The device's region must lie inside the request→reply window of the request that
+            # ran it (its own run request, or the sample list it came in).
+            assert record.window is not None
+            sent, received = record.window
             check_region(device.name, f"sample {record.index}", float(body["t_start"]),
-                         float(body["t_end"]), record.t_done - record.round_trip_s,
-                         record.t_done, phase.offsets[device.name], record.device_s)
+                         float(body["t_end"]), sent, received, phase.offsets[device.name],
+                         record.device_s)
             label = int(labels[record.index])
             ctx.emit(Event(ctx.run_uid, phase.uid, "sample", record.t_done, {
                 "index": record.index,
@@ -90,6 +95,7 @@ def run_single_stream_phase(ctx: RunContext, res: AscResources, device: RemoteDe
                 "inference_s": record.inference_s,
                 "round_trip_s": record.round_trip_s,
                 "overhead_s": record.overhead_s,
+                "request_window": [sent, received],
                 "t_device_start": body.get("t_start"),
                 "t_device_end": body.get("t_end"),
             }))
@@ -154,8 +160,10 @@ def emit_single_stream_metrics(
     overhead = np.array([r.overhead_s for r in records])
     device = np.array([r.device_s for r in records])
     harness_meta = {"samples": n, "device_median_s": float(np.median(device)),
-                    "definition": "orchestrator round trip of the run request per sample minus "
-                                  "device-reported pre-processing + inference time"}
+                    "definition": "orchestrator wall time per sample minus device-reported "
+                                  "pre-processing + inference time: the run request's round "
+                                  "trip, or the sample's share of its sample list's "
+                                  "request→reply window (load and unload included)"}
     ctx.emit(Metric(run, "harness_overhead_median_s", float(np.median(overhead)), "s",
                     meta=harness_meta))
     ctx.emit(Metric(run, "harness_overhead_p99_s", float(np.percentile(overhead, 99)), "s",

@@ -34,8 +34,9 @@ from hilbench.wire.header_schema import (
 
 PROTOCOL_NAME = "hilbench-agent"
 # 2: typed workload contracts (protocols/agent-protocol.md, "What changed in version 2")
-PROTOCOL_VERSION = 2
-SUPPORTED_VERSIONS = (2,)
+# 3: ASC run mode ``samples`` (protocols/agent-protocol.md, "What changed in version 3")
+PROTOCOL_VERSION = 3
+SUPPORTED_VERSIONS = (2, 3)
 
 MAX_HEADER_BYTES = 64 * 1024
 DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024 * 1024

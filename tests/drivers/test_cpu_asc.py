@@ -262,8 +262,9 @@ def test_the_simulated_meter_sees_the_stage_the_device_repeats(tmp_path):
 
 
 def test_the_simulated_meter_learns_a_single_stream_samples_stages_with_their_times(tmp_path):
-    """Reported after the sample (no meter wake-up inside a timed stage), stamped when each
-    stage began: the meter's truth over each stage is that stage's power."""
+    """Reported with the next report (no meter wake-up inside a timed stage, nor between two
+    samples), stamped when each stage began: the meter's truth over each stage is that stage's
+    power."""
     meter = SimulatedMeter(SIMULATED_CPU)
     meter.start()
     driver = CpuDriver(rapl_root=str(tmp_path / "none"), sim_meter=f"{meter.host}:{meter.port}")
@@ -271,7 +272,8 @@ def test_the_simulated_meter_learns_a_single_stream_samples_stages_with_their_ti
         loaded(driver, audio(1)[0])
         result = run(driver, mode="single_stream", index=0)
         pre_end = result["t_start"] + result["preprocess_s"]
-        time.sleep(0.05)  # the reports travel to the meter after the sample
+        run(driver, mode="repeat", stage="idle", duration_s=0.01)  # the next report
+        time.sleep(0.05)  # the reports travel to the meter
         assert meter.true_mean_power(result["t_start"], pre_end) == pytest.approx(
             SIMULATED_CPU.watts("preprocessing"), rel=1e-3)
         assert meter.true_mean_power(result["t_end"] - result["inference_s"],

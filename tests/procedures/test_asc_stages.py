@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from hilbench.agent.driver import DriverError, DriverResult
+from hilbench.clock import now
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import DocumentStream, Metric
 from hilbench.orchestrator.phases import RunContext
@@ -53,9 +54,10 @@ class OneSampleDevice:
         index = params["index"]
         if index != self.held:
             raise DriverError(f"sample {index} not held", "not_loaded")
+        t_start = now()  # the agent's clock, as a device's timestamps would be
         return DriverResult({"index": index, "predicted": index % 4, "scores": [0, 1, 2, 3],
                              "preprocess_s": PRE_S * (1 + index), "inference_s": INF_S,
-                             "t_start": 0.0, "t_end": 0.01})
+                             "t_start": t_start, "t_end": now()})
 
     def close(self) -> None:
         pass

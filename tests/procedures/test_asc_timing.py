@@ -16,14 +16,15 @@ from tests.cpu_wrapper import CpuWrapper
 
 
 class BackdatingDriver(CpuWrapper):
-    """The cpu driver; sample 3's single-stream reply claims it ran a second earlier."""
+    """The cpu driver; sample 0's single-stream reply claims it ran a second earlier (the first
+    of its sample list: no earlier sample to overlap, so the orchestrator's window catches it)."""
 
     name: ClassVar[str] = "backdating"
 
     def run(self, params: dict[str, Any], stop: threading.Event) -> DriverResult:
         reply = self.inner.run(params, stop)
         body = dict(reply.body)
-        if params.get("mode") == "single_stream" and params.get("index") == 3:
+        if params.get("mode") == "single_stream" and params.get("index") == 0:
             body["t_start"] -= 1.0
             body["t_end"] -= 1.0
         return DriverResult(body, reply.arrays)
@@ -46,5 +47,5 @@ def test_a_backdated_sample_fails_its_run_as_timing_inconsistent(tmp_path, asc_c
     with Store(tmp_path / "r.sqlite") as store:
         [run] = store.runs()
     assert run["status"] == "fail"
-    assert "timing_inconsistent: sample 3: the claimed timed region starts" in run["reason"]
+    assert "timing_inconsistent: sample 0: the claimed timed region starts" in run["reason"]
     assert "before the request was sent" in run["reason"]

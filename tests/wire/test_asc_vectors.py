@@ -76,7 +76,10 @@ def exchange(tmp_path_factory) -> Recorder:
         rec = Recorder(client)
         device = RemoteDevice(client)
         asc_device.send_model(device, MODEL)
-        asc_device.run_single_stream(device, audio[:1])  # load 0, run 0, unload 0
+        asc_device.run_single_stream(device, audio)  # a sample list: load it, run samples
+        asc_device.load_sample(device, 0, audio[0])  # one sample over the wire (version 2)
+        client.request("run", {"workload": "asc", "mode": "single_stream", "index": 0})
+        asc_device.unload_sample(device, 0)
         asc_device.load_sample(device, 0, audio[0])
         with pytest.raises(AgentError):
             asc_device.load_sample(device, 1, audio[1])
@@ -106,6 +109,8 @@ PAIRS = {
     ("asc_load_stream", "asc_load_stream_reply"): ("load", {"part": "stream"}),
     ("asc_run_stream", "asc_stream_reply"): ("run", {"mode": "stream"}),
     ("asc_unload_stream", "asc_unload_stream_reply"): ("load", {"part": "unload_stream"}),
+    ("asc_load_sample_list", "asc_load_sample_list_reply"): ("load", {"part": "sample_list"}),
+    ("asc_run_samples", "asc_samples_reply"): ("run", {"mode": "samples"}),
 }
 
 

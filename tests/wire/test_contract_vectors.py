@@ -26,6 +26,8 @@ PAIRS = [(req, rep) for req, rep in [
     ("asc_load_stream", "asc_load_stream_reply"),
     ("asc_run_stream", "asc_stream_reply"),
     ("asc_unload_stream", "asc_unload_stream_reply"),
+    ("asc_load_sample_list", "asc_load_sample_list_reply"),
+    ("asc_run_samples", "asc_samples_reply"),
 ]]
 
 
