@@ -31,7 +31,10 @@ log = logging.getLogger(__name__)
 # Correlated message types and the answer recorded for each.
 ANSWERS = {codec.HELLO: (codec.WELCOME, codec.ERROR), codec.REQUEST: (codec.REPLY, codec.ERROR),
            codec.PING: (codec.PONG, codec.ERROR)}
-VOLATILE = {codec.HELLO: ("session",)}  # body keys made afresh per session
+# Body keys made afresh per session, and the versions an orchestrator offers: a newer one
+# offers more, and replays a cassette if it speaks the version the recorded welcome chose (its
+# client refuses the welcome otherwise, naming both).
+VOLATILE = {codec.HELLO: ("session", "versions")}
 REPLY_WAIT_S = 1.0  # a stand-in answers at once; no answer within this is a failure
 
 
