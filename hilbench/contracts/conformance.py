@@ -188,6 +188,9 @@ def _check_asc(suite: _Suite, device: Any, caps: asc.AscCapabilities, model: Any
     suite.check("asc: unload", lambda: asc_device.unload_sample(device, 0))
     suite.check("asc: unloading it again is refused with not_loaded", lambda: _refused(
         device, "not_loaded", lambda: asc_device.unload_sample(device, 0)))
+    if "samples" in caps.modes:  # the agent's sample lists, over this driver's own calls
+        suite.check("asc: single stream over a sample list", lambda: _sample_list(
+            asc_device.run_single_stream(device, np.stack([sample, sample, sample]))))
 
 
 def _sample(result: Any, caps: asc.AscCapabilities) -> None:
@@ -198,6 +201,11 @@ def _sample(result: Any, caps: asc.AscCapabilities) -> None:
     assert 0 <= result.predicted < max(len(result.scores), 1), "predicted is not a class"
     if result.preprocess_s is None:
         assert result.preprocess_reason, "preprocess_s is null without preprocess_reason"
+
+
+def _sample_list(records: list[Any]) -> None:
+    assert [r.index for r in records] == [0, 1, 2], "not the samples asked, in order"
+    assert all(r.inference_s >= 0 and r.round_trip_s >= 0 for r in records)
 
 
 def _window(window: Any, stage: str) -> None:
