@@ -77,6 +77,16 @@ class AscUnload(Contract, tag_field="part", tag="unload", kw_only=True):
     index: Index
 
 
+def _sample_rows(arrays: list[np.ndarray], rows: int, what: str) -> np.ndarray:
+    """The one float32 ``(rows, samples)`` payload of a stream or a sample list."""
+    payload_count(arrays, 1)
+    a = arrays[0]
+    if a.dtype != np.float32 or a.ndim != 2 or a.shape[0] != rows:
+        raise ContractError("bad_arguments", "payloads[0]",
+                            f"{what} is float32 ({rows}, samples), got {a.dtype}{list(a.shape)}")
+    return a
+
+
 class AscLoadStream(Contract, tag_field="part", tag="stream", kw_only=True):
     """ONE float32 ``(k, samples)`` payload: k consecutive 1 s samples."""
 
@@ -84,12 +94,7 @@ class AscLoadStream(Contract, tag_field="part", tag="stream", kw_only=True):
     indices: Annotated[list[Index], msgspec.Meta(min_length=1, max_length=MAX_STREAM)]
 
     def check_payloads(self, arrays: list[np.ndarray]) -> None:
-        payload_count(arrays, 1)
-        a = arrays[0]
-        if a.dtype != np.float32 or a.ndim != 2 or a.shape[0] != len(self.indices):
-            raise ContractError("bad_arguments", "payloads[0]",
-                                f"a stream is float32 ({len(self.indices)}, samples), got "
-                                f"{a.dtype}{list(a.shape)}")
+        _sample_rows(arrays, len(self.indices), "a stream")
 
 
 class AscUnloadStream(Contract, tag_field="part", tag="unload_stream", kw_only=True):
@@ -105,12 +110,7 @@ class AscLoadSampleList(Contract, tag_field="part", tag="sample_list", kw_only=T
     indices: Annotated[list[Index], msgspec.Meta(min_length=1, max_length=MAX_SAMPLE_LIST)]
 
     def check_payloads(self, arrays: list[np.ndarray]) -> None:
-        payload_count(arrays, 1)
-        a = arrays[0]
-        if a.dtype != np.float32 or a.ndim != 2 or a.shape[0] != len(self.indices):
-            raise ContractError("bad_arguments", "payloads[0]",
-                                f"a sample list is float32 ({len(self.indices)}, samples), got "
-                                f"{a.dtype}{list(a.shape)}")
+        a = _sample_rows(arrays, len(self.indices), "a sample list")
         if a.nbytes > MAX_SAMPLE_LIST_BYTES:
             raise ContractError("bad_arguments", "payloads[0]",
                                 f"a sample list holds at most {MAX_SAMPLE_LIST_BYTES >> 20} MiB, "
