@@ -182,8 +182,10 @@ def _run_sample_lists(
             records.append(record)
             if on_sample is not None:
                 on_sample(record, to_wire(result))
-        if reply.stopped_early:
-            break
+        if reply.stopped_early:  # a stop reached the agent: no figure from part of the set
+            raise AgentError(device.name, "stopped",
+                             f"the agent stopped the sample list after {len(results)} of "
+                             f"{len(indices)} samples", {"samples_done": len(records)})
     return records
 
 

@@ -144,3 +144,15 @@ def test_a_version_2_peer_is_answered_in_version_2_without_sample_lists(monkeypa
     assert device.calls[before:] == [(step, i) for i in range(3)
                                      for step in ("load", "run", "unload")]
     assert all(r.window[1] - r.window[0] == pytest.approx(r.round_trip_s) for r in records)
+
+
+def test_a_list_the_agent_stopped_gives_no_figure_from_part_of_the_set():
+    from hilbench.orchestrator.local import LocalLink
+
+    link = LocalLink(LoggingDevice())
+    link.stop.set()  # as a `stop` command would, before the list's first sample
+    seen: list[int] = []
+    with pytest.raises(AgentError) as caught:
+        run_single_stream(RemoteDevice(link), _audio(3), lambda r, body: seen.append(r.index))
+    assert caught.value.code == "stopped"
+    assert "after 0 of 3 samples" in str(caught.value) and seen == []
