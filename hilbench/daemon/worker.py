@@ -306,7 +306,8 @@ def wait_for_item(lines: Any) -> int | None:
         word, _, value = line.strip().partition(" ")
         if word == "item":
             return int(value)
-        log.warning("spare worker: ignoring %r before its item", line.strip()[:80])
+        if word:
+            log.warning("spare worker: ignoring %r before its item", line.strip()[:80])
     return None
 
 
