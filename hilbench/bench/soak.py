@@ -96,6 +96,7 @@ def _soak(units: int, campaigns: int, fires: int, daemon_kills: int, agent_kills
     restarted_at = 0
     done_kills = {"daemon": 0, "agent": 0}
     kill_times: list[float] = []
+    done_at_kill = -1
     latencies: list[float] = []
     next_status = 0.0
     last_report = 0.0
@@ -105,11 +106,14 @@ def _soak(units: int, campaigns: int, fires: int, daemon_kills: int, agent_kills
             done = successes(db)
             if rss_first is None and done >= 50:
                 rss_first = daemon.rss_mib()
-            if kills and done >= kills[0][0]:
+            # A unit done after the last kill first: two kills in one gap between completions
+            # would be one outage (units come faster than this loop looks, ~70/s).
+            if kills and done >= kills[0][0] and done > done_at_kill:
                 _, what = kills.pop(0)
                 if what == "daemon":
                     kill_times.append(time.time())
                     daemon.kill()
+                    done_at_kill = successes(db)
                     daemon.start()
                     rss_last_start, restarted_at = None, done
                     done_kills["daemon"] += 1
@@ -118,6 +122,7 @@ def _soak(units: int, campaigns: int, fires: int, daemon_kills: int, agent_kills
                     if agents:
                         kill_times.append(time.time())
                         rng.choice(agents).kill()
+                        done_at_kill = successes(db)
                         done_kills["agent"] += 1
                     else:  # between campaigns: try again a moment later
                         kills.insert(0, (done + 5, "agent"))
