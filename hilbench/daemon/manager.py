@@ -193,6 +193,12 @@ class Daemon:
         def on_signal(signum: int) -> None:
             received.append(signum)
             self.stopping.set()
+            # As SIGTERM stops `hilbench run`: at once, not after the loop's current step (a
+            # short unit could end and the next begin meanwhile, leaving no run to abort).
+            w = self.worker
+            if w is not None and w.proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    w.proc.send_signal(signal.SIGTERM)
             self.wake.set()
 
         call_on_signal(lambda: on_signal(signal.SIGTERM), signal.SIGTERM)

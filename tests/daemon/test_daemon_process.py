@@ -56,10 +56,12 @@ def test_sigkill_mid_campaign_then_restart_runs_every_unit_exactly_once(tmp_path
 
 def test_sigterm_aborts_the_run_with_the_reason_and_the_restart_resumes(tmp_path, daemon_at):
     db = tmp_path / "d.sqlite"
-    path = qubo_campaign(tmp_path, "term", 30, timeout_s=0.02)
+    path = qubo_campaign(tmp_path, "term", 3, timeout_s=1.5)
     assert hilbench("queue", "add", path, "--db", db).returncode == 0
     d = daemon_at(db).start()
-    d.wait_until(lambda s: (s["current"] or {}).get("done", 0) >= 3, "three units done")
+    # The signal lands while the first unit solves: the status seen can be a few tenths of a
+    # second old, and a 20 ms unit had often ended by then (no run in progress to abort).
+    d.wait_until(lambda s: (s["current"] or {}).get("unit") is not None, "a unit running")
     assert d.signal(signal.SIGTERM) == 143
     aborted = [r for r in _runs(db) if r["status"] == "abort"]
     assert aborted and all("SIGTERM" in r["reason"] for r in aborted)
@@ -67,7 +69,7 @@ def test_sigterm_aborts_the_run_with_the_reason_and_the_restart_resumes(tmp_path
     d.wait_until(lambda s: history(db), "the item finished")
     assert history(db)[0]["exit_status"] == "completed"
     done = Counter(r["unit_key"] for r in _runs(db) if r["status"] == "success")
-    assert len(done) == 30 and set(done.values()) == {1}
+    assert len(done) == 3 and set(done.values()) == {1}
 
 
 def test_a_hand_run_is_refused_while_the_daemon_holds_the_bench_and_vice_versa(
