@@ -100,8 +100,8 @@ class CpuDriver(ContractDriver):
             self.link_meter(sim_meter)
         self._loaded: LoadedQubo | None = None
         self._rapl, self._rapl_reason = probe_rapl(rapl_root)
-        self._asc = AscDevice(self._sim_state, asc_sample_capacity, asc_stream_capacity,
-                              self._sim_states)
+        self._asc = AscDevice(self._sim_state, self._sim_states, asc_sample_capacity,
+                              asc_stream_capacity)
 
     def link_meter(self, address: str) -> None:
         self._sim = relink(self._sim, address)

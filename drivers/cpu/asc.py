@@ -75,12 +75,12 @@ class AscDevice:
     def __init__(
         self,
         sim_state: Callable[..., None],
+        sim_states: Callable[[list[tuple[str, float]]], None],
         sample_capacity: str | int = DEFAULT_SAMPLE_CAPACITY,
         stream_capacity: str | int = DEFAULT_STREAM_CAPACITY,
-        sim_states: Callable[[list[tuple[str, float]]], None] | None = None,
     ) -> None:
         self._sim_state = sim_state
-        self._sim_states = sim_states or (lambda changes: [sim_state(*c) for c in changes])
+        self._sim_states = sim_states
         self.sample_capacity = _positive_int("asc_sample_capacity", sample_capacity)
         self.stream_capacity = _positive_int("asc_stream_capacity", stream_capacity)
         self.model: QuantisedModel | None = None

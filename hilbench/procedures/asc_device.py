@@ -160,12 +160,13 @@ def _run_sample_lists(
         results = reply.results
         _check_list(device.name, indices, results, reply.stopped_early)
         span = results[-1].t_end - results[0].t_start if results else 0.0
+        # What lies outside the agent's span (the request and reply in transit), shared
+        # equally by the list's samples.
+        outside = (received - sent - span) / len(results) if results else 0.0
         t_done, previous_end = sent, None
         for result in results:
             # This sample's share of the window: from the previous sample's end to its own
-            # (agent clock; the offset cancels), plus an equal part of what lies outside the
-            # agent's span (the request and reply in transit, shared by the list's samples).
-            outside = (received - sent - span) / len(results)
+            # (agent clock; the offset cancels), plus its part of the transport.
             share = outside + (result.t_end - result.t_start if previous_end is None
                                else result.t_end - previous_end)
             previous_end = result.t_end
