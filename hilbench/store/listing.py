@@ -203,12 +203,25 @@ def run_groups(
 
 def _summary(row: sqlite3.Row) -> MetricSummary:
     std_error = row["std_error"]
-    if std_error is not None and row["lo"] == row["hi"]:
-        # identical values spread by nothing: PostgreSQL's stddev_samp can say 7e-15 there
+    if std_error is not None and _same_to_float_resolution(row["lo"], row["hi"]):
         std_error = 0.0
     return MetricSummary(
         row["name"], row["unit"], row["n"], row["mean"], std_error, row["lo"], row["hi"]
     )
+
+
+SAME_VALUE_RELATIVE = 1e-12
+"""Values whose range is below this part of their size are one value computed with different
+roundings (a power of 38 W and 38 W + 1 ulp). Their standard error is left to the aggregate's
+rounding, which differs between SQLite's Welford sum, PostgreSQL's stddev_samp and the rows'
+order (0 or 7e-15 for the same two runs), so it is reported as 0 on both back ends."""
+
+
+def _same_to_float_resolution(lo: float | None, hi: float | None) -> bool:
+    # MIN and MAX are exact on both back ends, so the decision is the same on both
+    if lo is None or hi is None:
+        return False
+    return hi - lo <= SAME_VALUE_RELATIVE * max(abs(lo), abs(hi))
 
 
 def run_dict(row: sqlite3.Row) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import statistics
 import time
@@ -37,6 +38,32 @@ def test_std_error_aggregate_matches_statistics():
     got = conn.execute("SELECT std_error(v) FROM t").fetchone()[0]
     assert got == pytest.approx(statistics.stdev(values) / len(values) ** 0.5, rel=1e-6)
     assert conn.execute("SELECT std_error(v) FROM t WHERE v < 1e9 + 0.15").fetchone()[0] is None
+
+
+def _write_group(path, values_by_key: dict[str, list[float]]) -> None:
+    with StoreWriter(path) as writer:
+        for key, values in values_by_key.items():
+            for seed, value in enumerate(values):
+                uid = new_uid()
+                unit_key = f"qubo/fixed_timeout/n=10/d=0.1/seed={seed}/sa/timeout={key}/rep=0"
+                writer(RunStart(uid, "c", unit_key, "qubo.fixed_timeout", {}, {}, 0.0,
+                                time.time(), "0"))
+                writer(Metric(uid, "avg_power_w", value, "W"))
+                writer(RunStop(uid, 1.0, "success"))
+
+
+def test_a_group_of_one_value_rounded_differently_has_no_spread_on_either_back_end(store_url):
+    """Power figures of 38 W and 38 W + 1 ulp are one value: SQLite's Welford sum gives 0 or
+    5e-15 by the rows' order and PostgreSQL's stddev_samp 7e-15; `results` must read the same
+    on both (CI saw `38 ± 7.1e-15` against `38 ± 0`)."""
+    up = math.nextafter(38.0, 99.0)
+    spread = [38.0, 38.5, 38.25]
+    _write_group(store_url, {"0.01": [38.0, up], "0.02": [up, 38.0, up], "0.03": spread})
+    with Store(store_url) as store:
+        _, groups = store.run_groups(RunFilter(), None)
+    errors = {g.key.split("timeout=")[1].split("/")[0]: g.metrics[0].std_error for g in groups}
+    assert errors["0.01"] == 0.0 and errors["0.02"] == 0.0
+    assert errors["0.03"] == pytest.approx(statistics.stdev(spread) / 3**0.5, rel=1e-9)
 
 
 def test_procedure_filter_matches_the_family_not_a_prefix_of_its_name(store_url):
