@@ -1,25 +1,31 @@
 """Power of each pipeline stage from a fast meter reading throughout single-stream inference.
 
 Why: on a CPU a stage repeated on its own runs 10-30 % faster than inside the pipeline (it keeps
-the cache the other stage would have taken), so a window that loops one stage measures other
-work than the single-stream time its power is multiplied by. Here the active window runs the
-single-stream pipeline itself, and a meter whose aperture is shorter than the stages reads
+the cache the other stage would take), so a window that loops one stage measures other work
+than the single-stream time its power is multiplied by. Here the active window runs the
+single-stream pipeline itself and a meter whose aperture is shorter than the stages reads
 throughout. Each reading integrates a known mix of stages, so the stage powers follow from a
 linear regression of the readings on their stage occupancy::
 
     watts_k = sum_s P_s f_ks(δ) + P_between f_k,between(δ) + noise
 
 ``f_ks(δ)`` is the fraction of reading k's aperture ``[t_k + δ, t_k + δ + a]`` spent in stage
-s (from cumulative time-in-stage, so any number of alignments costs two ``np.interp`` per
-stage); the time covered by no stage is :data:`OTHER`. The alignment δ (clock offset plus meter
-start, often larger than a stage) is not known well enough to be assumed: it is fitted by least
-squares over ``± max_shift_s`` (coarse grid, then a parabola through the best points).
+s, read off cumulative time-in-stage, so any number of alignments costs one ``np.interp`` per
+reading, stage and alignment; time no stage covers is :data:`OTHER`. The alignment δ (clock
+offset plus meter start, often longer than a stage) is fitted by least squares over
+``± max_shift_s`` (searched to twice that, so that an offset beyond it is caught rather than
+fitted to a wrong pipeline cycle): a grid, then golden-section search to 1 ns (a stage power
+moves ~0.05 W per µs of shift).
 
-Uncertainty: batch means over contiguous blocks of readings, each block refitting δ and the
-powers, so the error holds when power varies from sample to sample or readings are correlated,
-and includes δ's own error. The instrument's gain, offset and supply bounds enter each
-:class:`~hilbench.power.estimators.PowerEstimate` budget as for ``phase_power``; its clock
-component is 0 because δ is fitted and its error is already in the statistical part.
+Uncertainty, against the window's own time-weighted stage power (the device's sample-to-sample
+variation is part of that truth, as for gapless readings in ``phase_power``): the regression
+weighs each stage interval by where the readings happened to fall, the truth by its duration;
+the variance of that difference and of the noise comes from the per-interval and per-reading
+variances seen in the residuals. The shift's error (batch means over contiguous blocks, each
+refitting shift and powers) is added through the powers' slope in it. Batch means of the
+blocks' powers, which include the device's own variation, are kept as ``spread_std_error_w``.
+The instrument's gain, offset and supply bounds enter each budget as in ``phase_power``; the
+clock component is 0 because δ is fitted and its error is already in the statistical part.
 """
 
 from __future__ import annotations
@@ -42,19 +48,22 @@ from hilbench.power.estimators import (
 from hilbench.power.uncertainty import InstrumentAccuracy
 
 OTHER = "between"
-# A stage power whose standard error is more than this many times that of readings lying wholly
-# inside the stage (same occupancy) is refused: the readings see nearly the same mix of stages.
+# Identifiability: a stage power whose standard error is more than this many times that of
+# readings lying wholly inside the stage (same occupancy) would need 100x the readings; the
+# readings then see nearly the same mix (120 µs aperture on 0.2-0.3 ms stages: x1.2; 2 ms: x10;
+# 20 ms: x100), and the aperture is what to change.
 MAX_INFLATION = 10.0
-GRID_STEPS_PER_SCALE = 10  # coarse grid: this many alignments per aperture / shortest stage
+GRID_STEPS_PER_SCALE = 10  # grid: this many alignments per min(aperture, shortest stage)
 MAX_GRID = 20_000  # alignments; more means the shift range is far wider than the stages
-MIN_PER_BATCH = 100  # readings per block; each half refits the shift and the powers
+MIN_PER_BATCH = 100  # readings per block; each block refits the shift and the powers
 # The best alignment must beat every alignment outside its basin by this much (ΔRSS over the
-# residual variance, a likelihood ratio of ~5 sigma); otherwise the schedule repeats too
-# regularly for the readings to say which cycle they belong to.
+# residual variance, a likelihood ratio of ~5 sigma), or the schedule repeats too regularly
+# for the readings to say which cycle they belong to.
 MIN_ALIAS_CONTRAST = 25.0
 OVERLAP_TOLERANCE_S = 1e-9  # stages that touch may overlap by rounding, not more
-SHIFT_TOLERANCE_S = 1e-9  # a stage power moves ~0.05 W per µs of shift
-CHUNK = 2_000_000  # (alignments x readings) evaluated at once, bounds memory to ~100 MB
+SHIFT_TOLERANCE_S = 1e-9
+SEARCH_FACTOR = 2.0  # shifts are searched to this multiple of max_shift_s, see below
+CHUNK = 2_000_000  # (alignments x readings) evaluated at once: bounds memory to ~100 MB
 
 
 class AttributionError(ValueError):
@@ -85,29 +94,25 @@ class StageSchedule:
                                  f"got {s.shape} and {e.shape}")
             if not (np.isfinite(s).all() and np.isfinite(e).all()):
                 raise ValueError(f"stage {stage!r}: interval times must be finite numbers")
-            if (e < s).any():
-                i = int(np.flatnonzero(e < s)[0])
+            bad = np.flatnonzero(e < s)
+            if bad.size:
+                i = int(bad[0])
                 raise ValueError(f"stage {stage!r}: interval {i} ends ({e[i]} s) before it "
                                  f"starts ({s[i]} s)")
-            if (s[1:] < e[:-1]).any():
-                i = int(np.flatnonzero(s[1:] < e[:-1])[0]) + 1
+            bad = np.flatnonzero(s[1:] < e[:-1])
+            if bad.size:
+                i = int(bad[0]) + 1
                 raise ValueError(f"stage {stage!r}: intervals must be sorted and disjoint; "
                                  f"interval {i} starts at {s[i]} s, before {i - 1} ends")
             starts[stage], ends[stage] = s, e
-        object.__setattr__(self, "starts", starts)  # float arrays, the caller's dicts untouched
+        object.__setattr__(self, "starts", starts)  # float arrays; the caller's dicts untouched
         object.__setattr__(self, "ends", ends)
-        stage_of = np.concatenate([np.full(len(self.starts[k]), i)
-                                   for i, k in enumerate(self.starts)])
-        s = np.concatenate(list(self.starts.values()))
-        e = np.concatenate([self.ends[k] for k in self.starts])
-        order = np.argsort(s, kind="stable")
-        s, e, stage_of = s[order], e[order], stage_of[order]
+        s, e, kind = self.merged()
         bad = np.flatnonzero(s[1:] < e[:-1] - OVERLAP_TOLERANCE_S)
         if bad.size:
             i = int(bad[0])
-            names = list(self.starts)
-            raise ValueError(f"stages overlap: {names[stage_of[i]]!r} runs until {e[i]} s, "
-                             f"{names[stage_of[i + 1]]!r} starts at {s[i + 1]} s")
+            raise ValueError(f"stages overlap: {self.stages[kind[i]]!r} runs until {e[i]} s, "
+                             f"{self.stages[kind[i + 1]]!r} starts at {s[i + 1]} s")
 
     @classmethod
     def consecutive(cls, t_start: np.ndarray, durations: Mapping[str, np.ndarray]
@@ -130,6 +135,14 @@ class StageSchedule:
         d = self.ends[stage] - self.starts[stage]
         return float(d.mean()) if d.size else 0.0
 
+    def merged(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Intervals of all stages sorted by start: starts, ends, stage index."""
+        kind = np.concatenate([np.full(self.starts[k].size, i) for i, k in enumerate(self.stages)])
+        s = np.concatenate([self.starts[k] for k in self.stages])
+        e = np.concatenate([self.ends[k] for k in self.stages])
+        order = np.argsort(s, kind="stable")
+        return s[order], e[order], kind[order]
+
 
 @dataclass(frozen=True)
 class StageAttribution:
@@ -137,18 +150,18 @@ class StageAttribution:
 
     estimates: dict[str, PowerEstimate]  # one per stage and OTHER; .phase = the stage name
     shift_s: float  # reading k integrated [t_k + shift, t_k + shift + aperture] (true time)
-    shift_std_error_s: float  # batch means of the per-block shifts, ``batches - 1`` dof
+    shift_std_error_s: float  # batch means of the blocks' shifts, ``batches - 1`` dof
     max_shift_s: float
     n_readings: int
-    # Identifiability: the largest SE inflation over the stages, sqrt(var_s / var_s ideal),
-    # where "ideal" is readings lying wholly inside one stage with the same occupancy. 1 is
-    # perfect; above MAX_INFLATION the attribution is refused.
+    # Identifiability: the largest standard-error inflation over the stages, sqrt(var / var of
+    # readings lying wholly inside one stage, same occupancy). 1 is ideal; refused above
+    # MAX_INFLATION. ``inflation`` holds every column's, OTHER's included.
     condition: float
     inflation: dict[str, float] = field(default_factory=dict)
     batches: int = BATCHES
     alias_contrast: float = math.inf  # ΔRSS / residual variance of the best other alignment
-    # Batch means of whole blocks: the error as an estimate of the stage's mean over samples
-    # like these (adds the device's own sample-to-sample variation to std_error_w's error).
+    # Batch means of the blocks' powers: the error as an estimate of the stage's power over
+    # samples like these (adds the device's own sample-to-sample variation).
     spread_std_error_w: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -168,7 +181,10 @@ class StageAttribution:
         }
 
 
-def _occupancy(schedule: StageSchedule, origin: float) -> list[tuple[np.ndarray, np.ndarray]]:
+Occupancy = list[tuple[np.ndarray, np.ndarray]]
+
+
+def _occupancy(schedule: StageSchedule, origin: float) -> Occupancy:
     """Per stage, knots of the cumulative time spent in it (piecewise linear, flat between)."""
     out = []
     for stage in schedule.stages:
@@ -179,56 +195,49 @@ def _occupancy(schedule: StageSchedule, origin: float) -> list[tuple[np.ndarray,
     return out
 
 
-def _fractions(occ: list[tuple[np.ndarray, np.ndarray]], x: np.ndarray, a: float,
-               other: bool) -> list[np.ndarray]:
-    """Design columns (stages, then OTHER) for apertures starting at ``x``."""
-    cols = [(np.interp(x + a, kx, ky) - np.interp(x, kx, ky)) / a for kx, ky in occ]
-    if other:
-        cols.append(1.0 - sum(cols))
-    return cols
+def _columns(cum: list[np.ndarray], k: int, a: float, other: bool) -> list[np.ndarray]:
+    """Design columns (stages, then OTHER) from cumulative occupancy at aperture starts (the
+    aperture end of row i is the start of row i + k)."""
+    cols = [(c[k:] - c[:-k]) / a for c in cum]
+    return [*cols, 1.0 - sum(cols)] if other else cols
 
 
-def _block_stats(f: list[np.ndarray], y: np.ndarray, cuts: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """X'X and X'y per block for design columns ``f`` (each (G, n)): shapes (G, B, m, m) and
-    (G, B, m)."""
-    m = len(f)
-    xtx = np.empty((f[0].shape[0], cuts.size, m, m))
-    for i in range(m):
-        for j in range(i, m):
-            xtx[..., i, j] = xtx[..., j, i] = np.add.reduceat(f[i] * f[j], cuts, axis=-1)
-    xty = np.stack([np.add.reduceat(f[i] * y, cuts, axis=-1) for i in range(m)], axis=-1)
-    return xtx, xty
+def _fractions(occ: Occupancy, x: np.ndarray, a: float, other: bool) -> np.ndarray:
+    """Design columns for apertures starting at ``x``: shape (m, n)."""
+    cum = [np.interp(np.stack((x, x + a)), *o) for o in occ]
+    return np.concatenate(_columns(cum, 1, a, other))
 
 
 def _solve(xtx: np.ndarray, xty: np.ndarray, yty: np.ndarray | float
            ) -> tuple[np.ndarray, np.ndarray]:
-    beta = np.linalg.solve(xtx, xty[..., None])[..., 0]
-    return beta, yty - (beta * xty).sum(axis=-1)
+    """Least-squares coefficients and residual sum of squares from normal equations."""
+    with np.errstate(all="ignore"):
+        try:
+            beta = np.linalg.solve(xtx, xty[..., None])[..., 0]
+        except np.linalg.LinAlgError:  # a block that misses a stage: its RSS is still right
+            beta = (np.linalg.pinv(xtx) @ xty[..., None])[..., 0]
+        return beta, yty - (beta * xty).sum(axis=-1)
 
 
 def _inflation(f: np.ndarray) -> np.ndarray:
     """SE of each column's coefficient relative to readings wholly inside that column's state."""
-    xtx = f @ f.T
     try:
-        diag = np.diag(np.linalg.inv(xtx))
+        diag = np.diag(np.linalg.inv(f @ f.T))
     except np.linalg.LinAlgError:
         return np.full(f.shape[0], math.inf)
-    with np.errstate(invalid="ignore"):
-        ratio = diag * f.sum(axis=1)
+    ratio = diag * f.sum(axis=1)
     return np.where(np.isfinite(ratio) & (ratio > 0), np.sqrt(np.abs(ratio)), math.inf)
 
 
-def _golden(rss: Callable[[np.ndarray], np.ndarray], lo: np.ndarray, hi: np.ndarray,
-            tol: float) -> np.ndarray:
-    """Minimum of each of several unimodal curves, one bracket per curve, all at once: a
-    stage power moves ~0.05 W per µs of shift, so the shift is wanted to ~1 ns, which no
-    parabola through a grid gives (the curve has a kink wherever an aperture edge crosses a
-    stage boundary)."""
+def _golden(rss: Callable[[np.ndarray], np.ndarray], lo: np.ndarray, hi: np.ndarray
+            ) -> np.ndarray:
+    """Minimum of several unimodal curves at once, one bracket each, to SHIFT_TOLERANCE_S: no
+    parabola through grid points is that exact (the curve kinks wherever an aperture edge
+    crosses a stage boundary)."""
     g = (math.sqrt(5.0) - 1.0) / 2.0
     c, d = hi - g * (hi - lo), lo + g * (hi - lo)
     fc, fd = rss(c), rss(d)
-    while float(np.max(hi - lo)) > tol:
+    while float(np.max(hi - lo)) > SHIFT_TOLERANCE_S:
         left = fc < fd  # the minimum lies in [lo, d]
         lo, hi = np.where(left, lo, c), np.where(left, d, hi)
         x = np.where(left, hi - g * (hi - lo), lo + g * (hi - lo))
@@ -236,6 +245,89 @@ def _golden(rss: Callable[[np.ndarray], np.ndarray], lo: np.ndarray, hi: np.ndar
         c, d, fc, fd = (np.where(left, x, d), np.where(left, c, x),
                         np.where(left, fx, fd), np.where(left, fc, fx))
     return (lo + hi) / 2.0
+
+
+@dataclass
+class _Blocks:
+    """The readings in contiguous batch-means blocks, fitted per block and as a whole."""
+
+    x: np.ndarray  # aperture starts, relative to the window start
+    y: np.ndarray  # readings less y0 (columns sum to 1: centring only moves every power by y0)
+    occ: Occupancy
+    a: float
+    other: bool
+    batches: int
+
+    def __post_init__(self) -> None:
+        self.sizes = np.array([p.size for p in np.array_split(self.y, self.batches)])
+        self.cuts = np.concatenate(([0], np.cumsum(self.sizes)[:-1]))
+        self.yty = np.add.reduceat(self.y * self.y, self.cuts)
+
+    def fit(self, cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For design rows ``cols`` (each (G, n)): per-block powers (G, B, m) and RSS (G, B),
+        and the whole window's RSS (G,)."""
+        m = len(cols)
+        xtx = np.empty((cols[0].shape[0], self.batches, m, m))
+        for i in range(m):
+            for j in range(i, m):
+                xtx[..., i, j] = xtx[..., j, i] = np.add.reduceat(cols[i] * cols[j], self.cuts,
+                                                                  axis=-1)
+        xty = np.stack([np.add.reduceat(c * self.y, self.cuts, axis=-1) for c in cols], axis=-1)
+        p, r = _solve(xtx, xty, self.yty)
+        return p, r, _solve(xtx.sum(axis=1), xty.sum(axis=1), self.yty.sum())[1]
+
+    def at(self, shifts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``fit`` with block b at shift ``shifts[b]``."""
+        f = _fractions(self.occ, self.x + np.repeat(shifts, self.sizes), self.a, self.other)
+        return self.fit([c[None, :] for c in f])
+
+    def grid(self, h: float, half: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per-block and whole RSS at shifts ``i * h``, |i| <= half, with ``a = k * h``."""
+        ext = np.arange(-half, half + k + 1) * h
+        rss, total = np.empty((2 * half + 1, self.batches)), np.empty(2 * half + 1)
+        rows = max(1, CHUNK // self.x.size)
+        for g0 in range(0, 2 * half + 1, rows):
+            g1 = min(2 * half + 1, g0 + rows)
+            cum = [np.interp(self.x[None, :] + ext[g0:g1 + k, None], *o) for o in self.occ]
+            _, rss[g0:g1], total[g0:g1] = self.fit(_columns(cum, k, self.a, self.other))
+        return rss, total
+
+
+def _window_error(schedule: StageSchedule, origin: float, u: np.ndarray, a: float,
+                  f: np.ndarray, residual: np.ndarray) -> np.ndarray:
+    """Variance of each power's error against the window's own time-weighted stage power.
+
+    Each interval j has power P_kind(j) + d_j. The fit weighs interval j by (A G)_sj (A the
+    least-squares map, G_kj reading k's share of interval j), the truth by its duration share
+    T_sj; d_j is part of the truth, so only c = A G - T carries it into the error:
+    var_s = sum_j c_sj^2 var_kind(j) + noise^2 (X'X)^-1_ss, with the variances from the
+    residuals, E r_k^2 = noise^2 + sum_s var_s sum_(j in s) G_kj^2."""
+    m = f.shape[0]
+    lo, hi = float(u[0]), float(u[-1] + a)
+    s, e, kind = schedule.merged()
+    s, e = s - origin, e - origin
+    keep = (e > lo) & (s < hi)
+    s, e, kind = np.clip(s[keep], lo, hi), np.clip(e[keep], lo, hi), kind[keep]
+    gap_s, gap_e = np.concatenate(([lo], e)), np.concatenate((s, [hi]))
+    gap = gap_e > gap_s + OVERLAP_TOLERANCE_S  # OTHER's intervals
+    order = np.argsort(np.concatenate((s, gap_s[gap])), kind="stable")
+    seg_s = np.concatenate((s, gap_s[gap]))[order]
+    seg_e = np.maximum(np.concatenate((e, gap_e[gap]))[order], seg_s)
+    kind = np.minimum(np.concatenate((kind, np.full(int(gap.sum()), m - 1)))[order], m - 1)
+    i0 = np.searchsorted(seg_e, u, side="right")
+    i1 = np.searchsorted(seg_s, u + a, side="left") - 1
+    rk = np.concatenate([np.flatnonzero(i0 + o <= i1) for o in range(int((i1 - i0).max()) + 1)])
+    rj = np.concatenate([i0[i0 + o <= i1] + o for o in range(int((i1 - i0).max()) + 1)])
+    g = (np.minimum(seg_e[rj], u[rk] + a) - np.maximum(seg_s[rj], u[rk])).clip(0.0) / a
+    inv = np.linalg.inv(f @ f.T)
+    seen = np.stack([np.bincount(rj, f[i, rk] * g, seg_s.size) for i in range(m)])
+    dur = seg_e - seg_s
+    share = np.zeros((m, seg_s.size))
+    share[kind, np.arange(seg_s.size)] = dur / np.bincount(kind, dur, m)[kind]
+    q = np.stack([np.bincount(rk, g * g * (kind[rj] == i), u.size) for i in range(m)])
+    var = np.linalg.lstsq(np.vstack((np.ones(u.size), q)).T, residual**2, rcond=None)[0]
+    var = var.clip(0.0)
+    return ((inv @ seen - share) ** 2 * var[1:][kind]).sum(axis=1) + var[0] * np.diag(inv)
 
 
 def attribute_stage_power(
@@ -253,43 +345,48 @@ def attribute_stage_power(
     """Stage powers (and OTHER's) from readings ``watts`` stamped at ``t`` (start of each
     aperture, orchestrator time) over the pipeline ``schedule`` inside ``window``.
 
-    Only readings whose aperture lies inside the window at every shift in ``± max_shift_s``
-    are used, so every alignment is judged on the same readings. Raises
+    Only readings whose aperture lies inside the window at every shift searched are used, so
+    every alignment is judged on the same readings. Raises
     :class:`AttributionError` when the stages cannot be separated (aperture long compared with
-    the stages), when the best alignment lies at the edge of the shift range or is not unique,
-    or when too few readings remain; :class:`ValueError` for malformed input.
+    the stages), the best alignment lies outside ``± max_shift_s`` (searched to twice that:
+    the powers at a wrong alignment are wrong, so no figure is better) or is not unique, or
+    too few readings remain;
+    :class:`ValueError` for malformed input.
     """
     t, watts = _as_arrays(t, watts)
     start, end = (float(v) for v in window)
-    a = float(aperture_s)
-    for name, v in (("aperture_s", a), ("max_shift_s", max_shift_s)):
-        if not (math.isfinite(v) and v >= 0) or (name == "aperture_s" and v == 0):
-            raise ValueError(f"{name} must be a finite positive number, got {v}")
+    a, max_shift_s = float(aperture_s), float(max_shift_s)
+    if not (math.isfinite(a) and a > 0):
+        raise ValueError(f"aperture_s must be a finite positive number, got {aperture_s}")
+    if not (math.isfinite(max_shift_s) and max_shift_s >= 0):
+        raise ValueError(f"max_shift_s must be a finite number >= 0, got {max_shift_s}")
     if not (math.isfinite(start) and math.isfinite(end) and end > start):
         raise ValueError(f"window must be (start, end) with end after start, got {window}")
     if batches < 2:
         raise ValueError(f"batch means need at least 2 batches, got {batches}")
-    use = (t - max_shift_s >= start) & (t + a + max_shift_s <= end)
+    # Alignments are searched over twice the range: a clock offset beyond max_shift_s would
+    # otherwise fit a wrong pipeline cycle inside it, with wrong powers and no sign of it.
+    search = SEARCH_FACTOR * max_shift_s
+    use = (t - search >= start) & (t + a + search <= end)
     n = int(use.sum())
     span = f"{t[0]:g}..{t[-1]:g} s" if t.size else "none"
     if n == 0:
         raise AttributionError(
             f"no reading lies inside the window {start:g}..{end:g} s (less the ± "
-            f"{_duration(max_shift_s)} shift range and the {_duration(a)} aperture); the "
+            f"{_duration(search)} searched shifts and the {_duration(a)} aperture); the "
             f"readings span {span}")
     x, y = t[use] - start, watts[use]
     occ = _occupancy(schedule, start)
-    stages = list(schedule.stages)
+    stages = schedule.stages
     means = ", ".join(f"{s} {_duration(schedule.mean_duration_s(s))}" for s in stages)
-    f0 = np.stack(_fractions(occ, x, a, other=True))
+    f0 = _fractions(occ, x, a, other=True)
     unseen = [s for s, col in zip(stages, f0, strict=False) if col.max() <= 0]
     if unseen:
         raise AttributionError(f"no reading inside the window {start:g}..{end:g} s sees "
                                f"stage(s) {unseen} (mean durations: {means})")
-    other = f0[-1].max() > 0  # a schedule that tiles the window leaves no OTHER to fit
-    names = [*stages, OTHER] if other else stages
-    f0 = f0 if other else f0[:-1]
-    infl = _inflation(f0) if n > len(names) else np.full(len(names), math.inf)
+    other = bool(f0[-1].max() > 0)  # a schedule that tiles the window leaves no OTHER to fit
+    names = [*stages, OTHER] if other else list(stages)
+    infl = _inflation(f0 if other else f0[:-1]) if n > len(names) else np.full(len(names), math.inf)
     if infl[:len(stages)].max() > max_inflation:
         raise AttributionError(
             f"the {_duration(a)} aperture is long compared with the stages (mean {means}): "
@@ -297,121 +394,93 @@ def attribute_stage_power(
             f"x{infl[:len(stages)].max():.3g} that of readings inside one stage, limit "
             f"x{max_inflation:g}); use an aperture (NPLC) shorter than the shortest stage and "
             f"a sample interval of a few apertures")
-    need = batches * MIN_PER_BATCH
-    if n < need:
+    if n < batches * MIN_PER_BATCH:
         raise AttributionError(
             f"{n} readings lie inside the {_duration(end - start)} window less the ± "
-            f"{_duration(max_shift_s)} shift range (of {t.size} given, {span}); {need} are "
-            f"needed ({batches} batches of {MIN_PER_BATCH}): lengthen the window or shorten "
-            f"the meter's interval")
+            f"{_duration(search)} searched shifts (of {t.size} given, {span}); "
+            f"{batches * MIN_PER_BATCH} are needed ({batches} batches of {MIN_PER_BATCH}): "
+            f"lengthen the window or shorten the meter's interval")
 
-    # Coarse grid with a step dividing the aperture, so the aperture end at shift g is the
-    # aperture start at shift g + k: one interpolation per reading, stage and alignment.
+    # Grid step dividing the aperture, so the aperture end at shift i is the start at i + k.
     shortest = min(schedule.mean_duration_s(s) for s in stages)
     scale = min(a, shortest) if shortest > 0 else a
     k = max(1, math.ceil(GRID_STEPS_PER_SCALE * a / scale))
     h = a / k
-    half = math.ceil(max_shift_s / h) if max_shift_s > 0 else 0
+    half = math.ceil(search / h) if max_shift_s > 0 else 0
     if 2 * half + 1 > MAX_GRID:
         raise AttributionError(
-            f"a shift range of ± {_duration(max_shift_s)} needs {2 * half + 1} alignments of "
+            f"a shift search of ± {_duration(search)} needs {2 * half + 1} alignments of "
             f"{_duration(h)} (limit {MAX_GRID}): narrow the clock offset's uncertainty")
-    # Each contiguous block is split into its even and odd readings: the halves see the same
-    # stretch of the device's behaviour at other phases of the pipeline, so their difference
-    # is the measurement's own error (noise, where the readings fell, the shift), while the
-    # device's sample-to-sample variation, which is part of the window's true mean, cancels.
-    y0 = float(np.median(y))  # columns sum to 1, so centring y only moves every power by y0
-    block = np.repeat(np.arange(batches), [p.size for p in np.array_split(np.arange(n), batches)])
-    group = 2 * block + np.arange(n) % 2
-    order = np.argsort(group, kind="stable")
-    xs, ys = x[order], y[order] - y0
-    sizes = np.bincount(group, minlength=2 * batches)
-    cuts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    yty = np.add.reduceat(ys * ys, cuts)
-
-    def stats(cols: list[np.ndarray]) -> tuple[np.ndarray, ...]:
-        """Per-group fits (powers, RSS) and the global fit's RSS, for each row of ``cols``."""
-        xtx, xty = _block_stats(cols, ys, cuts)
-        with np.errstate(all="ignore"):
-            p, r = _solve(xtx, xty, yty)
-            return p, r, _solve(xtx.sum(axis=1), xty.sum(axis=1), yty.sum())[1]
-
-    def at(shifts: np.ndarray) -> tuple[np.ndarray, ...]:
-        """``stats`` with each group at its own shift (``shifts`` one per group)."""
-        cols = _fractions(occ, xs + np.repeat(shifts, sizes), a, other)
-        return stats([c[None, :] for c in cols])
-
+    y0 = float(np.median(y))
+    blocks = _Blocks(x, y - y0, occ, a, other, batches)
     grid = np.arange(-half, half + 1) * h
-    rss, total = np.empty((grid.size, 2 * batches)), np.empty(grid.size)
-    ext = np.arange(-half, half + k + 1) * h
-    rows = max(1, CHUNK // n)
-    for g0 in range(0, grid.size, rows):
-        g1 = min(grid.size, g0 + rows)
-        cum = [np.interp(xs[None, :] + ext[g0:g1 + k, None], kx, ky) for kx, ky in occ]
-        cols = [(c[k:] - c[:-k]) / a for c in cum]
-        if other:
-            cols.append(1.0 - sum(cols))
-        _, rss[g0:g1], total[g0:g1] = stats(cols)
+    rss, total = blocks.grid(h, half, k)
     best = int(np.nanargmin(total))
-    if half and (best < 1 or best > grid.size - 2):
-        raise AttributionError(
-            f"the readings fit the schedule best at a shift of {grid[best] * 1e3:+.3f} ms, the "
-            f"edge of the ± {_duration(max_shift_s)} range: the clocks are further apart than "
-            f"max_shift_s allows (widen it) or the schedule is not the one that ran")
-    # Alignments outside the best basin (one scale either side) must fit clearly worse.
-    far = np.abs(grid - grid[best]) > scale + h
+    far = np.abs(grid - grid[best]) > scale + h  # outside the best alignment's basin
     contrast = (float((total[far].min() - total[best]) / (total[best] / (n - len(names))))
                 if far.any() else math.inf)
     if contrast < MIN_ALIAS_CONTRAST:
-        alt = float(grid[far][np.argmin(total[far])])
         raise AttributionError(
             f"the alignment is ambiguous: shifts {grid[best] * 1e3:+.3f} ms and "
-            f"{alt * 1e3:+.3f} ms fit the readings nearly equally (contrast {contrast:.3g}, "
-            f"need {MIN_ALIAS_CONTRAST:g}); the schedule repeats too regularly for "
-            f"± {_duration(max_shift_s)}: narrow the clock offset's uncertainty")
-
-    # The global shift, then each half-block's own inside the global basin (coarse best ± h).
+            f"{grid[far][np.argmin(total[far])] * 1e3:+.3f} ms fit the readings nearly "
+            f"equally (contrast {contrast:.3g}, need {MIN_ALIAS_CONTRAST:g}); the schedule "
+            f"repeats too regularly for ± {_duration(max_shift_s)}: narrow the clock offset's "
+            f"uncertainty")
+    if half and (abs(grid[best]) > max_shift_s + h or best < 1 or best > grid.size - 2):
+        raise AttributionError(
+            f"the readings fit the schedule best at a shift of {grid[best] * 1e3:+.3f} ms, "
+            f"outside the ± {_duration(max_shift_s)} range (searched to ± {_duration(search)}): "
+            f"the clocks are further apart than max_shift_s allows (widen it) or the schedule "
+            f"is not the one that ran")
+    # The window's shift, then each block's own inside the window's basin (its best ± h).
+    shift, block_shift = 0.0, np.zeros(batches)
     if half:
-        shift = float(_golden(lambda d: at(np.repeat(d, 2 * batches))[2],
-                              grid[best:best + 1] - h, grid[best:best + 1] + h,
-                              SHIFT_TOLERANCE_S)[0])
+        shift = float(_golden(lambda d: blocks.at(np.repeat(d, batches))[2],
+                              grid[best:best + 1] - h, grid[best:best + 1] + h)[0])
         lo, hi = max(0, best - k), min(grid.size, best + k + 1)
         centre = grid[lo:hi][np.argmin(rss[lo:hi], axis=0)]
-        group_shift = _golden(lambda d: at(d)[1][0], centre - h, centre + h, SHIFT_TOLERANCE_S)
-    else:
-        shift, group_shift = 0.0, np.zeros(2 * batches)
-    group_power = at(group_shift)[0][0] + y0
-    if not np.isfinite(group_power).all():
-        raise AttributionError(f"{n // (2 * batches)} readings (half a batch) cannot separate "
-                               f"the stages (mean {means}): lengthen the window")
-    halves = group_power.reshape(batches, 2, -1)
-    se = np.sqrt(np.mean((halves[:, 0] - halves[:, 1]) ** 2, axis=0) / (4 * batches))
-    spread_se = np.std(halves.mean(axis=1), axis=0, ddof=1) / math.sqrt(batches)
-    block_shift = group_shift.reshape(batches, 2).mean(axis=1)
-    f = np.stack(_fractions(occ, x + shift, a, other))
+        block_shift = _golden(lambda d: blocks.at(d)[1][0], centre - h, centre + h)
+    block_power = blocks.at(block_shift)[0][0] + y0
+    if not np.isfinite(block_power).all():
+        raise AttributionError(f"a batch of {n // batches} readings cannot separate the stages "
+                               f"(mean {means}): lengthen the window")
+    shift_se = float(np.std(block_shift, ddof=1) / math.sqrt(batches))
+
+    f = _fractions(occ, x + shift, a, other)
     power = np.linalg.solve(f @ f.T, f @ (y - y0)) + y0
-    noise = _noise_from_differences(y - power @ f)
+    residual = y - power @ f
+    noise = _noise_from_differences(residual)
+    step = max(shift_se, SHIFT_TOLERANCE_S)  # the powers' slope in the shift, central
+    moved = [_fractions(occ, x + shift + d, a, other) for d in (step, -step)]
+    slope = np.subtract(*[np.linalg.solve(g @ g.T, g @ y) for g in moved]) / (2 * step)
+    var_fixed = _window_error(schedule, start, x + shift, a, f, residual)
+    var_shift = (slope * shift_se) ** 2
+    se = np.sqrt(var_fixed + var_shift)
+    with np.errstate(invalid="ignore", divide="ignore"):  # Welch-Satterthwaite
+        dof = np.where(var_shift > 0, se**4 / (var_shift**2 / (batches - 1)
+                                              + var_fixed**2 / (n - len(names))), n - len(names))
     infl = _inflation(f)
     quant = resolution_w / 2.0 if noise < resolution_w / 2.0 else 0.0
     coverage = window_coverage(t, start, end)
-    method = (f"regression on stage occupancy, shift fitted; error from {batches} contiguous "
-              f"blocks, each split into even and odd readings refitting shift and powers (the "
-              f"timing error is in this statistical part, so the clock component is 0)")
-    in_window = np.array([np.diff(np.interp([0.0, end - start], kx, ky))[0] for kx, ky in occ])
+    method = (f"regression on stage occupancy, shift fitted; error of the window's own mean "
+              f"from the per-interval and reading variances in the residuals, plus the "
+              f"shift's (batch means of {batches} blocks): the timing error is in this "
+              f"statistical part, so the clock component is 0")
+    in_stage = [float(np.diff(np.interp([0.0, end - start], *o))[0]) for o in occ]
     estimates = {}
     for i, name in enumerate(names):
-        occupied = float(in_window[i]) if i < len(stages) else float(end - start - in_window.sum())
         estimates[name] = PowerEstimate(
             phase=name, mean_w=float(power[i]), std_error_w=float(se[i]),
-            dof=float(batches), method=method, n=n, weight_sum=float(f[i].sum()),
+            dof=float(dof[i]), method=method, n=n, weight_sum=float(f[i].sum()),
             straddling=int(((f[i] > 0) & (f[i] < 1)).sum()), boundary="regression",
-            duration_s=occupied, windows=1, noise_w=noise, accuracy=accuracy,
-            timing_half_width_s=0.0, clock_per_s_positive=0.0, clock_per_s_negative=0.0,
+            duration_s=in_stage[i] if i < len(stages) else end - start - sum(in_stage),
+            windows=1, noise_w=noise, accuracy=accuracy, timing_half_width_s=0.0,
+            clock_per_s_positive=0.0, clock_per_s_negative=0.0,
             quantisation_half_width_w=quant, mixing_half_width_w=0.0, coverage=coverage)
+    spread = np.std(block_power, axis=0, ddof=1) / math.sqrt(batches)
     return StageAttribution(
-        estimates=estimates, shift_s=shift,
-        shift_std_error_s=float(np.std(block_shift, ddof=1) / math.sqrt(batches)),
-        max_shift_s=float(max_shift_s), n_readings=n, condition=float(infl[:len(stages)].max()),
+        estimates=estimates, shift_s=shift, shift_std_error_s=shift_se,
+        max_shift_s=max_shift_s, n_readings=n, condition=float(infl[:len(stages)].max()),
         inflation=dict(zip(names, map(float, infl), strict=True)), batches=batches,
         alias_contrast=contrast,
-        spread_std_error_w=dict(zip(names, map(float, spread_se), strict=True)))
+        spread_std_error_w=dict(zip(names, map(float, spread), strict=True)))
