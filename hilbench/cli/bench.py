@@ -10,6 +10,7 @@ from hilbench.cli.lazy import LazyGroup
 BENCHMARKS: dict[str, str] = {
     "dispatch": "hilbench.bench.dispatch:dispatch",
     "power-accuracy": "hilbench.bench.power_accuracy:power_accuracy",
+    "stage-attribution": "hilbench.bench.stage_attribution:stage_attribution",
     "store-stream": "hilbench.bench.store_stream:store_stream",
     "asc-harness": "hilbench.bench.asc_harness:asc_harness",
     "qubo-cpu": "hilbench.bench.qubo_cpu:qubo_cpu",
