@@ -39,16 +39,23 @@ class PipelineReadings:
     watts: np.ndarray
     schedule: StageSchedule
     window: tuple[float, float]
-    shift: float  # true: reading k integrated [t_k + shift, t_k + shift + aperture]
+    shift: float  # true: reading k integrated [t_k + δ_k, t_k + δ_k + aperture] with
+    drift: float  # δ_k = shift + drift * (t_k - t_mid), t_mid the window's middle
+    t_mid: float
     truth: dict[str, float]  # time-weighted mean power of each state inside the window
+
+    def shift_at(self, t: float) -> float:
+        """The true shift of a reading stamped ``t``."""
+        return self.shift + self.drift * (t - self.t_mid)
 
 
 def pipeline_readings(rng: np.random.Generator, readings: int, *, vary_w: float = 0.0,
                       interval: float = INTERVAL, aperture: float = APERTURE,
                       noise: float = 0.05, shift: float | None = None, jitter: bool = True,
-                      t0: float = 5000.0) -> PipelineReadings:
+                      drift_ppm: float = 0.0, t0: float = 5000.0) -> PipelineReadings:
     """``readings`` meter readings over a synthetic pipeline (see the module); each interval's
-    power is drawn around POWERS with standard deviation ``vary_w``."""
+    power is drawn around POWERS with standard deviation ``vary_w``; the meter's timebase
+    runs ``drift_ppm`` fast (its stamps fall behind the true time by that rate)."""
     samples = int(readings * interval / 500e-6) + 50
     sd = (4e-6, 7e-6, 5e-6) if jitter else (0.0, 0.0, 0.0)
     pre = rng.normal(209e-6, sd[0], samples)
@@ -62,11 +69,14 @@ def pipeline_readings(rng: np.random.Generator, readings: int, *, vary_w: float 
                              for p in POWERS.values()]).ravel()
     energy = np.concatenate(([0.0], np.cumsum(seg_d * seg_p)))
     knots = np.append(seg_t, seg_t[-1] + seg_d[-1])
-    shift = rng.uniform(-MAX_SHIFT, MAX_SHIFT) if shift is None else shift
     window = (start[1], start[1] + (readings + 8) * interval)
+    if shift is None:  # the whole window's shifts inside ± MAX_SHIFT, as the contract asks
+        bound = MAX_SHIFT - abs(drift_ppm) * 1e-6 * (window[1] - window[0]) / 2
+        shift = rng.uniform(-bound, bound)
     t = window[0] - 2e-3 + rng.uniform(0, interval) + np.arange(readings + 30) * interval
-    true = (np.interp(t + shift + aperture, knots, energy)
-            - np.interp(t + shift, knots, energy)) / aperture
+    t_mid = (window[0] + window[1]) / 2
+    at = t + shift + drift_ppm * 1e-6 * (t - t_mid)
+    true = (np.interp(at + aperture, knots, energy) - np.interp(at, knots, energy)) / aperture
     watts = np.round((true + noise * rng.standard_normal(t.size)) / RESOLUTION) * RESOLUTION
     inside = (seg_t >= window[0]) & (seg_t + seg_d <= window[1])
     kind = np.tile(np.arange(3), samples)
@@ -74,7 +84,7 @@ def pipeline_readings(rng: np.random.Generator, readings: int, *, vary_w: float 
                          / np.sum(seg_d[inside & (kind == i)]))
              for i, name in enumerate(POWERS)}
     schedule = StageSchedule.consecutive(start, {"preprocessing": pre, "inference": inf})
-    return PipelineReadings(t, watts, schedule, window, shift, truth)
+    return PipelineReadings(t, watts, schedule, window, shift, drift_ppm * 1e-6, t_mid, truth)
 
 
 def attribute(bench: PipelineReadings, *, aperture: float = APERTURE,
@@ -96,27 +106,33 @@ def attribute(bench: PipelineReadings, *, aperture: float = APERTURE,
                    "interval holds the truth.")
 @click.option("--vary-w", default=0.0, show_default=True,
               help="Standard deviation of each interval's power around its stage's (W).")
+@click.option("--drift-ppm", default=0.0, show_default=True,
+              help="How fast the meter's timebase runs (its shift grows by this rate).")
 @click.option("--seed", default=1, show_default=True, help="Random seed (whole run).")
-def stage_attribution(readings: int, repeat: int, seeds: int, vary_w: float, seed: int) -> None:
+def stage_attribution(readings: int, repeat: int, seeds: int, vary_w: float, drift_ppm: float,
+                      seed: int) -> None:
     """Time of one attribution of READINGS readings; optionally the coverage of its errors."""
     if readings < 3000 or repeat < 1 or seeds < 0:
         raise click.BadParameter("need --readings >= 3000, --repeat >= 1, --seeds >= 0")
     rng = np.random.default_rng(seed)
-    bench = pipeline_readings(rng, readings, vary_w=vary_w)
+    bench = pipeline_readings(rng, readings, vary_w=vary_w, drift_ppm=drift_ppm)
     times = []
     for _ in range(repeat):
         began = time.perf_counter()
         result = attribute(bench)
         times.append(time.perf_counter() - began)
-    click.echo(f"shift: true {bench.shift * 1e6:+.3f} µs, fitted {result.shift_s * 1e6:+.3f} "
-               f"± {result.shift_std_error_s * 1e6:.3f} µs (SE); condition {result.condition:.2f}")
+    true_shift = bench.shift_at(result.shift_reference_s)
+    click.echo(f"shift: true {true_shift * 1e6:+.3f} µs, fitted {result.shift_s * 1e6:+.3f} "
+               f"± {result.shift_std_error_s * 1e6:.3f} µs (SE); drift: true "
+               f"{bench.drift * 1e6:+.2f} ppm, fitted {result.drift * 1e6:+.2f} ± "
+               f"{result.drift_std_error * 1e6:.2f} ppm; condition {result.condition:.2f}")
     for name, e in result.estimates.items():
         click.echo(f"{name:>14}: {e.mean_w:.4f} W ± {e.uncertainty95:.4f} (95 %), truth "
                    f"{bench.truth[name]:.4f} W")
     if seeds:
         hits = dict.fromkeys(POWERS, 0)
         for _ in range(seeds):
-            b = pipeline_readings(rng, 3000, vary_w=vary_w)
+            b = pipeline_readings(rng, 3000, vary_w=vary_w, drift_ppm=drift_ppm)
             r = attribute(b)
             for name, e in r.estimates.items():
                 hits[name] += abs(e.mean_w - b.truth[name]) <= e.uncertainty95

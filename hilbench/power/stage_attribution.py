@@ -15,14 +15,16 @@ reading, stage and alignment; time no stage covers is :data:`OTHER`. The alignme
 offset plus meter start, often longer than a stage) is fitted by least squares over
 ``± max_shift_s`` (searched to twice that, so that an offset beyond it is caught rather than
 fitted to a wrong pipeline cycle): a grid, then golden-section search to 1 ns (a stage power
-moves ~0.05 W per µs of shift).
+moves ~0.05 W per µs of shift). Each batch-means block fits its own shift, and a line through
+them gives the shift and its drift (a meter timebase 50 ppm off moves the shift by 250 µs over
+a 5 s window), their errors from the blocks' scatter about the line.
 
 Uncertainty, against the window's own time-weighted stage power (the device's sample-to-sample
 variation is part of that truth, as for gapless readings in ``phase_power``): the regression
 weighs each stage interval by where the readings happened to fall, the truth by its duration;
 the variance of that difference and of the noise comes from the per-interval and per-reading
-variances seen in the residuals. The shift's error (batch means over contiguous blocks, each
-refitting shift and powers) is added through the powers' slope in it. Batch means of the
+variances seen in the residuals. The alignment's error is added through the powers' slopes in
+shift and drift. Batch means of the
 blocks' powers, which include the device's own variation, are kept as ``spread_std_error_w``.
 The instrument's gain, offset and supply bounds enter each budget as in ``phase_power``; the
 clock component is 0 because δ is fitted and its error is already in the statistical part.
@@ -50,7 +52,15 @@ from hilbench.power.estimators import (
     _duration,
     _noise_from_differences,
 )
-from hilbench.power.stage_schedule import OTHER, OVERLAP_TOLERANCE_S, StageSchedule
+from hilbench.power.stage_design import (
+    Occupancy,
+    columns,
+    fractions,
+    inflation,
+    occupancy,
+    window_error,
+)
+from hilbench.power.stage_schedule import OTHER, StageSchedule
 from hilbench.power.uncertainty import InstrumentAccuracy
 
 __all__ = ["OTHER", "AttributionError", "StageAttribution", "StageSchedule",
@@ -82,14 +92,19 @@ class StageAttribution:
     """Stage powers from one window and how well the readings were aligned with the schedule."""
 
     estimates: dict[str, PowerEstimate]  # one per stage and OTHER; .phase = the stage name
-    shift_s: float  # reading k integrated [t_k + shift, t_k + shift + aperture] (true time)
-    shift_std_error_s: float  # batch means of the blocks' shifts, ``batches - 1`` dof
+    # Reading k integrated [t_k + δ_k, t_k + δ_k + aperture] (true time), with
+    # δ_k = shift_s + drift * (t_k - shift_reference_s): the meter's timebase may run off.
+    shift_s: float
+    shift_std_error_s: float  # from the scatter of the blocks' shifts about that line
     max_shift_s: float
     n_readings: int
-    # Identifiability: the largest standard-error inflation over the stages, sqrt(var / var of
-    # readings lying wholly inside one stage, same occupancy). 1 is ideal; refused above
-    # MAX_INFLATION. ``inflation`` holds every column's, OTHER's included.
     condition: float
+    drift: float = 0.0  # s per s (1e-6 = 1 ppm)
+    drift_std_error: float = 0.0
+    shift_reference_s: float = 0.0
+    # condition: identifiability, the largest standard-error inflation over the stages,
+    # sqrt(var / var of readings lying wholly inside one stage, same occupancy). 1 is ideal;
+    # refused above MAX_INFLATION. ``inflation`` holds every column's, OTHER's included.
     inflation: dict[str, float] = field(default_factory=dict)
     batches: int = BATCHES
     alias_contrast: float = math.inf  # ΔRSS / residual variance of the best other alignment
@@ -102,7 +117,10 @@ class StageAttribution:
             "method": "regression on stage occupancy, alignment fitted",
             "shift_s": self.shift_s,
             "shift_std_error_s": self.shift_std_error_s,
-            "shift_dof": self.batches - 1,
+            "shift_dof": self.batches - 2,
+            "shift_reference_s": self.shift_reference_s,
+            "drift_ppm": self.drift * 1e6,
+            "drift_std_error_ppm": self.drift_std_error * 1e6,
             "max_shift_s": self.max_shift_s,
             "n_readings": self.n_readings,
             "condition": self.condition,
@@ -114,33 +132,6 @@ class StageAttribution:
         }
 
 
-Occupancy = list[tuple[np.ndarray, np.ndarray]]
-
-
-def _occupancy(schedule: StageSchedule, origin: float) -> Occupancy:
-    """Per stage, knots of the cumulative time spent in it (piecewise linear, flat between)."""
-    out = []
-    for stage in schedule.stages:
-        s, e = schedule.starts[stage] - origin, schedule.ends[stage] - origin
-        before = np.concatenate(([0.0], np.cumsum(e - s)[:-1]))
-        out.append((np.column_stack((s, e)).ravel(),
-                    np.column_stack((before, before + (e - s))).ravel()))
-    return out
-
-
-def _columns(cum: list[np.ndarray], k: int, a: float, other: bool) -> list[np.ndarray]:
-    """Design columns (stages, then OTHER) from cumulative occupancy at aperture starts (the
-    aperture end of row i is the start of row i + k)."""
-    cols = [(c[k:] - c[:-k]) / a for c in cum]
-    return [*cols, 1.0 - sum(cols)] if other else cols
-
-
-def _fractions(occ: Occupancy, x: np.ndarray, a: float, other: bool) -> np.ndarray:
-    """Design columns for apertures starting at ``x``: shape (m, n)."""
-    cum = [np.interp(np.stack((x, x + a)), *o) for o in occ]
-    return np.concatenate(_columns(cum, 1, a, other))
-
-
 def _solve(xtx: np.ndarray, xty: np.ndarray, yty: np.ndarray | float
            ) -> tuple[np.ndarray, np.ndarray]:
     """Least-squares coefficients and residual sum of squares from normal equations."""
@@ -150,16 +141,6 @@ def _solve(xtx: np.ndarray, xty: np.ndarray, yty: np.ndarray | float
         except np.linalg.LinAlgError:  # a block that misses a stage: its RSS is still right
             beta = (np.linalg.pinv(xtx) @ xty[..., None])[..., 0]
         return beta, yty - (beta * xty).sum(axis=-1)
-
-
-def _inflation(f: np.ndarray) -> np.ndarray:
-    """SE of each column's coefficient relative to readings wholly inside that column's state."""
-    try:
-        diag = np.diag(np.linalg.inv(f @ f.T))
-    except np.linalg.LinAlgError:
-        return np.full(f.shape[0], math.inf)
-    ratio = diag * f.sum(axis=1)
-    return np.where(np.isfinite(ratio) & (ratio > 0), np.sqrt(np.abs(ratio)), math.inf)
 
 
 def _golden(rss: Callable[[np.ndarray], np.ndarray], lo: np.ndarray, hi: np.ndarray
@@ -211,7 +192,7 @@ class _Blocks:
 
     def at(self, shifts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``fit`` with block b at shift ``shifts[b]``."""
-        f = _fractions(self.occ, self.x + np.repeat(shifts, self.sizes), self.a, self.other)
+        f = fractions(self.occ, self.x + np.repeat(shifts, self.sizes), self.a, self.other)
         return self.fit([c[None, :] for c in f])
 
     def grid(self, h: float, half: int, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -222,45 +203,8 @@ class _Blocks:
         for g0 in range(0, 2 * half + 1, rows):
             g1 = min(2 * half + 1, g0 + rows)
             cum = [np.interp(self.x[None, :] + ext[g0:g1 + k, None], *o) for o in self.occ]
-            _, rss[g0:g1], total[g0:g1] = self.fit(_columns(cum, k, self.a, self.other))
+            _, rss[g0:g1], total[g0:g1] = self.fit(columns(cum, k, self.a, self.other))
         return rss, total
-
-
-def _window_error(schedule: StageSchedule, origin: float, u: np.ndarray, a: float,
-                  f: np.ndarray, residual: np.ndarray) -> np.ndarray:
-    """Variance of each power's error against the window's own time-weighted stage power.
-
-    Each interval j has power P_kind(j) + d_j. The fit weighs interval j by (A G)_sj (A the
-    least-squares map, G_kj reading k's share of interval j), the truth by its duration share
-    T_sj; d_j is part of the truth, so only c = A G - T carries it into the error:
-    var_s = sum_j c_sj^2 var_kind(j) + noise^2 (X'X)^-1_ss, with the variances from the
-    residuals, E r_k^2 = noise^2 + sum_s var_s sum_(j in s) G_kj^2."""
-    m = f.shape[0]
-    lo, hi = float(u[0]), float(u[-1] + a)
-    s, e, kind = schedule.merged()
-    s, e = s - origin, e - origin
-    keep = (e > lo) & (s < hi)
-    s, e, kind = np.clip(s[keep], lo, hi), np.clip(e[keep], lo, hi), kind[keep]
-    gap_s, gap_e = np.concatenate(([lo], e)), np.concatenate((s, [hi]))
-    gap = gap_e > gap_s + OVERLAP_TOLERANCE_S  # OTHER's intervals
-    order = np.argsort(np.concatenate((s, gap_s[gap])), kind="stable")
-    seg_s = np.concatenate((s, gap_s[gap]))[order]
-    seg_e = np.maximum(np.concatenate((e, gap_e[gap]))[order], seg_s)
-    kind = np.minimum(np.concatenate((kind, np.full(int(gap.sum()), m - 1)))[order], m - 1)
-    i0 = np.searchsorted(seg_e, u, side="right")
-    i1 = np.searchsorted(seg_s, u + a, side="left") - 1
-    rk = np.concatenate([np.flatnonzero(i0 + o <= i1) for o in range(int((i1 - i0).max()) + 1)])
-    rj = np.concatenate([i0[i0 + o <= i1] + o for o in range(int((i1 - i0).max()) + 1)])
-    g = (np.minimum(seg_e[rj], u[rk] + a) - np.maximum(seg_s[rj], u[rk])).clip(0.0) / a
-    inv = np.linalg.inv(f @ f.T)
-    seen = np.stack([np.bincount(rj, f[i, rk] * g, seg_s.size) for i in range(m)])
-    dur = seg_e - seg_s
-    share = np.zeros((m, seg_s.size))
-    share[kind, np.arange(seg_s.size)] = dur / np.bincount(kind, dur, m)[kind]
-    q = np.stack([np.bincount(rk, g * g * (kind[rj] == i), u.size) for i in range(m)])
-    var = np.linalg.lstsq(np.vstack((np.ones(u.size), q)).T, residual**2, rcond=None)[0]
-    var = var.clip(0.0)
-    return ((inv @ seen - share) ** 2 * var[1:][kind]).sum(axis=1) + var[0] * np.diag(inv)
 
 
 def attribute_stage_power(
@@ -309,17 +253,17 @@ def attribute_stage_power(
             f"{_duration(search)} searched shifts and the {_duration(a)} aperture); the "
             f"readings span {span}")
     x, y = t[use] - start, watts[use]
-    occ = _occupancy(schedule, start)
+    occ = occupancy(schedule, start)
     stages = schedule.stages
     means = ", ".join(f"{s} {_duration(schedule.mean_duration_s(s))}" for s in stages)
-    f0 = _fractions(occ, x, a, other=True)
+    f0 = fractions(occ, x, a, other=True)
     unseen = [s for s, col in zip(stages, f0, strict=False) if col.max() <= 0]
     if unseen:
         raise AttributionError(f"no reading inside the window {start:g}..{end:g} s sees "
                                f"stage(s) {unseen} (mean durations: {means})")
     other = bool(f0[-1].max() > 0)  # a schedule that tiles the window leaves no OTHER to fit
     names = [*stages, OTHER] if other else list(stages)
-    infl = _inflation(f0 if other else f0[:-1]) if n > len(names) else np.full(len(names), math.inf)
+    infl = inflation(f0 if other else f0[:-1]) if n > len(names) else np.full(len(names), math.inf)
     if infl[:len(stages)].max() > max_inflation:
         raise AttributionError(
             f"the {_duration(a)} aperture is long compared with the stages (mean {means}): "
@@ -359,40 +303,67 @@ def attribute_stage_power(
             f"equally (contrast {contrast:.3g}, need {MIN_ALIAS_CONTRAST:g}); the schedule "
             f"repeats too regularly for ± {_duration(max_shift_s)}: narrow the clock offset's "
             f"uncertainty")
-    if half and (abs(grid[best]) > max_shift_s + h or best < 1 or best > grid.size - 2):
-        raise AttributionError(
-            f"the readings fit the schedule best at a shift of {grid[best] * 1e3:+.3f} ms, "
-            f"outside the ± {_duration(max_shift_s)} range (searched to ± {_duration(search)}): "
-            f"the clocks are further apart than max_shift_s allows (widen it) or the schedule "
-            f"is not the one that ran")
-    # The window's shift, then each block's own inside the window's basin (its best ± h).
-    shift, block_shift = 0.0, np.zeros(batches)
+    # Each block then finds its own alignment within half a pipeline cycle of the window's: a
+    # meter timebase 50 ppm off moves the shift by 250 µs over a 5 s window, more than a stage.
+    starts = schedule.starts[stages[0]]
+    cycle = float(np.median(np.diff(starts))) if starts.size > 1 else scale
+    near = np.abs(grid - grid[best]) <= max(cycle / 2, scale + h)
+    block_best = np.argmin(np.where(near[:, None], rss, np.inf), axis=0)
+    block_shift, shift, drift, shift_se, drift_se = np.zeros(batches), 0.0, 0.0, 0.0, 0.0
+    centre = np.add.reduceat(x, blocks.cuts) / blocks.sizes
+    ref = float(centre.mean())
     if half:
-        shift = float(_golden(lambda d: blocks.at(np.repeat(d, batches))[2],
-                              grid[best:best + 1] - h, grid[best:best + 1] + h)[0])
-        lo, hi = max(0, best - k), min(grid.size, best + k + 1)
-        centre = grid[lo:hi][np.argmin(rss[lo:hi], axis=0)]
-        block_shift = _golden(lambda d: blocks.at(d)[1][0], centre - h, centre + h)
+        block_shift = _golden(lambda d: blocks.at(d)[1][0], grid[block_best] - h,
+                              grid[block_best] + h)
+        design = np.column_stack((np.ones(batches), centre - ref))
+        (shift, drift), *_ = np.linalg.lstsq(design, block_shift, rcond=None)
+        off = block_shift - design @ (shift, drift)
+        spread = float(np.sqrt((off**2).sum() / (batches - 2))) if batches > 2 else 0.0
+        shift_se = spread / math.sqrt(batches)
+        drift_se = spread / math.sqrt(float(((centre - ref) ** 2).sum()))
+        odd = int(np.argmax(np.abs(off)))
+        if abs(off[odd]) > scale:
+            raise AttributionError(
+                f"block {odd} of {batches} aligns at {block_shift[odd] * 1e3:+.3f} ms, "
+                f"{off[odd] * 1e6:+.0f} µs from the line through the others (shift "
+                f"{shift * 1e3:+.3f} ms, drift {drift * 1e6:+.1f} ppm): the readings do not "
+                f"follow the schedule throughout the window")
+    outside = np.flatnonzero((np.abs(block_shift) > max_shift_s + h) | (block_best < 1)
+                             | (block_best > grid.size - 2)) if half else []
+    if len(outside):
+        i = int(outside[0])
+        raise AttributionError(
+            f"the readings fit the schedule best at a shift of {block_shift[i] * 1e3:+.3f} ms "
+            f"(block {i} of {batches}), outside the ± {_duration(max_shift_s)} range (searched "
+            f"to ± {_duration(search)}): the clocks are further apart than max_shift_s allows "
+            f"(widen it) or the schedule is not the one that ran")
     block_power = blocks.at(block_shift)[0][0] + y0
     if not np.isfinite(block_power).all():
         raise AttributionError(f"a batch of {n // batches} readings cannot separate the stages "
                                f"(mean {means}): lengthen the window")
-    shift_se = float(np.std(block_shift, ddof=1) / math.sqrt(batches))
 
-    f = _fractions(occ, x + shift, a, other)
+    def aligned(d0: float, rate: float) -> np.ndarray:
+        return fractions(occ, x + d0 + rate * (x - ref), a, other)
+
+    f = aligned(shift, drift)
     power = np.linalg.solve(f @ f.T, f @ (y - y0)) + y0
     residual = y - power @ f
     noise = _noise_from_differences(residual)
-    step = max(shift_se, SHIFT_TOLERANCE_S)  # the powers' slope in the shift, central
-    moved = [_fractions(occ, x + shift + d, a, other) for d in (step, -step)]
-    slope = np.subtract(*[np.linalg.solve(g @ g.T, g @ y) for g in moved]) / (2 * step)
-    var_fixed = _window_error(schedule, start, x + shift, a, f, residual)
-    var_shift = (slope * shift_se) ** 2
+    var_fixed = window_error(schedule, start, x + shift + drift * (x - ref), a, f, residual)
+    # The alignment's error through the powers' slopes in its shift and drift (uncorrelated:
+    # the drift is fitted about the blocks' mean time).
+    var_shift = np.zeros(len(names))
+    for value_se, move in ((shift_se, (1.0, 0.0)), (drift_se, (0.0, 1.0))):
+        step = max(value_se, SHIFT_TOLERANCE_S)
+        fits = [np.linalg.solve(g @ g.T, g @ y) for g in (
+            aligned(shift + sign * step * move[0], drift + sign * step * move[1])
+            for sign in (1, -1))]
+        var_shift += ((fits[0] - fits[1]) / (2 * step) * value_se) ** 2
     se = np.sqrt(var_fixed + var_shift)
     with np.errstate(invalid="ignore", divide="ignore"):  # Welch-Satterthwaite
-        dof = np.where(var_shift > 0, se**4 / (var_shift**2 / (batches - 1)
+        dof = np.where(var_shift > 0, se**4 / (var_shift**2 / max(1, batches - 2)
                                               + var_fixed**2 / (n - len(names))), n - len(names))
-    infl = _inflation(f)
+    infl = inflation(f)
     quant = resolution_w / 2.0 if noise < resolution_w / 2.0 else 0.0
     coverage = window_coverage(t, start, end)
     method = (f"regression on stage occupancy, shift fitted; error of the window's own mean "
@@ -412,7 +383,8 @@ def attribute_stage_power(
             quantisation_half_width_w=quant, mixing_half_width_w=0.0, coverage=coverage)
     spread = np.std(block_power, axis=0, ddof=1) / math.sqrt(batches)
     return StageAttribution(
-        estimates=estimates, shift_s=shift, shift_std_error_s=shift_se,
+        estimates=estimates, shift_s=float(shift), shift_std_error_s=shift_se,
+        drift=float(drift), drift_std_error=drift_se, shift_reference_s=start + ref,
         max_shift_s=max_shift_s, n_readings=n, condition=float(infl[:len(stages)].max()),
         inflation=dict(zip(names, map(float, infl), strict=True)), batches=batches,
         alias_contrast=contrast,
