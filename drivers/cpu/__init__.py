@@ -19,7 +19,7 @@ import numpy as np
 
 from hilbench.agent.dispatch import ContractDriver
 from hilbench.agent.driver import DriverError
-from hilbench.clock import now
+from hilbench.clock import bench_now, now
 from hilbench.contracts.asc import AscLoad, AscRepeat, AscRun
 from hilbench.contracts.base import Reply
 from hilbench.contracts.capabilities import ConfigureReply, Settings
@@ -100,8 +100,8 @@ class CpuDriver(ContractDriver):
             self.link_meter(sim_meter)
         self._loaded: LoadedQubo | None = None
         self._rapl, self._rapl_reason = probe_rapl(rapl_root)
-        self._asc = AscDevice(self._sim_state, self._sim_states, asc_sample_capacity,
-                              asc_stream_capacity)
+        self._asc = AscDevice(self._sim_state, self._sim_states, self._sim_begin,
+                              asc_sample_capacity, asc_stream_capacity)
 
     def link_meter(self, address: str) -> None:
         self._sim = relink(self._sim, address)
@@ -220,6 +220,11 @@ class CpuDriver(ContractDriver):
         :meth:`hilbench.sim.device_link.SimulatedDeviceLink.defer`)."""
         if self._sim is not None:
             self._sim.defer(changes)
+
+    def _sim_begin(self) -> float:
+        """Now on the bench clock, as a single-stream sample's first stamp (see
+        :meth:`hilbench.sim.device_link.SimulatedDeviceLink.begin`)."""
+        return bench_now() if self._sim is None else self._sim.begin()
 
     def close(self) -> None:
         self._loaded = None

@@ -76,11 +76,13 @@ class AscDevice:
         self,
         sim_state: Callable[..., None],
         sim_states: Callable[[list[tuple[str, float]]], None],
+        sim_begin: Callable[[], float],
         sample_capacity: str | int = DEFAULT_SAMPLE_CAPACITY,
         stream_capacity: str | int = DEFAULT_STREAM_CAPACITY,
     ) -> None:
         self._sim_state = sim_state
         self._sim_states = sim_states
+        self._sim_begin = sim_begin
         self.sample_capacity = _positive_int("asc_sample_capacity", sample_capacity)
         self.stream_capacity = _positive_int("asc_stream_capacity", stream_capacity)
         self.model: QuantisedModel | None = None
@@ -175,7 +177,8 @@ class AscDevice:
         cfg = model.mfe_config
         # The simulated meter hears of the stages after they end, stamped when they began: a
         # report sent at a stage's start wakes the meter process while the stage is timed.
-        s0 = bench_now()
+        # The start is stamped through the link, which then knows a sample is under way.
+        s0 = self._sim_begin()
         t0 = now()
         features = extract_features(audio, cfg)
         t1 = now()

@@ -79,8 +79,10 @@ def sim_meter(
     """Serve a simulated Keysight 34465A over SCPI/TCP until SIGTERM or Ctrl-C.
 
     Its readings follow the state a simulated device reports with `SIM:STAT <state>[,<t>]`;
-    `SIM:TRUTH? <t0>,<t1>` returns the true mean power of a window. Reach it with pyvisa-py as
-    TCPIP::HOST::PORT::SOCKET.
+    a device that tells its changes late says `SIM:HOLD <t>` (told up to t: later readings
+    wait) and `SIM:LIVE` when it reports as it goes again; `SIM:LATE?` counts readings computed
+    from a timeline told late (also logged). `SIM:TRUTH? <t0>,<t1>` returns the true mean power
+    of a window. Reach it with pyvisa-py as TCPIP::HOST::PORT::SOCKET.
     """
     from hilbench.orchestrator.instruments import POWER_MODELS
     from hilbench.sim import SimulatedMeter

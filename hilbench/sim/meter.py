@@ -8,9 +8,18 @@ timing, drift, reading memory) is the acquisition model in
 meter can answer what the true energy of any window was.
 
 Reach it with pyvisa-py as ``TCPIP::127.0.0.1::<port>::SOCKET`` (newline termination). It
-speaks the subset of the 34465A's SCPI that the hilbench driver uses, plus two non-standard
-commands: ``SIMulate:STATe <name>`` (the device entered a state *now*) and
-``SIMulate:TRUTH? <t0>,<t1>`` (true mean power in watts over a window on the monotonic clock).
+speaks the subset of the 34465A's SCPI that the hilbench driver uses, plus non-standard
+``SIMulate`` commands for the simulated device and the tests:
+
+- ``SIMulate:STATe <name>[,<t>]``: the device entered a state at ``t`` (bench clock; default
+  on arrival);
+- ``SIMulate:HOLD <t>``: the device has told its state up to ``t`` and may tell later changes
+  late; readings ending after ``t`` wait (see :mod:`hilbench.sim.meter_acquisition`);
+- ``SIMulate:LIVE``: the device reports as things happen again;
+- ``SIMulate:LATE?``: how many readings were computed from a timeline told late (0 when the
+  simulation was honest);
+- ``SIMulate:TRUTH? <t0>,<t1>``: true mean power in watts over a window on the bench clock.
+
 Faults can be injected to test how the measurement chain copes: SCPI errors, a stalled
 instrument, dropped connections, and reading-memory overflow (small ``memory_readings``).
 """
@@ -307,7 +316,7 @@ class SimulatedMeter(MeterAcquisition):
     def _initiate(self, args: list[str]) -> None:
         t_init = now()
         self._advance(t_init)
-        if self._acq is not None and not self._acq.finished:
+        if self._acq is not None and self._acq.taking_readings(t_init):
             raise ScpiError(-213, "Init ignored")
         self._start_acquisition(t_init)
 
@@ -322,7 +331,7 @@ class SimulatedMeter(MeterAcquisition):
         return ",".join(format_reading(v) for v in self._memory)
 
     def _read_and_erase(self, args: list[str]) -> str:
-        self._advance(now())
+        self._catch_up()
         limit = len(self._memory) if not args else int(parse_number(args[0], 1, 2e9))
         data = ",".join(format_reading(v) for v in self._take(limit))
         return f"#{len(str(len(data)))}{len(data)}{data}"
@@ -332,7 +341,7 @@ class SimulatedMeter(MeterAcquisition):
             raise ScpiError(-109, "Missing parameter")
         count = int(parse_number(args[0], 1, 2e9))
         wait = len(args) > 1 and args[1].upper() == "WAIT"
-        self._advance(now())
+        self._catch_up()
         if len(self._memory) < count:
             if not wait:
                 raise ScpiError(-222, "Data out of range; not enough readings in memory")
@@ -341,16 +350,16 @@ class SimulatedMeter(MeterAcquisition):
         return ",".join(format_reading(v) for v in self._take(count))
 
     def _data_points(self, args: list[str]) -> str:
-        self._advance(now())
+        self._catch_up()
         return f"{len(self._memory):+d}"
 
     def _questionable_event(self, args: list[str]) -> str:
-        self._advance(now())
+        self._catch_up()
         value, self._ques_event = self._ques_event, 0
         return f"{value:+d}"
 
     def _questionable_condition(self, args: list[str]) -> str:
-        self._advance(now())
+        self._catch_up()
         overflow = self._acq is not None and self._acq.lost > 0
         return f"{QUES_MEMORY_OVERFLOW if overflow else 0:+d}"
 
@@ -363,6 +372,17 @@ class SimulatedMeter(MeterAcquisition):
             self.set_state(name, t)
         except (KeyError, ValueError):
             raise ScpiError(-224, f"Illegal parameter value; unknown state {name}") from None
+
+    def _simulate_hold(self, args: list[str]) -> None:
+        # SIM:HOLD <t>: the device's state is told up to t (bench clock); later changes may
+        # arrive late, so readings ending after t are not computed until it tells more.
+        self.hold(parse_number(one_arg(args), -math.inf, math.inf))
+
+    def _simulate_live(self, args: list[str]) -> None:
+        self.live()
+
+    def _simulate_late_query(self, args: list[str]) -> str:
+        return f"{self.late_readings:+d}"
 
     def _simulate_state_query(self, args: list[str]) -> str:
         return f'"{self._timeline.state_at(now())}"'
@@ -493,6 +513,9 @@ _COMMANDS: dict[str, _Handler_t] = {
     "STAT:QUES:COND?": _M._questionable_condition,
     "SIM:STAT": _M._simulate_state,
     "SIM:STAT?": _M._simulate_state_query,
+    "SIM:HOLD": _M._simulate_hold,
+    "SIM:LIVE": _M._simulate_live,
+    "SIM:LATE?": _M._simulate_late_query,
     "SIM:TRUTH?": _M._simulate_truth,
 }
 for _fn in ("CURR", "VOLT"):

@@ -8,10 +8,21 @@ memory that overflows as the real one does. Because the device's true power is k
 can answer what the true energy of any window was, which is what makes the measurement chain's
 accuracy testable end to end. The SCPI commands and TCP server that drive this are in
 :mod:`hilbench.sim.meter`.
+
+Readings are computed lazily, from the timeline as the device has told it so far. A device that
+reports late (:meth:`hilbench.sim.device_link.SimulatedDeviceLink.defer`: single-stream samples
+are told in batches) *holds* the meter: it says up to which time its state is told
+(:meth:`MeterAcquisition.hold`), and only readings whose aperture ends by then are computed, as
+if the instrument had that much latency. Once an acquisition has ended (``ABOR`` or its last
+reading due), the first request for readings waits up to :data:`HOLD_PATIENCE_S` for the device
+to tell past the end; what it still has not told is then computed as it stands, and counted in
+:attr:`MeterAcquisition.late_readings` with a warning in the log, so a simulated figure that
+rests on a stale timeline never goes unnoticed.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -54,6 +65,14 @@ QUES_VOLTAGE_OVERLOAD = 1
 QUES_CURRENT_OVERLOAD = 2
 QUES_SAMPLE_TIMING = 4
 QUES_MEMORY_OVERFLOW = 16384
+
+# How long a request for readings after an acquisition's end waits for a held device to tell
+# past that end. Its link tells within FLUSH_S (0.05 s) while samples run and goes live within
+# about 2 × FLUSH_S once they stop, so 0.5 s means it stopped telling; well below the keysight
+# driver's I/O timeout (timeout_s, 5 s by default), so the wait does not fail a read.
+HOLD_PATIENCE_S = 0.5
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -114,6 +133,18 @@ class Acquisition:
     def finished(self) -> bool:
         return self.t_abort is not None or self.generated >= self.total
 
+    def taking_readings(self, t: float) -> bool:
+        """Whether readings are still to fall due after ``t`` (by time, not by what a held
+        device has let the meter compute)."""
+        return self.t_abort is None and self.ready_count(t) < self.total
+
+    def end_time(self) -> float:
+        """When the last reading due (by ``ABOR`` or the count) ends its integration."""
+        assert self.t_first is not None
+        if self.t_abort is not None:
+            return self.t_abort
+        return self.t_first + (self.total - 1) * self.interval_s + self.aperture_s
+
 
 class MeterAcquisition:
     """Settings, timeline, due readings and reading memory of one simulated meter.
@@ -161,6 +192,9 @@ class MeterAcquisition:
         self._memory: deque[float] = deque(maxlen=memory_readings)
         self._ques_event = 0
         self._stopping = threading.Event()
+        # Up to when (bench clock) a held device has told its state; None: it reports live.
+        self._told_until: float | None = None
+        self.late_readings = 0  # readings computed from a timeline told late (see the module)
 
     # --- the simulated device --------------------------------------------------------------
 
@@ -170,7 +204,29 @@ class MeterAcquisition:
         with self._lock:
             stamp = now() if t is None else float(t)
             self._timeline.set(stamp, name)
+            if self._told_until is not None and stamp < self._told_until:
+                log.warning(
+                    "simulated meter: the device told a change to %s at t=%.6f after saying its "
+                    "state was told up to t=%.6f (SIM:HOLD): readings before then may miss it",
+                    name, stamp, self._told_until)
             return stamp
+
+    def hold(self, told_until: float) -> None:
+        """The device has told its state up to ``told_until`` (bench clock); later changes may
+        arrive late, so readings ending after it are not computed yet."""
+        with self._lock:
+            self._told_until = float(told_until)
+
+    def live(self) -> None:
+        """The device reports each change as it happens again: no limit on readings."""
+        with self._lock:
+            self._told_until = None
+
+    @property
+    def told_until(self) -> float | None:
+        """Up to when a held device has told its state (None: it reports live)."""
+        with self._lock:
+            return self._told_until
 
     @property
     def state(self) -> str:
@@ -204,11 +260,51 @@ class MeterAcquisition:
     # --- acquisition and readings ------------------------------------------------------------
 
     def _advance(self, t: float) -> None:
-        """Move every reading whose integration has ended into reading memory."""
+        """Move every reading whose integration has ended by ``t`` into reading memory, as far
+        as the device has told its state (:meth:`hold`)."""
         acq = self._acq
         if acq is None:
             return
-        ready = acq.ready_count(t)
+        told = t if self._told_until is None else min(t, self._told_until)
+        self._materialise(acq, acq.ready_count(told))
+
+    def _catch_up(self) -> None:
+        """:meth:`_advance` to now, for a request that reads memory; once the acquisition has
+        ended, wait (lock released, at most :data:`HOLD_PATIENCE_S`) for a held device to tell
+        past its end, then compute what is still untold from the timeline as it stands."""
+        t = now()
+        self._advance(t)
+        acq = self._acq
+        if acq is None or acq.t_first is None or acq.taking_readings(t):
+            return
+        due = acq.ready_count(t)
+        if acq.generated >= due:
+            return
+        end = acq.end_time()
+        deadline = t + HOLD_PATIENCE_S
+        while (self._told_until is not None and self._told_until < end
+               and now() < deadline and not self._stopping.is_set()):
+            self._lock.release()
+            try:
+                time.sleep(0.002)
+            finally:
+                self._lock.acquire()
+        if self._acq is not acq:
+            return  # a new INIT (or *RST) on another connection replaced it meanwhile
+        self._advance(now())
+        untold = due - acq.generated
+        if untold > 0:
+            told = self._told_until
+            self._materialise(acq, due)
+            self.late_readings += untold
+            log.warning(
+                "simulated meter: %d readings up to t=%.6f computed from a device timeline told "
+                "only up to t=%s (held; the device told nothing further within %.1f s): they "
+                "show what the meter knew, not what the device did", untold, end, told,
+                HOLD_PATIENCE_S)
+
+    def _materialise(self, acq: Acquisition, ready: int) -> None:
+        """Compute readings up to index ``ready`` into reading memory."""
         new = ready - acq.generated
         if new <= 0:
             return
@@ -247,7 +343,7 @@ class MeterAcquisition:
     def _wait_until(self, condition: Callable[[], bool]) -> bool:
         """Poll (releasing the lock) until ``condition`` holds or the meter stops."""
         while not self._stopping.is_set():
-            self._advance(now())
+            self._catch_up()
             if condition():
                 return True
             self._lock.release()

@@ -1,12 +1,15 @@
-"""Single-stream stages reach the simulated meter with the device's next report, in order and
-stamped when they happened, so no write wakes the meter between two samples."""
+"""Single-stream stages reach the simulated meter in batches, in order and stamped when they
+happened, with the meter held up to what is told (SIM:HOLD) until the device reports live again
+(SIM:LIVE): no write wakes the meter between two samples, and no reading is computed stale."""
 
 from __future__ import annotations
 
 import socket
 import threading
+import time
 
-from hilbench.sim.device_link import MAX_DEFERRED, SimulatedDeviceLink
+from hilbench.clock import bench_now
+from hilbench.sim.device_link import FLUSH_S, MAX_DEFERRED, SimulatedDeviceLink
 
 
 class LineSink:
@@ -32,22 +35,76 @@ class LineSink:
             return self.data.decode().splitlines()
 
 
-def test_deferred_stages_go_first_with_the_next_report():
+def hold_stamp(line: str) -> float:
+    assert line.startswith("SIM:HOLD ")
+    return float(line.split()[1])
+
+
+def test_a_run_of_deferred_samples_holds_the_meter_and_the_next_report_lifts_it():
     sink = LineSink()
     link = SimulatedDeviceLink(sink.address)
-    link.defer([("preprocessing", 1.0), ("inference", 1.5), ("idle", 2.0)])
-    assert sink.lines(1, timeout_s=0.2) == []  # nothing written between samples
-    link.state("inference", 3.0)
-    assert sink.lines(4) == ["SIM:STAT preprocessing,1.0", "SIM:STAT inference,1.5",
-                             "SIM:STAT idle,2.0", "SIM:STAT inference,3.0"]
+    t = bench_now()
+    link.defer([("preprocessing", t - 3.0), ("inference", t - 2.5), ("idle", t - 2.0)])
+    lines = sink.lines(4)  # one write: the changes, then told up to a stamp read after them
+    assert lines[:3] == [f"SIM:STAT preprocessing,{t - 3.0!r}",
+                         f"SIM:STAT inference,{t - 2.5!r}", f"SIM:STAT idle,{t - 2.0!r}"]
+    assert t <= hold_stamp(lines[3]) <= bench_now()
+    link.defer([("inference", t - 1.0), ("idle", t - 0.5)])
+    assert len(sink.lines(5, timeout_s=FLUSH_S / 5)) == 4  # nothing written between samples
+    link.state("inference", t)
+    assert sink.lines(8)[4:] == [f"SIM:STAT inference,{t - 1.0!r}", f"SIM:STAT idle,{t - 0.5!r}",
+                                 f"SIM:STAT inference,{t!r}", "SIM:LIVE"]
+    assert link.writes == 2
     link.close()
+    assert len(sink.lines(9, timeout_s=0.2)) == 8  # live: nothing left to tell
 
 
 def test_a_long_single_stream_is_told_in_bounded_batches_and_closing_tells_the_rest():
     sink = LineSink()
     link = SimulatedDeviceLink(sink.address)
-    link.defer([("idle", float(i)) for i in range(MAX_DEFERRED)])
-    assert len(sink.lines(MAX_DEFERRED)) == MAX_DEFERRED
+    link.defer([("idle", 0.0)])
+    link.defer([("idle", float(i)) for i in range(1, MAX_DEFERRED)])
+    assert len(sink.lines(2)) == 2
+    link.defer([("idle", float(MAX_DEFERRED))])  # MAX_DEFERRED wait: told within FLUSH_S
+    assert len(sink.lines(MAX_DEFERRED + 3)) == MAX_DEFERRED + 3
     link.defer([("idle", -1.0)])
     link.close()
-    assert sink.lines(MAX_DEFERRED + 1)[-1] == "SIM:STAT idle,-1.0"
+    assert sink.lines(MAX_DEFERRED + 5)[-2:] == ["SIM:STAT idle,-1.0", "SIM:LIVE"]
+
+
+def test_held_changes_are_told_once_flush_s_has_passed():
+    sink = LineSink()
+    link = SimulatedDeviceLink(sink.address)
+    link.defer([("idle", 1.0)])
+    link.defer([("idle", 2.0)])
+    time.sleep(FLUSH_S)
+    link.defer([("idle", 3.0)])
+    lines = sink.lines(5)
+    assert lines[2:4] == ["SIM:STAT idle,2.0", "SIM:STAT idle,3.0"]
+    assert hold_stamp(lines[4]) > hold_stamp(lines[1]) + FLUSH_S
+    link.close()
+
+
+def test_a_device_that_stamps_its_samples_holds_at_the_first_start_and_goes_live_when_quiet():
+    sink = LineSink()
+    link = SimulatedDeviceLink(sink.address)
+    s0 = link.begin()  # live: held at the sample's start, before anything of it is read
+    assert sink.lines(1) == [f"SIM:HOLD {s0!r}"]
+    t = bench_now()
+    link.defer([("inference", s0), ("idle", t)])
+    s1 = link.begin()  # a sample that outlasts FLUSH_S: the rest told, held at its start
+    lines = sink.lines(4, timeout_s=10 * FLUSH_S)
+    assert lines[1:] == [f"SIM:STAT inference,{s0!r}", f"SIM:STAT idle,{t!r}",
+                         f"SIM:HOLD {s1!r}"]
+    t = bench_now()
+    link.defer([("inference", s1), ("idle", t)])
+    deadline = time.monotonic() + 10 * FLUSH_S  # quiet from here: told, then live again
+    while sink.lines(0)[-1] != "SIM:LIVE" and time.monotonic() < deadline:
+        time.sleep(0.005)
+    lines = sink.lines(0)
+    assert lines[4:6] == [f"SIM:STAT inference,{s1!r}", f"SIM:STAT idle,{t!r}"]
+    assert lines[6:] in (["SIM:LIVE"], [lines[6], "SIM:LIVE"])  # at once, or FLUSH_S after
+    assert link.writes == len(lines) - 4  # 1 + 3 lines, then 3 or 4
+    link.close()
+    time.sleep(0.1)
+    assert sink.lines(0) == lines  # live: nothing left to tell
