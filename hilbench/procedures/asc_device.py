@@ -24,6 +24,7 @@ from hilbench.contracts.asc import (
     AscLoadStream,
     AscSampleResult,
     AscSamples,
+    AscSamplesResult,
     AscSingleStream,
     AscUnload,
     AscUnloadStream,
@@ -144,21 +145,13 @@ def _run_sample_lists(
 ) -> list[SampleRecord]:
     """Single stream in lists of samples run by the agent (``samples``)."""
     records: list[SampleRecord] = []
-    handle = device.asc
     n = audio.shape[0]
-    per_list = max(1, min(MAX_SAMPLE_LIST, SAMPLE_LIST_BYTES // max(1, audio[0].nbytes)))
+    per_list = sample_list_size(audio[0])
     for first in range(0, n, per_list):
-        chunk = np.ascontiguousarray(audio[first:first + per_list], dtype=np.float32)
-        indices = list(range(first, first + chunk.shape[0]))
-        # Loading is untimed (LoadGen loads its sample library before issuing queries): the
-        # list's audio travels before the run, which carries only the indices.
-        handle.load_asc(AscLoadSampleList(workload="asc", indices=indices), [chunk])
-        with device.waiting(timeout_s=SAMPLE_TIMEOUT_S * len(indices)):
-            reply = handle.run_samples(AscSamples(workload="asc", indices=indices))
-        assert device.window is not None
-        sent, received = device.window
+        indices = list(range(first, min(n, first + per_list)))
+        load_sample_list(device, indices, audio[first:first + per_list])
+        reply, sent, received = run_sample_list(device, indices)
         results = reply.results
-        _check_list(device.name, indices, results, reply.stopped_early)
         span = results[-1].t_end - results[0].t_start if results else 0.0
         # What lies outside the agent's span (the request and reply in transit), shared
         # equally by the list's samples.
@@ -188,6 +181,31 @@ def _run_sample_lists(
                              f"the agent stopped the sample list after {len(results)} of "
                              f"{len(indices)} samples", {"samples_done": len(records)})
     return records
+
+
+def sample_list_size(sample: np.ndarray) -> int:
+    """Samples per sample list: as many as fit the list's byte budget, within the contract."""
+    return max(1, min(MAX_SAMPLE_LIST, SAMPLE_LIST_BYTES // max(1, sample.nbytes)))
+
+
+def load_sample_list(device: RemoteDevice, indices: list[int], audio: np.ndarray) -> None:
+    """Loading is untimed (LoadGen loads its sample library before issuing queries): the
+    list's audio travels before the run, which carries only the indices."""
+    chunk = np.ascontiguousarray(audio, dtype=np.float32)
+    device.asc.load_asc(AscLoadSampleList(workload="asc", indices=indices), [chunk])
+
+
+def run_sample_list(device: RemoteDevice, indices: list[int],
+                    poll: Callable[[], None] | None = None
+                    ) -> tuple[AscSamplesResult, float, float]:
+    """Single stream over a loaded list; the reply checked (order, one sample after the
+    other), with the orchestrator's request→reply window (sent, received)."""
+    with device.waiting(poll, timeout_s=SAMPLE_TIMEOUT_S * len(indices)):
+        reply = device.asc.run_samples(AscSamples(workload="asc", indices=indices))
+    assert device.window is not None
+    sent, received = device.window
+    _check_list(device.name, indices, reply.results, reply.stopped_early)
+    return reply, sent, received
 
 
 def _check_list(agent: str, indices: list[int], results: list[AscSampleResult],

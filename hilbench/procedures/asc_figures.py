@@ -15,7 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from hilbench.power.estimators import PowerEstimate, pool_estimates
+from hilbench.orchestrator.instruments import (
+    Instrument,
+    aperture_s,
+    timing_uncertainty_s,
+    to_watts,
+)
+from hilbench.power.estimators import PhaseWindow, PowerEstimate, phase_power, pool_estimates
 from hilbench.power.metrics import dynamic_power, energy_per_inference
 from hilbench.power.source import SampleBatch
 from hilbench.power.uncertainty import Quantity
@@ -39,6 +45,26 @@ class PowerWindow:
     # what the meter's interval estimate leaves open at the window's end, and the estimate
     drift_residual_s: float = 0.0
     interval: dict[str, Any] | None = None
+
+
+def window_estimate(w: PowerWindow, inst: Instrument, boundary: str
+                    ) -> tuple[PowerEstimate, float]:
+    """Mean power of one window from an external instrument's readings, and the timing
+    uncertainty it was computed with. Each window's timing is known as well as its own
+    phase's offset probe and acquisition start: the errors of different windows are
+    independent."""
+    timing = timing_uncertainty_s(inst, w.offset_uncertainty_s, w.start_uncertainty_s,
+                                  w.drift_residual_s)
+    if w.batch is None or len(w.batch) == 0:
+        raise ValueError(f"no readings from {inst.spec.id} in the {w.stage} window "
+                         f"(repetition {w.repetition})")
+    estimate = phase_power(
+        w.batch.t, to_watts(inst.info, w.batch.values),
+        PhaseWindow("idle" if w.stage == "idle" else "active", w.start, w.end), inst.info,
+        boundary=boundary,  # type: ignore[arg-type]
+        aperture_s=aperture_s(inst), timing_uncertainty_s=timing,
+    )
+    return estimate, timing
 
 
 def loop_time(loops: list[dict[str, Any]]) -> tuple[float, float]:

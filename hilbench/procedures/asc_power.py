@@ -30,15 +30,11 @@ from hilbench.documents import Event, Metric
 from hilbench.orchestrator.instruments import (
     Instrument,
     aperture_s,
-    timing_uncertainty_s,
-    to_watts,
 )
 from hilbench.orchestrator.phases import Phase, RunContext
 from hilbench.orchestrator.timing_check import check_region
 from hilbench.power.estimators import (
-    PhaseWindow,
     PowerEstimate,
-    phase_power,
 )
 from hilbench.power.source import SampleBatch
 from hilbench.procedures.asc_device import (
@@ -52,8 +48,16 @@ from hilbench.procedures.asc_figures import (
     PowerWindow,
     loop_time,
     stage_power_figures,
+    window_estimate,
 )
 from hilbench.procedures.asc_onboard import onboard_figures
+from hilbench.procedures.asc_pipeline import METHOD as PIPELINE_METHOD
+from hilbench.procedures.asc_pipeline import (
+    PipelineWindow,
+    load_pipeline,
+    pipeline_power_figures,
+    pipeline_window,
+)
 from hilbench.procedures.asc_single_stream import (
     StageTimes,
     run_single_stream_phase,
@@ -84,6 +88,9 @@ def run_power_unit(
     if times is None:
         # Resumed campaign or a power-only unit: measure the test-set times in this run.
         times = stage_times(ctx.run_uid, run_single_stream_phase(ctx, res, device))
+    if spec.power_method == "single_stream":
+        _run_single_stream_power(ctx, res, device, instruments, times)
+        return
     rows = power_rows(spec.power_sample, stream, len(test))
     with ctx.phase("load", [device]) as phase:
         model_reply = send_model(device, res.model)
@@ -114,6 +121,28 @@ def run_power_unit(
     else:
         unload_stream(device)
     _emit_power_metrics(ctx, spec, stream, windows, inst, len(instruments), times, onboard)
+
+
+def _run_single_stream_power(ctx: RunContext, res: AscResources, device: RemoteDevice,
+                             instruments: Sequence[Instrument], times: StageTimes) -> None:
+    """``power_method = "single_stream"`` (:mod:`.asc_pipeline`): an idle window, then one
+    window of single stream over the test samples, ``repetitions`` times."""
+    spec = res.spec
+    inst = instruments[0] if instruments else None
+    with ctx.phase("load", [device]) as phase:
+        model_reply = send_model(device, res.model)
+        lists = load_pipeline(device, res, spec.power_sample)
+        ctx.emit(Event(ctx.run_uid, phase.uid, "loaded", ctx.now(), {
+            "model": model_reply, "sample_lists": len(lists),
+            "samples": sum(len(indices) for indices in lists)}))
+    windows: list[PowerWindow] = []
+    pipelines: list[PipelineWindow] = []
+    for rep in range(spec.repetitions):
+        windows.append(_idle_window(ctx, device, instruments, inst, spec.idle_s, rep))
+        pipelines.append(pipeline_window(ctx, res, device, instruments, inst, lists,
+                                         spec.active_s, rep))
+    _emit_power_metrics(ctx, spec, 1, windows, inst, len(instruments), times,
+                        pipelines=pipelines)
 
 
 def _window_body(stage: str, rows: list[int], duration_s: float) -> AscRepeat | AscStream:
@@ -233,22 +262,30 @@ def _emit_power_metrics(
     instrument_count: int,
     times: StageTimes,
     onboard: bool = False,
+    pipelines: list[PipelineWindow] | None = None,
 ) -> None:
     run = ctx.run_uid
+    method = (
+        PIPELINE_METHOD if pipelines is not None else
+        f"device plays a {stream}-sample (= {stream} s of audio) stream of consecutive "
+        "test samples one after another at batch size 1" if stream > 1 else
+        "device repeats one sample held in memory at batch size 1"
+    )
     common: dict[str, Any] = {
         "stream_samples": stream,
         "amortised": stream > 1,
-        "method": (
-            f"device plays a {stream}-sample (= {stream} s of audio) stream of consecutive "
-            "test samples one after another at batch size 1" if stream > 1 else
-            "device repeats one sample held in memory at batch size 1"
-        ),
+        "method": method,
         "idle_s": spec.idle_s,
         "active_s": spec.active_s,
         "repetitions": spec.repetitions,
         "single_stream_run": times.run_uid,
     }
     loops = {stage: [w.loop for w in windows if w.stage == stage and w.loop] for stage in STAGES}
+    if pipelines is not None:
+        timed = [s for s in STAGES if s == "inference" or all(
+            (w.samples["preprocess_s"] > 0).all() for w in pipelines)]
+        loops = {stage: [w.loop(stage) for w in pipelines] if stage in timed else []
+                 for stage in STAGES}
     if onboard:  # the device's own readings are the figures; an internal copy adds nothing
         loops = {stage: [{**lp, "power": {}} for lp in found] for stage, found in loops.items()}
     measured = tuple(stage for stage in STAGES if loops[stage])
@@ -267,8 +304,12 @@ def _emit_power_metrics(
                             meta={**common, "source": internal[0].get("source", "rapl"),
                                   "domains": internal[0]["domains"]}))
 
-    figures = (onboard_figures(windows, spec.boundary, times, loop_times) if onboard
-               else _power_figures(spec, windows, inst, times, loop_times))
+    if pipelines is not None:
+        figures = pipeline_power_figures(spec, windows, pipelines, inst, times, loop_times)
+    elif onboard:
+        figures = onboard_figures(windows, spec.boundary, times, loop_times)
+    else:
+        figures = _power_figures(spec, windows, inst, times, loop_times)
     if instrument_count > 1:
         common["note"] = f"{instrument_count} instruments measure this agent; figures use the first"
     if figures is None or "reason" in figures:
@@ -308,24 +349,13 @@ def _power_figures(
         return None
     info = inst.info
     aperture = aperture_s(inst)
-    # Each window's timing is known as well as its own phase's offset probe and acquisition
-    # start: the errors of different windows are independent.
-    timings = [timing_uncertainty_s(inst, w.offset_uncertainty_s, w.start_uncertainty_s,
-                                    w.drift_residual_s)
-               for w in windows]
     estimates: dict[str, list[PowerEstimate]] = {"idle": [], **{s: [] for s in STAGES}}
+    timings = []
     try:
-        for w, timing in zip(windows, timings, strict=True):
-            if w.batch is None or len(w.batch) == 0:
-                raise ValueError(f"no readings from {inst.spec.id} in the {w.stage} window "
-                                 f"(repetition {w.repetition})")
-            watts = to_watts(info, w.batch.values)
-            phase_name = "idle" if w.stage == "idle" else "active"
-            estimates[w.stage].append(phase_power(
-                w.batch.t, watts, PhaseWindow(phase_name, w.start, w.end), info,
-                boundary=spec.boundary,  # type: ignore[arg-type]
-                aperture_s=aperture, timing_uncertainty_s=timing,
-            ))
+        for w in windows:
+            estimate, timing = window_estimate(w, inst, spec.boundary)
+            estimates[w.stage].append(estimate)
+            timings.append(timing)
         out = stage_power_figures(estimates, loop_times, times)
     except ValueError as exc:
         return {"reason": f"instrument {inst.spec.id}: {exc}"}

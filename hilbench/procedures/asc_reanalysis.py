@@ -17,6 +17,12 @@ from hilbench.orchestrator.client import AgentError
 from hilbench.orchestrator.timing_check import check_region
 from hilbench.procedures.asc_device import SampleRecord
 from hilbench.procedures.asc_figures import PowerWindow
+from hilbench.procedures.asc_pipeline import (
+    PipelineWindow,
+    attach_readings,
+    check_lists,
+    samples_from,
+)
 from hilbench.procedures.asc_power import _emit_power_metrics
 from hilbench.procedures.asc_single_stream import emit_single_stream_metrics, stage_times
 from hilbench.procedures.asc_table import AscSpec
@@ -90,17 +96,32 @@ def _power(recording: Recording, run: RecordedRun, out: Any) -> None:
     phases = {p["uid"]: p for p in run.phases}
     rebuilt: dict[str, Phase] = {}
     windows = []
+    pipelines: list[PipelineWindow] = []
     for e in run.events:
-        if e["name"] not in ("idle_window", "repeat_result"):
+        if e["name"] not in ("idle_window", "repeat_result", "pipeline_window"):
             continue
         # the live run acquired through the idle and active phases, unless on-board
         phase = rebuilt.get(e["phase_uid"]) or recording.phase(
             run, phases[e["phase_uid"]], () if onboard else instruments)
         rebuilt[phase.uid] = phase
-        windows.append(_window(e, phase, agent, inst, onboard))
+        if e["name"] == "pipeline_window":
+            pipelines.append(_pipeline(e, phase, agent, inst))
+        else:
+            windows.append(_window(e, phase, agent, inst, onboard))
     stream = int(params.get("stream_samples", 1))
     _emit_power_metrics(out.context, spec, stream, windows, inst, len(instruments), times,
-                        onboard)
+                        onboard, pipelines if params.get("power_method") == "single_stream"
+                        else None)
+
+
+def _pipeline(event: dict[str, Any], phase: Phase, agent: str, inst: Any) -> PipelineWindow:
+    """A single-stream power window as :mod:`hilbench.procedures.asc_pipeline` built it."""
+    d = event["data"]
+    offset = phase.offsets[agent]
+    window = PipelineWindow(int(d["repetition"]), float(d["start"]), float(d["end"]), None,
+                            offset.offset_s, offset.uncertainty_s, None,
+                            samples_from(d["samples"]))
+    return attach_readings(window, phase, inst)
 
 
 def _window(event: dict[str, Any], phase: Phase, agent: str, inst: Any, onboard: bool
@@ -146,6 +167,9 @@ def _check_regions(run: RecordedRun) -> None:
                                                          t_done)
             check_region(agent, f"sample {d['index']}", float(d["t_device_start"]),
                          float(d["t_device_end"]), float(sent), float(received), offset, work)
+        elif e["name"] == "pipeline_window":
+            check_lists(agent, int(d["repetition"]), samples_from(d["samples"]),
+                        d["list_windows"], offset)
         elif e["name"] == "repeat_result" and "t_start" in d:
             n, mean = d.get("iterations"), d.get("mean_s")
             work = float(n) * float(mean) if n is not None and mean is not None else 0.0

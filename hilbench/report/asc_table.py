@@ -202,8 +202,14 @@ def _accuracy_cell(group: AscGroup) -> Cell:
                 trials=fig.trials, interval=interval, note=note)
 
 
-def _stream_label(stream: int) -> str:
+def _stream_label(stream: int, method: str = "repeat") -> str:
+    if method == "single_stream":
+        return "single stream over the test samples"
     return "one sample repeated" if stream == 1 else f"{stream} s streams, amortised"
+
+
+def _method(group: AscGroup) -> str:
+    return str(group.params.get("power_method") or "repeat")
 
 
 def _zero_time_note(simulated: bool) -> str:
@@ -229,7 +235,7 @@ def asc_table(group: AscGroup, title: str) -> Table:
               ident="execution time")
     for stream in sorted(group.power):
         runs = group.power[stream]
-        label = _stream_label(stream)
+        label = _stream_label(stream, _method(group))
         sim = group.simulated(stream)
         idle = figure_cell(combine(runs, "idle_power_w"), sim)
         table.add(Cell.of_text(f"power: {label}"), Cell.of_text(""), Cell.of_text(""),
@@ -276,22 +282,25 @@ def describe(group: AscGroup) -> list[str]:
     if not group.power:
         lines.append("power: not measured (power = false)")
     for stream in sorted(group.power):
-        lines.append(_power_description(stream, group.power[stream]))
+        lines.append(_power_description(stream, group.power[stream], _method(group)))
     for failure in group.failed:
         lines.append(f"failed run: {failure}")
     for part, what in sorted(group.simulation.items(), key=str):
-        which = "single stream" if part == "single" else f"power ({_stream_label(int(part))})"
+        which = ("single stream" if part == "single"
+                 else f"power ({_stream_label(int(part), _method(group))})")
         lines.append(f"SIMULATED {which}: {what}")
     return lines
 
 
-def _power_description(stream: int, runs: list[dict[str, dict[str, Any]]]) -> str:
+def _power_description(stream: int, runs: list[dict[str, dict[str, Any]]],
+                       method: str = "repeat") -> str:
     idle = runs[0].get("idle_power_w", {})
     meta = idle.get("meta") or {}
+    per = "window" if method == "single_stream" else "stage"
     head = (
-        f"power ({_stream_label(stream)}, {len(runs)} run(s)): idle {meta.get('idle_s')} s and "
-        f"active {meta.get('active_s')} s per stage × {meta.get('repetitions')} repetition(s); "
-        f"{meta.get('method')}"
+        f"power ({_stream_label(stream, method)}, {len(runs)} run(s)): idle "
+        f"{meta.get('idle_s')} s and active {meta.get('active_s')} s per {per} × "
+        f"{meta.get('repetitions')} repetition(s); {meta.get('method')}"
     )
     if idle.get("value") is None:
         return f"{head}; not measured: {meta.get('reason', 'unknown reason')}"
@@ -316,9 +325,10 @@ def _power_description(stream: int, runs: list[dict[str, dict[str, Any]]]) -> st
             f"sample interval {meta.get('sample_interval_s'):g} s"
             + (f", aperture {aperture:g} s" if aperture else ""),
             f"boundary readings: {meta.get('boundary')}",
-            f"timing ± {meta.get('timing_uncertainty_s'):.2g} s at most (each window its own "
-            "phase's clock probe and meter start, independent)",
-            "active window = device loop start..end mapped by the clock offset",
+            *(_attribution_parts(meta["attribution"]) if meta.get("attribution") else (
+                f"timing ± {meta.get('timing_uncertainty_s'):.2g} s at most (each window its "
+                "own phase's clock probe and meter start, independent)",
+                "active window = device loop start..end mapped by the clock offset")),
         ]
     parts += [
         "dynamic = active − idle",
@@ -336,6 +346,19 @@ def _power_description(stream: int, runs: list[dict[str, dict[str, Any]]]) -> st
         if flags:
             parts.append(f"FLAG {stage}: {'; '.join(sorted(flags))}")
     return "; ".join(parts)
+
+
+def _attribution_parts(found: list[dict[str, Any]]) -> list[str]:
+    """How stage power was separated in single-stream power windows."""
+    shifts = ", ".join(
+        f"{1e6 * float(a['shift_s']):+.0f} ± {1e6 * float(a['shift_std_error_s']):.0f} µs "
+        f"(of ± {1e6 * float(a['max_shift_s']):.0f})" for a in found)
+    return [
+        "each stage's active power attributed from the readings by when the device ran it "
+        "(least squares on each reading's share of time in each stage; the time between "
+        "samples is a state of its own)",
+        f"readings aligned to the device clock by a fitted shift per window: {shifts}",
+    ]
 
 
 def tables(data: CampaignData) -> list[Table]:

@@ -1,0 +1,261 @@
+"""``power_method = "single_stream"``: active power while the device runs single stream itself.
+
+A stage repeated alone on one held sample (the Arduino method, :mod:`.asc_power`) is not what a
+device with caches does in single stream: there each stage runs after the other one and finds
+the caches and branch predictors it left. The cpu device runs a stage repeated alone 10-30 %
+faster than in single stream, and the loop-time check rightly says the power was measured
+while the device ran differently.
+
+Here the active window runs the test samples through sample lists exactly as the single-stream
+run does (each sample loaded, pre-processed, inferred and unloaded, the next only after the
+previous), cycling through the test split for ``active_s``. The device says when each stage of
+each sample ran; the meter's readings are attributed to the stages by regression on each
+reading's stage occupancy (:func:`hilbench.power.stage_attribution.attribute_stage_power`),
+with the readings' alignment to the device's clock fitted within the timing uncertainty. The
+time between samples (load, unload, the list round trips) is a state of its own. The stage
+times inside the window come from the same code path as the single-stream times, so the
+loop-time check compares like with like. This needs readings shorter than a stage (the
+attribution refuses them otherwise, saying what to change).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hilbench.contracts.asc import AscRepeat
+from hilbench.contracts.remote import RemoteDevice
+from hilbench.documents import Event
+from hilbench.orchestrator.client import AgentError, ClockOffset
+from hilbench.orchestrator.instruments import (
+    Instrument,
+    aperture_s,
+    timing_uncertainty_s,
+    to_watts,
+)
+from hilbench.orchestrator.phases import Phase, RunContext
+from hilbench.orchestrator.timing_check import check_region
+from hilbench.power.estimators import PowerEstimate
+from hilbench.power.source import SampleBatch
+from hilbench.power.stage_attribution import StageSchedule, attribute_stage_power
+from hilbench.procedures.asc_device import (
+    load_sample_list,
+    mean_and_std_error,
+    run_sample_list,
+    sample_list_size,
+)
+from hilbench.procedures.asc_figures import PowerWindow, stage_power_figures, window_estimate
+
+if TYPE_CHECKING:
+    from hilbench.procedures.asc import AscResources
+    from hilbench.procedures.asc_single_stream import StageTimes
+
+METHOD = ("device runs single stream over the test samples (sample lists, each sample loaded, "
+          "pre-processed, inferred and unloaded before the next, batch size 1); stage power "
+          "separated by regression of the readings on when each stage ran")
+SAMPLE_FIELDS = ("index", "t_start", "preprocess_s", "inference_s", "t_end")
+SETTLE_S = 0.02  # the device told to idle after the window: it reports the window's end
+
+
+@dataclass
+class PipelineWindow:
+    """One active window of single stream: where it lies, its readings and each sample's stage
+    times as the device reported them (agent clock)."""
+
+    repetition: int
+    start: float  # orchestrator clock: the first sample's start
+    end: float  # the last sample's end
+    batch: SampleBatch | None
+    offset_s: float  # agent clock minus orchestrator clock (this phase's probe)
+    offset_uncertainty_s: float
+    start_uncertainty_s: float | None
+    samples: dict[str, np.ndarray]  # SAMPLE_FIELDS -> one value per sample run
+    drift_residual_s: float = 0.0
+    interval: dict[str, Any] | None = None
+
+    def schedule(self, stages: Sequence[str]) -> StageSchedule:
+        """Where each stage ran, on the orchestrator timeline (the phase's offset applied)."""
+        t_start = self.samples["t_start"] - self.offset_s
+        t_end = self.samples["t_end"] - self.offset_s
+        starts: dict[str, np.ndarray] = {}
+        ends: dict[str, np.ndarray] = {}
+        if "preprocessing" in stages:
+            starts["preprocessing"] = t_start
+            ends["preprocessing"] = t_start + self.samples["preprocess_s"]
+        starts["inference"] = t_end - self.samples["inference_s"]
+        ends["inference"] = t_end
+        return StageSchedule(starts, ends)
+
+    def loop(self, stage: str) -> dict[str, Any]:
+        """The stage's device time per sample inside the window, as a repeat loop reports it."""
+        values = self.samples["preprocess_s" if stage == "preprocessing" else "inference_s"]
+        mean, se = mean_and_std_error(values.tolist())
+        return {"stage": stage, "iterations": len(values), "mean_s": mean, "std_error_s": se}
+
+    def event_data(self) -> dict[str, Any]:
+        return {"repetition": self.repetition, "start": self.start, "end": self.end,
+                "samples": {k: v.tolist() for k, v in self.samples.items()}}
+
+
+def samples_from(data: dict[str, Any]) -> dict[str, np.ndarray]:
+    """A pipeline window's per-sample arrays from its event (or the device's results)."""
+    return {k: np.asarray(data[k], dtype=np.int64 if k == "index" else np.float64)
+            for k in SAMPLE_FIELDS}
+
+
+def load_pipeline(device: RemoteDevice, res: AscResources, first: int) -> list[list[int]]:
+    """The sample lists a window cycles through, from test sample ``first`` round the test
+    split. A split that fits one list is loaded here, once (untimed, before any window)."""
+    test = res.test
+    n = len(test)
+    per_list = min(n, sample_list_size(test.slices[0]))
+    order = [(first + k) % n for k in range(n)]
+    lists = [order[i:i + per_list] for i in range(0, n, per_list)]
+    if len(lists) == 1:
+        load_sample_list(device, lists[0], test.slices[lists[0]])
+    return lists
+
+
+def pipeline_window(
+    ctx: RunContext,
+    res: AscResources,
+    device: RemoteDevice,
+    instruments: Sequence[Instrument],
+    inst: Instrument | None,
+    lists: list[list[int]],
+    active_s: float,
+    rep: int,
+) -> PipelineWindow:
+    """Single stream over the lists, one after the other, until ``active_s`` has passed."""
+    test = res.test
+    with ctx.phase("active_pipeline", [device], instruments) as phase:
+        offset = phase.offsets[device.name]
+        columns: dict[str, list[float]] = {k: [] for k in SAMPLE_FIELDS}
+        list_windows: list[list[float]] = []  # sent, received, first and last sample's row
+        deadline = ctx.now() + active_s
+        k = 0
+        while True:
+            indices = lists[k % len(lists)]
+            if len(lists) > 1:  # untimed, inside the window: time between samples
+                load_sample_list(device, indices, test.slices[indices])
+            reply, sent, received = run_sample_list(device, indices, phase.poll)
+            results = reply.results
+            if reply.stopped_early:
+                raise AgentError(device.name, "stopped", f"the agent stopped the sample list "
+                                 f"after {len(results)} of {len(indices)} samples in power "
+                                 f"window {rep}", {"samples_done": len(results)})
+            first = len(columns["index"])
+            list_windows.append([sent, received, first, first + len(results) - 1])
+            for r in results:
+                columns["index"].append(r.index)
+                columns["t_start"].append(r.t_start)
+                columns["preprocess_s"].append(r.preprocess_s or 0.0)
+                columns["inference_s"].append(r.inference_s)
+                columns["t_end"].append(r.t_end)
+            k += 1
+            if ctx.now() >= deadline:
+                break
+        _settle(device)
+        samples = samples_from(columns)
+        check_lists(device.name, rep, samples, list_windows, offset)
+        window = PipelineWindow(
+            rep, float(samples["t_start"][0] - offset.offset_s),
+            float(samples["t_end"][-1] - offset.offset_s), None, offset.offset_s,
+            offset.uncertainty_s, None, samples)
+        ctx.emit(Event(ctx.run_uid, phase.uid, "pipeline_window", ctx.now(),
+                       {**window.event_data(), "list_windows": list_windows}))
+    return attach_readings(window, phase, inst)
+
+
+def check_lists(agent: str, rep: int, samples: dict[str, np.ndarray],
+                list_windows: list[list[float]], offset: ClockOffset) -> None:
+    """Each sample list's claimed span inside the orchestrator's request→reply window of the
+    request that ran it, with the phase's clock offset (else ``timing_inconsistent``)."""
+    device_s = samples["preprocess_s"] + samples["inference_s"]
+    for k, (sent, received, first, last) in enumerate(list_windows):
+        i, j = int(first), int(last)
+        check_region(agent, f"sample list {k} of power window {rep}",
+                     float(samples["t_start"][i]), float(samples["t_end"][j]), float(sent),
+                     float(received), offset, float(device_s[i:j + 1].sum()))
+
+
+def _settle(device: RemoteDevice) -> None:
+    """Tell the device to idle briefly before the meter stops: it reports the window's end
+    (a simulated device sends the stage changes it deferred), and the last readings see it
+    come to rest."""
+    caps = device.capabilities.asc
+    if caps is not None and "repeat" in caps.modes:
+        device.asc.run_asc(AscRepeat(workload="asc", stage="idle", duration_s=SETTLE_S))
+
+
+def attach_readings(window: PipelineWindow, phase: Phase, inst: Instrument | None
+                    ) -> PipelineWindow:
+    """The window with its phase's readings and the meter's interval estimate."""
+    if inst is None:
+        return window
+    key = inst.spec.id
+    window.batch = phase.samples.get(key)
+    window.start_uncertainty_s = phase.start_uncertainty_s.get(key)
+    if key in phase.interval_estimates:
+        window.drift_residual_s = phase.drift_residual_s(key, window.end)
+        window.interval = phase.interval_estimates[key].to_dict()
+    return window
+
+
+def pipeline_power_figures(
+    spec: Any,
+    idle_windows: list[PowerWindow],
+    pipelines: list[PipelineWindow],
+    inst: Instrument | None,
+    times: StageTimes,
+    loop_times: dict[str, tuple[float, float]],
+) -> dict[str, Any] | None:
+    """Idle power from the idle windows, each stage's active power from the single-stream
+    windows by attribution; dynamic power and energy as for the repeat method."""
+    if inst is None:
+        return {"reason": 'power_method = "single_stream" needs an external meter on the agent'}
+    info = inst.info
+    stages = tuple(loop_times)
+    aperture = aperture_s(inst) or info.time_resolution_s
+    estimates: dict[str, list[PowerEstimate]] = {"idle": [], **{s: [] for s in stages}}
+    attributions: list[dict[str, Any]] = []
+    try:
+        for w in idle_windows:
+            estimates["idle"].append(window_estimate(w, inst, spec.boundary)[0])
+        for w in pipelines:
+            if w.batch is None or len(w.batch) == 0:
+                raise ValueError(f"no readings from {inst.spec.id} in single-stream power "
+                                 f"window {w.repetition}")
+            max_shift = timing_uncertainty_s(inst, w.offset_uncertainty_s,
+                                             w.start_uncertainty_s, w.drift_residual_s)
+            found = attribute_stage_power(
+                w.batch.t, to_watts(info, w.batch.values), aperture, w.schedule(stages),
+                (w.start, w.end), info, max_shift_s=max_shift)
+            for stage in stages:
+                estimates[stage].append(found.estimates[stage])
+            attributions.append({"repetition": w.repetition, **found.to_dict()})
+        out = stage_power_figures(estimates, loop_times, times)
+    except ValueError as exc:
+        return {"reason": f"instrument {inst.spec.id}: {exc}"}
+    out["meta"] = {
+        "source": inst.spec.id,
+        "instrument": inst.description,
+        "simulated": inst.simulated,
+        "domains": list(info.domains),
+        "sample_interval_s": info.time_resolution_s,
+        "aperture_s": aperture,
+        "boundary": spec.boundary,
+        "power_method": "single_stream",
+        "attribution": attributions,
+        "uncertainty": "95 % expanded (GUM-S1 Monte Carlo)",
+        "windows": [{"stage": "idle", "repetition": w.repetition, "start": w.start,
+                     "end": w.end} for w in idle_windows]
+        + [{"stage": "single_stream", "repetition": w.repetition, "start": w.start,
+            "end": w.end, "samples": len(w.samples["index"]), "interval": w.interval}
+           for w in pipelines],
+    }
+    return out
+
