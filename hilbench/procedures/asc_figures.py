@@ -67,6 +67,21 @@ def window_estimate(w: PowerWindow, inst: Instrument, boundary: str
     return estimate, timing
 
 
+def instrument_meta(inst: Instrument, boundary: str, aperture: float | None) -> dict[str, Any]:
+    """What every power figure from an external instrument says about how it was read."""
+    info = inst.info
+    return {
+        "source": inst.spec.id,
+        "instrument": inst.description,
+        "simulated": inst.simulated,
+        "domains": list(info.domains),
+        "sample_interval_s": info.time_resolution_s,
+        "aperture_s": aperture,
+        "boundary": boundary,
+        "uncertainty": "95 % expanded (GUM-S1 Monte Carlo)",
+    }
+
+
 def loop_time(loops: list[dict[str, Any]]) -> tuple[float, float]:
     """Per-sample mean time over the active windows (device timers), weighted by samples."""
     counts = np.array([float(lp["iterations"]) for lp in loops])

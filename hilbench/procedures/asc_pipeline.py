@@ -47,7 +47,12 @@ from hilbench.procedures.asc_device import (
     run_sample_list,
     sample_list_size,
 )
-from hilbench.procedures.asc_figures import PowerWindow, stage_power_figures, window_estimate
+from hilbench.procedures.asc_figures import (
+    PowerWindow,
+    instrument_meta,
+    stage_power_figures,
+    window_estimate,
+)
 
 if TYPE_CHECKING:
     from hilbench.procedures.asc import AscResources
@@ -241,16 +246,9 @@ def pipeline_power_figures(
     except ValueError as exc:
         return {"reason": f"instrument {inst.spec.id}: {exc}"}
     out["meta"] = {
-        "source": inst.spec.id,
-        "instrument": inst.description,
-        "simulated": inst.simulated,
-        "domains": list(info.domains),
-        "sample_interval_s": info.time_resolution_s,
-        "aperture_s": aperture,
-        "boundary": spec.boundary,
+        **instrument_meta(inst, spec.boundary, aperture),
         "power_method": "single_stream",
         "attribution": attributions,
-        "uncertainty": "95 % expanded (GUM-S1 Monte Carlo)",
         "windows": [{"stage": "idle", "repetition": w.repetition, "start": w.start,
                      "end": w.end} for w in idle_windows]
         + [{"stage": "single_stream", "repetition": w.repetition, "start": w.start,

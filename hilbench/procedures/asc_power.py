@@ -46,6 +46,7 @@ from hilbench.procedures.asc_device import (
 )
 from hilbench.procedures.asc_figures import (
     PowerWindow,
+    instrument_meta,
     loop_time,
     stage_power_figures,
     window_estimate,
@@ -347,7 +348,6 @@ def _power_figures(
     95 % expanded uncertainty, meta with its budget); {"reason": …} when they cannot be had."""
     if inst is None:
         return None
-    info = inst.info
     aperture = aperture_s(inst)
     estimates: dict[str, list[PowerEstimate]] = {"idle": [], **{s: [] for s in STAGES}}
     timings = []
@@ -360,16 +360,9 @@ def _power_figures(
     except ValueError as exc:
         return {"reason": f"instrument {inst.spec.id}: {exc}"}
     out["meta"] = {
-        "source": inst.spec.id,
-        "instrument": inst.description,
-        "simulated": inst.simulated,
-        "domains": list(info.domains),
-        "sample_interval_s": info.time_resolution_s,
-        "aperture_s": aperture,
-        "boundary": spec.boundary,
+        **instrument_meta(inst, spec.boundary, aperture),
         "timing_uncertainty_s": max(timings),
         "timing_uncertainty_per_window_s": timings,
-        "uncertainty": "95 % expanded (GUM-S1 Monte Carlo)",
         "windows": [
             {"stage": w.stage, "repetition": w.repetition, "start": w.start, "end": w.end,
              "drift_residual_s": w.drift_residual_s, "interval": w.interval}
