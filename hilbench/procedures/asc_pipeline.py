@@ -41,6 +41,7 @@ from hilbench.orchestrator.timing_check import check_region
 from hilbench.power.estimators import PowerEstimate
 from hilbench.power.source import SampleBatch
 from hilbench.power.stage_attribution import StageSchedule, attribute_stage_power
+from hilbench.power.uncertainty import InstrumentAccuracy
 from hilbench.procedures.asc_device import (
     load_sample_list,
     mean_and_std_error,
@@ -238,7 +239,8 @@ def pipeline_power_figures(
                                              w.start_uncertainty_s, w.drift_residual_s)
             found = attribute_stage_power(
                 w.batch.t, to_watts(info, w.batch.values), aperture, w.schedule(stages),
-                (w.start, w.end), info, max_shift_s=max_shift)
+                (w.start, w.end), InstrumentAccuracy.from_source(info),
+                max_shift_s=max_shift)
             for stage in stages:
                 estimates[stage].append(found.estimates[stage])
             attributions.append({"repetition": w.repetition, **found.to_dict()})
