@@ -132,6 +132,22 @@ class StageAttribution:
         }
 
 
+def _edge_effect(schedule: StageSchedule, origin: float, x: np.ndarray, a: float, other: bool,
+                 y: np.ndarray, power: np.ndarray, edge_s: float) -> np.ndarray:
+    """How far the powers move when every stage interval is ``edge_s`` shorter at both ends
+    (an interval shorter than that keeps its middle): the stamps' own uncertainty."""
+    if edge_s <= 0:
+        return np.zeros(power.shape)
+    starts, ends = {}, {}
+    for stage in schedule.stages:
+        s, e = schedule.starts[stage], schedule.ends[stage]
+        middle = (s + e) / 2
+        starts[stage] = np.minimum(s + edge_s, middle)
+        ends[stage] = np.maximum(e - edge_s, middle)
+    g = fractions(occupancy(StageSchedule(starts, ends), origin), x, a, other)
+    return np.abs(np.linalg.solve(g @ g.T, g @ y) - power)
+
+
 def _solve(xtx: np.ndarray, xty: np.ndarray, yty: np.ndarray | float
            ) -> tuple[np.ndarray, np.ndarray]:
     """Least-squares coefficients and residual sum of squares from normal equations."""
@@ -218,12 +234,17 @@ def attribute_stage_power(
     resolution_w: float = 0.0,
     batches: int = BATCHES,
     max_inflation: float = MAX_INFLATION,
+    edge_s: float = 0.0,
 ) -> StageAttribution:
     """Stage powers (and OTHER's) from readings ``watts`` stamped at ``t`` (start of each
     aperture, orchestrator time) over the pipeline ``schedule`` inside ``window``.
 
     Only readings whose aperture lies inside the window at every shift searched are used, so
     every alignment is judged on the same readings. Raises
+    ``edge_s`` is how well the schedule's stamps mark where the power changes (half-width:
+    timer reads and call overhead between a stamp and the work): the powers' change when every
+    stage interval is that much shorter at both ends goes into each budget as a rectangular
+    component ("boundary mixing"). Raises
     :class:`AttributionError` when the stages cannot be separated (aperture long compared with
     the stages), the best alignment lies outside ``± max_shift_s`` (searched to twice that:
     the powers at a wrong alignment are wrong, so no figure is better) or is not unique, or
@@ -241,6 +262,8 @@ def attribute_stage_power(
         raise ValueError(f"window must be (start, end) with end after start, got {window}")
     if batches < 2:
         raise ValueError(f"batch means need at least 2 batches, got {batches}")
+    if not (math.isfinite(edge_s) and edge_s >= 0):
+        raise ValueError(f"edge_s must be a finite number >= 0, got {edge_s}")
     # Alignments are searched over twice the range: a clock offset beyond max_shift_s would
     # otherwise fit a wrong pipeline cycle inside it, with wrong powers and no sign of it.
     search = SEARCH_FACTOR * max_shift_s
@@ -364,6 +387,8 @@ def attribute_stage_power(
         dof = np.where(var_shift > 0, se**4 / (var_shift**2 / max(1, batches - 2)
                                               + var_fixed**2 / (n - len(names))), n - len(names))
     infl = inflation(f)
+    edge = _edge_effect(schedule, start, x + shift + drift * (x - ref), a, other, y - y0,
+                        power - y0, edge_s)
     quant = resolution_w / 2.0 if noise < resolution_w / 2.0 else 0.0
     coverage = window_coverage(t, start, end)
     method = (f"regression on stage occupancy, shift fitted; error of the window's own mean "
@@ -380,7 +405,8 @@ def attribute_stage_power(
             duration_s=in_stage[i] if i < len(stages) else end - start - sum(in_stage),
             windows=1, noise_w=noise, accuracy=accuracy, timing_half_width_s=0.0,
             clock_per_s_positive=0.0, clock_per_s_negative=0.0,
-            quantisation_half_width_w=quant, mixing_half_width_w=0.0, coverage=coverage)
+            quantisation_half_width_w=quant, mixing_half_width_w=float(edge[i]),
+            coverage=coverage)
     spread = np.std(block_power, axis=0, ddof=1) / math.sqrt(batches)
     return StageAttribution(
         estimates=estimates, shift_s=float(shift), shift_std_error_s=shift_se,
