@@ -98,13 +98,13 @@ class StageAttribution:
     shift_std_error_s: float  # from the scatter of the blocks' shifts about that line
     max_shift_s: float
     n_readings: int
+    # Identifiability: the largest standard-error inflation over the stages, sqrt(var / var
+    # of readings lying wholly inside one stage, same occupancy). 1 is ideal; refused above
+    # MAX_INFLATION. ``inflation`` holds every column's, OTHER's included.
     condition: float
     drift: float = 0.0  # s per s (1e-6 = 1 ppm)
     drift_std_error: float = 0.0
     shift_reference_s: float = 0.0
-    # condition: identifiability, the largest standard-error inflation over the stages,
-    # sqrt(var / var of readings lying wholly inside one stage, same occupancy). 1 is ideal;
-    # refused above MAX_INFLATION. ``inflation`` holds every column's, OTHER's included.
     inflation: dict[str, float] = field(default_factory=dict)
     batches: int = BATCHES
     alias_contrast: float = math.inf  # ΔRSS / residual variance of the best other alignment
