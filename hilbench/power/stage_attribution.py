@@ -240,7 +240,8 @@ def attribute_stage_power(
     aperture, orchestrator time) over the pipeline ``schedule`` inside ``window``.
 
     Only readings whose aperture lies inside the window at every shift searched are used, so
-    every alignment is judged on the same readings. Raises
+    every alignment is judged on the same readings.
+
     ``edge_s`` is how well the schedule's stamps mark where the power changes (half-width:
     timer reads and call overhead between a stamp and the work): the powers' change when every
     stage interval is that much shorter at both ends goes into each budget as a rectangular
@@ -248,8 +249,7 @@ def attribute_stage_power(
     :class:`AttributionError` when the stages cannot be separated (aperture long compared with
     the stages), the best alignment lies outside ``± max_shift_s`` (searched to twice that:
     the powers at a wrong alignment are wrong, so no figure is better) or is not unique, or
-    too few readings remain;
-    :class:`ValueError` for malformed input.
+    too few readings remain; :class:`ValueError` for malformed input.
     """
     t, watts = _as_arrays(t, watts)
     start, end = (float(v) for v in window)
