@@ -91,27 +91,41 @@ def loop_time(loops: list[dict[str, Any]]) -> tuple[float, float]:
     return float((share * means).sum()), float(math.sqrt(((share * errors) ** 2).sum()))
 
 
-def time_consistency(single_stream: tuple[float, float], loop: tuple[float, float]
-                     ) -> dict[str, Any]:
+def time_consistency(single_stream: tuple[float, float], loop: tuple[float, float],
+                     pass_spread_s: float | None = None) -> dict[str, Any]:
     """Does the loop time in the power window agree with the single-stream time? Flagged when
-    they differ by more than 1.96 × their combined standard error."""
+    they differ by more than 1.96 × their combined standard error.
+
+    ``pass_spread_s``: when the windows ran single stream itself, the spread (SD) of one
+    sample list's mean over the windows' lists. The single-stream time is one such pass, and
+    a pass's mean moves with the machine's speed while it ran, which the samples' standard
+    error within the pass does not see; the pass is then as uncertain as the larger of the
+    two."""
     (ss, ss_se), (lp, lp_se) = single_stream, loop
-    combined = math.hypot(ss_se, lp_se)
+    ss_u = ss_se if pass_spread_s is None else max(ss_se, pass_spread_s)
+    combined = math.hypot(ss_u, lp_se)
     difference = lp - ss
-    return {
+    out = {
         "single_stream_s": ss, "single_stream_std_error_s": ss_se,
         "loop_s": lp, "loop_std_error_s": lp_se,
         "relative_difference": difference / ss if ss else None,
         "mismatch": abs(difference) > Z95 * combined,
     }
+    if pass_spread_s is not None:
+        out["pass_spread_s"] = pass_spread_s
+        out["test"] = ("|loop - single stream| > 1.96 x hypot(max(single-stream standard "
+                       "error, SD of one sample list's mean in the windows), loop standard "
+                       "error)")
+    return out
 
 
 def energy_figure(dynamic: Quantity, single_stream: tuple[float, float],
-                  loop: tuple[float, float]) -> tuple[Quantity, dict[str, Any]]:
+                  loop: tuple[float, float], pass_spread_s: float | None = None
+                  ) -> tuple[Quantity, dict[str, Any]]:
     """Energy per inference from the single-stream time, and the loop-time check beside it."""
     mean_s, se_s = single_stream
     energy = energy_per_inference(dynamic, mean_s, se_s)
-    check = time_consistency(single_stream, loop)
+    check = time_consistency(single_stream, loop, pass_spread_s)
     return energy, {
         "budget": energy.budget.to_dict(),
         "execution_time_s": mean_s, "execution_time_std_error_s": se_s,
@@ -128,12 +142,14 @@ def stage_power_figures(
     loop_times: dict[str, Any],
     times: Any,
     extra: Callable[[str], dict[str, Any]] = lambda stage: {},
+    pass_spreads: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """Idle, active and dynamic power and energy per inference from pooled window estimates:
     one rule whether the windows were read by an external meter or by a device's on-board
     monitor. Energy = dynamic power x the stage's mean single-stream time (the rules); the
     loop time inside the power windows only goes beside it as a check. ``extra(stage)`` adds
-    source-specific detail (e.g. per-rail watts) to the idle and active figures."""
+    source-specific detail (e.g. per-rail watts) to the idle and active figures;
+    ``pass_spreads`` the spread of a pass's mean stage time (see :func:`time_consistency`)."""
     idle = pool_estimates(estimates["idle"])
     out: dict[str, Any] = {"idle_power_w": (idle.mean_w, idle.uncertainty95,
                                             {"estimate": idle.to_dict(), **extra("idle")})}
@@ -149,7 +165,8 @@ def stage_power_figures(
             out[f"energy_per_inference_j.{stage}"] = (None, None, {
                 "reason": f"the device does not measure its {stage} time"})
             continue
-        energy, extra_energy = energy_figure(dyn, (mean_s, se_s or 0.0), loop_times[stage])
+        energy, extra_energy = energy_figure(dyn, (mean_s, se_s or 0.0), loop_times[stage],
+                                             (pass_spreads or {}).get(stage))
         out[f"energy_per_inference_j.{stage}"] = (energy.value, energy.uncertainty95,
                                                   extra_energy)
     return out

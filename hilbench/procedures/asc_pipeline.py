@@ -20,8 +20,9 @@ attribution refuses them otherwise, saying what to change).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -86,6 +87,12 @@ class PipelineWindow:
     samples: dict[str, np.ndarray]  # SAMPLE_FIELDS -> one value per sample run
     drift_residual_s: float = 0.0
     interval: dict[str, Any] | None = None
+    list_rows: list[tuple[int, int]] = field(default_factory=list)  # each list's first, last
+
+    def list_means(self, stage: str) -> np.ndarray:
+        """The stage's mean device time over each sample list the window ran."""
+        values = self.samples["preprocess_s" if stage == "preprocessing" else "inference_s"]
+        return np.array([values[i:j + 1].mean() for i, j in self.list_rows])
 
     def schedule(self, stages: Sequence[str]) -> StageSchedule:
         """Where each stage ran, on the orchestrator timeline (the phase's offset applied)."""
@@ -101,10 +108,16 @@ class PipelineWindow:
         return StageSchedule(starts, ends)
 
     def loop(self, stage: str) -> dict[str, Any]:
-        """The stage's device time per sample inside the window, as a repeat loop reports it."""
+        """The stage's device time per sample inside the window, as a repeat loop reports it;
+        its standard error from the scatter of the sample lists' means (batch means: the
+        samples of one list share the machine's speed at the time)."""
         values = self.samples["preprocess_s" if stage == "preprocessing" else "inference_s"]
         mean, se = mean_and_std_error(values.tolist())
-        return {"stage": stage, "iterations": len(values), "mean_s": mean, "std_error_s": se}
+        lists = self.list_means(stage)
+        if lists.size > 1:
+            se = max(se, float(lists.std(ddof=1)) / math.sqrt(lists.size))
+        return {"stage": stage, "iterations": len(values), "mean_s": mean, "std_error_s": se,
+                "lists": int(lists.size)}
 
     def event_data(self) -> dict[str, Any]:
         return {"repetition": self.repetition, "start": self.start, "end": self.end,
@@ -175,10 +188,26 @@ def pipeline_window(
         window = PipelineWindow(
             rep, float(samples["t_start"][0] - offset.offset_s),
             float(samples["t_end"][-1] - offset.offset_s), None, offset.offset_s,
-            offset.uncertainty_s, None, samples)
+            offset.uncertainty_s, None, samples, list_rows=rows_of(list_windows))
         ctx.emit(Event(ctx.run_uid, phase.uid, "pipeline_window", ctx.now(),
                        {**window.event_data(), "list_windows": list_windows}))
     return attach_readings(window, phase, inst)
+
+
+def rows_of(list_windows: list[list[float]]) -> list[tuple[int, int]]:
+    """Each sample list's first and last row in a window's samples."""
+    return [(int(first), int(last)) for _, _, first, last in list_windows]
+
+
+def list_spread(pipelines: list[PipelineWindow], stage: str) -> float:
+    """Standard deviation of a sample list's mean stage time over every list of the windows.
+
+    Why: single stream over the test set is one pass, and the pass's mean moves with the
+    machine's speed at the time, not only with the samples' own scatter. The windows run the
+    same lists ~100 times: on the 2-core VM a list's mean varied by 12-88 µs (SD) where the
+    samples' standard error within a list said 4-9 µs."""
+    means = np.concatenate([w.list_means(stage) for w in pipelines])
+    return float(means.std(ddof=1)) if means.size > 1 else 0.0
 
 
 def check_lists(agent: str, rep: int, samples: dict[str, np.ndarray],
@@ -249,7 +278,8 @@ def pipeline_power_figures(
             for stage in stages:
                 estimates[stage].append(found.estimates[stage])
             attributions.append({"repetition": w.repetition, **found.to_dict()})
-        out = stage_power_figures(estimates, loop_times, times)
+        spreads = {stage: list_spread(pipelines, stage) for stage in stages}
+        out = stage_power_figures(estimates, loop_times, times, pass_spreads=spreads)
     except ValueError as exc:
         return {"reason": f"instrument {inst.spec.id}: {exc}"}
     out["meta"] = {

@@ -21,6 +21,7 @@ from hilbench.procedures.asc_pipeline import (
     PipelineWindow,
     attach_readings,
     check_lists,
+    rows_of,
     samples_from,
 )
 from hilbench.procedures.asc_power import _emit_power_metrics
@@ -120,7 +121,7 @@ def _pipeline(event: dict[str, Any], phase: Phase, agent: str, inst: Any) -> Pip
     offset = phase.offsets[agent]
     window = PipelineWindow(int(d["repetition"]), float(d["start"]), float(d["end"]), None,
                             offset.offset_s, offset.uncertainty_s, None,
-                            samples_from(d["samples"]))
+                            samples_from(d["samples"]), list_rows=rows_of(d["list_windows"]))
     return attach_readings(window, phase, inst)
 
 
