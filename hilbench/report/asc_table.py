@@ -351,7 +351,7 @@ def _power_description(stream: int, runs: list[dict[str, dict[str, Any]]],
 def _attribution_parts(found: list[dict[str, Any]]) -> list[str]:
     """How stage power was separated in single-stream power windows."""
     shifts = ", ".join(
-        f"{1e6 * float(a['shift_s']):+.0f} ± {1e6 * float(a['shift_std_error_s']):.0f} µs "
+        f"{1e6 * float(a['shift_s']):+.0f} ± {1e6 * float(a['shift_std_error_s']):.2g} µs "
         f"(of ± {1e6 * float(a['max_shift_s']):.0f})" for a in found)
     return [
         "each stage's active power attributed from the readings by when the device ran it "

@@ -100,3 +100,6 @@ def test_the_report_names_the_method(tmp_path: Path):
     text = " ".join(_attribution_parts([{"shift_s": -5e-5, "shift_std_error_s": 2e-6,
                                          "max_shift_s": 7e-4}]))
     assert "-50 ± 2 µs (of ± 700)" in text
+    fine = " ".join(_attribution_parts([{"shift_s": -4.3e-5, "shift_std_error_s": 4.8e-8,
+                                         "max_shift_s": 6.8e-4}]))
+    assert "-43 ± 0.048 µs (of ± 680)" in fine  # a sub-µs error is not printed as 0
