@@ -99,7 +99,8 @@ def test_a_bug_in_the_analysis_fails_the_cassette_replay(monkeypatch):
 
     correct = asc_figures.energy_figure
     monkeypatch.setattr(asc_figures, "energy_figure",
-                        lambda dynamic, single_stream, loop: correct(dynamic, loop, loop))
+                        lambda dynamic, single_stream, loop, *more: correct(dynamic, loop, loop,
+                                                                            *more))
     outcome = compare_recording(CASSETTES / "asc-cpu")
     wrong = [d for d in outcome.differences if "metric energy_per_inference_j." in d]
     assert {d.split("metric ")[1].split()[0] for d in wrong} == {
