@@ -38,6 +38,7 @@ def chip_agent():
 
 def _resources() -> Any:
     spec = SimpleNamespace(agent="xylo0", power_sample=0, repetitions=2, idle_s=0.4,
+                           power_method="repeat",
                            active_s=0.4, boundary="exclude")
     split = type("Split", (), {
         "slices": np.stack([shaped_audio(0), shaped_audio(1)]), "labels": np.array([0, 1]),

@@ -40,6 +40,7 @@ def hdk_agent():
 
 def _resources() -> Any:
     spec = SimpleNamespace(agent="xylo0", power_sample=0, repetitions=2, idle_s=0.4,
+                           power_method="repeat",
                            active_s=0.4, boundary="exclude")
     split = type("Split", (), {"slices": np.zeros((3, 16000), np.float32),
                                "clip_ids": ["a", "a", "b"], "__len__": lambda self: 3})
