@@ -33,6 +33,8 @@ from hilbench.contracts.base import to_wire
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.orchestrator.client import AgentError
 
+# Where a sample's device time of each stage is kept (SampleRecord, a sample's reply, events).
+STAGE_FIELDS = {"preprocessing": "preprocess_s", "inference": "inference_s"}
 SAMPLE_TIMEOUT_S = 60.0  # one sample takes milliseconds; this only catches a hung device
 # Audio one ``samples`` request carries (128 one-second samples at 16 kHz): the round trip is
 # shared by that many samples, and the agent holds no more than this for the list.

@@ -47,6 +47,14 @@ class PowerWindow:
     interval: dict[str, Any] | None = None
 
 
+def window_readings(batch: SampleBatch | None, inst: Instrument, where: str
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """A window's reading times and watts; a window without readings has no figure."""
+    if batch is None or len(batch) == 0:
+        raise ValueError(f"no readings from {inst.spec.id} in {where}")
+    return batch.t, to_watts(inst.info, batch.values)
+
+
 def window_estimate(w: PowerWindow, inst: Instrument, boundary: str
                     ) -> tuple[PowerEstimate, float]:
     """Mean power of one window from an external instrument's readings, and the timing
@@ -55,11 +63,10 @@ def window_estimate(w: PowerWindow, inst: Instrument, boundary: str
     independent."""
     timing = timing_uncertainty_s(inst, w.offset_uncertainty_s, w.start_uncertainty_s,
                                   w.drift_residual_s)
-    if w.batch is None or len(w.batch) == 0:
-        raise ValueError(f"no readings from {inst.spec.id} in the {w.stage} window "
-                         f"(repetition {w.repetition})")
+    t, watts = window_readings(w.batch, inst, f"the {w.stage} window (repetition "
+                                              f"{w.repetition})")
     estimate = phase_power(
-        w.batch.t, to_watts(inst.info, w.batch.values),
+        t, watts,
         PhaseWindow("idle" if w.stage == "idle" else "active", w.start, w.end), inst.info,
         boundary=boundary,  # type: ignore[arg-type]
         aperture_s=aperture_s(inst), timing_uncertainty_s=timing,

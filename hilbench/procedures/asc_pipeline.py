@@ -35,7 +35,6 @@ from hilbench.orchestrator.instruments import (
     Instrument,
     aperture_s,
     timing_uncertainty_s,
-    to_watts,
 )
 from hilbench.orchestrator.phases import Phase, RunContext
 from hilbench.orchestrator.timing_check import check_region
@@ -44,6 +43,7 @@ from hilbench.power.source import SampleBatch
 from hilbench.power.stage_attribution import StageSchedule, attribute_stage_power
 from hilbench.power.uncertainty import InstrumentAccuracy
 from hilbench.procedures.asc_device import (
+    STAGE_FIELDS,
     load_sample_list,
     mean_and_std_error,
     run_sample_list,
@@ -54,6 +54,7 @@ from hilbench.procedures.asc_figures import (
     instrument_meta,
     stage_power_figures,
     window_estimate,
+    window_readings,
 )
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ class PipelineWindow:
 
     def list_means(self, stage: str) -> np.ndarray:
         """The stage's mean device time over each sample list the window ran."""
-        values = self.samples["preprocess_s" if stage == "preprocessing" else "inference_s"]
+        values = self.samples[STAGE_FIELDS[stage]]
         return np.array([values[i:j + 1].mean() for i, j in self.list_rows])
 
     def schedule(self, stages: Sequence[str]) -> StageSchedule:
@@ -111,7 +112,7 @@ class PipelineWindow:
         """The stage's device time per sample inside the window, as a repeat loop reports it;
         its standard error from the scatter of the sample lists' means (batch means: the
         samples of one list share the machine's speed at the time)."""
-        values = self.samples["preprocess_s" if stage == "preprocessing" else "inference_s"]
+        values = self.samples[STAGE_FIELDS[stage]]
         mean, se = mean_and_std_error(values.tolist())
         lists = self.list_means(stage)
         if lists.size > 1:
@@ -266,13 +267,12 @@ def pipeline_power_figures(
         for w in idle_windows:
             estimates["idle"].append(window_estimate(w, inst, spec.boundary)[0])
         for w in pipelines:
-            if w.batch is None or len(w.batch) == 0:
-                raise ValueError(f"no readings from {inst.spec.id} in single-stream power "
-                                 f"window {w.repetition}")
+            t, watts = window_readings(w.batch, inst,
+                                       f"single-stream power window {w.repetition}")
             max_shift = timing_uncertainty_s(inst, w.offset_uncertainty_s,
                                              w.start_uncertainty_s, w.drift_residual_s)
             found = attribute_stage_power(
-                w.batch.t, to_watts(info, w.batch.values), aperture, w.schedule(stages),
+                t, watts, aperture, w.schedule(stages),
                 (w.start, w.end), InstrumentAccuracy.from_source(info),
                 max_shift_s=max_shift, edge_s=STAGE_EDGE_S)
             for stage in stages:

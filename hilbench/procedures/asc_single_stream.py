@@ -26,6 +26,7 @@ from hilbench.orchestrator.phases import RunContext
 from hilbench.orchestrator.timing_check import check_region
 from hilbench.power.accuracy import clip_accuracy_interval
 from hilbench.procedures.asc_device import (
+    STAGE_FIELDS,
     SampleRecord,
     mean_and_std_error,
     run_single_stream,
@@ -151,8 +152,7 @@ def emit_single_stream_metrics(
                 "reason": "the device does not measure this stage (see the sample events' "
                           "preprocess_reason)", "samples": n}))
             continue
-        values = [float(getattr(r, "preprocess_s" if stage == "preprocessing"
-                                else "inference_s")) for r in records]
+        values = [float(getattr(r, STAGE_FIELDS[stage])) for r in records]
         ctx.emit(Metric(run, name, mean, "s", se, meta={
             "statistic": "mean", "uncertainty": "standard error of the mean", "samples": n,
             "median_s": statistics.median(values), "source": timer,
