@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hilbench.contracts.asc import AscRepeat
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event
 from hilbench.orchestrator.client import AgentError, ClockOffset
@@ -65,7 +64,6 @@ METHOD = ("device runs single stream over the test samples (sample lists, each s
           "pre-processed, inferred and unloaded before the next, batch size 1); stage power "
           "separated by regression of the readings on when each stage ran")
 SAMPLE_FIELDS = ("index", "t_start", "preprocess_s", "inference_s", "t_end")
-SETTLE_S = 0.02  # the device told to idle after the window: it reports the window's end
 # How well a device's stage stamps mark where its power changes (half-width): the timer reads
 # and call overhead between a stamp and the work. On the cpu device the stamps around a stage
 # lie ~1 µs apart; on the simulated bench the meter's own stamps sit up to ~1 µs from the
@@ -183,7 +181,6 @@ def pipeline_window(
             k += 1
             if ctx.now() >= deadline:
                 break
-        _settle(device)
         samples = samples_from(columns)
         check_lists(device.name, rep, samples, list_windows, offset)
         window = PipelineWindow(
@@ -221,15 +218,6 @@ def check_lists(agent: str, rep: int, samples: dict[str, np.ndarray],
         check_region(agent, f"sample list {k} of power window {rep}",
                      float(samples["t_start"][i]), float(samples["t_end"][j]), float(sent),
                      float(received), offset, float(device_s[i:j + 1].sum()))
-
-
-def _settle(device: RemoteDevice) -> None:
-    """Tell the device to idle briefly before the meter stops: it reports the window's end
-    (a simulated device sends the stage changes it deferred), and the last readings see it
-    come to rest."""
-    caps = device.capabilities.asc
-    if caps is not None and "repeat" in caps.modes:
-        device.asc.run_asc(AscRepeat(workload="asc", stage="idle", duration_s=SETTLE_S))
 
 
 def attach_readings(window: PipelineWindow, phase: Phase, inst: Instrument | None

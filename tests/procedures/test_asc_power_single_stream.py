@@ -55,6 +55,8 @@ def test_stage_power_in_single_stream_windows_matches_the_simulated_truth(tmp_pa
         db = tmp_path / "r.sqlite"
         outcome = CampaignRunner(load_campaign(path), db).run()
         assert outcome.failed == 0 and outcome.completed == 2
+        # every reading came from a timeline the device had told in time
+        assert meter.late_readings == 0
     with Store(db) as store:
         runs = {r["procedure"]: r for r in store.runs()}
         metrics = {m["name"]: m for m in store.metrics(runs["asc.power"]["uid"])}
