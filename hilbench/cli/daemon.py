@@ -125,10 +125,14 @@ def fetch_status(db: Path | str, connect: str | None, key: Path | None,
     from hilbench.daemon.control import ControlError, request
 
     if connect is None:
-        from hilbench.daemon.queue_db import QueueDB
+        from hilbench.daemon.locate import daemon_row
 
-        with QueueDB(db) as q:
-            info = q.daemon_info(bench)
+        info = daemon_row(db, bench)
+        if info is None:
+            from hilbench.daemon.queue_db import QueueDB
+
+            with QueueDB(db) as q:
+                info = q.daemon_info(bench)
         connect = info.get("control")
         if connect is None:
             return _offline(db, "no daemon has run on this store")

@@ -11,6 +11,7 @@ import sys
 import threading
 from typing import ClassVar
 
+from tests.campaign_toml import agent, campaign, qubo, write_campaign
 from tests.daemon.conftest import history, qubo_campaign
 from tests.subprocesses import hilbench
 
@@ -103,3 +104,33 @@ def test_systemd_prints_a_notify_unit_and_keyed_agent_units(tmp_path):
     exec_line = agent_unit.split("ExecStart=")[1].splitlines()[0]
     assert "agent --driver cpu --id cpu0 --bind tcp://0.0.0.0:5555" in exec_line
     assert "--key /etc/hb/cpu0.key_secret --authorized /etc/hb/orchestrators" in exec_line
+
+
+def test_an_unreachable_agent_is_notified_as_lost_and_the_item_fails_with_the_reason(
+        tmp_path, daemon_at):
+    events = tmp_path / "events.jsonl"
+    hook = tmp_path / "hook.py"
+    hook.write_text("import sys\nopen(sys.argv[1], 'a').write(sys.stdin.read() + '\\n')\n")
+    config = tmp_path / "daemon.toml"
+    config.write_text("[daemon]\nretries = 1\nretry_delay_s = 0.2\n"
+                      f"[notify]\ncommand = '{sys.executable} {hook} {events}'\n")
+    text = campaign(agent(spawn=False, address="tcp://127.0.0.1:9"), qubo(), name="gone",
+                    connect_timeout_s=0.5)
+    path, db = write_campaign(tmp_path, text), tmp_path / "d.sqlite"
+    assert hilbench("queue", "add", path, "--db", db).returncode == 0
+    d = daemon_at(db, config=config).start()
+    status = d.wait_until(lambda s: len(history(db)) == 1 and s["notifications"]["sent"] >= 3,
+                          "the item given up and its events sent")
+    [item] = history(db)
+    assert item["exit_status"] == "failed"
+    assert "could not start: agent cpu0 at tcp://127.0.0.1:9" in item["message"]
+    assert "gave up after 2 start(s)" in item["message"]
+    assert "could not start" in status["last_error"]
+    hooked = [json.loads(line) for line in events.read_text().splitlines()]
+    kinds = [e["event"] for e in hooked]
+    assert kinds.count("agent.lost") == 2 and kinds[-1] == "campaign.failed", kinds
+    assert "campaign.aborted" in kinds  # the first start: retried
+    assert all(e["campaign"] == "gone" for e in hooked)
+    # the campaign row says why, as `hilbench run` would have stored it
+    shown = hilbench("results", "--db", db)
+    assert "gone: abort at" in shown.stdout and "could not start" in shown.stdout

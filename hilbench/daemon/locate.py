@@ -1,0 +1,37 @@
+"""Find a store file's daemon (its control address, host and pid) without SQLAlchemy.
+
+`hilbench status` must answer in well under 200 ms while the daemon keeps both cores busy;
+importing SQLAlchemy alone costs ~170 ms of that. The heartbeat row (see
+:mod:`hilbench.daemon.queue_db`) is therefore read here with the standard library's sqlite3,
+read-only. A PostgreSQL queue, or a file without the table yet, goes the full way
+(:meth:`QueueDB.daemon_info`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from hilbench.store.engine import is_url
+
+
+def daemon_row(db: Path | str, bench: str | None = None) -> dict[str, Any] | None:
+    """``bench``'s heartbeat row in store file ``db`` (None: the daemon seen last); {} when no
+    daemon has run there; None when this light path cannot tell (a URL, no such file or table)."""
+    if is_url(db) or not Path(db).is_file():
+        return None
+    try:
+        conn = sqlite3.connect(f"{Path(db).resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+    except sqlite3.Error:
+        return None
+    try:
+        conn.row_factory = sqlite3.Row
+        sql = "SELECT bench, host, pid, control, last_seen FROM daemon_benches"
+        rows = conn.execute(sql + (" WHERE bench = ?" if bench else ""),
+                            (bench,) if bench else ()).fetchall()
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
+    return dict(max(rows, key=lambda r: r["last_seen"])) if rows else {}
