@@ -105,7 +105,10 @@ def daemon(config_path: Path | None, db: Path | str | None, control: str | None,
     root.setLevel(min(root.level or logging.WARNING, logging.INFO))
     for h in root.handlers:
         if h is not handler and h.level == logging.NOTSET:
-            h.setLevel(logging.WARNING)  # the terminal keeps -v's level; the file gets info
+            # The terminal (the journal under systemd) keeps -v's level, but also shows the
+            # daemon's own record of items started and ended; the file gets every info line.
+            h.setLevel(logging.INFO)
+            h.addFilter(_daemon_info_or_warnings)
     try:
         d = Daemon(config, Path(store))
     except (DaemonError, ControlError, StoreError, ValueError, OSError, DBAPIError) as exc:
@@ -115,6 +118,10 @@ def daemon(config_path: Path | None, db: Path | str | None, control: str | None,
         click.echo(f"{click.style('error:', fg='red')} {why}", err=True)
         raise SystemExit(EXIT_USAGE) from None
     raise SystemExit(d.run())
+
+
+def _daemon_info_or_warnings(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.WARNING or record.name.startswith("hilbench.daemon")
 
 
 def fetch_status(db: Path | str, connect: str | None, key: Path | None,
@@ -317,8 +324,11 @@ def status(db: Path | str | None, as_json: bool, watch: bool, interval: float,
               help="Where the agent hosts keep their keys.")
 @click.option("--user", "service_user", default="hilbench", show_default=True)
 @click.option("--watchdog-s", type=click.IntRange(min=5), default=60, show_default=True)
+@click.option("--db", "db", default=None, envvar="HILBENCH_DB", metavar="FILE|URL",
+              help="The daemon's store [default: the config's store, else "
+                   "/var/lib/hilbench/hilbench.sqlite in the unit's own state directory].")
 def systemd(config_path: Path | None, campaigns: tuple[Path, ...], keys_dir: str,
-            service_user: str, watchdog_s: int) -> None:
+            service_user: str, watchdog_s: int, db: str | None) -> None:
     """Print systemd unit files: the daemon (Type=notify, watchdog, restart on failure) and
     one per network agent of the given campaigns, with its keys.
 
@@ -327,8 +337,13 @@ def systemd(config_path: Path | None, campaigns: tuple[Path, ...], keys_dir: str
     """
     from hilbench.daemon.systemd import agent_unit, daemon_unit
     from hilbench.orchestrator.campaign import CampaignError, load_campaign
+    from hilbench.store.engine import is_url
 
-    click.echo(daemon_unit(config_path, service_user, watchdog_s))
+    if db is None and config_path is not None and _config(config_path).daemon.store is not None:
+        db = ""  # the config names it
+    elif db is not None and not is_url(db):
+        db = str(Path(db).resolve())
+    click.echo(daemon_unit(config_path, service_user, watchdog_s, db))
     for path in campaigns:
         try:
             campaign = load_campaign(path)

@@ -108,6 +108,8 @@ def _run_campaign(
                      markup=False)
         if plan.action != "finished":
             runlog.note(f"campaign {campaign.name} starting: {bounds.summary()}; store {db}")
+        else:
+            progress.update(task, visible=False)  # no bar stuck at 0/N for what will not run
         runlog.note(plan.message(str(campaign_path)))
 
     runner.on_unit_done = on_unit_done

@@ -208,10 +208,10 @@ class Daemon:
         self._publish_info(None)
         if self.pusher is not None:
             self.pusher.start()
-        log.warning("hilbench daemon %s: bench %s, store %s, queue %s, control %s%s",
-                    __version__, self.bench, self.db, self.queue.describe(),
-                    self.control.endpoint,
-                    f", pushing finished runs to {self.pusher.target}" if self.pusher else "")
+        log.info("hilbench daemon %s: bench %s, store %s, queue %s, control %s%s",
+                 __version__, self.bench, self.db, self.queue.describe(),
+                 self.control.endpoint,
+                 f", pushing finished runs to {self.pusher.target}" if self.pusher else "")
         self.sd.ready(f"idle; control {self.control.endpoint}")
         try:
             while not self.stopping.is_set():
@@ -323,8 +323,8 @@ class Daemon:
                 return
         self.worker = _Worker(item, self._take_spare() or self._new_worker(), self.wake.set)
         self._publish_info(self.worker.proc.pid)
-        log.warning("queue item %d (%s) started: worker pid %d", item.id, item.name,
-                    self.worker.proc.pid)
+        log.info("queue item %d (%s) started: worker pid %d", item.id, item.name,
+                 self.worker.proc.pid)
         self._set_state("running", f"item {item.id} ({item.name})")
 
     def _new_worker(self) -> subprocess.Popen:
@@ -446,7 +446,8 @@ class Daemon:
                                    message=f"retrying in {d.retry_delay_s:g} s: {message}")
                 self.notify("campaign.aborted", f"{name} aborted, will resume: {message}",
                             **fields)
-        log.warning("%s: worker exited %d: %s", name, code, message)
+        log.log(logging.INFO if code == 0 else logging.WARNING, "%s: worker exited %d: %s",
+                name, code, message)
 
     def _close_item(self, item: Item, status: str, message: str) -> None:
         runs = self.queue.run_uids(item.campaign_uid) if item.campaign_uid else []
@@ -465,9 +466,9 @@ class Daemon:
                 item_id = self.queue.record_fires(s["id"], plan.last_fire, plan.fires,
                                                   plan.queue_item)
                 for t, outcome, note in plan.fires:
-                    log.warning("schedule %d (%s) fire at %s: %s%s", s["id"], s["name"],
-                                time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)), outcome,
-                                f" (item {item_id})" if outcome == "queued" else f": {note}")
+                    log.info("schedule %d (%s) fire at %s: %s%s", s["id"], s["name"],
+                             time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)), outcome,
+                             f" (item {item_id})" if outcome == "queued" else f": {note}")
                 last = plan.last_fire
             else:
                 last = s["last_fire"]

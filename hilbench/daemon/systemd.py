@@ -15,8 +15,20 @@ def _hilbench() -> str:
     return str(beside) if beside.exists() else (shutil.which("hilbench") or "hilbench")
 
 
-def daemon_unit(config: Path | None, user: str, watchdog_s: int) -> str:
+DEFAULT_STATE_DIR = "/var/lib/hilbench"
+
+
+def daemon_unit(config: Path | None, user: str, watchdog_s: int, db: str | None = None) -> str:
+    """The daemon's unit. Its store is ``db``, else the config's ``store``; with neither, a file
+    in the unit's own state directory (systemd starts services in ``/``, where the default
+    ``./hilbench.sqlite`` could not be written)."""
     config_arg = f" --config {config.resolve()}" if config else ""
+    state = ""
+    if db is None:
+        db = f"{DEFAULT_STATE_DIR}/hilbench.sqlite"
+        state = (f"StateDirectory=hilbench\nStateDirectoryMode=0700\n"
+                 f"WorkingDirectory={DEFAULT_STATE_DIR}\n")
+    db_arg = f" --db {db}" if db else ""
     return f"""# hilbench-daemon.service
 [Unit]
 Description=hilbench measurement daemon (queue, schedules, status)
@@ -26,9 +38,9 @@ Wants=network-online.target
 [Service]
 Type=notify
 NotifyAccess=main
-ExecStart={_hilbench()} daemon{config_arg}
+ExecStart={_hilbench()} daemon{config_arg}{db_arg}
 User={user}
-WatchdogSec={watchdog_s}
+{state}WatchdogSec={watchdog_s}
 Restart=on-failure
 RestartSec=5
 # SIGTERM: the run in progress is marked aborted, the daemon exits 143; the next start resumes.

@@ -100,7 +100,18 @@ def test_systemd_prints_a_notify_unit_and_keyed_agent_units(tmp_path):
     daemon_unit, agent_unit = out.stdout.split("# hilbench-agent-")
     for line in ("Type=notify", "WatchdogSec=60", "Restart=on-failure", "SuccessExitStatus=143"):
         assert line in daemon_unit
-    assert " daemon" in daemon_unit.split("ExecStart=")[1].splitlines()[0]
+    # systemd starts services in /: the store is named, in the unit's own state directory
+    assert daemon_unit.split("ExecStart=")[1].splitlines()[0].endswith(
+        " daemon --db /var/lib/hilbench/hilbench.sqlite")
+    assert "StateDirectory=hilbench" in daemon_unit
+    store = tmp_path / "bench.sqlite"
+    named = hilbench("systemd", "--db", store).stdout.split("ExecStart=")[1].splitlines()[0]
+    assert named.endswith(f" daemon --db {store}")
+    config = tmp_path / "daemon.toml"
+    config.write_text("[daemon]\nstore = 'bench.sqlite'\n")
+    unit = hilbench("systemd", "--config", config).stdout
+    assert unit.split("ExecStart=")[1].splitlines()[0].endswith(f" daemon --config {config}")
+    assert "StateDirectory" not in unit
     exec_line = agent_unit.split("ExecStart=")[1].splitlines()[0]
     assert "agent --driver cpu --id cpu0 --bind tcp://0.0.0.0:5555" in exec_line
     assert "--key /etc/hb/cpu0.key_secret --authorized /etc/hb/orchestrators" in exec_line
