@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import signal
+import time
 from collections import Counter
 
 from hilbench.store import Store
+from tests.campaign_toml import agent, campaign, keysight, qubo, write_campaign
 from tests.daemon.conftest import history, qubo_campaign
 from tests.subprocesses import hilbench, start_campaign, stop, wait_for_run
 
@@ -121,13 +123,19 @@ def test_pause_after_the_unit_then_resume_loses_and_repeats_nothing(tmp_path, da
 
 def test_status_shows_progress_eta_agent_health_and_queue(tmp_path, daemon_at):
     db = tmp_path / "d.sqlite"
-    path = qubo_campaign(tmp_path, "watched", 100, timeout_s=0.02)
+    meter = keysight(simulate="simulated-cpu", noise_std_w=0.01,
+                     settings={"range": 10.0, "nplc": 0.02, "autozero": False,
+                               "sample_interval_s": 0.001})
+    sweep = qubo(nodes=[10], seeds=list(range(100)), solvers=["sa"], timeouts_s=[0.02])
+    path = write_campaign(tmp_path, campaign(agent(), sweep, meter, name="watched"), "w.toml")
     later = qubo_campaign(tmp_path, "later", 1)
     assert hilbench("queue", "add", path, "--db", db).returncode == 0
     assert hilbench("queue", "add", later, "--db", db).returncode == 0
     d = daemon_at(db).start()
     s = d.wait_until(lambda s: (s["current"] or {}).get("done", 0) >= 5 and s["agents"]
-                     and s["agents"][0]["clock_offset_s"] is not None, "progress and health")
+                     and s["agents"][0]["clock_offset_s"] is not None
+                     and s["instruments"] and s["instruments"][0]["last_reading"],
+                     "progress and health")
     assert s["daemon"]["state"] == "running"
     c = s["current"]
     assert c["name"] == "watched" and c["total"] == 100
@@ -139,3 +147,7 @@ def test_status_shows_progress_eta_agent_health_and_queue(tmp_path, daemon_at):
     text = hilbench("status", "--db", db)
     assert "campaign: watched" in text.stdout and "ETA based on" in text.stdout
     assert "agent cpu0: cpu on" in text.stdout
+    [i] = s["instruments"]
+    assert i["id"] == "dmm" and "34465A" in i["identity"] and i["simulated"]
+    assert time.time() - i["last_reading"] < 10
+    assert "instrument dmm: Keysight 34465A" in text.stdout and "last reading" in text.stdout
