@@ -48,10 +48,12 @@ def agent(agent_id: str = "cpu0", driver: str = "cpu", *, spawn: bool = True, **
     return table("[[agents]]", id=agent_id, driver=driver, spawn=True if spawn else None, **keys)
 
 
-def measured_agent(meter: SimulatedMeter, agent_id: str = "cpu0", **keys: Any) -> str:
+def measured_agent(meter: SimulatedMeter, agent_id: str = "cpu0",
+                   options: dict[str, Any] | None = None, **keys: Any) -> str:
     """A spawned CPU agent that tells the simulated ``meter`` when its device changes state,
-    so the meter's readings follow the work the agent does."""
-    return agent(agent_id, options={"sim_meter": f"{meter.host}:{meter.port}"}, **keys)
+    so the meter's readings follow the work the agent does; ``options`` are its driver's."""
+    return agent(agent_id, options={"sim_meter": f"{meter.host}:{meter.port}",
+                                    **(options or {})}, **keys)
 
 
 def qubo(agent: str | None = "cpu0", **keys: Any) -> str:

@@ -23,10 +23,14 @@ def recorded(tmp_path_factory) -> tuple[Path, Path, Path]:
     db, cassette = tmp / "s.sqlite", tmp / "cassette"
     with SimulatedMeter(SIMULATED_CPU, noise_std_w=0.05, seed=3) as meter:
         # Beside the two fixed-timeout runs, one time-to-solution run long enough for the
-        # meter's readings to cover the time to each gap.
+        # meter's readings (every 10 ms) to cover the time to each gap: SA's first read,
+        # where both gaps are reached, takes ~0.4 s at 40 000 sweeps (at the default 1 000 it
+        # came at ~31 ms, and 3 readings covered 94 % of that window or more by chance: the
+        # audit test of tts_energy_j failed once in CI).
         tts = qubo(scenario="time_to_solution", nodes=[1000], densities=[0.05], seeds=[0],
                    gaps=[0.3, 0.2], max_time_s=5.0, timeouts_s=None)
-        path = write_campaign(tmp, meter_campaign(meter, seeds=[0, 1]) + "\n" + tts)
+        text = meter_campaign(meter, seeds=[0, 1], agent_options={"num_sweeps": 40_000})
+        path = write_campaign(tmp, text + "\n" + tts)
         proc = run_campaign(path, db, "--record", str(cassette), timeout=120)
     assert proc.returncode == 0, proc.stderr
     return path, db, cassette

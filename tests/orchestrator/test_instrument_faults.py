@@ -16,11 +16,12 @@ from tests.figures import measured
 from tests.subprocesses import hilbench_command, start_campaign, wait_for_run
 
 
-def meter_campaign(meter: SimulatedMeter, seeds: Sequence[int] = range(6)) -> str:
+def meter_campaign(meter: SimulatedMeter, seeds: Sequence[int] = range(6),
+                   agent_options: dict | None = None) -> str:
     """QUBO runs on a spawned CPU agent, their solve phases read from the simulated ``meter``
     by the Keysight driver over TCP."""
     return campaign(
-        measured_agent(meter),
+        measured_agent(meter, options=agent_options),
         qubo(seeds=seeds, timeouts_s=[0.3]),
         keysight(
             meter.resource,
