@@ -129,9 +129,12 @@ class DaemonProc:
         return out
 
 
-def successes(db: Path) -> int:
+def successes(db: Path | QueueDB) -> int:
+    """Successful runs in the store (through ``db`` itself when it is an open queue)."""
+    if isinstance(db, QueueDB):
+        return db.run_tally().get("success", 0)
     with QueueDB(db) as q:
-        return q.run_tally().get("success", 0)
+        return successes(q)
 
 
 def accounting(db: Path, expected: dict[int, set[str]]) -> dict[str, Any]:
