@@ -72,6 +72,7 @@ def status(seconds: float, cli_calls: int) -> None:
                    f"{statistics.median(cli_s) * 1e3:.0f} ms, p99 {_pct(cli_s, 0.99) * 1e3:.0f} "
                    f"ms, max {max(cli_s) * 1e3:.0f} ms (Python start-up included)")
 
+
 SETTLE_S = 2.0  # quiet before each measured campaign: neither path starts in the other's wake
 
 

@@ -21,6 +21,7 @@ from hilbench.orchestrator.instruments import (
     timing_uncertainty_s,
     to_watts,
 )
+from hilbench.orchestrator.phases import Phase
 from hilbench.power.estimators import PhaseWindow, PowerEstimate, phase_power, pool_estimates
 from hilbench.power.metrics import dynamic_power, energy_per_inference
 from hilbench.power.source import SampleBatch
@@ -45,6 +46,22 @@ class PowerWindow:
     # what the meter's interval estimate leaves open at the window's end, and the estimate
     drift_residual_s: float = 0.0
     interval: dict[str, Any] | None = None
+
+
+def phase_readings(phase: Phase, inst: Instrument | None, end: float) -> dict[str, Any]:
+    """What a power window takes from its phase's acquisition by ``inst``, as keyword
+    arguments of :class:`PowerWindow` (or a single-stream window): the readings, the meter's
+    start uncertainty, and its interval estimate (readings already restamped with it) with the
+    stamp uncertainty it leaves at the window's ``end``, the latest reading that counts."""
+    if inst is None:
+        return {"batch": None, "start_uncertainty_s": None}
+    key = inst.spec.id
+    out: dict[str, Any] = {"batch": phase.samples.get(key),
+                           "start_uncertainty_s": phase.start_uncertainty_s.get(key)}
+    if key in phase.interval_estimates:
+        out["drift_residual_s"] = phase.drift_residual_s(key, end)
+        out["interval"] = phase.interval_estimates[key].to_dict()
+    return out
 
 
 def window_readings(batch: SampleBatch | None, inst: Instrument, where: str

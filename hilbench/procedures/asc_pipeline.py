@@ -51,6 +51,7 @@ from hilbench.procedures.asc_device import (
 from hilbench.procedures.asc_figures import (
     PowerWindow,
     instrument_meta,
+    phase_readings,
     stage_power_figures,
     window_estimate,
     window_readings,
@@ -223,14 +224,8 @@ def check_lists(agent: str, rep: int, samples: dict[str, np.ndarray],
 def attach_readings(window: PipelineWindow, phase: Phase, inst: Instrument | None
                     ) -> PipelineWindow:
     """The window with its phase's readings and the meter's interval estimate."""
-    if inst is None:
-        return window
-    key = inst.spec.id
-    window.batch = phase.samples.get(key)
-    window.start_uncertainty_s = phase.start_uncertainty_s.get(key)
-    if key in phase.interval_estimates:
-        window.drift_residual_s = phase.drift_residual_s(key, window.end)
-        window.interval = phase.interval_estimates[key].to_dict()
+    for name, value in phase_readings(phase, inst, window.end).items():
+        setattr(window, name, value)
     return window
 
 

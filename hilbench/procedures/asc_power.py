@@ -36,7 +36,6 @@ from hilbench.orchestrator.timing_check import check_region
 from hilbench.power.estimators import (
     PowerEstimate,
 )
-from hilbench.power.source import SampleBatch
 from hilbench.procedures.asc_device import (
     load_sample,
     load_stream,
@@ -48,6 +47,7 @@ from hilbench.procedures.asc_figures import (
     PowerWindow,
     instrument_meta,
     loop_time,
+    phase_readings,
     stage_power_figures,
     window_estimate,
 )
@@ -180,8 +180,8 @@ def _idle_window(
         ctx.emit(Event(ctx.run_uid, phase.uid, "idle_window", end,
                        {"repetition": rep, "start": start, "end": end}))
     # The idle window is the orchestrator's own: no agent clock maps it, only the meter's start.
-    return PowerWindow("idle", rep, start, end, _batch(phase, inst), 0.0, _start_u(phase, inst),
-                   **_drift(phase, inst, end))
+    return PowerWindow("idle", rep, start, end, offset_uncertainty_s=0.0,
+                       **phase_readings(phase, inst, end))
 
 
 def _device_idle_window(
@@ -221,9 +221,9 @@ def _active_window(
         end = phase.to_orchestrator_time(device.name, float(loop["t_end"]))
         ctx.emit(Event(ctx.run_uid, phase.uid, "repeat_result", ctx.now(),
                        {**loop, "repetition": rep, "start": start, "end": end}))
-    return PowerWindow(stage, rep, start, end, _batch(phase, inst),
-                       phase.offsets[device.name].uncertainty_s, _start_u(phase, inst), loop,
-                       **_drift(phase, inst, end))
+    return PowerWindow(stage, rep, start, end, loop=loop,
+                       offset_uncertainty_s=phase.offsets[device.name].uncertainty_s,
+                       **phase_readings(phase, inst, end))
 
 
 def _check_window(device: RemoteDevice, phase: Phase, what: str, loop: dict[str, Any]) -> None:
@@ -235,23 +235,6 @@ def _check_window(device: RemoteDevice, phase: Phase, what: str, loop: dict[str,
     work = float(n) * float(mean) if n is not None and mean is not None else 0.0
     check_region(device.name, what, float(loop["t_start"]), float(loop["t_end"]),
                  *device.window, phase.offsets[device.name], work)
-
-
-def _batch(phase: Phase, inst: Instrument | None) -> SampleBatch | None:
-    return None if inst is None else phase.samples.get(inst.spec.id)
-
-
-def _start_u(phase: Phase, inst: Instrument | None) -> float | None:
-    return None if inst is None else phase.start_uncertainty_s.get(inst.spec.id)
-
-
-def _drift(phase: Phase, inst: Instrument | None, end: float) -> dict[str, Any]:
-    """The meter's interval estimate of this phase (readings already restamped with it) and
-    the stamp uncertainty it leaves at the window's end, the latest reading that counts."""
-    if inst is None or inst.spec.id not in phase.interval_estimates:
-        return {}
-    return {"drift_residual_s": phase.drift_residual_s(inst.spec.id, end),
-            "interval": phase.interval_estimates[inst.spec.id].to_dict()}
 
 
 def _emit_power_metrics(
@@ -281,11 +264,13 @@ def _emit_power_metrics(
         "repetitions": spec.repetitions,
         "single_stream_run": times.run_uid,
     }
-    loops = {stage: [w.loop for w in windows if w.stage == stage and w.loop] for stage in STAGES}
     if pipelines is not None:
         timed = [s for s in STAGES if s == "inference" or all(
             (w.samples["preprocess_s"] > 0).all() for w in pipelines)]
         loops = {stage: [w.loop(stage) for w in pipelines] if stage in timed else []
+                 for stage in STAGES}
+    else:
+        loops = {stage: [w.loop for w in windows if w.stage == stage and w.loop]
                  for stage in STAGES}
     if onboard:  # the device's own readings are the figures; an internal copy adds nothing
         loops = {stage: [{**lp, "power": {}} for lp in found] for stage, found in loops.items()}

@@ -16,7 +16,7 @@ from hilbench.contracts.asc import AscCapabilities
 from hilbench.orchestrator.client import AgentError
 from hilbench.orchestrator.timing_check import check_region
 from hilbench.procedures.asc_device import SampleRecord
-from hilbench.procedures.asc_figures import PowerWindow
+from hilbench.procedures.asc_figures import PowerWindow, phase_readings
 from hilbench.procedures.asc_pipeline import (
     PipelineWindow,
     attach_readings,
@@ -133,18 +133,11 @@ def _window(event: dict[str, Any], phase: Phase, agent: str, inst: Any, onboard:
     if event["name"] == "idle_window" and onboard:
         return PowerWindow("idle", rep, start, end, None, phase.offsets[agent].uncertainty_s,
                            None, {"power": d.get("power")})
-    batch = start_u = None
-    drift: dict[str, Any] = {}
-    if inst is not None:
-        key = inst.spec.id
-        batch, start_u = phase.samples.get(key), phase.start_uncertainty_s.get(key)
-        if key in phase.interval_estimates:
-            drift = {"drift_residual_s": phase.drift_residual_s(key, end),
-                     "interval": phase.interval_estimates[key].to_dict()}
+    readings = phase_readings(phase, inst, end)
     if event["name"] == "idle_window":
-        return PowerWindow("idle", rep, start, end, batch, 0.0, start_u, **drift)
-    return PowerWindow(str(d["stage"]), rep, start, end, batch,
-                       phase.offsets[agent].uncertainty_s, start_u, d, **drift)
+        return PowerWindow("idle", rep, start, end, offset_uncertainty_s=0.0, **readings)
+    return PowerWindow(str(d["stage"]), rep, start, end, loop=d,
+                       offset_uncertainty_s=phase.offsets[agent].uncertainty_s, **readings)
 
 
 def _check_regions(run: RecordedRun) -> None:
