@@ -28,6 +28,13 @@ class SourceInfo:
     domains: tuple[str, ...] = ()  # e.g. ("package-0", "dram-0") or ("total system",)
     simulated: bool = False  # True: the readings come from a model, not a measurement
     simulation: str = ""  # what is simulated, one line
+    # Marker support (optional; see hilbench.power.markers). The period of the instrument's own
+    # sample clock when its samples are evenly spaced on it, and the bound on how late a marker
+    # edge on a digital input shows in its stream (trigger/input latency, as the instrument's
+    # data sheet or a loop-back measurement states it). None: the source does not say.
+    sample_period_s: float | None = None
+    marker_latency_s: float | None = None
+    marker_channels: tuple[str, ...] = ()  # digital inputs recorded in the sample stream
 
 
 @dataclass
