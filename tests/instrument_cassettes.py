@@ -73,7 +73,7 @@ def use_instrument_cassette(name: str, record: Callable[[Path], dict[str, Any]],
     return folder
 
 
-def replay_without(blocked: list[str], code: str) -> dict[str, Any]:
+def run_without(blocked: list[str], code: str) -> Any:
     """Run ``code`` (which prints one JSON line) in a child where ``blocked`` modules cannot be
     imported."""
     prelude = "import sys\n" + "".join(f"sys.modules[{m!r}] = None\n" for m in blocked)

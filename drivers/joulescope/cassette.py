@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from hilbench.cassette.arrays import BLOBS, get_array, put_array
-from hilbench.cassette.channels import CHANNELS, Channel
-from hilbench.private_files import private_dir
+from hilbench.cassette.arrays import get_array, put_array
+from hilbench.cassette.channels import instrument_channel
+from hilbench.cassette.reader import read_channel
 
 CHANNEL = "joulescope.jsonl"
 CALLS = ("device_paths", "open", "close", "publish", "query", "subscribe", "unsubscribe",
@@ -71,13 +71,9 @@ class RecordingApi:
     def __init__(self, inner: Any, folder: str | Path) -> None:
         self._inner = inner
         self.folder = Path(folder)
-        private_dir(self.folder, parents=True)
-        private_dir(self.folder / CHANNELS)
-        private_dir(self.folder / BLOBS)
-        self._channel = Channel(self.folder / CHANNELS / CHANNEL,
-                                {"kind": "channel", "channel": "joulescope",
-                                 "api": "pyjoulescope_driver.Driver",
-                                 "recorded_from": type(inner).__name__})
+        self._channel = instrument_channel(self.folder, CHANNEL, {
+            "channel": "joulescope", "api": "pyjoulescope_driver.Driver",
+            "recorded_from": type(inner).__name__})
         self._lock = threading.Lock()
         self._wrappers: dict[tuple[str, int], Callable[[str, Any], None]] = {}
 
@@ -135,15 +131,10 @@ class ReplayApi:
 
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
-        path = self.folder / CHANNELS / CHANNEL
         try:
-            lines = [json.loads(text) for text in path.read_text("utf-8").splitlines()
-                     if text.strip()]
-        except (OSError, json.JSONDecodeError) as exc:
-            raise RuntimeError(f"cannot read the JS220 cassette {path}: {exc}") from exc
-        if not lines or lines[0].get("channel") != "joulescope":
-            raise RuntimeError(f"{path}: no joulescope channel header on its first line")
-        self._lines = lines[1:]
+            self._lines = read_channel(self.folder, CHANNEL, "joulescope")
+        except OSError as exc:
+            raise RuntimeError(f"cannot replay the JS220 cassette: {exc}") from exc
         self._next = 0
         self._subs: list[tuple[str, Callable[[str, Any], None]]] = []
 

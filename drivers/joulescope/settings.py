@@ -14,8 +14,10 @@ than a few hundred samples.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Literal
+
+from hilbench.power.source import settings_from_mapping
 
 FS_OPTIONS = (1_000_000, 500_000, 200_000, 100_000, 50_000, 20_000, 10_000, 5_000, 2_000,
               1_000, 500, 200, 100, 50, 20, 10, 5, 2, 1)  # h/fs for i, v, p (driver's list)
@@ -79,16 +81,5 @@ class Js220Settings:
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], where: str = "settings") -> Js220Settings:
         """From a campaign's instrument table; unknown keys are refused by name."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"{where}: unknown JS220 setting(s) {', '.join(unknown)} "
-                             f"(known: {', '.join(sorted(known))})")
-        values = dict(values)
-        for name in ("marker_gpi", "domains"):
-            if name in values:
-                values[name] = tuple(values[name])
-        try:
-            return cls(**values)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"{where}: {err}") from None
+        return settings_from_mapping(cls, values, where=where, instrument="JS220",
+                                     tuples=("marker_gpi", "domains"))

@@ -313,14 +313,17 @@ class Keysight34465A:
         parts: list[np.ndarray] = []
         while True:
             command = f"R? {chunk}"
-            before = now()
+            # read the clock only while an external trigger's burst is awaited: a cassette
+            # replays the orchestrator's clock readings in order, so none may be added
+            waiting = self.t0 is None
+            before = now() if waiting else 0.0
             reply = self._query(command)
-            after = now()
+            after = now() if waiting else 0.0
             try:
                 values = parse_readings(parse_block(reply))
             except ReplyError as err:
                 self._fail(f"malformed reply from {self.resource} to {command!r}: {err}")
-            if self.t0 is None and len(values):
+            if waiting and len(values):
                 self._anchor_external(len(values), before, after)
             parts.append(values)
             if len(values) < chunk:

@@ -13,16 +13,14 @@ the next chunk the board sent, once every write recorded before it has been made
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from hilbench.cassette.arrays import BLOBS
-from hilbench.cassette.channels import CHANNELS, Channel, encode_value
+from hilbench.cassette.channels import encode_value, instrument_channel
+from hilbench.cassette.reader import read_channel
 from hilbench.cassette.standins import decode_value
-from hilbench.private_files import private_dir
 
 CHANNEL = "serial.jsonl"
 READ_WAIT_S = 0.05  # as the driver's port timeout
@@ -38,12 +36,8 @@ class RecordingSerial:
     def __init__(self, inner: Any, folder: str | Path, port: str = "") -> None:
         self._inner = inner
         self.folder = Path(folder)
-        private_dir(self.folder, parents=True)
-        private_dir(self.folder / CHANNELS)
-        private_dir(self.folder / BLOBS)
-        self._channel = Channel(self.folder / CHANNELS / CHANNEL,
-                                {"kind": "channel", "channel": "serial", "port": port,
-                                 "device": "ST LPM01A"})
+        self._channel = instrument_channel(self.folder, CHANNEL, {
+            "channel": "serial", "port": port, "device": "ST LPM01A"})
         self._lock = threading.Lock()
 
     def _line(self, op: str, data: bytes | None = None) -> None:
@@ -78,16 +72,9 @@ class ReplaySerial:
 
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
-        path = self.folder / CHANNELS / CHANNEL
-        try:
-            lines = [json.loads(text) for text in path.read_text("utf-8").splitlines()
-                     if text.strip()]
-        except (OSError, json.JSONDecodeError) as exc:
-            raise OSError(f"cannot read the LPM01A cassette {path}: {exc}") from exc
-        if not lines or lines[0].get("channel") != "serial":
-            raise OSError(f"{path}: no serial channel header on its first line")
+        lines = read_channel(self.folder, CHANNEL, "serial")
         self._ops = [(line["op"], decode_value(self.folder, line["data"]) if "data" in line
-                      else b"") for line in lines[1:] if line["op"] in ("read", "write")]
+                      else b"") for line in lines if line["op"] in ("read", "write")]
         self._done = [False] * len(self._ops)
         self._lock = threading.Condition()
         self.closed = False

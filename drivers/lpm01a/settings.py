@@ -12,8 +12,10 @@ measurement of your board.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Literal
+
+from hilbench.power.source import settings_from_mapping
 
 from .protocol import (
     ASCII_MAX_UNLIMITED_HZ,
@@ -78,15 +80,5 @@ class Lpm01aSettings:
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], where: str = "settings") -> Lpm01aSettings:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"{where}: unknown LPM01A setting(s) {', '.join(unknown)} "
-                             f"(known: {', '.join(sorted(known))})")
-        values = dict(values)
-        if "domains" in values:
-            values["domains"] = tuple(values["domains"])
-        try:
-            return cls(**values)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"{where}: {err}") from None
+        return settings_from_mapping(cls, values, where=where, instrument="LPM01A",
+                                     tuples=("domains",))

@@ -12,7 +12,7 @@ from hilbench.sim.js220 import SimulatedJs220Driver
 from hilbench.sim.power_model import ARDUINO_NANO_33_BLE
 from hilbench_drivers.joulescope import Joulescope220, Js220Settings
 from hilbench_drivers.joulescope.cassette import RecordingApi
-from tests.instrument_cassettes import acquire, replay_without, use_instrument_cassette
+from tests.instrument_cassettes import acquire, run_without, use_instrument_cassette
 
 SETTINGS = Js220Settings(rate_hz=10_000)
 
@@ -53,7 +53,7 @@ def test_the_committed_cassette_replays_without_the_vendor_library(request):
     folder = use_instrument_cassette("js220-sim", record,
                                      request.config.getoption("--record-mode"))
     expected = json.loads((folder / "expected.json").read_text())
-    replayed = replay_without(["pyjoulescope_driver"], REPLAY.format(folder=folder))
+    replayed = run_without(["pyjoulescope_driver"], REPLAY.format(folder=folder))
     assert replayed["samples"] == expected["samples"] > 0
     assert replayed["values_sha256"] == expected["values_sha256"]
     assert replayed["edges"] == expected["edges"] and replayed["simulated"] is True

@@ -3,8 +3,6 @@ stated edge uncertainty; errors name the setting; the vendor library is imported
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -13,6 +11,7 @@ import pytest
 from hilbench.power.markers import cut_windows, info_edge_uncertainty_s
 from hilbench.power.source import PowerSourceError
 from hilbench_drivers.joulescope import Joulescope220, Js220Settings
+from tests.instrument_cassettes import run_without
 
 
 def test_marker_windows_hold_the_true_energy_within_their_uncertainty(feed, make_sim):
@@ -71,11 +70,10 @@ def test_a_missing_device_is_named(feed, make_sim):
 
 
 def test_without_the_vendor_library_the_driver_imports_and_says_what_to_install():
-    code = ("import sys\nsys.modules['pyjoulescope_driver'] = None\n"
-            "from hilbench_drivers.joulescope import Joulescope220, Js220Settings\n"
-            "from hilbench.power.source import PowerSourceError\n"
-            "s = Joulescope220('', Js220Settings())\n"
-            "try:\n    s.configure()\nexcept PowerSourceError as e:\n    print(e)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert "pip install hilbench[joulescope]" in out.stdout
+    said = run_without(["pyjoulescope_driver"], (
+        "import json\n"
+        "from hilbench_drivers.joulescope import Joulescope220, Js220Settings\n"
+        "from hilbench.power.source import PowerSourceError\n"
+        "try:\n    Joulescope220('', Js220Settings()).configure()\n"
+        "except PowerSourceError as e:\n    print(json.dumps(str(e)))\n"))
+    assert "pip install hilbench[joulescope]" in said

@@ -16,7 +16,7 @@ from hilbench_drivers.lpm01a import Lpm01a, Lpm01aSettings
 from hilbench_drivers.lpm01a.cassette import RecordingSerial
 from hilbench_drivers.lpm01a.driver import open_serial
 from tests.drivers.lpm01a.conftest import timed_regions
-from tests.instrument_cassettes import acquire, replay_without, use_instrument_cassette
+from tests.instrument_cassettes import acquire, run_without, use_instrument_cassette
 
 SETTINGS = Lpm01aSettings(rate_hz=1_000)
 
@@ -51,7 +51,7 @@ def test_the_committed_cassette_replays_without_a_board_or_pyserial(request):
     folder = use_instrument_cassette("lpm01a-emulated", record,
                                      request.config.getoption("--record-mode"))
     expected = json.loads((folder / "expected.json").read_text())
-    replayed = replay_without(["serial"], REPLAY.format(folder=folder, rate=1000))
+    replayed = run_without(["serial"], REPLAY.format(folder=folder, rate=1000))
     assert replayed["samples"] == expected["samples"] > 0
     assert replayed["values_sha256"] == expected["values_sha256"]
     assert replayed["edges"] == expected["edges"] and replayed["simulated"] is True

@@ -3,8 +3,6 @@ edge budget plus the stated accuracy; refusals carry the board's reason; pyseria
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -14,6 +12,7 @@ from hilbench.power.markers import cut_windows
 from hilbench.power.source import PowerSourceError
 from hilbench_drivers.lpm01a import Lpm01a, Lpm01aSettings
 from hilbench_drivers.lpm01a.protocol import decode_ascii, encode_ascii, encode_binary
+from tests.instrument_cassettes import run_without
 
 
 @pytest.mark.parametrize("rate_hz, output", [(100_000, "current"), (5_000, "energy")])
@@ -96,11 +95,10 @@ def test_a_silent_port_is_a_clear_error(tmp_path):
 
 
 def test_without_pyserial_the_driver_imports_and_says_what_to_install():
-    code = ("import sys\nsys.modules['serial'] = None\n"
-            "from hilbench_drivers.lpm01a import Lpm01a, Lpm01aSettings\n"
-            "from hilbench.power.source import PowerSourceError\n"
-            "s = Lpm01a('/dev/ttyACM0', Lpm01aSettings())\n"
-            "try:\n    s.configure()\nexcept PowerSourceError as e:\n    print(e)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert "pip install hilbench[lpm01a]" in out.stdout
+    said = run_without(["serial"], (
+        "import json\n"
+        "from hilbench_drivers.lpm01a import Lpm01a, Lpm01aSettings\n"
+        "from hilbench.power.source import PowerSourceError\n"
+        "try:\n    Lpm01a('/dev/ttyACM0', Lpm01aSettings()).configure()\n"
+        "except PowerSourceError as e:\n    print(json.dumps(str(e)))\n"))
+    assert "pip install hilbench[lpm01a]" in said
