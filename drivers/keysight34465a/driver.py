@@ -29,6 +29,7 @@ import numpy as np
 
 from hilbench.clock import now
 from hilbench.power.align import IntervalEstimate, estimate_interval
+from hilbench.power.markers import MarkerEdges
 from hilbench.power.source import Health, PowerSourceError, SampleBatch, SourceInfo
 
 from .scpi import (
@@ -94,6 +95,9 @@ class Keysight34465A:
             accuracy_absolute=s.accuracy_range * s.range / (s.shunt_ohms or 1.0),
             supply_voltage_v=s.supply_voltage_v if in_amps else None,
             domains=s.domains,
+            sample_period_s=s.sample_interval_s,
+            marker_latency_s=s.trigger_latency_s if s.trigger == "external" else None,
+            marker_channels=("ext",) if s.trigger == "external" else (),
         )
         self.t0: float | None = None
         self.t0_uncertainty_s: float | None = None
@@ -106,6 +110,8 @@ class Keysight34465A:
         self._received = 0
         self._failure: str | None = None
         self._health = Health()
+        self._trigger_edges: list[MarkerEdges] = []
+        self.options: tuple[str, ...] = ()
 
     @classmethod
     def from_config(
@@ -140,6 +146,13 @@ class Keysight34465A:
                 simulated=True,
                 simulation=f"readings from hilbench's simulated 34465A at {self.resource}",
             )
+        if s.dig_option:  # asked only when needed: a meter's dialogue stays as it was
+            self.options = tuple(o.strip().upper() for o in self._query("*OPT?").split(","))
+        if s.dig_option and "DIG" not in self.options:
+            raise PowerSourceError(
+                f"{self.resource} reports options {','.join(self.options)!r}, without DIG: "
+                f"NPLC {s.nplc:g} needs the digitizing option; use nplc >= 0.02 or set "
+                "dig_option = false")
         self._send_checked("*RST")
         self._send_checked("*CLS")
         line_hz = float(self._query("SYST:LFR?"))
@@ -156,7 +169,8 @@ class Keysight34465A:
             f"SENS:{fn}:DC:RANG {rng}",
             f"SENS:{fn}:DC:NPLC {format_number(s.nplc)}",
             f"SENS:{fn}:DC:ZERO:AUTO {'ON' if s.autozero else 'OFF'}",
-            "TRIG:SOUR IMM",
+            *(("TRIG:SOUR EXT", f"TRIG:SLOP {'POS' if s.trigger_slope == 'positive' else 'NEG'}")
+              if s.trigger == "external" else ("TRIG:SOUR IMM",)),
             "TRIG:DEL 0",
             "TRIG:COUN 1",
             "SAMP:SOUR TIM",
@@ -182,6 +196,7 @@ class Keysight34465A:
         self._health = Health()
         self._received = 0
         self.t0 = None
+        self._trigger_edges = []
 
     def start(self) -> None:
         """Send ``INIT``; the readings' time base starts when the instrument parsed it.
@@ -201,6 +216,8 @@ class Keysight34465A:
         after = now()
         self.t0 = (before + after) / 2
         self.t0_uncertainty_s = (after - before) / 2
+        if self.settings.trigger == "external":
+            self.t0 = self.t0_uncertainty_s = None  # known once the trigger's burst arrives
 
     def read(self) -> SampleBatch:
         """Drain reading memory; also checks the overflow and timing-violation status bits."""
@@ -232,6 +249,10 @@ class Keysight34465A:
         self._check_status()
         for code, message in self._pending_errors():
             self._note(f'{self.resource} reported SCPI error {code},"{message}" while acquiring')
+        if self.t0 is None:
+            self._note(f"{self.resource}: no edge on Ext Trig started the burst during the "
+                       "acquisition (is the device's marker pin wired, and the slope right?)")
+            return batch
         self._check_count(t_abort)
         self._estimate_interval(t_abort, abort_half_width)
         return batch
@@ -292,18 +313,43 @@ class Keysight34465A:
         parts: list[np.ndarray] = []
         while True:
             command = f"R? {chunk}"
+            # read the clock only while an external trigger's burst is awaited: a cassette
+            # replays the orchestrator's clock readings in order, so none may be added
+            waiting = self.t0 is None
+            before = now() if waiting else 0.0
             reply = self._query(command)
+            after = now() if waiting else 0.0
             try:
                 values = parse_readings(parse_block(reply))
             except ReplyError as err:
                 self._fail(f"malformed reply from {self.resource} to {command!r}: {err}")
+            if waiting and len(values):
+                self._anchor_external(len(values), before, after)
             parts.append(values)
             if len(values) < chunk:
                 break
         values = np.concatenate(parts) if parts else np.empty(0)
         return self._to_batch(values)
 
+    def _anchor_external(self, n: int, before: float, after: float) -> None:
+        """The first readings of an externally triggered burst: ``n`` of them were complete
+        when the meter answered (by ``after``) and the next one was not when it was asked (at
+        ``before``), which bounds when reading 0 began; the trigger edge is its sample 0."""
+        s = self.settings
+        lo = before - n * s.sample_interval_s - s.aperture_s
+        hi = after - (n - 1) * s.sample_interval_s - s.aperture_s
+        self.t0, self.t0_uncertainty_s = (lo + hi) / 2, (hi - lo) / 2
+        level = 1 if s.trigger_slope == "positive" else 0
+        self._trigger_edges.append(MarkerEdges(np.array([0]), np.array([level]), "ext"))
+
+    def markers(self) -> list[MarkerEdges]:
+        """The Ext Trig edge that started the burst (sample 0), once; [] without one."""
+        edges, self._trigger_edges = self._trigger_edges, []
+        return [MarkerEdges.concat(edges, "ext")] if self.info.marker_channels else []
+
     def _to_batch(self, raw: np.ndarray) -> SampleBatch:
+        if self.t0 is None:  # an external trigger not seen yet: no readings either
+            return SampleBatch.empty()
         values, overloads = mask_overloads(raw)
         if overloads:
             self._health.overloads += overloads

@@ -51,6 +51,13 @@ class Keysight34465ASettings:
     timeout_s: float = 5.0
     max_window_s: float = 24 * 3600.0
     dig_option: bool = False
+    # "external": each acquisition waits for an edge on the rear-panel Ext Trig input (the
+    # device's marker pin), then takes its timed burst (TRIG:SOUR EXT, SAMP:SOUR TIM). The edge
+    # is then sample 0 of the burst, late by at most trigger_latency_s: a placeholder bound to
+    # replace with the unit's data-sheet figure or a loop-back measurement.
+    trigger: Literal["immediate", "external"] = "immediate"
+    trigger_slope: Literal["positive", "negative"] = "positive"
+    trigger_latency_s: float = 2e-6
     accuracy_reading: float = 0.0005
     accuracy_range: float = 0.0001
     domains: tuple[str, ...] = ("total system",)
@@ -71,6 +78,13 @@ class Keysight34465ASettings:
                 f"nplc {self.nplc!r} is not allowed "
                 f"(allowed: {', '.join(f'{n:g}' for n in sorted(allowed_nplc))}){hint}"
             )
+        if self.trigger not in ("immediate", "external"):
+            raise ValueError(f"trigger must be 'immediate' or 'external', got {self.trigger!r}")
+        if self.trigger_slope not in ("positive", "negative"):
+            raise ValueError(f"trigger_slope must be 'positive' or 'negative', "
+                             f"got {self.trigger_slope!r}")
+        if not self.trigger_latency_s >= 0:
+            raise ValueError(f"trigger_latency_s must be 0 or more, got {self.trigger_latency_s!r}")
         if self.line_frequency_hz not in LINE_FREQUENCIES_HZ:
             raise ValueError(f"line_frequency_hz must be 50 or 60, got {self.line_frequency_hz!r}")
         self._check_sample_interval()

@@ -62,6 +62,15 @@ class Channel:
             self._fh.close()
 
 
+def instrument_channel(folder: Path, file: str, header: dict[str, Any]) -> Channel:
+    """A new channel ``channels/<file>`` in cassette ``folder`` (created owner-only, with its
+    array store), for an instrument driver that records its own traffic."""
+    private_dir(folder, parents=True)
+    private_dir(folder / CHANNELS)
+    private_dir(folder / BLOBS)
+    return Channel(folder / CHANNELS / file, {"kind": "channel", **header})
+
+
 def _json_default(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()

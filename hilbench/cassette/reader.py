@@ -67,6 +67,21 @@ class Cassette:
         return read_stream(self.folder / SAMPLES_DIR, stream.name)
 
 
+def read_channel(folder: str | Path, file: str, kind: str) -> list[dict[str, Any]]:
+    """The lines of channel ``channels/<file>`` after its header, which must name ``kind``
+    (an instrument's own channel: a driver's recorder writes it, its replayer reads it);
+    OSError naming the file otherwise."""
+    path = Path(folder) / "channels" / file
+    try:
+        lines = list(_jsonl(path)) if path.is_file() else []
+    except ValueError as exc:
+        raise OSError(str(exc)) from None
+    if not lines or lines[0].get("channel") != kind:
+        raise OSError(f"{path}: no {kind} channel header on its first line (missing or not "
+                      "a cassette of this instrument)")
+    return lines[1:]
+
+
 def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
     """Lines of a JSON-lines file; a last line cut short by a killed recording is skipped."""
     if not path.exists():

@@ -7,11 +7,14 @@ drains the samples gathered so far, already mapped onto the orchestrator timelin
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,13 @@ class SourceInfo:
     domains: tuple[str, ...] = ()  # e.g. ("package-0", "dram-0") or ("total system",)
     simulated: bool = False  # True: the readings come from a model, not a measurement
     simulation: str = ""  # what is simulated, one line
+    # Marker support (optional; see hilbench.power.markers). The period of the instrument's own
+    # sample clock when its samples are evenly spaced on it, and the bound on how late a marker
+    # edge on a digital input shows in its stream (trigger/input latency, as the instrument's
+    # data sheet or a loop-back measurement states it). None: the source does not say.
+    sample_period_s: float | None = None
+    marker_latency_s: float | None = None
+    marker_channels: tuple[str, ...] = ()  # digital inputs recorded in the sample stream
 
 
 @dataclass
@@ -69,6 +79,23 @@ def check_settings(what: str, settings: Mapping[str, Any], known: set[str]) -> N
     unknown = sorted(set(settings) - known)
     if unknown:
         raise ValueError(f"unknown {what} setting(s) {unknown} (known: {sorted(known)})")
+
+
+def settings_from_mapping(cls: type[T], values: Mapping[str, Any], *, where: str,
+                          instrument: str, tuples: tuple[str, ...] = ("domains",)) -> T:
+    """An instrument's settings dataclass from a campaign table: unknown keys refused by name,
+    list values of the ``tuples`` fields made tuples, and a bad value's ValueError prefixed
+    with ``where``."""
+    known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"{where}: unknown {instrument} setting(s) {', '.join(unknown)} "
+                         f"(known: {', '.join(sorted(known))})")
+    values = {k: tuple(v) if k in tuples else v for k, v in values.items()}
+    try:
+        return cls(**values)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{where}: {err}") from None
 
 
 @runtime_checkable

@@ -75,6 +75,18 @@ class SimulatedDeviceLink:
             stamp = bench_now() if t is None else t
             self._send([*self._deferred, (name, stamp)], live=self._holding)
 
+    def marker(self, level: int, t: float | None = None) -> None:
+        """Report that the device's marker pin went to ``level`` (0 or 1) at ``t`` (default
+        now): the line an instrument records in its own sample stream. Deferred changes go
+        first, in the same write; a held meter stays held."""
+        with self._lock:
+            stamp = bench_now() if t is None else t
+            text = "".join(f"SIM:STAT {name},{when!r}\n" for name, when in self._deferred)
+            self._deferred = []
+            self._last_write = bench_now()
+            self.writes += 1
+            self._sock.sendall(f"{text}SIM:MARK {int(level)},{stamp!r}\n".encode())
+
     def begin(self) -> float:
         """Now on the bench clock, as the stamp of a sample's first change (told later with
         :meth:`defer`). Taken under the link's lock, so no HOLD passes it before the sample's

@@ -86,6 +86,8 @@ class SimulatedMeter(MeterAcquisition):
         drift_ppm: float = 0.0,
         gain_error: float = 0.0,
         offset_error: float = 0.0,
+        trigger_latency_s: float = 1e-6,
+        options: tuple[str, ...] = ("DIG", "MEM"),
     ) -> None:
         super().__init__(
             model,
@@ -98,7 +100,9 @@ class SimulatedMeter(MeterAcquisition):
             drift_ppm=drift_ppm,
             gain_error=gain_error,
             offset_error=offset_error,
+            trigger_latency_s=trigger_latency_s,
         )
+        self.options = tuple(options)  # what *OPT? reports: DIG allows NPLC 0.001-0.006
         from hilbench.wire.keys import is_loopback
 
         if not is_loopback(f"tcp://{host}:0"):
@@ -247,6 +251,19 @@ class SimulatedMeter(MeterAcquisition):
 
     def _opc(self, args: list[str]) -> str:
         return "1"
+
+    def _trigger_slope(self, args: list[str]) -> None:
+        value = one_arg(args).upper()
+        slope = {"POSITIVE": "POS", "NEGATIVE": "NEG"}.get(value, value)
+        if slope not in ("POS", "NEG"):
+            raise ScpiError(-224, "Illegal parameter value")
+        self._settings.trigger_slope = slope
+
+    def _simulate_marker(self, args: list[str]) -> None:
+        # SIM:MARK <level>[,<t>]: the device's marker pin, wired to the Ext Trig input.
+        level = int(parse_number(one_arg(args[:1]), 0, 1))
+        t = parse_number(args[1], -math.inf, math.inf) if len(args) > 1 else now()
+        self._external_edge(t, level)
 
     def _nothing(self, args: list[str]) -> None:
         return None
@@ -459,7 +476,10 @@ def _get_autorange_handler(function: str) -> _Handler_t:
 
 def _set_nplc_handler(function: str) -> _Handler_t:
     def handler(meter: SimulatedMeter, args: list[str]) -> None:
-        meter._settings.functions[function].nplc = _pick_nplc(one_arg(args))
+        nplc = _pick_nplc(one_arg(args))
+        if nplc < 0.02 and "DIG" not in meter.options:
+            raise ScpiError(-221, "Settings conflict; NPLC below 0.02 needs the DIG option")
+        meter._settings.functions[function].nplc = nplc
 
     return handler
 
@@ -488,6 +508,7 @@ _COMMANDS: dict[str, _Handler_t] = {
     "*RST": _M._rst,
     "*CLS": _M._cls,
     "*OPC?": _M._opc,
+    "*OPT?": lambda m, args: ",".join(m.options) or "0",
     "*OPC": _M._nothing,
     "*WAI": _M._nothing,
     "*TRG": _M._trigger,
@@ -496,6 +517,8 @@ _COMMANDS: dict[str, _Handler_t] = {
     "FUNC": _M._function,
     "FUNC?": _M._function_query,
     "TRIG:SOUR": _M._trigger_source,
+    "TRIG:SLOP": _M._trigger_slope,
+    "TRIG:SLOP?": lambda m, args: m._settings.trigger_slope,
     "TRIG:DEL": _M._trigger_delay,
     "TRIG:COUN": _M._trigger_count,
     "SAMP:SOUR": _M._sample_source,
@@ -512,6 +535,7 @@ _COMMANDS: dict[str, _Handler_t] = {
     "STAT:QUES?": _M._questionable_event,
     "STAT:QUES:COND?": _M._questionable_condition,
     "SIM:STAT": _M._simulate_state,
+    "SIM:MARK": _M._simulate_marker,
     "SIM:STAT?": _M._simulate_state_query,
     "SIM:HOLD": _M._simulate_hold,
     "SIM:LIVE": _M._simulate_live,

@@ -92,6 +92,7 @@ class MeterSettings:
     function: str = "VOLT"
     functions: dict[str, FunctionSettings] = field(default_factory=_default_functions)
     trigger_source: str = "IMM"
+    trigger_slope: str = "NEG"  # the 34465A's default
     trigger_delay_s: float = 0.0
     trigger_count: int = 1
     sample_source: str = "IMM"
@@ -166,6 +167,7 @@ class MeterAcquisition:
         drift_ppm: float,
         gain_error: float = 0.0,
         offset_error: float = 0.0,
+        trigger_latency_s: float = 1e-6,
     ) -> None:
         if memory_readings < 1:
             raise ValueError(f"memory_readings must be at least 1, got {memory_readings}")
@@ -184,6 +186,10 @@ class MeterAcquisition:
         # truth × (1 + gain_error) + offset_error (amps or volts, what it measures).
         self.gain_error = float(gain_error)
         self.offset_error = float(offset_error)
+        # How late the rear-panel Ext Trig input starts a burst after the edge (the truth a
+        # marker test checks against the driver's stated bound).
+        self.trigger_latency_s = float(trigger_latency_s)
+        self.marker_edges: list[tuple[float, int]] = []  # (bench time, level) as told
         self._rng = np.random.default_rng(seed)
         self._lock = threading.RLock()
         self._timeline = StateTimeline(initial_state=initial_state, t0=now())
@@ -387,6 +393,18 @@ class MeterAcquisition:
             t = now()
             self._advance(t)
             acq.t_abort = t
+
+    def _external_edge(self, t: float, level: int) -> None:
+        """The device's marker pin, wired to Ext Trig, changed to ``level`` at ``t``: with
+        ``TRIG:SOUR EXT`` an acquisition waiting for its trigger starts on an edge of the
+        configured slope, the trigger latency and delay later."""
+        previous = self.marker_edges[-1][1] if self.marker_edges else 0
+        self.marker_edges.append((t, level))
+        acq = self._acq
+        wanted = 1 if self._settings.trigger_slope == "POS" else 0
+        if (acq is not None and acq.t_first is None and self._settings.trigger_source == "EXT"
+                and level == wanted and previous != level and t >= acq.t_init):
+            acq.t_first = t + self.trigger_latency_s + self._settings.trigger_delay_s
 
     def _bus_trigger(self) -> None:
         """A software trigger (*TRG): readings start after the trigger delay."""

@@ -27,7 +27,8 @@ NODES = {
         ("DATA", "DATA"), ("POINTS", "POIN"), ("REMOVE", "REM"), ("INITIATE", "INIT"),
         ("IMMEDIATE", "IMM"), ("ABORT", "ABOR"), ("FETCH", "FETC"), ("CONFIGURE", "CONF"),
         ("FUNCTION", "FUNC"), ("SIMULATE", "SIM"), ("TRUTH", "TRUTH"), ("R", "R"),
-        ("HOLD", "HOLD"), ("LIVE", "LIVE"), ("LATE", "LATE"),
+        ("HOLD", "HOLD"), ("LIVE", "LIVE"), ("LATE", "LATE"), ("SLOPE", "SLOP"),
+        ("MARKER", "MARK"),
     ]
 }  # fmt: skip
 NODES.update({short: short for short in list(NODES.values())})
