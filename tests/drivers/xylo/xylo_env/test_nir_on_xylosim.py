@@ -20,6 +20,8 @@ import warnings
 import numpy as np
 import pytest
 
+pytest.importorskip("nir", reason="the Xylo environment lacks nir: pip install -e '.[xylo,nir]'")
+
 from hilbench.nir.asc import packaged_graph, packaged_test_spikes
 from hilbench.nir.reference import run_reference
 from hilbench.procedures.asc import ensure_fixture
