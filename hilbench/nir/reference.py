@@ -154,6 +154,10 @@ class ReferenceExecutor:
             raise NirFileError(f"the graph needs one Input and one Output node, has "
                                f"{len(inputs)} and {len(outputs)}")
         self.input, self.output = inputs[0], outputs[0]
+        orphans = sorted(n for n, p in self.parents.items() if not p and n != self.input)
+        if orphans:
+            raise NirFileError(f"nodes {orphans} receive no input; every node but the Input "
+                               "needs an edge into it")
         self.order = _topological(self.nodes, graph.edges)
         self.neurons = {n: _Neuron(n, node, self.dt) for n, node in self.nodes.items()
                         if type(node).__name__ == "CubaLIF"}

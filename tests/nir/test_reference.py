@@ -109,6 +109,10 @@ def test_what_it_cannot_run_is_refused_naming_the_node():
         run_reference(loop, [np.zeros((2, 1))], DT)
     with pytest.raises(NirFileError, match=r"sample 1: input of shape \(2, 3\)"):
         run_reference(one_neuron(1.0, 1.0), [np.zeros((2, 1)), np.zeros((2, 3))], DT)
+    dangling = one_neuron(1.0, 1.0)
+    dangling.edges = [e for e in dangling.edges if e != ("fc", "lif")]
+    with pytest.raises(NirFileError, match=r"\['lif'\] receive no input"):
+        run_reference(dangling, [np.zeros((2, 1))], DT)
     fast = one_neuron(1.0, 1.0)
     fast.nodes["lif"].tau_syn[:] = DT / 2
     with pytest.raises(NirFileError, match="'lif': tau_syn below the time step"):
