@@ -4,7 +4,6 @@ page, a Markdown file or a folder let none of it through."""
 
 from __future__ import annotations
 
-import html
 import json
 import os
 from html.parser import HTMLParser
@@ -120,13 +119,6 @@ def markdown_html(markdown: str) -> str:
     from markdown_it import MarkdownIt
 
     return MarkdownIt("commonmark", {"html": True}).render(markdown)
-
-
-def text_of(page_html: str) -> str:
-    """The text a reader sees (tags dropped, entities decoded)."""
-    import re
-
-    return html.unescape(re.sub(r"<[^>]*>", "", page_html))
 
 
 def tree(folder: Path) -> set[Path]:

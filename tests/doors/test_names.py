@@ -57,16 +57,22 @@ def _store_files(db: Path) -> list[Path]:
             db.with_name(db.name + ".logs"), db.with_name(db.name + "-journal")]
 
 
-@pytest.mark.slow  # a report (~3 s of matplotlib)
-def test_report_writes_only_into_its_folder(work: tuple[Path, dict[str, str]]) -> None:
-    folder, names = work
+def _outside_after(command: str, folder: Path, names: dict[str, str], out: Path) -> list[str]:
+    """`hilbench COMMAND UID --db S --out OUT` on a store holding ``names``: what it wrote
+    outside OUT (and the store's own files)."""
     db, uid = _store(folder, names)
     root = folder.parents[2]
     before = tree(root)
-    out = folder / "report"
-    done = hilbench("report", uid, "--db", db, "--out", out, cwd=folder)
+    done = hilbench(*command.split(), uid, "--db", db, "--out", out, cwd=folder)
     assert done.returncode == 0, done.stderr
-    assert _written_outside(root, before, [out, *_store_files(db)], names) == []
+    return _written_outside(root, before, [out, *_store_files(db)], names)
+
+
+@pytest.mark.slow  # a report (~3 s of matplotlib)
+def test_report_writes_only_into_its_folder(work: tuple[Path, dict[str, str]]) -> None:
+    folder, names = work
+    out = folder / "report"
+    assert _outside_after("report", folder, names, out) == []
     figures = sorted(p.name for p in (out / "figures").iterdir())
     assert any(n.startswith("workflow-t_.._.._.._escape-campaign") for n in figures), figures
     assert all(".." not in p.relative_to(out).parts for p in tree(out))
@@ -115,13 +121,8 @@ def test_run_record_writes_only_into_its_cassette_and_the_stores_logs(
 
 def test_audit_export_writes_only_into_its_bundle(work: tuple[Path, dict[str, str]]) -> None:
     folder, names = work
-    db, uid = _store(folder, names)
-    root = folder.parents[2]
-    before = tree(root)
     bundle = folder / "bundle"
-    done = hilbench("audit", "export", uid, "--db", db, "--out", bundle, cwd=folder)
-    assert done.returncode == 0, done.stderr
-    assert _written_outside(root, before, [bundle, *_store_files(db)], names) == []
+    assert _outside_after("audit export", folder, names, bundle) == []
     streams = sorted(p.name for p in (bundle / "data" / "samples").iterdir())
     assert streams and all("-.._.._escape-meter-" in n for n in streams), streams
     assert check_bag(bundle) == []  # every file it wrote is in its manifest, hash and all
