@@ -65,7 +65,7 @@ def instrument_channel(folder: Path, file: str, header: dict[str, Any]) -> Chann
     private_dir(folder, parents=True)
     private_dir(folder / CHANNELS)
     private_dir(folder / BLOBS)
-    return Channel(folder / CHANNELS / file, {"kind": "channel", **header})
+    return Channel(inside(folder / CHANNELS, file), {"kind": "channel", **header})
 
 
 def _json_default(value: Any) -> Any:
