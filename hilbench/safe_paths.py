@@ -24,8 +24,10 @@ MAX_LENGTH = 96  # leaves room for a prefix, the hash and a suffix within NAME_M
 HASH_LENGTH = 8
 
 
-class OutsideFolder(ValueError):
-    """A path that would leave its folder (``..``, absolute, a symbolic link pointing out)."""
+class OutsideFolder(OSError):
+    """A path refused: it would leave its folder (``..``, absolute, a symbolic link pointing
+    out) or is not a plain regular file. An OSError, so every command that reports a file it
+    cannot write or read in one line reports this one too."""
 
 
 def safe_name(text: str, *, empty: str = "unnamed") -> str:
@@ -68,7 +70,8 @@ def inside(folder: str | os.PathLike[str], name: str | os.PathLike[str]) -> Path
     target = Path(folder).joinpath(*parts)
     root, real = Path(folder).resolve(), target.resolve()
     if root not in real.parents:
-        raise OutsideFolder(f"{target}: leads outside {folder} (to {real})")
+        # no '..' and not absolute: only a symbolic link on the way can lead out
+        raise OutsideFolder(f"{target}: a symbolic link leading outside {folder} (to {real})")
     return target
 
 

@@ -39,7 +39,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from hilbench.report.markup import CSP_HEADER
-from hilbench.safe_paths import OutsideFolder, inside, open_inside, safe_name
+from hilbench.safe_paths import inside, open_inside, safe_name
 from hilbench.store import Store, StoreError
 
 log = logging.getLogger(__name__)
@@ -333,7 +333,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             with open_inside(folder, name) as fh:
                 body = fh.read()
-        except (OutsideFolder, OSError):
+        except OSError:  # OutsideFolder included
             return HTTPStatus.NOT_FOUND, TEXT, b"no such file\n"
         types = {".html": "text/html; charset=utf-8", ".png": "image/png",
                  ".svg": "image/svg+xml", ".md": "text/markdown; charset=utf-8",

@@ -106,10 +106,11 @@ def inert_problems(page: str, allowed: set[str] | None = ELEMENTS) -> list[str]:
     return problems
 
 
-def raw_in(text: str, strings: list[str], significant: str = "<>&\"'") -> list[str]:
+def raw_in(text: str, strings: list[str], significant: str = "<>\"'") -> list[str]:
     """The ``strings`` that appear in ``text`` as they are, of those holding a character of
-    ``significant`` (HTML escaping changes each of ``< > & " '``, so an escaped string never
-    appears; in XML text only ``<`` and ``&`` must be escaped)."""
+    ``significant``: HTML escaping replaces each of ``< > " '`` by an entity not starting with
+    it, so an escaped string never appears (``&`` becomes ``&amp;``, which a string ending in
+    ``&`` is a prefix of); in XML text only ``<`` must be escaped."""
     return [s for s in strings if any(c in s for c in significant) and s in text]
 
 

@@ -59,8 +59,9 @@ def test_every_html_template_escapes_whatever_its_file_name(value: str) -> None:
         template = env.from_string("<p title='{{ v }}'>{{ v }}</p>")
         template.name = name
         page = template.render(v=value)
-        assert value not in page and inert_problems(page) == []
-        assert html.unescape(page.split(">", 1)[1].rsplit("<", 1)[0]) == value
+        shown = html.escape(value, quote=True).replace("&#x27;", "&#39;").replace(
+            "&quot;", "&#34;")  # markupsafe's spelling of the same entities
+        assert page == f"<p title='{shown}'>{shown}</p>" and inert_problems(page) == []
 
 
 def test_markdown_templates_escape_every_value_but_built_markdown() -> None:

@@ -128,3 +128,22 @@ def test_audit_export_writes_only_into_its_bundle(work: tuple[Path, dict[str, st
     assert check_bag(bundle) == []  # every file it wrote is in its manifest, hash and all
     info = (bundle / "bag-info.txt").read_text().splitlines()
     assert len(info) == 4  # the campaign's name is one line of it, whatever it holds
+
+
+@pytest.mark.slow  # a report (~3 s of matplotlib)
+def test_report_writes_through_no_link_planted_in_its_folder(
+        work: tuple[Path, dict[str, str]]) -> None:
+    """Another user who can write in a shared output folder plants report.html as a link to
+    the owner's file: the report stops with one line naming it, the file is untouched."""
+    folder, names = work
+    victim = folder / "victim.txt"
+    victim.write_text("keep")
+    out = folder / "shared"
+    out.mkdir()
+    (out / "report.html").symlink_to(victim)
+    db, uid = _store(folder, names)
+    done = hilbench("report", uid, "--db", db, "--out", out, cwd=folder)
+    assert done.returncode == 2
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ") and "report.html" in last and "link" in last, last
+    assert "Traceback" not in done.stderr and victim.read_text() == "keep"
