@@ -21,6 +21,7 @@ from typing import Any
 from hilbench import __version__
 from hilbench.report.asc_table import STAGES, AscGroup, asc_groups, combine
 from hilbench.report.campaign_data import CampaignData
+from hilbench.report.markup import md_text
 from hilbench.report.qubo_largest_table import largest_rows
 from hilbench.report.qubo_tts_table import TtsRow, tts_rows
 from hilbench.report.system import SPEC_VERSION, SystemDescription
@@ -205,7 +206,7 @@ def render_leaderboard(rows: list[dict[str, Any]], fmt: str) -> str:
     if fmt == "md":
         out = [f"# NeuroBench leaderboard rows ({SPEC_VERSION})", ""]
         for row in rows:
-            out += [f"## {row['benchmark']}: {row['entry']} on {row['system']}"
+            out += [f"## {_md(row['benchmark'])}: {_md(row['entry'])} on {_md(row['system'])}"
                     + (" (simulated)" if row.get("simulated") else ""), "",
                     "| field | value | unit |", "|:---|---:|:---|"]
             for c in cols:
@@ -222,5 +223,4 @@ def _unit(column: str) -> str:
 
 
 def _md(value: Any) -> str:
-    text = f"{value:.6g}" if isinstance(value, float) else str(value)
-    return text.replace("|", "\\|")
+    return md_text(f"{value:.6g}" if isinstance(value, float) else value)
