@@ -146,6 +146,7 @@ class Daemon:
         self.wake = threading.Event()
         self._lock = threading.Lock()  # the status thread reads what the loop writes
         self._next_fire: dict[int, tuple[float, float | None]] = {}
+        self._stop_signal: int = signal.SIGTERM  # the one received, passed on to the worker
         self._disk_low = False
         self._next_disk_check = 0.0
         self._worker_log = open_private(self.logs / "worker.log", "a")
@@ -213,13 +214,15 @@ class Daemon:
 
         def on_signal(signum: int) -> None:
             received.append(signum)
+            self._stop_signal = received[0]
             self.stopping.set()
-            # As SIGTERM stops `hilbench run`: at once, not after the loop's current step (a
-            # short unit could end and the next begin meanwhile, leaving no run to abort).
+            # As the signal stops `hilbench run`: at once, not after the loop's current step (a
+            # short unit could end and the next begin meanwhile, leaving no run to abort). The
+            # worker gets the signal the daemon got, so the run's reason names it.
             w = self.worker
             if w is not None and w.proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
-                    w.proc.send_signal(signal.SIGTERM)
+                    w.proc.send_signal(self._stop_signal)
             self.wake.set()
 
         call_on_signal(lambda: on_signal(signal.SIGTERM), signal.SIGTERM)
@@ -254,13 +257,14 @@ class Daemon:
             self.state, self.detail = "stopping", "the daemon is stopping"
         w = self.worker
         if w is not None and w.finished() is None:
-            # As SIGTERM stops `hilbench run`: the run in progress is aborted with the reason;
-            # the item stays 'running' in the store, so the next start resumes it first.
-            w.proc.send_signal(signal.SIGTERM)
+            # As the signal stops `hilbench run`: the run in progress is aborted with the
+            # reason; the item stays 'running' in the store, so the next start resumes it first.
+            w.proc.send_signal(self._stop_signal)
             try:
                 w.proc.wait(60)
             except subprocess.TimeoutExpired:
-                log.error("worker %d ignored SIGTERM for 60 s; killing it", w.proc.pid)
+                log.error("worker %d ignored %s for 60 s; killing it", w.proc.pid,
+                          signal.Signals(self._stop_signal).name)
                 w.proc.kill()
                 w.proc.wait()
             self._drain(w)
