@@ -57,28 +57,43 @@ def _outcome(value: Any) -> Any:
     return payload
 
 
+def _call(fn: Callable[..., Any], *args: Any) -> tuple[str, Any]:
+    try:
+        return "ok", fn(*args)
+    except BaseException as exc:
+        return "raised", exc
+
+
+def _fork(body: Callable[[], None], uid: int, gid: int, groups: tuple[int, ...],
+          env: dict[str, str | None] | None, umask: int | None) -> int:
+    """A child that becomes the user, runs ``body`` and exits (never back into pytest)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to act as another user")  # tests run as root here and in CI
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 0
+        try:
+            _become(uid, gid, groups, env, umask)
+            body()
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    return pid
+
+
 def as_user(fn: Callable[..., Any], *args: Any, uid: int = NOBODY, gid: int = NOBODY,
             groups: tuple[int, ...] = (), env: dict[str, str | None] | None = None,
             umask: int | None = None) -> Any:
     """``fn(*args)`` as user ``uid`` (group ``gid``, supplementary ``groups``), with ``env``
     changes (None unsets) and ``umask``; returns its result or raises its exception here."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root to act as another user")  # tests run as root here and in CI
     read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code = 0
-        try:
-            os.close(read)
-            _become(uid, gid, groups, env, umask)
-            try:
-                _send(write, ("ok", fn(*args)))
-            except BaseException as exc:
-                _send(write, ("raised", exc))
-        except BaseException:
-            code = 1
-        finally:
-            os._exit(code)
+
+    def body() -> None:
+        os.close(read)
+        _send(write, _call(fn, *args))
+
+    pid = _fork(body, uid, gid, groups, env, umask)
     os.close(write)
     try:
         value = _receive(read)
@@ -94,27 +109,20 @@ def holding_as_user(enter: Callable[..., Any], *args: Any, uid: int = NOBODY,
                     umask: int | None = None) -> Iterator[int]:
     """While the block runs, a child as user ``uid`` is inside ``with enter(*args):``; yields
     the child's pid (the holder's)."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root to act as another user")
     ready_r, ready_w = os.pipe()
     done_r, done_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code = 0
+
+    def body() -> None:
+        os.close(ready_r)
+        os.close(done_w)
         try:
-            os.close(ready_r)
-            os.close(done_w)
-            _become(uid, gid, (), env, umask)
-            try:
-                with enter(*args):
-                    os.write(ready_w, b"+")
-                    os.read(done_r, 1)  # until the parent's block ends (or it dies)
-            except BaseException as exc:
-                _send(ready_w, ("raised", exc))
-        except BaseException:
-            code = 1
-        finally:
-            os._exit(code)
+            with enter(*args):
+                os.write(ready_w, b"+")
+                os.read(done_r, 1)  # until the parent's block ends (or it dies)
+        except BaseException as exc:
+            _send(ready_w, ("raised", exc))
+
+    pid = _fork(body, uid, gid, (), env, umask)
     os.close(ready_w)
     os.close(done_r)
     try:

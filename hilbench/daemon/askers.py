@@ -15,7 +15,9 @@ from __future__ import annotations
 import grp
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import zmq
 
@@ -83,6 +85,17 @@ def peer_of(zap_address: bytes) -> str:
     return PLAINTEXT_TCP
 
 
+def serve_requests(sock: zmq.Socket, stop: threading.Event,
+                   answer: Callable[[list[zmq.Frame]], list[Any]]) -> None:
+    """Answer each request on ``sock`` (its frames, uncopied) with ``answer``'s frames until
+    ``stop`` is set (looked at every 0.2 s)."""
+    poller = zmq.Poller()
+    poller.register(sock, zmq.POLLIN)
+    while not stop.is_set():
+        if poller.poll(200):
+            sock.send_multipart(answer(sock.recv_multipart(copy=False)))
+
+
 class PeerGate:
     """A ZAP handler on ``context`` that lets every peer of an unkeyed socket connect and tags
     it with :func:`peer_of` as the messages' User-Id. Give the socket ``ZAP_DOMAIN`` (libzmq
@@ -97,15 +110,13 @@ class PeerGate:
         self._thread.start()
 
     def _serve(self) -> None:
-        poller = zmq.Poller()
-        poller.register(self._sock, zmq.POLLIN)
-        while not self._stop.is_set():
-            if not poller.poll(200):
-                continue
-            frames = self._sock.recv_multipart()
-            request_id = frames[1] if len(frames) > 1 else b""
-            peer = peer_of(frames[3]) if len(frames) > 3 else PLAINTEXT_TCP
-            self._sock.send_multipart([b"1.0", request_id, b"200", b"OK", peer.encode(), b""])
+        serve_requests(self._sock, self._stop, self._answer)
+
+    @staticmethod
+    def _answer(frames: list[zmq.Frame]) -> list[bytes]:
+        request_id = frames[1].bytes if len(frames) > 1 else b""
+        peer = peer_of(frames[3].bytes) if len(frames) > 3 else PLAINTEXT_TCP
+        return [b"1.0", request_id, b"200", b"OK", peer.encode(), b""]
 
     def stop(self) -> None:
         self._stop.set()

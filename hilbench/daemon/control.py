@@ -26,7 +26,13 @@ from typing import Any
 
 import zmq
 
-from hilbench.daemon.askers import ZAP_DOMAIN, Askers, PeerGate, restrict_socket
+from hilbench.daemon.askers import (
+    ZAP_DOMAIN,
+    Askers,
+    PeerGate,
+    restrict_socket,
+    serve_requests,
+)
 
 log = logging.getLogger(__name__)
 
@@ -99,14 +105,11 @@ class ControlServer:
         self._thread.start()
 
     def _serve(self) -> None:
-        poller = zmq.Poller()
-        poller.register(self._sock, zmq.POLLIN)
-        while not self._stop.is_set():
-            if not poller.poll(200):
-                continue
-            frames = self._sock.recv_multipart(copy=False)
-            reply = self._answer(frames[-1].bytes, self._admits(frames[-1]))
-            self._sock.send_multipart([*frames[:-1], json.dumps(reply, default=str).encode()])
+        serve_requests(self._sock, self._stop, self._reply)
+
+    def _reply(self, frames: list[zmq.Frame]) -> list[Any]:
+        reply = self._answer(frames[-1].bytes, self._admits(frames[-1]))
+        return [*frames[:-1], json.dumps(reply, default=str).encode()]
 
     def _admits(self, frame: zmq.Frame) -> bool:
         """May the peer that sent ``frame`` ask more than ping? A keyed socket admitted it by
