@@ -66,10 +66,14 @@ def lock_path(resource: str, folder: Path | None = None) -> Path:
 
 
 def device_node(resource: str) -> str | None:
-    """The device node a VISA resource opens on this host (``ASRL/dev/ttyUSB0::INSTR``), or
-    None."""
-    match = _SERIAL_RESOURCE.fullmatch(resource.strip())
-    return match.group(1) if match else None
+    """The device node an instrument resource opens on this host: a VISA serial resource
+    (``ASRL/dev/ttyUSB0::INSTR``) or a port's path (``/dev/ttyACM0``, as the LPM01A takes);
+    None for anything else (a network address, a USB id)."""
+    text = resource.strip()
+    match = _SERIAL_RESOURCE.fullmatch(text)
+    if match:
+        return match.group(1)
+    return text if text.startswith("/") else None
 
 
 def resources(campaign: Campaign) -> list[str]:

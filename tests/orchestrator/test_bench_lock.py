@@ -22,6 +22,7 @@ from hilbench.orchestrator.locks import (
     SYSTEM_LOCK_DIR,
     BenchBusy,
     bench_lock,
+    device_node,
     lock_dir,
     lock_path,
     resources,
@@ -243,3 +244,12 @@ def test_a_serial_port_is_locked_on_its_device_node_as_pyserial_does(tmp_path):
     finally:
         os.close(port)
         os.close(controller)
+
+
+def test_the_device_node_of_an_instrument_resource():
+    assert device_node("ASRL/dev/ttyUSB0::INSTR") == "/dev/ttyUSB0"
+    assert device_node("asrl/dev/serial/by-id/usb-STM::INSTR") == "/dev/serial/by-id/usb-STM"
+    assert device_node("/dev/ttyACM0") == "/dev/ttyACM0"  # a port as pyserial takes it
+    for elsewhere in ("TCPIP::10.0.0.7::5025::SOCKET", "USB0::0x2A8D::0x0101::MY1::INSTR",
+                      "ASRL3::INSTR", "socket://10.0.0.7:5025"):
+        assert device_node(elsewhere) is None
