@@ -57,9 +57,10 @@ def _check_folder(st: os.stat_result, path: Path, fix: str, what: str = "lock fo
     if not stat.S_ISDIR(st.st_mode):
         raise LockRefused(f"{what} {path} is not a folder")
     if st.st_uid not in (0, me):
+        trusted = "root" if me == 0 else f"root or you, {user_name(me)}"
         raise LockRefused(
-            f"{what} {path} belongs to {user_name(st.st_uid)}, not to root or "
-            f"{user_name(me)}: its owner could remove or replace the locks in it; {fix}")
+            f"{what} {path} belongs to {user_name(st.st_uid)}, not to {trusted}: its owner "
+            f"could remove or replace the locks in it; {fix}")
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX:
         raise LockRefused(
             f"{what} {path} is writable by other users without the sticky bit: they could "
