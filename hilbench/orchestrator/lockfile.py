@@ -75,27 +75,30 @@ def open_folder(path: Path, *, shared: bool = False, fix: str = "") -> int:
     rename it away). Raises LockRefused naming the folder."""
     fix = fix or "remove it, or give another folder"
     path = Path(os.path.abspath(path))
-    if shared:
-        above = Path(os.path.realpath(path.parent))
-        for folder in (above, *above.parents):
-            _check_folder(os.stat(folder), folder, "give a lock folder in a safe place",
-                          f"folder above lock folder {path},")
     made = False
     try:
-        if stat.S_ISLNK(os.lstat(path).st_mode):
-            raise LockRefused(f"lock folder {path} is a symlink; {fix}")
-    except FileNotFoundError:
-        if not shared:
-            raise LockRefused(f"lock folder {path} does not exist") from None
+        if shared:
+            above = Path(os.path.realpath(path.parent))
+            for folder in (above, *above.parents):
+                _check_folder(os.stat(folder), folder, "give a lock folder in a safe place",
+                              f"folder above lock folder {path},")
         try:
-            os.mkdir(path, 0o700)  # widened below, once it is known to be ours
-            made = True
-        except FileExistsError:
-            pass
-    try:
+            if stat.S_ISLNK(os.lstat(path).st_mode):
+                raise LockRefused(f"lock folder {path} is a symlink; {fix}")
+        except FileNotFoundError:
+            if not shared:
+                raise LockRefused(f"lock folder {path} does not exist") from None
+            try:
+                os.mkdir(path, 0o700)  # widened below, once it is known to be ours
+                made = True
+            except FileExistsError:
+                pass
         fd = os.open(path, _FOLDER)
     except OSError as exc:
-        raise LockRefused(f"lock folder {path}: {exc.strerror}; {fix}") from None
+        raise LockRefused(
+            f"lock folder {path}: {exc.strerror}; have root make it, mode 1777 (`install -d -m "
+            f"1777 {path}`, or the tmpfiles.d line `hilbench systemd` prints), or give another "
+            "folder" if shared else f"lock folder {path}: {exc.strerror}") from None
     try:
         st = os.fstat(fd)
         _check_folder(st, path, fix)
@@ -210,6 +213,9 @@ def hold(path: Path, who: str, *, shared: bool = False) -> LockFile:
     folder_fd = open_folder(path.parent, shared=shared)
     try:
         return _hold_in(folder_fd, path, who, shared)
+    except OSError as exc:  # not one of the refusals above: the file system's own error
+        os.close(folder_fd)
+        raise LockRefused(f"lock file {path}: {exc.strerror}") from None
     except BaseException:
         os.close(folder_fd)
         raise

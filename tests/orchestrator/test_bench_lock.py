@@ -253,3 +253,17 @@ def test_the_device_node_of_an_instrument_resource():
     for elsewhere in ("TCPIP::10.0.0.7::5025::SOCKET", "USB0::0x2A8D::0x0101::MY1::INSTR",
                       "ASRL3::INSTR", "socket://10.0.0.7:5025"):
         assert device_node(elsewhere) is None
+
+
+def test_a_user_who_cannot_make_the_folder_is_told_how_root_makes_it(tmp_path, monkeypatch):
+    parent = Path(tempfile.mkdtemp(prefix="hilbench-test-parent-", dir="/tmp"))
+    os.chmod(parent, 0o755)  # root's, not writable by nobody
+    monkeypatch.setenv("HILBENCH_LOCK_DIR", str(parent / "locks"))
+    try:
+        with pytest.raises(BenchBusy) as refused:
+            as_user(bench_lock, load_campaign(_spawned(tmp_path, "mine")))
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
+    assert str(refused.value).startswith(
+        f"lock folder {parent / 'locks'}: Permission denied; have root make it, mode 1777 "
+        f"(`install -d -m 1777 {parent / 'locks'}`")
