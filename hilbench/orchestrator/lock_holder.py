@@ -15,7 +15,7 @@ import re
 import stat
 
 PROC_LOCKS = "/proc/locks"
-MAX_LINE = 300
+MAX_LINE = 500  # a holder line: pid, host, command (160), campaign name
 _PID_LINE = re.compile(r"pid (\d+) ")
 
 

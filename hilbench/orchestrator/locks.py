@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hilbench.orchestrator.lock_holder import printable
 from hilbench.orchestrator.lockfile import Held, LockFile, LockRefused, hold, hold_device
 
 if TYPE_CHECKING:
@@ -109,7 +110,8 @@ def bench_lock(campaign: Campaign) -> contextlib.ExitStack:
     whom (or the lock folder or file that cannot be trusted); release them by closing the
     returned stack (``with bench_lock(c): …``)."""
     folder = lock_dir()
-    command = " ".join([os.path.basename(sys.argv[0]), *sys.argv[1:]])
+    # the command shortened, so the campaign's name after it always fits in the line
+    command = printable(" ".join([os.path.basename(sys.argv[0]), *sys.argv[1:]]), 160)
     who = f"pid {os.getpid()} on {socket.gethostname()} (`{command}`, campaign {campaign.name})"
     stack = contextlib.ExitStack()
     with contextlib.ExitStack() as taking:

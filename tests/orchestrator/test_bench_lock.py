@@ -9,6 +9,7 @@ import os
 import shutil
 import socket
 import stat
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -267,3 +268,14 @@ def test_a_user_who_cannot_make_the_folder_is_told_how_root_makes_it(tmp_path, m
     assert str(refused.value).startswith(
         f"lock folder {parent / 'locks'}: Permission denied; have root make it, mode 1777 "
         f"(`install -d -m 1777 {parent / 'locks'}`")
+
+
+def test_a_long_command_line_still_leaves_the_campaign_named(tmp_path, monkeypatch, shared_dir):
+    monkeypatch.setenv("HILBENCH_LOCK_DIR", str(shared_dir))
+    monkeypatch.setattr(sys, "argv", ["hilbench", "run", *["a-long-argument" * 4] * 40])
+    mine = load_campaign(_spawned(tmp_path, "first"))
+    with holding_as_user(bench_lock, mine, uid=0, gid=0) as holder, \
+            pytest.raises(BenchBusy) as refused:
+        bench_lock(load_campaign(_spawned(tmp_path, "second")))
+    assert f"in use by pid {holder} on {HOST} (`hilbench run a-long-argument" in str(refused.value)
+    assert "…`, campaign first)" in str(refused.value)
