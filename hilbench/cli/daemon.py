@@ -132,7 +132,7 @@ def fetch_status(db: Path | str, connect: str | None, key: Path | None,
                  bench: str | None = None) -> dict[str, Any]:
     """The daemon's status (``bench``'s on a shared queue), or what the store says when no
     daemon answers."""
-    from hilbench.daemon.control import ControlError, request
+    from hilbench.daemon.control import ControlError, NotAllowed, request
 
     if connect is None:
         from hilbench.daemon.locate import daemon_row
@@ -155,6 +155,8 @@ def fetch_status(db: Path | str, connect: str | None, key: Path | None,
 
             public = load_public(daemon_key)
         return request(connect, "status", timeout_s=timeout_s, key=key, daemon_key=public)
+    except NotAllowed as exc:  # it runs; what it does is its owner's (and group's) to see
+        return _offline(db, str(exc), state="running (not yours to ask)")
     except ControlError as exc:
         if key is not None:
             raise
@@ -204,14 +206,15 @@ def render_all(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _offline(db: Path | str, why: str) -> dict[str, Any]:
+def _offline(db: Path | str, why: str, state: str = "not running") -> dict[str, Any]:
+    """What the store says, when the daemon does not (not running, or not ours to ask)."""
     from hilbench.daemon.queue_db import QueueDB
 
     with QueueDB(db) as q:
         items = q.items()
         history = q.history(1)
     return {
-        "daemon": {"state": "not running", "detail": why, "store": q.describe()},
+        "daemon": {"state": state, "detail": why, "store": q.describe()},
         "current": None, "agents": [], "instruments": [],
         "last_error": history[0]["message"] if history and history[0]["exit_status"] == "failed"
         else "",

@@ -46,6 +46,12 @@ class ControlError(RuntimeError):
     """The control socket cannot be opened or reached; the message says why."""
 
 
+class NotAllowed(ControlError):
+    """A daemon runs there, and it is not ours to ask (see :mod:`hilbench.daemon.askers`)."""
+
+
+REFUSED = "a daemon runs here; only its owner (and its group, if it names one) may ask more"
+
 class ControlServer:
     def __init__(
         self,
@@ -133,8 +139,7 @@ class ControlServer:
             return {"ok": False, "error": f"unknown command {command!r}; allowed: "
                                           f"{', '.join(sorted(self.handlers))}"}
         if not admitted and command not in FOR_ANYONE:
-            return {"ok": False, "error": "a daemon runs here; only its owner (and its "
-                                          "group, if it names one) may ask more"}
+            return {"ok": False, "error": REFUSED}
         try:
             return {"ok": True, "result": handler()}
         except Exception as exc:  # the daemon goes on; the asker learns why
@@ -170,7 +175,7 @@ def request(
         except PermissionError:
             pass  # a folder on the way is not ours to pass: said below
         if not os.access(path, os.W_OK):
-            raise ControlError(f"the daemon's control socket {path} is its owner's: only they "
+            raise NotAllowed(f"the daemon's control socket {path} is its owner's: only they "
                                "(and the group it names) may ask it")
     ctx = zmq.Context.instance()
     sock = ctx.socket(zmq.REQ)
@@ -195,7 +200,8 @@ def request(
     finally:
         sock.close(0)
     if not reply.get("ok"):
-        raise ControlError(f"the daemon at {address} says: {reply.get('error')}")
+        kind = NotAllowed if reply.get("error") == REFUSED else ControlError
+        raise kind(f"the daemon at {address} says: {reply.get('error')}")
     return reply["result"]
 
 

@@ -86,7 +86,9 @@ def test_a_stop_signal_aborts_the_run_naming_it_and_the_restart_resumes(
 def test_a_hand_run_is_refused_while_the_daemon_holds_the_bench_and_vice_versa(
         tmp_path, daemon_at):
     db = tmp_path / "d.sqlite"
-    busy = qubo_campaign(tmp_path, "busy", 60, timeout_s=0.02)
+    # 60 units of at least 0.1 s: still running while a refused `hilbench run` starts up (a
+    # few seconds on a loaded machine; at 0.02 s the campaign had ended first)
+    busy = qubo_campaign(tmp_path, "busy", 60, timeout_s=0.1)
     other = qubo_campaign(tmp_path, "other", 2)
     assert hilbench("queue", "add", busy, "--db", db).returncode == 0
     config = tmp_path / "daemon.toml"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from hilbench.cli.daemon import fetch_status
-from hilbench.daemon.control import ControlError, ControlServer, request
+from hilbench.daemon.control import ControlError, ControlServer, NotAllowed, request
 from tests.other_user import NOBODY, as_user
 
 GROUP = 54321  # a group no account has: only the peers a test puts in it are members
@@ -47,7 +47,7 @@ def test_the_peer_the_kernel_names_decides_who_may_ask(open_socket_dir):
         address = server.endpoint
         assert _status(address) == {"secret": "queue"}  # the owner
         assert as_user(_ping, address) == "pong"  # a daemon runs
-        with pytest.raises(ControlError, match="a daemon runs here; only its owner") as refused:
+        with pytest.raises(NotAllowed, match="a daemon runs here; only its owner") as refused:
             as_user(_status, address)
         assert "secret" not in str(refused.value)
         member = {"secret": "queue"}
@@ -105,5 +105,5 @@ def test_the_daemon_under_umask_000_is_its_owners_or_its_groups(open_socket_dir,
     assert stat.S_IMODE((logs / "daemon.log").stat().st_mode) == 0o600
     member = as_user(fetch_status, db, address, None, None)  # nobody is in nogroup
     assert member["daemon"]["pid"] == g.proc.pid
-    with pytest.raises(ControlError, match="is its owner's"):
+    with pytest.raises(NotAllowed, match="is its owner's"):
         as_user(_status, address, uid=65533, gid=65533)
