@@ -68,7 +68,9 @@ def daemon(config_path: Path | None, db: Path | str | None, control: str | None,
     --db postgresql://… --bench NAME` queues for one bench, `hilbench status --all --db
     postgresql://…` shows them all.
 
-    Logs: STORE.logs/daemon.log, STORE.logs/worker.log, and the campaign logs beside them.
+    Logs: STORE.logs/daemon.log, STORE.logs/worker.log, and the campaign logs beside them
+    (0600). `hilbench status` asks over STORE.logs/control.sock, which tells other users only
+    that a daemon runs: the owner, root and the members of [daemon] group may ask more.
     """
     from sqlalchemy.exc import DBAPIError
 
