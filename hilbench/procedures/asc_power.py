@@ -296,7 +296,7 @@ def _emit_power_metrics(
         reported = agent_active_power(spec.agent, loops[stage],
                                       (figures or {}).get(f"active_power_w.{stage}"))
         if reported is not None:
-            ctx.emit(Metric(run, f"internal_active_power_w.{stage}", reported[0], "W",
+            ctx.emit(Metric(run, f"agent_active_power_w.{stage}", reported[0], "W",
                             reported[1], meta={**common, **reported[2]}))
     if instrument_count > 1:
         common["note"] = f"{instrument_count} instruments measure this agent; figures use the first"

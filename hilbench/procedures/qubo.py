@@ -298,8 +298,8 @@ def _emit_metrics(
                     "still cover the whole fixed runtime"}))
     ctx.emit(Metric(run, "setup_s", result.setup_s or 0.0, "s"))
     for name, found in (("avg_power_w", power.headline), ("energy_j", power.energy),
-                        ("internal_avg_power_w", power.reported),
-                        ("internal_energy_j", power.reported_energy)):
+                        ("agent_avg_power_w", power.reported),
+                        ("agent_energy_j", power.reported_energy)):
         if found is not None:
             figure(name, found.value, "W" if name.endswith("_w") else "J", found.uncertainty,
                    found.meta)

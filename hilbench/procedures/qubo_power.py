@@ -10,7 +10,7 @@
 
 Only an instrument the orchestrator reads (or the simulated meter) gives ``avg_power_w`` and
 ``energy_j``. An agent's own report (``power`` in its reply) is stored apart, as
-``internal_avg_power_w`` and ``internal_energy_j``, labelled as the agent's with the uncertainty
+``agent_avg_power_w`` and ``agent_energy_j``, labelled as the agent's with the uncertainty
 its source states; when an instrument measured the agent's window too, the two are compared by
 E_n.
 """
@@ -159,7 +159,7 @@ def run_power(phase: Phase, agent: str, scenario: str, requested_s: float,
         reason = "no instrument measured this run"
         if reported is not None:
             reason += (f": the agent's own report ({reported.meta['source']}) is "
-                       "internal_avg_power_w"
+                       "agent_avg_power_w"
                        + (f", over its {result.actual_s:.3g} s of solving, not the "
                           f"{requested_s:g} s fixed runtime" if early else ""))
         elif result.power is not None and result.power.reason:

@@ -261,7 +261,7 @@ def asc_table(group: AscGroup, title: str) -> Table:
             table.add(Cell.of_text(title_),
                       *(figure_cell(combine(runs, f"{name}.{s}"), sim) for s in STAGES),
                       ident=f"{title_} ({label})")
-        if any(f"internal_active_power_w.{s}" in r for r in runs for s in STAGES):
+        if any(f"agent_active_power_w.{s}" in r for r in runs for s in STAGES):
             table.add(Cell.of_text("active power, agent's own report"),
                       *(_reported_cell(runs, s, sim) for s in STAGES),
                       ident=f"active power, agent's own report ({label})")
@@ -277,10 +277,10 @@ def power_source(runs: list[dict[str, dict[str, Any]]]) -> str:
 def _reported_cell(runs: list[dict[str, dict[str, Any]]], stage: str, simulated: bool) -> Cell:
     """The agent's own report of a stage's active power beside the instrument's, with their
     agreement (E_n, ISO 13528)."""
-    cell = figure_cell(combine(runs, f"internal_active_power_w.{stage}"), simulated)
+    cell = figure_cell(combine(runs, f"agent_active_power_w.{stage}"), simulated)
     if cell.value is None:
         return cell
-    found = [((r.get(f"internal_active_power_w.{stage}") or {}).get("meta") or {}).get(
+    found = [((r.get(f"agent_active_power_w.{stage}") or {}).get("meta") or {}).get(
         "agreement") or {} for r in runs]
     ens = [a["en"] for a in found if a.get("en") is not None]
     flagged = sum(bool(a.get("flagged")) for a in found)

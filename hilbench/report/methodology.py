@@ -95,14 +95,14 @@ def qubo_methodology(data: CampaignData) -> list[str]:
             "to solution: over start..end of solving, energy = average power × actual time; "
             "readings straddling the edges excluded; uncertainties 95 % expanded (statistical, "
             "instrument gain and offset, timing, quantisation)")
-    reported = next((r["metrics"]["internal_avg_power_w"] for r in sampled
-                     if "internal_avg_power_w" in r["metrics"]), None)
+    reported = next((r["metrics"]["agent_avg_power_w"] for r in sampled
+                     if "agent_avg_power_w" in r["metrics"]), None)
     if reported is not None:
         origin = origin_of(reported["meta"])
         lines.append(
             "agent's own power report: "
             + (origin.explain() if origin is not None else "the agent's reading")
-            + ", stored as internal_avg_power_w beside (never instead of) an instrument's "
+            + ", stored as agent_avg_power_w beside (never instead of) an instrument's "
             "figure, compared with it by E_n (ISO 13528) where both measured its window")
     if drifts:
         lines.append(f"meter timebase: readings restamped with the interval learned from the "

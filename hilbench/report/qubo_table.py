@@ -167,7 +167,7 @@ def _row(key: tuple, every: list[dict[str, Any]], power_note: str, simulated: bo
         trials=row_trials,
         gap_note=_gap_note(beaten),
         overrun_actual_s=tuple(sorted(r["actual_s"] for r in late)),
-        power_source=origins_text(_first_meta(every, "internal_avg_power_w" if label
+        power_source=origins_text(_first_meta(every, "agent_avg_power_w" if label
                                               else "avg_power_w")),
         power_label=label,
         power_label_note=explain,
@@ -197,13 +197,13 @@ def _reported(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
     power and energy with their uncertainty (None: some source states none), the mark they
     carry, whether every one covers the fixed runtime, and their agreement with the
     instrument (the largest E_n, how many runs disagree)."""
-    values = [r.get("internal_avg_power_w") for r in runs]
+    values = [r.get("agent_avg_power_w") for r in runs]
     if not runs or any(v is None for v in values):
         return None
-    metas = [_meta(r, "internal_avg_power_w") for r in runs]
+    metas = [_meta(r, "agent_avg_power_w") for r in runs]
     origins = [origin_of(m) for m in metas]
     stated = all(o is not None and o.uncertainty_stated for o in origins)
-    energies = [r.get("internal_energy_j") for r in runs]
+    energies = [r.get("agent_energy_j") for r in runs]
     covers = all(m.get("covers_runtime") for m in metas) and None not in energies
     ens = [(m.get("agreement") or {}) for m in metas]
     known = [a["en"] for a in ens if a.get("en") is not None]
@@ -211,18 +211,18 @@ def _reported(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
     explain = next((o.explain() for o in origins if o is not None), "the agent's own report")
     return {
         "power": statistics.fmean(v for v in values if v is not None),
-        "power_u": _rss_mean([r["_metrics"]["internal_avg_power_w"].uncertainty
+        "power_u": _rss_mean([r["_metrics"]["agent_avg_power_w"].uncertainty
                               for r in runs]) if stated else None,
         "energy": statistics.fmean(e for e in energies if e is not None) if covers else None,
-        "energy_u": _rss_mean([r["_metrics"]["internal_energy_j"].uncertainty
+        "energy_u": _rss_mean([r["_metrics"]["agent_energy_j"].uncertainty
                                for r in runs]) if stated and covers else None,
         "label": mark,
         "explain": explain,
         "covers": covers,
         "worst_en": max(known) if known else None,
         "disagreeing": sum(bool(a.get("flagged")) for a in ens),
-        "trials": {k: v for k, v in _trials(runs, ("internal_avg_power_w",
-                                                   "internal_energy_j")).items()},
+        "trials": {k: v for k, v in _trials(runs, ("agent_avg_power_w",
+                                                   "agent_energy_j")).items()},
     }
 
 
@@ -230,7 +230,7 @@ def _trials(runs: list[dict[str, Any]], names: tuple[str, ...] = TRIAL_METRICS
             ) -> dict[str, tuple[float, ...]]:
     """Per metric, one figure per trial (repetition): the mean over that trial's runs (over
     its feasible runs for the gap). Empty with a single trial. An agent's own report
-    (``internal_*``) is keyed as the figure it stands in for."""
+    (``agent_*``) is keyed as the figure it stands in for."""
     by_rep: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for r in runs:
         by_rep[r["_rep"]].append(r)
@@ -246,7 +246,7 @@ def _trials(runs: list[dict[str, Any]], names: tuple[str, ...] = TRIAL_METRICS
                 break
             figures.append(math.fsum(values) / len(values))
         else:
-            out[name.removeprefix("internal_")] = tuple(figures)
+            out[name.removeprefix("agent_")] = tuple(figures)
     return out
 
 
