@@ -280,7 +280,7 @@ COLUMNS = [
     Column("gap max"),
     Column("actual", unit="s"),
     Column("overrun"),
-    Column("stopped early"),
+    Column("early"),
     Column("power", unit="W"),
     Column("energy", unit="J"),
     Column("power source", align="left"),
@@ -332,8 +332,8 @@ def gap_table(rows: list[GapRow], title: str) -> Table:
         "figure of the row",
         "power: average over the fixed runtime [start, start + timeout] (a solver that stops "
         "early leaves its device in the system under test until the timeout); energy = that "
-        "power × timeout; stopped early: on-time runs that ended before the timeout by more "
-        "than max(5 %, 0.5 ms), with their actual times",
+        "power × timeout; early: on-time runs that ended before the timeout by more than "
+        "max(5 %, 0.5 ms) (stopped_early), with their actual times",
         "power and energy: mean over the row's runs ± 95 % expanded uncertainty of that mean; "
         "'agent report': the agent's own reading, shown only where no instrument measured the "
         "run, with the uncertainty its source states",

@@ -11,13 +11,9 @@ from typing import Any, ClassVar
 import pytest
 
 from hilbench.agent.driver import DriverResult
-from hilbench.agent.runtime import AgentRuntime
-from hilbench.orchestrator.campaign import parse_campaign
-from hilbench.orchestrator.runner import CampaignRunner
 from hilbench.store import Store
 from hilbench.wire import codec
-from tests.agent_thread import serving
-from tests.cpu_wrapper import CpuWrapper
+from tests.cpu_wrapper import CpuWrapper, run_asc_unit
 
 LIAR_SAMPLE = 3
 
@@ -53,18 +49,8 @@ def test_an_answer_for_another_sample_or_class_fails_the_run_as_bad_reply(
     monkeypatch.setenv("XDG_CACHE_HOME", str(asc_cache))
     if path == "one request per sample":  # a version-2 peer: no sample lists
         monkeypatch.setattr(codec, "SUPPORTED_VERSIONS", (2,))
-    runtime = AgentRuntime(WrongAnswers(str(tmp_path / "no-powercap"), lie), "liar",
-                           bind="tcp://127.0.0.1:*", heartbeat_s=0.1, liveness=20)
-    with serving(runtime):
-        campaign = parse_campaign({
-            "agents": [{"id": "a", "driver": "wrong-answers", "address": runtime.endpoint}],
-            "asc": [{"agent": "a", "fixture": True, "model": "packaged", "limit": 1,
-                     "power": False}],
-        }, "asc-answers.toml")
-        outcome = CampaignRunner(campaign, tmp_path / "r.sqlite").run()
-    assert outcome.failed == 1
+    run = run_asc_unit(WrongAnswers(str(tmp_path / "no-powercap"), lie), tmp_path / "r.sqlite")
     with Store(tmp_path / "r.sqlite") as store:
-        [run] = store.runs()
         metrics = {m["name"] for m in store.metrics(run["uid"])}
         samples = store.events(run["uid"], "sample")
     assert run["status"] == "fail"

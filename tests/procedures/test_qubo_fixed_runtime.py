@@ -132,8 +132,8 @@ def test_power_over_the_fixed_runtime_makes_energy_repeatable_when_only_the_end_
 def test_a_device_that_idles_after_an_early_answer_is_measured_idling_until_the_timeout(
         tmp_path):
     """SA stops at 50 % of its timeout and the device idles: the fixed runtime's power holds
-    the idle half too (the true (38 W × a + 12 W × (T − a)) / T, within its uncertainty), far
-    below the solving power the solving window alone would give."""
+    the idle half too (the true (38 W × a + 12 W × (T − a)) / T, within its uncertainty),
+    not the solving power the solving window alone would give."""
     db = run_early(tmp_path, (0.5,), keep_busy=False, repetitions=2)
     for run in stored_runs(db):
         m = run["metrics"]
@@ -142,5 +142,7 @@ def test_a_device_that_idles_after_an_early_answer_is_measured_idling_until_the_
         truth = (SOLVING_W * a + IDLE_W * (TIMEOUT_S - a)) / TIMEOUT_S
         power = m["avg_power_w"]
         assert abs(power["value"] - truth) <= power["uncertainty"], (power, truth)
-        assert SOLVING_W - power["value"] > 0.3 * (SOLVING_W - IDLE_W)
+        assert a < 0.8 * TIMEOUT_S  # (SA asked for half the timeout, on a loaded host too)
+        # nearer the runtime's truth than the solving power a window to its end would give
+        assert abs(power["value"] - truth) < abs(power["value"] - SOLVING_W)
         assert m["energy_j"]["value"] == pytest.approx(power["value"] * TIMEOUT_S, rel=1e-12)
