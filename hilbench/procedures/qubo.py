@@ -195,10 +195,12 @@ def run_unit(
 ) -> None:
     """Load, then solve; check the returned state here; emit the result and derived metrics.
 
-    Instruments that measure the agent's device acquire through the solve phase; power is taken
-    over the device's own timed region (and, for time to solution, up to each reach time),
-    mapped onto the orchestrator timeline. A reply whose claimed cost disagrees with the cost of
-    the state it returned fails the run: the solver's own cost check is part of what is tested.
+    Instruments that measure the agent's device acquire through the solve phase, which a fixed
+    timeout holds open until its runtime's readings are in; power is taken over the fixed
+    runtime from the device's own start (time to solution: its timed region, and up to each
+    reach time), mapped onto the orchestrator timeline (:mod:`.qubo_power`). A reply whose
+    claimed cost disagrees with the cost of the state it returned fails the run: the solver's
+    own cost check is part of what is tested.
     A reply that breaks the contract (a field missing or of the wrong type) fails the run with
     ``bad_reply`` naming the field.
     """
