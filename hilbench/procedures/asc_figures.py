@@ -222,9 +222,10 @@ def active_below_idle(dynamic_w: float, uncertainty_w: float) -> dict[str, Any] 
     device that idles harder than it works), else None."""
     if not dynamic_w + uncertainty_w < 0:
         return None
+    known = (f"± {uncertainty_w:.2g} W, its 95 % interval entirely below 0" if uncertainty_w > 0
+             else "W, below 0 by more than anything the readings or their source state")
     why = (f"{ACTIVE_BELOW_IDLE}: active power lies below idle power (dynamic "
-           f"{dynamic_w:.6g} ± {uncertainty_w:.2g} W, its 95 % interval entirely below 0); "
-           "no dynamic power or energy figure from these windows")
+           f"{dynamic_w:.6g} {known}); no dynamic power or energy figure from these windows")
     return {"physics": ACTIVE_BELOW_IDLE, "flag": why, "reason": why}
 
 
