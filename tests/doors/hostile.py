@@ -56,7 +56,8 @@ def system_toml(texts: dict[str, str]) -> str:
     """A valid system file whose free-text fields hold ``texts`` (keys: :data:`SYSTEM_TEXT`,
     ``power.`` + :data:`POWER_TEXT`, ``domain``, ``software``, ``version``)."""
     def q(value: str) -> str:
-        return json.dumps(value, ensure_ascii=False)  # a TOML basic string too
+        # a TOML basic string too, once DEL is escaped (JSON leaves it raw; TOML refuses it)
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
 
     lines = ["[system]"] + [f"{k} = {q(texts[k])}" for k in SYSTEM_TEXT]
     lines += ['date = 2026-01-15', 'availability = "Available"', 'configuration = "performance"',
