@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hilbench.cassette.runs import NotReanalysable, RecordedRun, Recording
+from hilbench.confined_read import ConfinedFolder
 from hilbench.documents import Metric
 from hilbench.orchestrator.procedure import ProcedureError, load_procedure, procedure_names
 
@@ -73,7 +74,9 @@ def compare_run(recording: Recording, run: RecordedRun, out: Comparison,
     except NotReanalysable as exc:
         out.differences.append(f"{run.label()}: {exc}")
         return
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError) as exc:
+        # the recorded documents are not what the analysis reads (a field missing or of
+        # another type): the run cannot be re-analysed, which is a difference, said in a line
         out.differences.append(f"{run.label()}: cannot be re-analysed from the recording "
                                f"({type(exc).__name__}: {exc})")
         return
@@ -105,7 +108,7 @@ def compare_run(recording: Recording, run: RecordedRun, out: Comparison,
                                f"{figure(again[name].value, again[name].meta)!r}, not stored")
 
 
-def compare_recording(folder: str | Path, rel_tol: float = 0.0) -> Comparison:
+def compare_recording(folder: str | Path | ConfinedFolder, rel_tol: float = 0.0) -> Comparison:
     """Check the sample files' sha256, then re-analyse every successful run of a cassette (or
     a bundle's ``data/``)."""
     recording = Recording(folder)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hilbench.cassette.channels import CHANNELS, SPAWNED
-from hilbench.cassette.reader import _jsonl
+from hilbench.cassette.reader import channel_files, jsonl
 from hilbench.cassette.replay import load_recorded_campaign
 
 # Queries that read data or clear state: never sent to a live instrument.
@@ -85,9 +85,9 @@ def compare_maps(where: str, recorded: Any, live: Any, path: str = "") -> list[s
 
 
 def _channels(folder: Path, kind: str) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
-    for path in sorted((folder / CHANNELS).glob("*.jsonl")):
-        lines = list(_jsonl(path))
-        if lines and path.name != SPAWNED and lines[0].get("channel") == kind:
+    for name in channel_files(folder):
+        lines = [line for _, line in jsonl(folder, name)]
+        if lines and name != f"{CHANNELS}/{SPAWNED}" and lines[0].get("channel") == kind:
             yield lines[0], lines[1:]
 
 

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from hilbench import __version__
+from hilbench.bounded_parse import MAX_JSON_BYTES, json_object
 from hilbench.cassette import FORMAT_VERSION
+from hilbench.confined_read import ConfinedFolder, confined
 from hilbench.private_files import open_private
 
 MANIFEST = "manifest.json"
@@ -92,16 +94,16 @@ def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
     os.replace(tmp, folder / MANIFEST)
 
 
-def read_manifest(folder: Path) -> dict[str, Any]:
-    path = folder / MANIFEST
-    try:
-        manifest = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ValueError(f"{folder} is not a cassette: no {MANIFEST}") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not JSON ({exc})") from None
+def read_manifest(folder: Path | ConfinedFolder) -> dict[str, Any]:
+    """The manifest of the cassette in ``folder`` (read inside it, bounded); a ValueError
+    naming the file when there is none, it is no JSON object, or another format version."""
+    files = confined(folder)
+    if not files.exists(MANIFEST):
+        raise ValueError(f"{files} is not a cassette: no {MANIFEST}")
+    path = files.label(MANIFEST)
+    manifest = json_object(files.read(MANIFEST, max_bytes=MAX_JSON_BYTES), path)
     version = manifest.get("format_version")
     if version != FORMAT_VERSION:
-        raise ValueError(f"{path}: format_version {version!r}; this hilbench reads "
+        raise ValueError(f"{path}: format_version {version!r:.40}; this hilbench reads "
                          f"{FORMAT_VERSION}")
     return manifest

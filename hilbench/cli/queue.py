@@ -17,6 +17,7 @@ import click
 from hilbench.cli import EXIT_USAGE
 from hilbench.cli.options import DB_OPTION as _DB_OPTION
 from hilbench.cli.options import db_path as _db_path
+from hilbench.cli.options import store_failed
 
 
 def _open(db: Path | None):
@@ -26,7 +27,7 @@ def _open(db: Path | None):
     try:
         return QueueDB(_db_path(db))
     except StoreError as exc:
-        raise click.ClickException(str(exc)) from None
+        store_failed(exc)
 
 
 def _nudge(queue: Any, bench: str | None = None) -> None:

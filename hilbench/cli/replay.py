@@ -120,11 +120,15 @@ def _against_live(cassette: Path, agents: dict[str, str], visa: dict[str, str],
 
 def _analysis_only(cassette: Path) -> None:
     from hilbench.cassette.analysis import compare_recording
+    from hilbench.cassette.bundle import BAGIT, DATA
+    from hilbench.confined_read import ConfinedFolder
 
-    if (cassette / "bagit.txt").is_file():  # an audit bundle: its payload is the recording
-        cassette = cassette / "data"
+    folder = ConfinedFolder(cassette)
+    if folder.exists(BAGIT):  # an audit bundle: its payload is the recording
+        folder = folder.sub(DATA)
+    cassette = folder.path
     try:
-        outcome = compare_recording(cassette)
+        outcome = compare_recording(folder)
     except ValueError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None

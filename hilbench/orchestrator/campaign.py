@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -48,11 +47,6 @@ from hilbench.orchestrator.procedure import (
     procedure_names,
     procedures,
 )
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 __all__ = [
     "AgentSpec",
@@ -489,21 +483,13 @@ def _instruments(
 
 
 def load_campaign(path: str | Path) -> Campaign:
-    """Read and validate a campaign TOML file."""
+    """Read and validate a campaign TOML file; its size, encoding and nesting depth are checked
+    before it is parsed (:func:`hilbench.bounded_parse.toml_document`)."""
+    from hilbench.bounded_parse import MAX_TOML_BYTES, InputError, read_bounded, toml_document
+
     path = Path(path)
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise CampaignError([f"cannot read campaign file {path}: {exc.strerror}"]) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise CampaignError(
-            [f"{path} is not UTF-8 text (TOML must be): byte {exc.start} "
-             f"(0x{raw[exc.start]:02x}) cannot be decoded ({exc.reason})"]
-        ) from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise CampaignError([f"{path} is not valid TOML: {exc}"]) from None
+        data = toml_document(read_bounded(path, MAX_TOML_BYTES, "campaign file"), str(path))
+    except InputError as exc:
+        raise CampaignError([str(exc)]) from None
     return parse_campaign(data, str(path))
