@@ -1,0 +1,57 @@
+"""Cassettes, generated damaged (issue 31): a committed cassette with its documents, samples,
+manifest, sample arrays and channels changed (values of other types, lines nested deep or very
+long, names that leave the folder, files turned into symlinks, FIFOs or folders). `replay
+--analysis-only` and `replay` compare it (exit 0 or 1) or refuse it in one line naming it
+(exit 2); never a traceback, never a write outside the working folder."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.doors.fuzz import check, damage_folder, fuzz_settings, invoke, subprocess_check
+from tests.doors.inputs import CASSETTE
+
+
+def _damaged(tmp_path_factory, data, times: int = 3):
+    work = tmp_path_factory.mktemp("work")
+    outside = work.parent / f"{work.name}-outside.txt"
+    outside.write_text("not the cassette's\n")
+    cassette = work / "cassette"
+    shutil.copytree(CASSETTE, cassette)
+    damage_folder(data.draw, cassette, outside, times)
+    return work, cassette
+
+
+@fuzz_settings()
+@given(data=st.data())
+def test_a_damaged_cassette_is_recomputed_or_refused_in_one_line(tmp_path_factory, data):
+    work, cassette = _damaged(tmp_path_factory, data)
+    outcome = invoke(["replay", "--analysis-only", cassette], work)
+    check(outcome, {0, 1, 2}, cassette)
+    if outcome.code == 2:
+        assert len(outcome.errors) == 1, outcome.errors
+
+
+@fuzz_settings(share=0.1)
+@given(data=st.data())
+def test_a_damaged_cassette_is_replayed_or_refused_in_one_line(tmp_path_factory, data):
+    work, cassette = _damaged(tmp_path_factory, data, times=2)
+    outcome = invoke(["replay", cassette], work)
+    check(outcome, {0, 1, 2}, cassette)
+    if outcome.code == 2:  # a line per problem: a recorded campaign file may hold several
+        assert all(line.startswith("error: ") for line in outcome.errors), outcome.errors
+
+
+@pytest.mark.parametrize("args", [["replay"], ["replay", "--analysis-only"]])
+def test_a_cassette_with_a_line_nested_5000_deep_is_one_line_as_a_user_runs_it(tmp_path,
+                                                                                args):
+    cassette = tmp_path / "cassette"
+    shutil.copytree(CASSETTE, cassette)
+    with (cassette / "documents.jsonl").open("a") as fh:
+        fh.write('{"kind": "event", "data": ' + "[" * 5000 + "]" * 5000 + "}\n")
+    line = subprocess_check([*args, cassette], tmp_path, 2, cassette / "documents.jsonl")
+    assert line.endswith("line 78: JSON nested deeper than 64 levels")
