@@ -35,8 +35,8 @@ def figure(value: float | None, meta: dict[str, Any] | None) -> float | None:
     """The value a metric stands for: an overrun's is kept in ``meta.measured``."""
     if value is not None:
         return float(value)
-    measured = (meta or {}).get("measured")
-    return None if measured is None else float(measured)
+    measured = meta.get("measured") if isinstance(meta, dict) else None
+    return float(measured) if isinstance(measured, (int, float)) else None
 
 
 def _differs(stored: float | None, again: float | None, rel_tol: float) -> bool:
@@ -84,13 +84,13 @@ def compare_run(recording: Recording, run: RecordedRun, out: Comparison,
         out.not_recomputed[procedure] = out.not_recomputed.get(procedure, 0) + 1
         return
     for name, stored in run.metrics.items():
-        mine = again.get(name)
+        mine = again.get(name)  # stored: a metric document, its value checked for type
         if mine is None:
             out.differences.append(f"{run.label()}: metric {name} stored "
-                                   f"{figure(stored['value'], stored.get('meta'))!r}, "
+                                   f"{figure(stored.get('value'), stored.get('meta'))!r}, "
                                    "not recomputed")
             continue
-        old = figure(stored["value"], stored.get("meta"))
+        old = figure(stored.get("value"), stored.get("meta"))
         new = figure(mine.value, mine.meta)
         out.figures[(run.uid, name)] = (old, new)
         out.compared += 1

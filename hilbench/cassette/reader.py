@@ -34,14 +34,16 @@ from hilbench.confined_read import ConfinedError, ConfinedFolder, confined
 # A stream's files are samples/NAME.values etc.: NAME is one plain file name, as the recorder
 # makes it.
 _STREAM_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,200}\Z")
-# What readers take from each kind of document, and its type.
+_NUMBER = (int, float, type(None))
+# What readers take from each kind of document, and its type (None: may be absent).
 DOCUMENT_KEYS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "run_start": {"uid": str, "unit_key": str},
     "run": {"uid": str},
     "phase_start": {"uid": str, "run_uid": str, "name": str},
     "phase": {"uid": str, "run_uid": str, "name": str},
     "event": {"run_uid": str, "name": str},
-    "metric": {"run_uid": str, "name": str},
+    "metric": {"run_uid": str, "name": str, "value": _NUMBER, "uncertainty": _NUMBER,
+               "meta": (dict, type(None))},
     "run_stop": {"run_uid": str, "exit_status": str},
 }
 

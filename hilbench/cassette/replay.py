@@ -315,7 +315,7 @@ def compare_figures(recorded: tuple[list, dict], replayed: FigureCollector) -> t
             compared += 1
             other = mine.pop(figure["name"], None)
             if other is None:
-                lines.append(f"{label}: {figure['name']} = {figure['value']!r} recorded, not "
+                lines.append(f"{label}: {figure['name']} = {figure.get('value')!r} recorded, not "
                              "computed in the replay")
                 continue
             for key in ("value", "uncertainty", "unit"):

@@ -83,12 +83,18 @@ def store_error(path: object, what: str, exc: sqlite3.Error) -> StoreError:
         return StoreError(f"{path}: could not {what}: another process holds the store locked "
                           f"and did not let go in time ({exc})")
     if code in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
-        return StoreDamaged(
-            f"{path}: could not {what}: the store is damaged ({exc}); "
-            f"`hilbench store check --db {path}` says where, "
-            f"`hilbench store salvage {path} --out NEW` recovers the intact runs"
-        )
+        return damaged(path, what, str(exc))
     return StoreError(f"{path}: could not {what}: {exc}")
+
+
+def damaged(path: object, what: str, why: str) -> StoreDamaged:
+    """The error for a store SQLite found damaged, with the commands that examine and rescue
+    it."""
+    return StoreDamaged(
+        f"{path}: could not {what}: the store is damaged ({why}); "
+        f"`hilbench store check --db {path}` says where, "
+        f"`hilbench store salvage {path} --out NEW` recovers the intact runs"
+    )
 
 
 def is_storage_fault(exc: BaseException) -> bool:

@@ -21,7 +21,13 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from hilbench.store.errors import StoreError, StoreFault, access_problem, store_error
+from hilbench.store.errors import (
+    StoreError,
+    StoreFault,
+    access_problem,
+    damaged,
+    store_error,
+)
 from hilbench.store.groups import install_functions
 
 if TYPE_CHECKING:
@@ -312,6 +318,9 @@ def _check_identity(conn: sqlite3.Connection, path: Path, allow_empty: bool) -> 
     except sqlite3.DatabaseError as exc:
         raise access_problem(path, write=allow_empty) or _not_sqlite(path) or store_error(
             path, "read it as a SQLite database", exc) from exc
+    except UnicodeDecodeError:  # SQLite's message about a damaged schema quotes its bytes
+        raise damaged(path, "read it as a SQLite database",
+                      "its schema is not readable text") from None
     if app_id == APPLICATION_ID:
         _refuse_newer(version, path)
         return version
