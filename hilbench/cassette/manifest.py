@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hilbench import __version__
-from hilbench.bounded_parse import MAX_JSON_BYTES, json_object
+from hilbench.bounded_parse import MAX_JSON_BYTES, MAX_TOML_BYTES, json_object, read_bounded
 from hilbench.cassette import FORMAT_VERSION
 from hilbench.confined_read import ConfinedFolder, confined
 from hilbench.private_files import open_private
@@ -71,7 +71,7 @@ def base_manifest(campaign_file: Path | None, campaign: Any = None,
         "clock_offsets": {},
     }
     if campaign_file is not None:
-        data = Path(campaign_file).read_bytes() if content is None else content
+        data = campaign_bytes(campaign_file) if content is None else content
         # where it was: a replay resolves the campaign's relative paths there
         manifest["campaign_path"] = str(Path(campaign_file).resolve())
         manifest["campaign_file"] = {"name": Path(campaign_file).name,
@@ -82,6 +82,11 @@ def base_manifest(campaign_file: Path | None, campaign: Any = None,
             "simulate": spec.simulate, "settings": dict(spec.settings),
         }
     return manifest
+
+
+def campaign_bytes(path: Path) -> bytes:
+    """The campaign file read again for the cassette, bounded as when it was checked."""
+    return read_bounded(path, MAX_TOML_BYTES, "campaign file")
 
 
 def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:

@@ -55,6 +55,7 @@ __all__ = [
     "campaign_schema",
     "load_campaign",
     "parse_campaign",
+    "read_campaign_file",
 ]
 
 CORE_TABLES = ("campaign", "agents", "instruments")
@@ -485,11 +486,18 @@ def _instruments(
 def load_campaign(path: str | Path) -> Campaign:
     """Read and validate a campaign TOML file; its size, encoding and nesting depth are checked
     before it is parsed (:func:`hilbench.bounded_parse.toml_document`)."""
+    return read_campaign_file(path)[1]
+
+
+def read_campaign_file(path: str | Path) -> tuple[bytes, Campaign]:
+    """The campaign file's bytes as read once, and the campaign they hold (:func:`load_campaign`):
+    what is queued or recorded is exactly what was checked."""
     from hilbench.bounded_parse import MAX_TOML_BYTES, InputError, read_bounded, toml_document
 
     path = Path(path)
     try:
-        data = toml_document(read_bounded(path, MAX_TOML_BYTES, "campaign file"), str(path))
+        raw = read_bounded(path, MAX_TOML_BYTES, "campaign file")
+        data = toml_document(raw, str(path))
     except InputError as exc:
         raise CampaignError([str(exc)]) from None
-    return parse_campaign(data, str(path))
+    return raw, parse_campaign(data, str(path))
