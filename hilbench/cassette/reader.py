@@ -172,9 +172,12 @@ def jsonl(folder: str | Path | ConfinedFolder, name: str
 
 
 def channel_files(folder: str | Path | ConfinedFolder) -> list[str]:
-    """The JSON-lines channels of a cassette (``channels/*.jsonl``), sorted; anything there
+    """The JSON-lines channels of a cassette (``channels/*.jsonl``), sorted (none without
+    ``channels/``); anything there
     that is not a regular file is a ConfinedError naming it (never followed)."""
     files = confined(folder)
+    if not files.exists(CHANNELS):
+        return []
     found = []
     for name, kind, _ in files.walk(CHANNELS):
         if kind not in ("file", "folder"):
