@@ -2,7 +2,8 @@
 manifest, sample arrays and channels changed (values of other types, lines nested deep or very
 long, names that leave the folder, files turned into symlinks, FIFOs or folders). `replay
 --analysis-only` and `replay` compare it (exit 0 or 1) or refuse it in one line naming it
-(exit 2); never a traceback, never a write outside the working folder."""
+(exit 2), and `cassette export-pyvisa-sim` exports its instrument dialogue or refuses it;
+never a traceback, never a write outside the working folder."""
 
 from __future__ import annotations
 
@@ -44,6 +45,23 @@ def test_a_damaged_cassette_is_replayed_or_refused_in_one_line(tmp_path_factory,
     check(outcome, {0, 1, 2}, cassette)
     if outcome.code == 2:  # a line per problem: a recorded campaign file may hold several
         assert all(line.startswith("error: ") for line in outcome.errors), outcome.errors
+
+
+@fuzz_settings(share=0.2)
+@given(data=st.data())
+def test_a_damaged_cassettes_instrument_dialogue_is_exported_or_refused_in_one_line(
+        tmp_path_factory, data):
+    work = tmp_path_factory.mktemp("work")
+    outside = work.parent / f"{work.name}-outside.txt"
+    outside.write_text("not the cassette's\n")
+    cassette = work / "cassette"
+    shutil.copytree(CASSETTE, cassette)
+    damage_folder(data.draw, cassette / "channels", outside, times=2)
+    outcome = invoke(["cassette", "export-pyvisa-sim", cassette, "--out", work / "dmm.yaml"],
+                     work)
+    check(outcome, {0, 2}, cassette)
+    if outcome.code == 2:
+        assert len(outcome.errors) == 1, outcome.errors
 
 
 @pytest.mark.parametrize("args", [["replay"], ["replay", "--analysis-only"]])
