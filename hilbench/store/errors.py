@@ -66,30 +66,33 @@ _PG_FAULTS = {
 _PG_FAULT_CLASSES = {"08": "the connection to the database was lost", "58": "a system error"}
 
 
-def store_error(path: object, what: str, exc: sqlite3.Error) -> StoreError:
+def store_error(path: object, what: str, error: sqlite3.Error) -> StoreError:
     """The StoreError for a database error met while doing ``what`` with the store at
-    ``path`` (a file, or a PostgreSQL target whose ``str()`` hides the password)."""
-    sqlstate = getattr(exc, "sqlstate", None)
+    ``path`` (a file, or a PostgreSQL target whose ``str()`` hides the password). One line:
+    SQLite quotes a damaged schema, line breaks and all."""
+    exc = " ".join(str(error).split())
+    sqlstate = getattr(error, "sqlstate", None)
     if sqlstate is not None:  # PostgreSQL (hilbench.store.backend.PgError)
         fault = _PG_FAULTS.get(sqlstate) or _PG_FAULT_CLASSES.get(sqlstate[:2])
         if fault or not sqlstate:  # no SQLSTATE: the link failed before the server answered
             reason = fault or "the connection to the database failed"
             return StoreFault(f"{path}: could not {what}: {reason} ({exc})")
         return StoreError(f"{path}: could not {what}: {exc}")
-    code = _primary_code(exc)
+    code = _primary_code(error)
     if code in _FAULTS:
         return StoreFault(f"{path}: could not {what}: {_FAULTS[code]} ({exc})")
     if code == _SQLITE_BUSY:
         return StoreError(f"{path}: could not {what}: another process holds the store locked "
                           f"and did not let go in time ({exc})")
     if code in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
-        return damaged(path, what, str(exc))
+        return damaged(path, what, exc)
     return StoreError(f"{path}: could not {what}: {exc}")
 
 
 def damaged(path: object, what: str, why: str) -> StoreDamaged:
     """The error for a store SQLite found damaged, with the commands that examine and rescue
     it."""
+    why = " ".join(why.split())
     return StoreDamaged(
         f"{path}: could not {what}: the store is damaged ({why}); "
         f"`hilbench store check --db {path}` says where, "

@@ -19,19 +19,32 @@ COMMANDS = {"results": ["results"], "summary": ["summary", CAMPAIGN], "status": 
 PAGE = 4096
 
 
+class Files:
+    """Store bytes, shown by their size (a failing example prints its arguments)."""
+
+    def __init__(self, store: bytes, wal: bytes | None, pending: bytes | None = None) -> None:
+        self.store, self.wal, self.pending = store, wal, pending
+
+    def __repr__(self) -> str:
+        return (f"Files(store={len(self.store)} bytes, "
+                f"wal={None if self.wal is None else len(self.wal)} bytes)")
+
+
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory):
     """A store, and the same store with a change pending in its write-ahead log."""
     folder = tmp_path_factory.mktemp("stores")
     store = make_store(folder / "s.sqlite")
     pending = with_wal_pending(store, folder / "pending.sqlite")
-    return store.read_bytes(), pending.read_bytes(), (folder / "pending.sqlite-wal").read_bytes()
+    return Files(store.read_bytes(), (folder / "pending.sqlite-wal").read_bytes(),
+                 pending.read_bytes())
 
 
 @st.composite
 def damaged_store(draw, stores):
-    """``(store bytes, -wal bytes or None)``, damaged the ways disks and people damage them."""
-    store, pending, wal = stores
+    """The store's bytes and its -wal's (or none), damaged the ways disks and people damage
+    them."""
+    store, pending, wal = stores.store, stores.pending, stores.wal
     if draw(st.booleans()):
         store, log = pending, wal
     else:
@@ -48,7 +61,7 @@ def damaged_store(draw, stores):
         log = mutate_bytes(draw, log if log is not None else draw(st.binary(max_size=64)))
         if where == "both":
             store = mutate_bytes(draw, store)
-    return store, log
+    return Files(store, log)
 
 
 @fuzz_settings()
@@ -56,11 +69,11 @@ def damaged_store(draw, stores):
 def test_a_damaged_store_is_read_or_refused_in_one_line_naming_it(tmp_path_factory, stores,
                                                                   data):
     work = tmp_path_factory.mktemp("work")
-    store, wal = data.draw(damaged_store(stores))
+    files = data.draw(damaged_store(stores))
     path = work / "s.sqlite"
-    path.write_bytes(store)
-    if wal is not None:
-        (work / "s.sqlite-wal").write_bytes(wal)
+    path.write_bytes(files.store)
+    if files.wal is not None:
+        (work / "s.sqlite-wal").write_bytes(files.wal)
     command = COMMANDS[data.draw(st.sampled_from(sorted(COMMANDS)))]
     outcome = invoke([*command, "--db", path], work)
     check(outcome, {0, 2, 4}, path)
@@ -72,7 +85,7 @@ def test_a_damaged_store_is_read_or_refused_in_one_line_naming_it(tmp_path_facto
 def test_a_truncated_store_is_one_line_as_a_user_runs_it(tmp_path, stores, command):
     path = tmp_path / "work" / "s.sqlite"  # SQLite's -wal and -shm go beside it
     path.parent.mkdir()
-    path.write_bytes(stores[0][: 3 * PAGE - 7])
+    path.write_bytes(stores.store[: 3 * PAGE - 7])
     line = subprocess_check([*COMMANDS[command], "--db", path], tmp_path, 2, path)
     assert "the store is damaged" in line
 
