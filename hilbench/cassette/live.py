@@ -38,7 +38,8 @@ def identity_queries(lines: list[dict[str, Any]]) -> list[tuple[str, str]]:
     one answer every time it was asked, inline text, not a data or status read."""
     answers: dict[str, set[str]] = {}
     for line in lines:
-        if line.get("op") != "query" or "error" in line or not line.get("args"):
+        if line.get("op") != "query" or "error" in line or not line.get("args") \
+                or not isinstance(line["args"], list):
             continue
         command, result = line["args"][0], line.get("result")
         if not isinstance(command, str) or not isinstance(result, str):
@@ -111,12 +112,18 @@ def against_live(folder: str | Path, agents: dict[str, str], visa: dict[str, str
         welcome = next((m for m in lines if m.get("type") == "welcome"), None)
         if welcome is None:
             continue
+        if not isinstance(welcome.get("body"), dict):
+            outcome.differences.append(f"agent {agent_id}: the recorded welcome holds no "
+                                       "identity to compare")
+            continue
         _greet(agent_id, specs.get(agent_id), agents.get(agent_id), welcome["body"], outcome,
                campaign.key)
     library = {spec.resource: spec.visa_library for spec in campaign.instruments
                if spec.resource}
     for header, lines in _channels(folder, "visa"):
         recorded = str(header.get("resource"))
+        options = header.get("options")
+        header = {**header, "options": options if isinstance(options, dict) else {}}
         resource = visa.get(recorded, recorded)
         queries = identity_queries(lines)
         lib = visa_library if visa_library is not None else library.get(recorded, "@py")
