@@ -55,3 +55,14 @@ def test_a_broken_system_file_is_one_line_as_a_user_runs_it(tmp_path, store, kin
     path.write_bytes(SYSTEM_FILES[kind])
     subprocess_check(["leaderboard", CAMPAIGN, "--system", path, "--db", store], tmp_path, 2,
                      path)
+
+
+@pytest.mark.parametrize("kind", ["5000-deep", "not UTF-8"])
+def test_a_broken_daemon_config_is_one_line_before_the_daemon_starts(tmp_path, kind):
+    path = tmp_path / "daemon.toml"
+    path.write_bytes({"5000-deep": b"a = " + b"[" * 5000 + b"]" * 5000 + b"\n",
+                      "not UTF-8": b'[daemon]\nbench = "\xff"\n'}[kind])
+    store = tmp_path / "work" / "s.sqlite"
+    subprocess_check(["daemon", "--config", path, "--db", store, "--control",
+                      "tcp://127.0.0.1:*"], tmp_path, 2, path)
+    assert not store.exists()
