@@ -99,7 +99,8 @@ class Cassette:
                     _field(record, "source", str, where), _field(record, "unit", str, where),
                     meta)
             elif record.get("kind") == "stream_end":
-                stream = found.get(record.get("stream"))  # type: ignore[arg-type]
+                name = record.get("stream")
+                stream = found.get(name) if isinstance(name, str) else None
                 if stream is None:
                     raise InputError(f"{where}: the end of stream {record.get('stream')!r:.80}, "
                                      "which no line started")
