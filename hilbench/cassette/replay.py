@@ -368,7 +368,11 @@ def replay_cassette(folder: str | Path, *, strict: bool = True) -> ReplayOutcome
     collector = FigureCollector()
     stopped: str | None = None
     try:
-        campaign = _to_stand_ins(campaign, replay_tap)
+        try:
+            campaign = _to_stand_ins(campaign, replay_tap)
+        except (KeyError, TypeError, AttributeError) as exc:  # a channel's line, not a bug
+            raise ValueError(f"{folder}: an agent channel cannot be played back "
+                             f"({type(exc).__name__}: {exc})") from None
         with tempfile.TemporaryDirectory(prefix="hilbench-replay-") as tmp:
             runner = CampaignRunner(campaign, Path(tmp) / "replay.sqlite",
                                     consumers=[collector], again=True)

@@ -123,8 +123,8 @@ def exchanges(lines: list[dict[str, Any]]) -> dict[str, deque[Exchange]]:
     for m in lines:
         if m.get("dir") != "out" or m.get("type") not in ANSWERS or m.get("again"):
             continue
-        answer = next((answers[(t, m["id"])] for t in ANSWERS[m["type"]]
-                       if (t, m["id"]) in answers), None)
+        answer = next((answers[(t, m.get("id"))] for t in ANSWERS[m["type"]]
+                       if (t, m.get("id")) in answers), None)
         if answer is None:
             continue  # never answered (the recording ended, or the agent was lost)
         queues[f"{m['type']} {m.get('cmd') or ''}"].append(Exchange(
