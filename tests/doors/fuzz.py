@@ -422,3 +422,21 @@ def damage_folder(draw: Any, folder: Path, outside: Path, times: int = 3) -> lis
             break
         done.append(damage_file(draw, draw(st.sampled_from(files)), outside))
     return done
+
+
+@contextlib.contextmanager
+def example_folder(factory: Any) -> Iterator[tuple[Path, Path]]:
+    """``(work, outside)`` for one generated example: the working folder, and a file beside it
+    that a symlink may point to (a read of it would be a read outside). Removed afterwards:
+    10 000 examples of copied bundles would fill a disk."""
+    import shutil
+
+    base = factory.mktemp("example")
+    work = base / "work"
+    work.mkdir()
+    outside = base / "outside.txt"
+    outside.write_text("not the working folder's\n")
+    try:
+        yield work, outside
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -18,6 +18,7 @@ from tests.doors.fuzz import (
     HOSTILE_NAMES,
     check,
     damage_folder,
+    example_folder,
     fuzz_settings,
     invoke,
     mutate_bytes,
@@ -56,18 +57,16 @@ def _damage_bag(draw, bundle) -> None:
 @given(data=st.data())
 def test_a_damaged_bundle_is_verified_or_refused_naming_what_disagrees(
         tmp_path_factory, clean_bundle, data):
-    work = tmp_path_factory.mktemp("work")
-    outside = work.parent / f"{work.name}-outside.txt"
-    outside.write_text("not the bundle's\n")
-    bundle = work / "bundle"
-    shutil.copytree(clean_bundle, bundle)
-    if data.draw(st.booleans()):
-        damage_folder(data.draw, bundle / "data", outside)
+    with example_folder(tmp_path_factory) as (work, outside):
+        bundle = work / "bundle"
+        shutil.copytree(clean_bundle, bundle)
         if data.draw(st.booleans()):
-            rewrite_bag(bundle)  # a tamperer who knows the format
-    if data.draw(st.booleans()):
-        _damage_bag(data.draw, bundle)
-    outcome = invoke(["audit", "verify", bundle], work)
+            damage_folder(data.draw, bundle / "data", outside)
+            if data.draw(st.booleans()):
+                rewrite_bag(bundle)  # a tamperer who knows the format
+        if data.draw(st.booleans()):
+            _damage_bag(data.draw, bundle)
+        outcome = invoke(["audit", "verify", bundle], work)
     check(outcome, {0, 1, 2}, bundle)
     if outcome.code == 2:
         assert len(outcome.errors) == 1, outcome.errors

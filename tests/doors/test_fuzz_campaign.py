@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.doors.fuzz import check, fuzz_settings, invoke, subprocess_check, toml_file
+from tests.doors.fuzz import (
+    check,
+    example_folder,
+    fuzz_settings,
+    invoke,
+    subprocess_check,
+    toml_file,
+)
 from tests.doors.inputs import EXAMPLES as EXAMPLE_FILES
 
 BASES = {name: (EXAMPLE_FILES / name).read_bytes()
@@ -20,21 +27,21 @@ BASES = {name: (EXAMPLE_FILES / name).read_bytes()
 @given(data=st.data())
 def test_a_generated_campaign_file_is_checked_or_refused_in_lines_naming_it(tmp_path_factory,
                                                                             data):
-    work = tmp_path_factory.mktemp("work")
-    base = BASES[data.draw(st.sampled_from(sorted(BASES)))]
-    path = work / "campaign.toml"
-    path.write_bytes(data.draw(toml_file(base)))
-    check(invoke(["campaign", "check", path], work), {0, 2}, path)
+    with example_folder(tmp_path_factory) as (work, _):
+        base = BASES[data.draw(st.sampled_from(sorted(BASES)))]
+        path = work / "campaign.toml"
+        path.write_bytes(data.draw(toml_file(base)))
+        check(invoke(["campaign", "check", path], work), {0, 2}, path)
 
 
 @fuzz_settings(share=0.2)
 @given(data=st.data())
 def test_a_generated_campaign_file_is_queued_or_refused_in_lines_naming_it(tmp_path_factory,
                                                                            data):
-    work = tmp_path_factory.mktemp("work")
-    path = work / "campaign.toml"
-    path.write_bytes(data.draw(toml_file(BASES["qubo-cpu.toml"])))
-    check(invoke(["queue", "add", path, "--db", work / "q.sqlite"], work), {0, 2}, path)
+    with example_folder(tmp_path_factory) as (work, _):
+        path = work / "campaign.toml"
+        path.write_bytes(data.draw(toml_file(BASES["qubo-cpu.toml"])))
+        check(invoke(["queue", "add", path, "--db", work / "q.sqlite"], work), {0, 2}, path)
 
 
 DEEP = {"arrays": "a = " + "[" * 5000 + "]" * 5000,

@@ -13,25 +13,30 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.doors.fuzz import check, damage_folder, fuzz_settings, invoke, subprocess_check
+from tests.doors.fuzz import (
+    check,
+    damage_folder,
+    example_folder,
+    fuzz_settings,
+    invoke,
+    subprocess_check,
+)
 from tests.doors.inputs import CASSETTE
 
 
-def _damaged(tmp_path_factory, data, times: int = 3):
-    work = tmp_path_factory.mktemp("work")
-    outside = work.parent / f"{work.name}-outside.txt"
-    outside.write_text("not the cassette's\n")
+def _damaged(work, outside, data, times: int = 3):
     cassette = work / "cassette"
     shutil.copytree(CASSETTE, cassette)
     damage_folder(data.draw, cassette, outside, times)
-    return work, cassette
+    return cassette
 
 
 @fuzz_settings()
 @given(data=st.data())
 def test_a_damaged_cassette_is_recomputed_or_refused_in_one_line(tmp_path_factory, data):
-    work, cassette = _damaged(tmp_path_factory, data)
-    outcome = invoke(["replay", "--analysis-only", cassette], work)
+    with example_folder(tmp_path_factory) as (work, outside):
+        cassette = _damaged(work, outside, data)
+        outcome = invoke(["replay", "--analysis-only", cassette], work)
     check(outcome, {0, 1, 2}, cassette)
     if outcome.code == 2:
         assert len(outcome.errors) == 1, outcome.errors
@@ -40,8 +45,9 @@ def test_a_damaged_cassette_is_recomputed_or_refused_in_one_line(tmp_path_factor
 @fuzz_settings(share=0.1)
 @given(data=st.data())
 def test_a_damaged_cassette_is_replayed_or_refused_in_one_line(tmp_path_factory, data):
-    work, cassette = _damaged(tmp_path_factory, data, times=2)
-    outcome = invoke(["replay", cassette], work)
+    with example_folder(tmp_path_factory) as (work, outside):
+        cassette = _damaged(work, outside, data, times=2)
+        outcome = invoke(["replay", cassette], work)
     check(outcome, {0, 1, 2}, cassette)
     if outcome.code == 2:  # a line per problem: a recorded campaign file may hold several
         assert all(line.startswith("error: ") for line in outcome.errors), outcome.errors
@@ -51,14 +57,12 @@ def test_a_damaged_cassette_is_replayed_or_refused_in_one_line(tmp_path_factory,
 @given(data=st.data())
 def test_a_damaged_cassettes_instrument_dialogue_is_exported_or_refused_in_one_line(
         tmp_path_factory, data):
-    work = tmp_path_factory.mktemp("work")
-    outside = work.parent / f"{work.name}-outside.txt"
-    outside.write_text("not the cassette's\n")
-    cassette = work / "cassette"
-    shutil.copytree(CASSETTE, cassette)
-    damage_folder(data.draw, cassette / "channels", outside, times=2)
-    outcome = invoke(["cassette", "export-pyvisa-sim", cassette, "--out", work / "dmm.yaml"],
-                     work)
+    with example_folder(tmp_path_factory) as (work, outside):
+        cassette = work / "cassette"
+        shutil.copytree(CASSETTE, cassette)
+        damage_folder(data.draw, cassette / "channels", outside, times=2)
+        outcome = invoke(["cassette", "export-pyvisa-sim", cassette, "--out",
+                          work / "dmm.yaml"], work)
     check(outcome, {0, 2}, cassette)
     if outcome.code == 2:
         assert len(outcome.errors) == 1, outcome.errors

@@ -10,7 +10,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.doors.fuzz import check, fuzz_settings, invoke, mutate_bytes, subprocess_check
+from tests.doors.fuzz import (
+    check,
+    example_folder,
+    fuzz_settings,
+    invoke,
+    mutate_bytes,
+    subprocess_check,
+)
 from tests.doors.stores import CAMPAIGN, make_store, with_wal_pending
 from tests.subprocesses import hilbench
 
@@ -68,17 +75,17 @@ def damaged_store(draw, stores):
 @given(data=st.data())
 def test_a_damaged_store_is_read_or_refused_in_one_line_naming_it(tmp_path_factory, stores,
                                                                   data):
-    work = tmp_path_factory.mktemp("work")
-    files = data.draw(damaged_store(stores))
-    path = work / "s.sqlite"
-    path.write_bytes(files.store)
-    if files.wal is not None:
-        (work / "s.sqlite-wal").write_bytes(files.wal)
-    command = COMMANDS[data.draw(st.sampled_from(sorted(COMMANDS)))]
-    outcome = invoke([*command, "--db", path], work)
-    check(outcome, {0, 2, 4}, path)
-    if outcome.code:
-        assert len(outcome.errors) == 1, outcome.errors
+    with example_folder(tmp_path_factory) as (work, _):
+        files = data.draw(damaged_store(stores))
+        path = work / "s.sqlite"
+        path.write_bytes(files.store)
+        if files.wal is not None:
+            (work / "s.sqlite-wal").write_bytes(files.wal)
+        command = COMMANDS[data.draw(st.sampled_from(sorted(COMMANDS)))]
+        outcome = invoke([*command, "--db", path], work)
+        check(outcome, {0, 2, 4}, path)
+        if outcome.code:
+            assert len(outcome.errors) == 1, outcome.errors
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))

@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.doors.fuzz import check, fuzz_settings, invoke, subprocess_check, toml_file
+from tests.doors.fuzz import (
+    check,
+    example_folder,
+    fuzz_settings,
+    invoke,
+    subprocess_check,
+    toml_file,
+)
 from tests.doors.inputs import EXAMPLES
 from tests.doors.stores import CAMPAIGN, make_store
 
@@ -28,17 +35,17 @@ def test_a_generated_system_file_is_read_or_refused_in_one_line_naming_it(
         tmp_path_factory, store, data):
     from hilbench.report.system import SystemFileError, load_system
 
-    work = tmp_path_factory.mktemp("work")
-    path = work / "system.toml"
-    path.write_bytes(data.draw(toml_file(BASE)))
-    outcome = invoke(["leaderboard", CAMPAIGN, "--system", path, "--db", store], work)
-    try:
-        load_system(path)
-    except SystemFileError:
-        check(outcome, {2}, path)
-        assert len(outcome.errors) == 1, outcome.errors  # the system file's one line
-    else:
-        check(outcome, {2}, NO_ROWS)
+    with example_folder(tmp_path_factory) as (work, _):
+        path = work / "system.toml"
+        path.write_bytes(data.draw(toml_file(BASE)))
+        outcome = invoke(["leaderboard", CAMPAIGN, "--system", path, "--db", store], work)
+        try:
+            load_system(path)
+        except SystemFileError:
+            check(outcome, {2}, path)
+            assert len(outcome.errors) == 1, outcome.errors  # the system file's one line
+        else:
+            check(outcome, {2}, NO_ROWS)
 
 
 SYSTEM_FILES = {
