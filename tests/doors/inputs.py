@@ -18,8 +18,8 @@ EXAMPLES = REPO / "examples"
 
 def make_bundle(out: Path) -> Path:
     """A bundle at ``out`` whose payload is the qubo-cpu cassette and its campaign row (the
-    simulated meter's instrument settings): `hilbench audit verify` recomputes its 45
-    figures."""
+    simulated meter's instrument settings): `hilbench audit verify` recomputes every figure
+    of its runs."""
     from hilbench.cassette.bundle import DATA, write_bag_files
     from hilbench.cassette.manifest import read_manifest
 
