@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hilbench.cassette.runs import NotReanalysable, RecordedRun, Recording
+from hilbench.confined_read import ConfinedFolder
 from hilbench.documents import Metric
 from hilbench.orchestrator.procedure import ProcedureError, load_procedure, procedure_names
 
@@ -34,8 +35,8 @@ def figure(value: float | None, meta: dict[str, Any] | None) -> float | None:
     """The value a metric stands for: an overrun's is kept in ``meta.measured``."""
     if value is not None:
         return float(value)
-    measured = (meta or {}).get("measured")
-    return None if measured is None else float(measured)
+    measured = meta.get("measured") if isinstance(meta, dict) else None
+    return float(measured) if isinstance(measured, (int, float)) else None
 
 
 def _differs(stored: float | None, again: float | None, rel_tol: float) -> bool:
@@ -73,7 +74,9 @@ def compare_run(recording: Recording, run: RecordedRun, out: Comparison,
     except NotReanalysable as exc:
         out.differences.append(f"{run.label()}: {exc}")
         return
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError) as exc:
+        # the recorded documents are not what the analysis reads (a field missing or of
+        # another type): the run cannot be re-analysed, which is a difference, said in a line
         out.differences.append(f"{run.label()}: cannot be re-analysed from the recording "
                                f"({type(exc).__name__}: {exc})")
         return
@@ -81,13 +84,13 @@ def compare_run(recording: Recording, run: RecordedRun, out: Comparison,
         out.not_recomputed[procedure] = out.not_recomputed.get(procedure, 0) + 1
         return
     for name, stored in run.metrics.items():
-        mine = again.get(name)
+        mine = again.get(name)  # stored: a metric document, its value checked for type
         if mine is None:
             out.differences.append(f"{run.label()}: metric {name} stored "
-                                   f"{figure(stored['value'], stored.get('meta'))!r}, "
+                                   f"{figure(stored.get('value'), stored.get('meta'))!r}, "
                                    "not recomputed")
             continue
-        old = figure(stored["value"], stored.get("meta"))
+        old = figure(stored.get("value"), stored.get("meta"))
         new = figure(mine.value, mine.meta)
         out.figures[(run.uid, name)] = (old, new)
         out.compared += 1
@@ -105,7 +108,7 @@ def compare_run(recording: Recording, run: RecordedRun, out: Comparison,
                                f"{figure(again[name].value, again[name].meta)!r}, not stored")
 
 
-def compare_recording(folder: str | Path, rel_tol: float = 0.0) -> Comparison:
+def compare_recording(folder: str | Path | ConfinedFolder, rel_tol: float = 0.0) -> Comparison:
     """Check the sample files' sha256, then re-analyse every successful run of a cassette (or
     a bundle's ``data/``)."""
     recording = Recording(folder)

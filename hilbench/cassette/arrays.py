@@ -11,12 +11,14 @@ batch in the narrowest of ``<i1``/``<i2``/``<f8`` raw stamps) and ``S.index`` (o
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
 import numpy as np
 
+from hilbench.confined_read import ConfinedFolder, confined
 from hilbench.private_files import open_private
 
 INDEX_DTYPE = np.dtype([("n", "<i8"), ("t_first", "<f8"), ("t_last", "<f8"), ("code", "<i8")])
@@ -24,6 +26,7 @@ INDEX_DTYPE = np.dtype([("n", "<i8"), ("t_first", "<f8"), ("t_last", "<f8"), ("c
 ZERO, INT8, INT16, RAW = 0, 1, 2, 8
 _RESIDUAL = {INT8: np.dtype("<i1"), INT16: np.dtype("<i2")}
 SUFFIXES = ("values", "stamps", "index")
+HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 
 
 def _line(t_first: float, t_last: float, n: int) -> np.ndarray:
@@ -103,16 +106,33 @@ class StreamWriter:
         return {suffix: h.hexdigest() for suffix, h in self._hashes.items()}
 
 
-def read_stream(folder: Path, name: str) -> tuple[np.ndarray, np.ndarray]:
+def read_stream(folder: Path | ConfinedFolder, name: str,
+                samples: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(t, values)`` of a stream, the stamps restored exactly. A file cut short by a killed
-    recording yields the batches written whole before the cut."""
-    index = np.frombuffer(_whole(folder / f"{name}.index", INDEX_DTYPE.itemsize),
-                          dtype=INDEX_DTYPE)
-    values_all = np.frombuffer((folder / f"{name}.values").read_bytes(), dtype="<u1")
-    stamps_all = (folder / f"{name}.stamps").read_bytes()
+    recording yields the batches written whole before the cut.
+
+    Read inside ``folder`` (:mod:`hilbench.confined_read`) with every size bounded before the
+    file is read: the index by ``samples`` (the count its stream's end recorded: a batch
+    holds one sample or more), the values and stamps by what the index says they hold. A
+    larger file, or an index row that cannot be, is a ValueError naming it."""
+    files = confined(folder)
+    item = INDEX_DTYPE.itemsize
+    data = files.read(f"{name}.index",
+                      max_bytes=None if samples is None else item * max(samples, 1))
+    index = np.frombuffer(data[: len(data) - len(data) % item], dtype=INDEX_DTYPE)
+    rows = index.tolist()
+    for row, (n, _, _, code) in enumerate(rows, start=1):
+        if n < 1 or code not in (ZERO, RAW, *_RESIDUAL):
+            raise ValueError(f"{files.label(name + '.index')}: batch {row} holds {n} "
+                             f"sample(s) with stamp code {code}: not an index this hilbench "
+                             "wrote")
+    total = sum(n for n, *_ in rows)
+    values_all = np.frombuffer(files.read(f"{name}.values", max_bytes=8 * total), dtype="<u1")
+    stamps_all = files.read(f"{name}.stamps",
+                            max_bytes=sum(stamp_bytes(code, n) for n, _, _, code in rows))
     ts, vs = [], []
     v_at = s_at = 0
-    for n, t_first, t_last, code in index.tolist():
+    for n, t_first, t_last, code in rows:
         size = stamp_bytes(code, n)
         if v_at + 8 * n > len(values_all) or s_at + size > len(stamps_all):
             break
@@ -123,13 +143,6 @@ def read_stream(folder: Path, name: str) -> tuple[np.ndarray, np.ndarray]:
     if not ts:
         return np.empty(0), np.empty(0)
     return np.concatenate(ts), np.concatenate(vs)
-
-
-def _whole(path: Path, item: int) -> bytes:
-    data = path.read_bytes()
-    return data[: len(data) - len(data) % item]
-
-
 
 
 # --- message and instrument arrays: one file per distinct content, named by its sha256 -------
@@ -150,11 +163,15 @@ def put_blob(folder: Path, data: bytes) -> str:
     return digest
 
 
-def get_blob(folder: Path, digest: str) -> bytes:
-    path = folder / BLOBS / digest
-    data = path.read_bytes()
+def get_blob(folder: Path | ConfinedFolder, digest: str) -> bytes:
+    """The bytes stored under ``digest`` (read inside ``folder``), checked against it."""
+    files = confined(folder)
+    if not isinstance(digest, str) or not HEX64.match(digest):
+        raise ValueError(f"{files}: array reference {digest!r:.80} is not a sha256")
+    name = f"{BLOBS}/{digest}"
+    data = files.read(name)
     if hashlib.sha256(data).hexdigest() != digest:
-        raise ValueError(f"{path}: content does not match its sha256 name")
+        raise ValueError(f"{files.label(name)}: content does not match its sha256 name")
     return data
 
 
@@ -167,7 +184,19 @@ def put_array(folder: Path, array: np.ndarray, *, store: bool = True) -> dict[st
     return {"sha256": digest, "dtype": array.dtype.str, "shape": list(array.shape)}
 
 
-def get_array(folder: Path, ref: dict[str, object]) -> np.ndarray:
-    data = get_blob(folder, str(ref["sha256"]))
-    shape = tuple(int(n) for n in ref["shape"])  # type: ignore[attr-defined]
-    return np.frombuffer(data, dtype=np.dtype(str(ref["dtype"]))).reshape(shape).copy()
+def get_array(folder: Path | ConfinedFolder, ref: dict[str, object]) -> np.ndarray:
+    """The array a reference names; a reference that is not one is a ValueError."""
+    if not isinstance(ref, dict) or not isinstance(ref.get("shape"), list) \
+            or not all(isinstance(n, int) and n >= 0 for n in ref["shape"]) \
+            or not isinstance(ref.get("dtype"), str):
+        raise ValueError(f"{folder}: {ref!r:.80} is not an array reference")
+    data = get_blob(folder, ref.get("sha256"))  # type: ignore[arg-type]
+    try:
+        dtype = np.dtype(ref["dtype"])
+    except TypeError:
+        dtype = np.dtype(object)
+    if dtype.hasobject:
+        raise ValueError(f"{folder}: array {ref['sha256']}: dtype {ref['dtype']!r} is not "
+                         "a plain number type")
+    shape = tuple(ref["shape"])
+    return np.frombuffer(data, dtype=dtype).reshape(shape).copy()

@@ -13,8 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from hilbench.bounded_parse import MAX_JSON_BYTES
+from hilbench.cassette.arrays import HEX64
 from hilbench.cassette.manifest import write_manifest
 from hilbench.cassette.recorder import DOCUMENTS, CassetteRecorder
+from hilbench.confined_read import ConfinedError, ConfinedFolder, entry_parts
 from hilbench.documents import Samples
 from hilbench.filehash import sha256_file
 from hilbench.private_files import open_private, private_dir
@@ -23,6 +26,12 @@ from hilbench.store import Store
 
 DATA = "data"
 MANIFEST = "manifest-sha256.txt"
+BAGIT = "bagit.txt"
+BAG_INFO = "bag-info.txt"
+MAX_TAG_BYTES = 1 << 20
+# ~130 bytes a line: 250 000 payload files (a campaign of 10 000 three-phase runs with one
+# meter has ~90 000)
+MAX_MANIFEST_BYTES = 32 << 20
 
 
 def export_bundle(db: Path, campaign_ref: str, out: Path, system: Path | None = None) -> int:
@@ -83,37 +92,123 @@ def write_bag_files(out: Path, description: str) -> None:
     with open_private(out / MANIFEST, "x") as fh:
         for path in files:
             fh.write(f"{sha256_file(path)}  {path.relative_to(out).as_posix()}\n")
-    with open_private(out / "bagit.txt", "x") as fh:
+    with open_private(out / BAGIT, "x") as fh:
         fh.write("BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n")
     size = sum(p.stat().st_size for p in files)
     # one line: a campaign name with a line break must not add tags of its own
     description = "".join(c if c.isprintable() else " " for c in description)
-    with open_private(out / "bag-info.txt", "x") as fh:
+    with open_private(out / BAG_INFO, "x") as fh:
         fh.write(f"Bagging-Date: {time.strftime('%Y-%m-%d', time.gmtime())}\n"
                  f"Bag-Software-Agent: hilbench\nExternal-Description: {description}\n"
                  f"Payload-Oxum: {size}.{len(files)}\n")
 
 
+class NotABundle(ValueError):
+    """A folder with neither of a bag's declaration files: given by mistake, not tampered."""
+
+
 def check_bag(out: Path) -> list[str]:
-    """One line per payload file whose sha256 differs from the manifest, is missing, or is not
-    listed."""
-    manifest = out / MANIFEST
-    if not manifest.exists():
-        return [f"{manifest}: missing (not a bundle)"]
-    problems, listed = [], set()
-    for number, text in enumerate(manifest.read_text().splitlines(), start=1):
-        digest, _, name = text.partition("  ")
-        if not name:
-            problems.append(f"{manifest} line {number}: not 'SHA256  PATH'")
+    """One line per payload file that is missing, not listed, not a regular file inside the
+    bundle, or whose sha256 differs from the manifest; and per manifest line that does not
+    name such a file (``..``, an absolute path, a symlink on the way: never read).
+
+    Nothing is read beyond what the bag declares: every read stays in the bundle
+    (:mod:`hilbench.confined_read`); the payload's size is checked against bag-info.txt's
+    Payload-Oxum before a byte is hashed (more bytes than declared: nothing is hashed); a
+    JSON-lines file fails at its first line longer than a JSON line may be."""
+    files = ConfinedFolder(out)
+    if not files.exists(MANIFEST) and not files.exists(BAGIT):
+        raise NotABundle(f"{out} is not an audit bundle: it has no {MANIFEST} and no {BAGIT} "
+                         "(`hilbench audit export` writes them)")
+    problems: list[str] = []
+    present: dict[str, int] = {}  # payload file -> size
+    refused: set[str] = set()  # payload entries that are no regular file: said, never read
+    try:
+        for name, kind, size in files.walk(DATA):
+            if kind == "file":
+                present[name] = size
+            elif kind != "folder":
+                refused.add(name)
+                problems.append(f"{files.label(name)}: {kind} in the payload (a bundle holds "
+                                "regular files only; not followed)")
+    except ConfinedError as exc:
+        return [*problems, str(exc)]
+    listed = _listed(files, problems)
+    declared = _oxum(files, problems)
+    size = sum(present.values())
+    if declared is not None and size > declared[0]:
+        problems.append(f"{files.label(BAG_INFO)}: Payload-Oxum declares {declared[0]} bytes, "
+                        f"{DATA}/ holds {size}: nothing hashed")
+        return problems
+    if declared is not None and (size, len(present)) != declared:
+        problems.append(f"{files.label(BAG_INFO)}: Payload-Oxum declares {declared[0]} bytes "
+                        f"in {declared[1]} files, {DATA}/ holds {size} bytes in "
+                        f"{len(present)}")
+    for name, digest in listed.items():
+        label = files.label(name)
+        if name in refused:
             continue
-        listed.add(name)
-        path = out / name
-        if not path.is_file():
-            problems.append(f"{name}: listed in {MANIFEST} but missing")
-        elif sha256_file(path) != digest:
-            problems.append(f"{name}: sha256 differs from {MANIFEST} (file changed)")
-    for path in sorted((out / DATA).rglob("*")):
-        name = path.relative_to(out).as_posix()
-        if path.is_file() and name not in listed:
-            problems.append(f"{name}: not listed in {MANIFEST}")
+        if name not in present:
+            problems.append(f"{label}: listed in {MANIFEST} but missing")
+            continue
+        bound = MAX_JSON_BYTES if name.endswith((".jsonl", ".json")) else None
+        try:
+            if files.sha256(name, max_line_bytes=bound) != digest:
+                problems.append(f"{label}: sha256 differs from {MANIFEST} (file changed)")
+        except ConfinedError as exc:
+            problems.append(str(exc))
+    problems += [f"{files.label(name)}: not listed in {MANIFEST}"
+                 for name in present if name not in listed]
     return problems
+
+
+def _listed(files: ConfinedFolder, problems: list[str]) -> dict[str, str]:
+    """The manifest's entries, name -> sha256; a line that does not name a payload file
+    inside the bundle is a problem, never read."""
+    listed: dict[str, str] = {}
+    where = files.label(MANIFEST)
+    try:
+        with files.open(MANIFEST, max_bytes=MAX_MANIFEST_BYTES) as f:
+            for number, raw in enumerate(f.lines(MAX_JSON_BYTES), start=1):
+                text = raw.decode("utf-8", "replace").rstrip("\r\n")
+                digest, _, name = text.partition("  ")
+                if not name or not HEX64.match(digest.lower()):
+                    problems.append(f"{where} line {number}: not 'SHA256  PATH' "
+                                    f"({text!r:.80})")
+                    continue
+                try:
+                    parts = entry_parts(name)
+                except ConfinedError as exc:
+                    problems.append(f"{where} line {number}: {exc}: not read")
+                    continue
+                if parts[0] != DATA or len(parts) < 2:
+                    problems.append(f"{where} line {number}: {name!r:.80} is not in {DATA}/: "
+                                    "not read")
+                elif name in listed:
+                    problems.append(f"{where} line {number}: {name} listed twice")
+                else:
+                    listed[name] = digest.lower()
+    except ConfinedError as exc:
+        problems.append(str(exc))
+    return listed
+
+
+def _oxum(files: ConfinedFolder, problems: list[str]) -> tuple[int, int] | None:
+    """bag-info.txt's Payload-Oxum (octets, files), if it declares one."""
+    if not files.exists(BAG_INFO):
+        return None
+    try:
+        text = files.read(BAG_INFO, max_bytes=MAX_TAG_BYTES).decode("utf-8", "replace")
+    except ConfinedError as exc:
+        problems.append(str(exc))
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() != "Payload-Oxum":
+            continue
+        octets, dot, count = value.strip().partition(".")
+        if dot and octets.isdigit() and count.isdigit():
+            return int(octets), int(count)
+        problems.append(f"{files.label(BAG_INFO)}: Payload-Oxum {value.strip()!r:.60} is not "
+                        "OCTETS.FILES")
+    return None

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hilbench.cassette.channels import CHANNELS, SPAWNED
-from hilbench.cassette.reader import _jsonl
+from hilbench.cassette.reader import channel_files, jsonl
 from hilbench.cassette.replay import load_recorded_campaign
 
 # Queries that read data or clear state: never sent to a live instrument.
@@ -38,7 +38,8 @@ def identity_queries(lines: list[dict[str, Any]]) -> list[tuple[str, str]]:
     one answer every time it was asked, inline text, not a data or status read."""
     answers: dict[str, set[str]] = {}
     for line in lines:
-        if line.get("op") != "query" or "error" in line or not line.get("args"):
+        if line.get("op") != "query" or "error" in line or not line.get("args") \
+                or not isinstance(line["args"], list):
             continue
         command, result = line["args"][0], line.get("result")
         if not isinstance(command, str) or not isinstance(result, str):
@@ -85,9 +86,9 @@ def compare_maps(where: str, recorded: Any, live: Any, path: str = "") -> list[s
 
 
 def _channels(folder: Path, kind: str) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
-    for path in sorted((folder / CHANNELS).glob("*.jsonl")):
-        lines = list(_jsonl(path))
-        if lines and path.name != SPAWNED and lines[0].get("channel") == kind:
+    for name in channel_files(folder):
+        lines = [line for _, line in jsonl(folder, name)]
+        if lines and name != f"{CHANNELS}/{SPAWNED}" and lines[0].get("channel") == kind:
             yield lines[0], lines[1:]
 
 
@@ -111,12 +112,18 @@ def against_live(folder: str | Path, agents: dict[str, str], visa: dict[str, str
         welcome = next((m for m in lines if m.get("type") == "welcome"), None)
         if welcome is None:
             continue
+        if not isinstance(welcome.get("body"), dict):
+            outcome.differences.append(f"agent {agent_id}: the recorded welcome holds no "
+                                       "identity to compare")
+            continue
         _greet(agent_id, specs.get(agent_id), agents.get(agent_id), welcome["body"], outcome,
                campaign.key)
     library = {spec.resource: spec.visa_library for spec in campaign.instruments
                if spec.resource}
     for header, lines in _channels(folder, "visa"):
         recorded = str(header.get("resource"))
+        options = header.get("options")
+        header = {**header, "options": options if isinstance(options, dict) else {}}
         resource = visa.get(recorded, recorded)
         queries = identity_queries(lines)
         lib = visa_library if visa_library is not None else library.get(recorded, "@py")

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from hilbench import __version__
+from hilbench.bounded_parse import MAX_JSON_BYTES, MAX_TOML_BYTES, json_object, read_bounded
 from hilbench.cassette import FORMAT_VERSION
+from hilbench.confined_read import ConfinedFolder, confined
 from hilbench.private_files import open_private
 
 MANIFEST = "manifest.json"
@@ -69,7 +71,7 @@ def base_manifest(campaign_file: Path | None, campaign: Any = None,
         "clock_offsets": {},
     }
     if campaign_file is not None:
-        data = Path(campaign_file).read_bytes() if content is None else content
+        data = campaign_bytes(campaign_file) if content is None else content
         # where it was: a replay resolves the campaign's relative paths there
         manifest["campaign_path"] = str(Path(campaign_file).resolve())
         manifest["campaign_file"] = {"name": Path(campaign_file).name,
@@ -82,6 +84,11 @@ def base_manifest(campaign_file: Path | None, campaign: Any = None,
     return manifest
 
 
+def campaign_bytes(path: Path) -> bytes:
+    """The campaign file read again for the cassette, bounded as when it was checked."""
+    return read_bounded(path, MAX_TOML_BYTES, "campaign file")
+
+
 def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
     """Replace the manifest whole (write beside, then rename): a reader never sees half."""
     tmp = folder / f".{MANIFEST}.tmp"
@@ -92,16 +99,16 @@ def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
     os.replace(tmp, folder / MANIFEST)
 
 
-def read_manifest(folder: Path) -> dict[str, Any]:
-    path = folder / MANIFEST
-    try:
-        manifest = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ValueError(f"{folder} is not a cassette: no {MANIFEST}") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not JSON ({exc})") from None
+def read_manifest(folder: Path | ConfinedFolder) -> dict[str, Any]:
+    """The manifest of the cassette in ``folder`` (read inside it, bounded); a ValueError
+    naming the file when there is none, it is no JSON object, or another format version."""
+    files = confined(folder)
+    if not files.exists(MANIFEST):
+        raise ValueError(f"{files} is not a cassette: no {MANIFEST}")
+    path = files.label(MANIFEST)
+    manifest = json_object(files.read(MANIFEST, max_bytes=MAX_JSON_BYTES), path)
     version = manifest.get("format_version")
     if version != FORMAT_VERSION:
-        raise ValueError(f"{path}: format_version {version!r}; this hilbench reads "
+        raise ValueError(f"{path}: format_version {version!r:.40}; this hilbench reads "
                          f"{FORMAT_VERSION}")
     return manifest

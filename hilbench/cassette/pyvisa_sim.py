@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-CHANNELS = "channels"
+from hilbench.cassette.channels import CHANNELS
+from hilbench.cassette.reader import channel_files, jsonl
+
 READS = ("read",)
 TEXT_QUERIES = ("query",)
 
@@ -48,31 +50,29 @@ class Dialogue:
 
 
 def read_dialogues(cassette: Path) -> list[Dialogue]:
-    """Every recorded VISA resource's dialogue; ValueError when the cassette has none."""
-    paths = sorted((cassette / CHANNELS).glob("visa-*.jsonl"))
-    if not paths:
+    """Every recorded VISA resource's dialogue (read inside the cassette, each line bounded);
+    ValueError when the cassette has none."""
+    names = [name for name in channel_files(cassette)
+             if name.split("/")[-1].startswith("visa-")]
+    if not names:
         raise ValueError(f"{cassette} holds no VISA channel ({CHANNELS}/visa-*.jsonl): it was "
                          "recorded without instruments, or by a hilbench before channels")
-    return [_dialogue(path) for path in paths]
+    return [_dialogue(cassette, name) for name in names]
 
 
-def _dialogue(path: Path) -> Dialogue:
-    lines = []
-    with open(path, encoding="utf-8") as fh:
-        for number, text in enumerate(fh, start=1):
-            if not text.endswith("\n"):
-                break  # a recording killed mid-line
-            try:
-                lines.append(json.loads(text))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path} line {number}: not JSON ({exc})") from None
-    if not lines or lines[0].get("channel") != "visa":
+def _dialogue(cassette: Path, name: str) -> Dialogue:
+    lines = [line for _, line in jsonl(cassette, name)]
+    path = cassette / name
+    if not lines or lines[0].get("channel") != "visa" \
+            or not isinstance(lines[0].get("resource"), str):
         raise ValueError(f"{path}: no visa channel header on its first line")
     header = lines[0]
-    dialogue = Dialogue(str(header["resource"]), dict(header.get("options") or {}))
+    options = header.get("options")
+    dialogue = Dialogue(header["resource"], dict(options) if isinstance(options, dict) else {})
     pending: str | None = None  # a written command that a read may answer
     for line in lines[1:]:
-        op, args = line.get("op"), line.get("args") or []
+        op, args = line.get("op"), line.get("args")
+        args = args if isinstance(args, list) else []
         if "error" in line:
             dialogue.skipped.add(f"{op} {args[:1]} (raised {line['error']})")
             pending = None

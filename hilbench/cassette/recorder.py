@@ -13,7 +13,13 @@ import numpy as np
 
 from hilbench.cassette.arrays import StreamWriter
 from hilbench.cassette.channels import CHANNELS, ChannelRecorder
-from hilbench.cassette.manifest import MANIFEST, base_manifest, read_manifest, write_manifest
+from hilbench.cassette.manifest import (
+    MANIFEST,
+    base_manifest,
+    campaign_bytes,
+    read_manifest,
+    write_manifest,
+)
 from hilbench.documents import Document, PhaseStart, RunStart, Samples
 from hilbench.orchestrator.recorder import JsonlRecorder
 from hilbench.private_files import open_private, private_dir
@@ -62,7 +68,7 @@ class CassetteRecorder:
         if campaign_file is not None and not (self.folder / CAMPAIGN).exists():
             # what a replay runs again (a continued cassette keeps the one it has)
             with open_private(self.folder / CAMPAIGN, "x", binary=True) as fh:
-                fh.write(Path(campaign_file).read_bytes() if content is None else content)
+                fh.write(campaign_bytes(campaign_file) if content is None else content)
         # channels: agent traffic, VISA I/O, helpers and clock readings, recorded from now
         # until close() (hilbench.cassette.channels)
         self._tapping = contextlib.ExitStack()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import math
 import sys
 import tempfile
@@ -27,12 +26,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import tomllib
 
 from hilbench import clock
+from hilbench.bounded_parse import MAX_TOML_BYTES, toml_document
 from hilbench.cassette import tap
 from hilbench.cassette.channels import CHANNELS, CLOCK, SPAWNED, visa_hook
-from hilbench.cassette.reader import Cassette, _jsonl
+from hilbench.cassette.manifest import read_manifest
+from hilbench.cassette.reader import Cassette, channel_files, jsonl
 from hilbench.cassette.recorder import CAMPAIGN
 from hilbench.cassette.standins import (
     Failures,
@@ -42,6 +42,7 @@ from hilbench.cassette.standins import (
     StandInResource,
     nearest,
 )
+from hilbench.confined_read import confined
 
 
 @dataclasses.dataclass
@@ -100,6 +101,33 @@ class VirtualClock:
         return None  # the next reading is the recorded one: nothing to wait for
 
 
+_TEXT = (str, type(None))
+# What the stand-ins read of each channel's lines (header first), and its type: a line that
+# holds another type is refused before the replay starts.
+CHANNEL_LINES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "agent": ({"agent": str, "address": str},
+              {"dir": str, "type": _TEXT, "id": _TEXT, "cmd": _TEXT, "body": (dict, type(None)),
+               "arrays": list, "again": bool}),
+    "visa": ({"resource": str, "options": (dict, type(None))},
+             {"op": _TEXT, "args": list, "kwargs": (dict, type(None)), "error": _TEXT,
+              "message": _TEXT, "error_code": (int, type(None))}),
+}
+
+
+def _check_lines(lines: list[dict[str, Any]], schema: tuple[dict[str, Any], dict[str, Any]],
+                 where: str) -> None:
+    for number, line in enumerate(lines, start=1):
+        wanted = schema[0] if number == 1 else schema[1]
+        for key, kind in wanted.items():
+            if (key in line or number == 1) and not isinstance(line.get(key), kind):
+                raise ValueError(f"{where} line {number}: {key} is {line.get(key)!r:.80}, "
+                                 "not what a recording writes there")
+        for ref in line.get("arrays", []) if number > 1 else ():
+            if not isinstance(ref, dict) or not isinstance(ref.get("sha256"), str):
+                raise ValueError(f"{where} line {number}: {ref!r:.80} is not an array "
+                                 "reference")
+
+
 class ReplayTap:
     """The tap of a replay: stand-ins for agents, helpers and VISA resources; the virtual
     clock."""
@@ -107,26 +135,28 @@ class ReplayTap:
     def __init__(self, folder: Path, failures: Failures) -> None:
         self.folder = folder
         self.failures = failures
-        channels = folder / CHANNELS
-        if not channels.is_dir():
+        files = confined(folder)
+        if not files.exists(CHANNELS):
             why = _manifest_field(folder, "channels") or (
                 "it was recorded without channels (before hilbench recorded them)")
             raise ValueError(f"{folder} has no {CHANNELS}/: {why}; it cannot be replayed with "
                              "stand-ins (hilbench replay --analysis-only recomputes its figures)")
         self.agents: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
         self.visa: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
-        for path in sorted(channels.glob("*.jsonl")):
-            lines = list(_jsonl(path))
-            if not lines or path.name == SPAWNED:
+        for name in channel_files(files):
+            lines = [line for _, line in jsonl(files, name)]
+            if not lines or name == f"{CHANNELS}/{SPAWNED}":
                 continue
             header = lines[0]
-            if header.get("channel") == "agent":
-                self.agents.append((header, lines[1:]))
-            elif header.get("channel") == "visa":
-                self.visa.append((header, lines[1:]))
-        self.spawned = deque(line for line in _jsonl(channels / SPAWNED)
-                             if line.get("kind") == "spawned")
-        data = (channels / CLOCK).read_bytes()
+            kind = header.get("channel")
+            if kind in CHANNEL_LINES:
+                _check_lines(lines, CHANNEL_LINES[kind], files.label(name))
+                (self.agents if kind == "agent" else self.visa).append((header, lines[1:]))
+        self.spawned = deque(line for _, line in jsonl(files, f"{CHANNELS}/{SPAWNED}")
+                             if line.get("kind") == "spawned"
+                             and isinstance(line.get("name"), str)
+                             and isinstance(line.get("address"), str))
+        data = files.read(f"{CHANNELS}/{CLOCK}")
         self.clock = VirtualClock(np.frombuffer(data[: len(data) - len(data) % 8], "<f8"),
                                   failures)
         self.stand_ins: dict[str, tuple[StandInAgent, list[dict[str, Any]]]] = {}  # by address
@@ -285,7 +315,7 @@ def compare_figures(recorded: tuple[list, dict], replayed: FigureCollector) -> t
             compared += 1
             other = mine.pop(figure["name"], None)
             if other is None:
-                lines.append(f"{label}: {figure['name']} = {figure['value']!r} recorded, not "
+                lines.append(f"{label}: {figure['name']} = {figure.get('value')!r} recorded, not "
                              "computed in the replay")
                 continue
             for key in ("value", "uncertainty", "unit"):
@@ -305,15 +335,15 @@ def load_recorded_campaign(folder: Path, *, stand_ins: bool = False) -> Any:
     (another environment, e.g. a vendor SDK's) is not needed, as its stand-in replaces it."""
     from hilbench.orchestrator.campaign import parse_campaign
 
-    path = folder / CAMPAIGN
-    if not path.exists():
+    files = confined(folder)
+    if not files.exists(CAMPAIGN):
         raise ValueError(f"{folder} holds no {CAMPAIGN}: recorded by an older hilbench, it "
                          "cannot be replayed")
-    manifest = json.loads((folder / "manifest.json").read_text())
-    source = manifest.get("campaign_path")
-    if not source or not Path(source).parent.is_dir():
-        source = str(path)
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    path = files.label(CAMPAIGN)
+    source = read_manifest(files).get("campaign_path")
+    if not isinstance(source, str) or not source or not Path(source).parent.is_dir():
+        source = path
+    data = toml_document(files.read(CAMPAIGN, max_bytes=MAX_TOML_BYTES), path)
     if stand_ins:
         for agent in data.get("agents", []):
             if isinstance(agent, dict) and "python" in agent:
@@ -338,7 +368,11 @@ def replay_cassette(folder: str | Path, *, strict: bool = True) -> ReplayOutcome
     collector = FigureCollector()
     stopped: str | None = None
     try:
-        campaign = _to_stand_ins(campaign, replay_tap)
+        try:
+            campaign = _to_stand_ins(campaign, replay_tap)
+        except (KeyError, TypeError, AttributeError) as exc:  # a channel's line, not a bug
+            raise ValueError(f"{folder}: an agent channel cannot be played back "
+                             f"({type(exc).__name__}: {exc})") from None
         with tempfile.TemporaryDirectory(prefix="hilbench-replay-") as tmp:
             runner = CampaignRunner(campaign, Path(tmp) / "replay.sqlite",
                                     consumers=[collector], again=True)
@@ -392,8 +426,6 @@ def _to_stand_ins(campaign: Any, replay_tap: ReplayTap) -> Any:
 
 def _manifest_field(folder: Path, key: str) -> str | None:
     """One field of the cassette's manifest, None when it or the manifest is missing."""
-    from hilbench.cassette.manifest import read_manifest
-
     try:
         value = read_manifest(folder).get(key)
     except (OSError, ValueError):

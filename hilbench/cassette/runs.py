@@ -12,20 +12,24 @@ Reads both layouts a recording comes in: a cassette's run documents (``run_start
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from hilbench.cassette.reader import Cassette, Stream
+from hilbench.cassette.manifest import MANIFEST
+from hilbench.cassette.reader import Cassette, Stream, read_json_object
+from hilbench.cassette.recorder import DOCUMENTS
+from hilbench.confined_read import ConfinedFolder
 from hilbench.documents import DocumentStream, Metric
 from hilbench.orchestrator.client import ClockOffset
 from hilbench.orchestrator.instruments import Instrument, InstrumentSpec, _instrument_class
 from hilbench.orchestrator.phases import Phase, RunContext
 from hilbench.power.align import IntervalEstimate
 from hilbench.power.source import SampleBatch
+
+CAMPAIGN_ROW = "campaign.json"  # an audit bundle's campaign row
 
 
 class NotReanalysable(ValueError):
@@ -80,29 +84,38 @@ class RecordedRun:
 
 
 def load_runs(cassette: Cassette) -> dict[str, RecordedRun]:
-    """Every run of the recording by uid, in recorded order."""
+    """Every run of the recording by uid, in recorded order; a document of a run that never
+    started is a ValueError naming it."""
     runs: dict[str, RecordedRun] = {}
+
+    def of(doc: dict[str, Any]) -> RecordedRun:
+        run = runs.get(doc["run_uid"])
+        if run is None:
+            raise NotReanalysable(f"{cassette.files.label(DOCUMENTS)}: a {doc['kind']} of run "
+                                  f"{doc['run_uid']!r:.60}, which no document started")
+        return run
+
     for doc in cassette.documents():
         kind = doc.get("kind")
         if kind in ("run", "run_start"):
             runs[doc["uid"]] = RecordedRun(doc)
         elif kind in ("phase", "phase_start"):
-            runs[doc["run_uid"]].phases.append(doc)
+            of(doc).phases.append(doc)
         elif kind == "event":
-            runs[doc["run_uid"]].events.append(doc)
+            of(doc).events.append(doc)
         elif kind == "metric":
-            runs[doc["run_uid"]].metrics[doc["name"]] = doc
+            of(doc).metrics[doc["name"]] = doc
         elif kind == "run_stop":
-            runs[doc["run_uid"]].run["status"] = doc["exit_status"]
+            of(doc).run["status"] = doc["exit_status"]
     return runs
 
 
 class Recording:
     """A cassette or bundle payload with its runs, streams and instruments."""
 
-    def __init__(self, folder: str | Path) -> None:
-        self.folder = Path(folder)
-        self.cassette = Cassette(self.folder)
+    def __init__(self, folder: str | Path | ConfinedFolder) -> None:
+        self.cassette = Cassette(folder)
+        self.folder = self.cassette.folder
         self.runs = load_runs(self.cassette)
         self.streams: dict[tuple[str | None, str], Stream] = {
             (s.phase_uid, s.source): s for s in self.cassette.streams()}
@@ -111,18 +124,11 @@ class Recording:
     def instrument_specs(self) -> list[InstrumentSpec]:
         """The instruments as the campaign configured them: the cassette manifest's, else the
         bundle's campaign row."""
-        found = [InstrumentSpec(id=key, driver=value["driver"], measures=value["measures"],
-                                resource=value.get("resource"), simulate=value.get("simulate"),
-                                settings=dict(value.get("settings") or {}))
-                 for key, value in (self.cassette.manifest.get("instruments") or {}).items()
-                 if "driver" in value]
-        row = self.folder / "campaign.json"
-        if not found and row.is_file():
-            config = json.loads(row.read_text()).get("config") or {}
-            found = [InstrumentSpec(id=i["id"], driver=i["driver"], measures=i["measures"],
-                                    resource=i.get("resource"), simulate=i.get("simulate"),
-                                    settings=dict(i.get("settings") or {}))
-                     for i in config.get("instruments") or []]
+        found = [_instrument_spec(key, value, self.cassette.files.label(MANIFEST))
+                 for key, value in _mapping(self.cassette.manifest.get("instruments")).items()
+                 if isinstance(value, dict) and "driver" in value]
+        if not found and self.cassette.files.exists(CAMPAIGN_ROW):
+            found = campaign_row_instruments(self.cassette.files)
         return found
 
     def instruments(self, agent: str) -> list[Instrument]:
@@ -152,6 +158,35 @@ class Recording:
         for inst in acquired:
             rebuilt.samples.setdefault(inst.spec.id, SampleBatch.empty())
         return rebuilt
+
+
+def campaign_row_instruments(files: ConfinedFolder) -> list[InstrumentSpec]:
+    """The instruments of a bundle's campaign row, as its campaign configured them."""
+    row = read_json_object(files, CAMPAIGN_ROW)
+    where = files.label(CAMPAIGN_ROW)
+    instruments = _mapping(row.get("config")).get("instruments") or []
+    if not isinstance(instruments, list):
+        raise NotReanalysable(f"{where}: config.instruments is not a list")
+    return [_instrument_spec(i.get("id") if isinstance(i, dict) else None, i, where)
+            for i in instruments]
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _instrument_spec(key: Any, value: Any, where: str) -> InstrumentSpec:
+    """An instrument as recorded, its fields checked for type (a ValueError naming it)."""
+    fields = _mapping(value)
+    wanted = {"driver": str, "measures": str, "resource": (str, type(None)),
+              "simulate": (str, type(None)), "settings": (dict, type(None))}
+    if not isinstance(key, str) or any(not isinstance(fields.get(k), t)
+                                       for k, t in wanted.items()):
+        raise NotReanalysable(f"{where}: instrument {key!r:.60} is not one this hilbench "
+                              f"recorded ({value!r:.120})")
+    return InstrumentSpec(id=key, driver=fields["driver"], measures=fields["measures"],
+                          resource=fields.get("resource"), simulate=fields.get("simulate"),
+                          settings=dict(fields.get("settings") or {}))
 
 
 def clock_offsets(phase: dict[str, Any]) -> dict[str, ClockOffset]:

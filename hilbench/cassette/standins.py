@@ -123,8 +123,8 @@ def exchanges(lines: list[dict[str, Any]]) -> dict[str, deque[Exchange]]:
     for m in lines:
         if m.get("dir") != "out" or m.get("type") not in ANSWERS or m.get("again"):
             continue
-        answer = next((answers[(t, m["id"])] for t in ANSWERS[m["type"]]
-                       if (t, m["id"]) in answers), None)
+        answer = next((answers[(t, m.get("id"))] for t in ANSWERS[m["type"]]
+                       if (t, m.get("id")) in answers), None)
         if answer is None:
             continue  # never answered (the recording ended, or the agent was lost)
         queues[f"{m['type']} {m.get('cmd') or ''}"].append(Exchange(
@@ -168,8 +168,15 @@ class StandInAgent:
                 continue
             if msg.type not in ANSWERS:
                 continue  # heartbeats: the orchestrator's side replays the agent's own
-            answer = self.answer(msg)
-            self._sock.send_message([identity, *codec.encode(answer)])
+            try:
+                frames = codec.encode(self.answer(msg))
+            except Exception as exc:  # a recorded answer this hilbench cannot send again
+                problem = (f"agent {self.name}: the recorded answer to {msg.type} "
+                           f"{msg.cmd or ''} cannot be played back ({type(exc).__name__}: "
+                           f"{_short(str(exc))})")
+                self.failures.add(problem)
+                frames = codec.encode(codec.error_message("replay_mismatch", problem, msg.id))
+            self._sock.send_message([identity, *frames])
         self._sock.close(linger=0)
 
     def answer(self, msg: Message) -> Message:

@@ -6,7 +6,6 @@ One line per disagreement."""
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections import defaultdict
@@ -16,10 +15,17 @@ from pathlib import Path
 
 import numpy as np
 
+from hilbench.bounded_parse import InputError
 from hilbench.cassette.analysis import Comparison, compare_run
 from hilbench.cassette.bundle import DATA, check_bag
-from hilbench.cassette.reader import Cassette
-from hilbench.cassette.runs import RecordedRun, Recording
+from hilbench.cassette.runs import (
+    CAMPAIGN_ROW,
+    RecordedRun,
+    Recording,
+    campaign_row_instruments,
+)
+from hilbench.confined_read import ConfinedFolder
+from hilbench.orchestrator.instruments import InstrumentSpec
 from hilbench.report.trials import TRIALS, check_trials
 from hilbench.store.groups import replicate_key
 
@@ -35,17 +41,17 @@ class Outcome:
 
 
 def verify_bundle(bundle: Path) -> Outcome:
+    """Every check of ``bundle``; :class:`~hilbench.cassette.bundle.NotABundle` when the folder
+    is no bundle at all. Every read stays inside the bundle and is bounded: an entry that
+    leaves it, or a file or line too large, is one more problem, never read."""
     outcome = Outcome(check_bag(bundle))
     try:
-        recording = Recording(bundle / DATA)
+        recording = Recording(ConfinedFolder(bundle).sub(DATA))
         outcome.problems += recording.cassette.check_hashes()
-    except ValueError as exc:
+        outcome.problems += _check_settings(recording)
+    except ValueError as exc:  # a file or line that cannot be read as it should
         outcome.problems.append(str(exc))
-        return outcome
-    except (KeyError, TypeError) as exc:
-        outcome.problems.append(f"{bundle / DATA}: unreadable ({type(exc).__name__}: {exc})")
-        return outcome
-    outcome.problems += _check_settings(bundle, recording.cassette)
+        return _deduplicated(outcome)
     comparison = Comparison()
     for record in recording.runs.values():
         if record.status != "success":
@@ -57,6 +63,12 @@ def verify_bundle(bundle: Path) -> Outcome:
     outcome.checked = comparison.compared
     outcome.not_recomputed = comparison.not_recomputed
     _check_trial_rule(recording.runs, comparison, outcome)
+    return _deduplicated(outcome)
+
+
+def _deduplicated(outcome: Outcome) -> Outcome:
+    """A file the bag check refused is refused again when the payload is read: said once."""
+    outcome.problems = list(dict.fromkeys(outcome.problems))
     return outcome
 
 
@@ -67,7 +79,9 @@ def _check_trial_rule(runs: dict[str, RecordedRun], comparison: Comparison,
     (the stored trials' mean, which the summary reports)."""
     groups: dict[tuple[str, str], list[tuple[float | None, float | None]]] = defaultdict(list)
     for (uid, name), pair in comparison.figures.items():
-        groups[(replicate_key(runs[uid].run.get("unit_key")), name)].append(pair)
+        unit_key = runs[uid].run.get("unit_key")
+        groups[(replicate_key(unit_key if isinstance(unit_key, str) else None), name)].append(
+            pair)
     short = 0
     for (group, name), pairs in sorted(groups.items()):
         stored = [s for s, _ in pairs if s is not None]
@@ -85,15 +99,14 @@ def _check_trial_rule(runs: dict[str, RecordedRun], comparison: Comparison,
                              "5-trial rule was checked on the trials there are")
 
 
-def _check_settings(bundle: Path, cassette: Cassette) -> list[str]:
+def _check_settings(recording: Recording) -> list[str]:
     """The instrument settings the samples themselves show agree with the campaign's: the
     supply voltage their watts were computed with, and the interval between their stamps."""
-    path = bundle / DATA / "campaign.json"
+    cassette = recording.cassette
     try:
-        config = json.loads(path.read_text()).get("config") or {}
-    except (OSError, ValueError) as exc:
-        return [f"{path}: unreadable ({exc})"]
-    settings = {i.get("id"): i.get("settings") or {} for i in config.get("instruments") or []}
+        settings = {spec.id: spec.settings for spec in _campaign_instruments(recording)}
+    except ValueError as exc:
+        return [str(exc)]
     problems = []
     for stream in cassette.streams():
         wanted = settings.get(stream.source)
@@ -108,22 +121,38 @@ def _check_settings(bundle: Path, cassette: Cassette) -> list[str]:
         t, _ = cassette.read(stream)
         if interval and len(t) > 1:
             step = float(np.median(np.diff(t)))
-            if not math.isclose(step, interval, rel_tol=1e-6):
+            if not isinstance(interval, (int, float)) \
+                    or not math.isclose(step, interval, rel_tol=1e-6):
                 problems.append(f"instrument {stream.source}: samples {stream.name} are "
                                 f"{step!r} s apart, the campaign sets {interval!r} s")
     return problems
+
+
+def _campaign_instruments(recording: Recording) -> list[InstrumentSpec]:
+    """The instruments of the bundle's campaign row (its ``campaign.json``)."""
+    if not recording.cassette.files.exists(CAMPAIGN_ROW):
+        raise InputError(f"{recording.cassette.files.label(CAMPAIGN_ROW)}: missing")
+    return campaign_row_instruments(recording.cassette.files)
 
 
 def _check_offsets(record: RecordedRun) -> Iterator[str]:
     """Each phase's clock offset as the client measures it: from at least one probe, finite,
     and no more certain than half the best probe's round trip (the offset lies within ± that)."""
     for phase in record.phases:
-        for agent, offset in (phase.get("clock_offsets") or {}).items():
-            values = [offset.get(k) for k in ("offset_s", "uncertainty_s", "rtt_s")]
+        offsets = phase.get("clock_offsets") or {}
+        if not isinstance(offsets, dict):
+            yield f"clock offsets of phase {phase.get('name')}: not a table {offsets!r:.80}"
+            continue
+        for agent, offset in offsets.items():
             where = f"clock offset of {agent} in phase {phase.get('name')}"
+            if not isinstance(offset, dict):
+                yield f"{where}: not a table {offset!r:.80}"
+                continue
+            values = [offset.get(k) for k in ("offset_s", "uncertainty_s", "rtt_s")]
             if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
                 yield f"{where}: not finite numbers {offset}"
-            elif offset.get("probes", 1) < 1 or values[2] <= 0:
+            elif not isinstance(offset.get("probes", 1), int) or offset.get("probes", 1) < 1 \
+                    or values[2] <= 0:
                 yield f"{where}: no probe behind it {offset}"
             elif values[1] < values[2] / 2 * (1 - 1e-9):
                 yield (f"{where}: uncertainty {values[1]!r} s below half the round trip "

@@ -2,8 +2,9 @@
 
 Exit codes: 0 success; 1 a run failed; 2 bad usage or input (click's own); 3 an agent or
 instrument could not be reached, was lost or failed; 4 the store could not be written (disk
-full, I/O error, read-only); 128 + N stopped by signal N (130 Ctrl-C,
-143 SIGTERM), after a clean stop.
+full, I/O error, read-only); 70 an internal error (a bug: one line, the traceback in
+``~/.local/state/hilbench/crash-*.log``, see :mod:`hilbench.launch`); 128 + N stopped by signal
+N (130 Ctrl-C, 143 SIGTERM), after a clean stop.
 """
 
 from __future__ import annotations

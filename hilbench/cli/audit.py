@@ -50,10 +50,20 @@ def verify(bundle: Path) -> None:
     clock offsets, the instrument settings the samples show, and NeuroBench's 5-trial rule on
     the recomputed figures of each replicate group.
 
-    Exit 0 only when everything agrees; 1 with one line per mismatch."""
+    Every file is read inside BUNDLE: a manifest line naming a path outside it (``..``, an
+    absolute path), a symlink, a device or FIFO, a file larger than the bag declares or a JSON
+    line longer than 8 MiB is a mismatch, never read.
+
+    Exit 0 only when everything agrees; 1 with one line per mismatch; 2 when BUNDLE is not a
+    bundle at all (no manifest-sha256.txt, no bagit.txt)."""
+    from hilbench.cassette.bundle import NotABundle
     from hilbench.cassette.verify import verify_bundle
 
-    outcome = verify_bundle(bundle)
+    try:
+        outcome = verify_bundle(bundle)
+    except NotABundle as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(EXIT_USAGE) from None
     for procedure, runs in sorted(outcome.not_recomputed.items()):
         click.echo(f"note: {runs} {procedure} run(s) only hash-checked: the procedure offers "
                    "no recomputation of its figures", err=True)

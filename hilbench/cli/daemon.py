@@ -15,6 +15,7 @@ import click
 from hilbench.cli import EXIT_UNREACHABLE, EXIT_USAGE
 from hilbench.cli.options import DB_OPTION as _DB_OPTION
 from hilbench.cli.options import db_path as _db_path
+from hilbench.cli.options import store_failed
 from hilbench.lifeline import pid_alive
 
 _CONFIG = click.option(
@@ -100,9 +101,19 @@ def daemon(config_path: Path | None, db: Path | str | None, control: str | None,
                        f"not {value!r}", err=True)
             raise SystemExit(EXIT_USAGE)
     store = db if db is not None else (d.store or _db_path(None))
+    from hilbench.store.errors import access_problem
+
+    problem = access_problem(Path(store), write=True) if Path(store).is_file() else None
+    if problem is not None:  # another user's store, say: said before its logs are touched
+        store_failed(problem)
     logs = logs_dir(Path(store).resolve())
-    private_dir(logs, parents=True)
-    handler = PrivateLogHandler(logs / "daemon.log", encoding="utf-8")
+    try:
+        private_dir(logs, parents=True)
+        handler = PrivateLogHandler(logs / "daemon.log", encoding="utf-8")
+    except OSError as exc:
+        click.echo(f"{click.style('error:', fg='red')} {logs / 'daemon.log'}: the daemon's log "
+                   f"cannot be written ({exc.strerror or exc})", err=True)
+        raise SystemExit(EXIT_USAGE) from None
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.setLevel(logging.INFO)
     root = logging.getLogger()
@@ -295,6 +306,7 @@ def status(db: Path | str | None, as_json: bool, watch: bool, interval: float,
     Exit status 3 when a daemon given with --connect does not answer.
     """
     from hilbench.daemon.control import ControlError
+    from hilbench.store.errors import StoreError
 
     db = _db_path(db)
     while True:
@@ -310,6 +322,8 @@ def status(db: Path | str | None, as_json: bool, watch: bool, interval: float,
         except ControlError as exc:
             click.echo(f"{click.style('error:', fg='red')} {exc}", err=True)
             raise SystemExit(EXIT_UNREACHABLE) from None
+        except StoreError as exc:
+            store_failed(exc)
         if not watch:
             click.echo(text)
             return

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -50,3 +50,14 @@ def db_path(db: Any) -> Any:
 
     env = os.environ.get("HILBENCH_DB", "")
     return parse_db(env) if is_url(env) else default_db_path()
+
+
+def store_failed(exc: Exception) -> NoReturn:
+    """Say a store error in one line and exit: 4 when the store could not be written (a full
+    disk, an I/O error, a read-only file or folder), else 2 (the file given is not one this
+    user can use as a store). The exit codes are the ones `hilbench --help` lists."""
+    from hilbench.cli import EXIT_STORE_FAULT, EXIT_USAGE
+    from hilbench.store.errors import StoreFault
+
+    click.echo(f"{click.style('error:', fg='red')} {exc}", err=True)
+    raise SystemExit(EXIT_STORE_FAULT if isinstance(exc, StoreFault) else EXIT_USAGE)

@@ -17,6 +17,7 @@ import click
 from hilbench.cli import EXIT_USAGE
 from hilbench.cli.options import DB_OPTION as _DB_OPTION
 from hilbench.cli.options import db_path as _db_path
+from hilbench.cli.options import store_failed
 
 
 def _open(db: Path | None):
@@ -26,7 +27,7 @@ def _open(db: Path | None):
     try:
         return QueueDB(_db_path(db))
     except StoreError as exc:
-        raise click.ClickException(str(exc)) from None
+        store_failed(exc)
 
 
 def _nudge(queue: Any, bench: str | None = None) -> None:
@@ -39,14 +40,14 @@ def _nudge(queue: Any, bench: str | None = None) -> None:
 def _snapshot(path: Path) -> tuple[str, str, Any]:
     """The campaign file's text, name and campaign, checked as `hilbench run` checks it."""
     from hilbench.cli.campaign import echo_campaign_error
-    from hilbench.orchestrator.campaign import CampaignError, load_campaign
+    from hilbench.orchestrator.campaign import CampaignError, read_campaign_file
 
     try:
-        campaign = load_campaign(path)
+        raw, campaign = read_campaign_file(path)
     except CampaignError as exc:
         echo_campaign_error(exc)
         raise SystemExit(EXIT_USAGE) from None
-    return path.read_text(encoding="utf-8"), campaign.name, campaign
+    return raw.decode("utf-8"), campaign.name, campaign  # UTF-8: checked as it was read
 
 
 def bench_for(queue: Any, campaign: Any, given: str | None) -> str | None:

@@ -4,6 +4,7 @@ compared; `--against-live`: the recorded identity dialogue sent to the live benc
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -81,8 +82,7 @@ def replay(cassette: Path, analysis_only: bool, strict: bool, against_live: bool
     try:
         outcome = replay_cassette(cassette, strict=strict)
     except (ValueError, CampaignError, OSError) as exc:
-        click.echo(f"error: {cassette}: {exc}", err=True)
-        raise SystemExit(EXIT_USAGE) from None
+        _refused(cassette, exc)
     for line in outcome.differences:
         click.echo(line)
     span = (f" (recorded over {outcome.recorded_s:.1f} s)"
@@ -95,6 +95,14 @@ def replay(cassette: Path, analysis_only: bool, strict: bool, against_live: bool
     click.echo(f"every figure agrees: {summary}")
 
 
+def _refused(cassette: Path, exc: Exception) -> NoReturn:
+    """A cassette that cannot be replayed: one ``error:`` line per problem (a recorded
+    campaign file may hold several), each naming the cassette; exit 2."""
+    for problem in getattr(exc, "problems", None) or [str(exc)]:
+        click.echo(f"error: {cassette}: {problem}", err=True)
+    raise SystemExit(EXIT_USAGE) from None
+
+
 def _against_live(cassette: Path, agents: dict[str, str], visa: dict[str, str],
                   visa_library: str | None) -> None:
     from hilbench.cassette.live import against_live
@@ -103,8 +111,7 @@ def _against_live(cassette: Path, agents: dict[str, str], visa: dict[str, str],
     try:
         outcome = against_live(cassette, agents, visa, visa_library)
     except (ValueError, CampaignError, OSError) as exc:
-        click.echo(f"error: {cassette}: {exc}", err=True)
-        raise SystemExit(EXIT_USAGE) from None
+        _refused(cassette, exc)
     for line in outcome.differences:
         click.echo(line)
     for line in outcome.unreachable:
@@ -120,11 +127,15 @@ def _against_live(cassette: Path, agents: dict[str, str], visa: dict[str, str],
 
 def _analysis_only(cassette: Path) -> None:
     from hilbench.cassette.analysis import compare_recording
+    from hilbench.cassette.bundle import BAGIT, DATA
+    from hilbench.confined_read import ConfinedFolder
 
-    if (cassette / "bagit.txt").is_file():  # an audit bundle: its payload is the recording
-        cassette = cassette / "data"
+    folder = ConfinedFolder(cassette)
+    if folder.exists(BAGIT):  # an audit bundle: its payload is the recording
+        folder = folder.sub(DATA)
+    cassette = folder.path
     try:
-        outcome = compare_recording(cassette)
+        outcome = compare_recording(folder)
     except ValueError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None

@@ -28,10 +28,6 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
 
 class ConfigError(ValueError):
     """The daemon's configuration cannot be used; one line per problem."""
@@ -85,12 +81,12 @@ def load_config(path: Path | None) -> DaemonConfig:
     """Read ``path`` (None: every default)."""
     if path is None:
         return DaemonConfig()
+    from hilbench.bounded_parse import InputError, read_toml
+
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read daemon config {path}: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+        data = read_toml(path, "daemon config")
+    except InputError as exc:  # unreadable, too large, not UTF-8, too deep, not TOML
+        raise ConfigError(str(exc)) from None
     try:
         config = DaemonConfig.model_validate({**data, "source": str(path)})
     except ValidationError as exc:

@@ -47,10 +47,11 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from hilbench.daemon.db import queue_engine
 from hilbench.store.engine import DbTarget, parse_db
+from hilbench.store.errors import store_error
 from hilbench.store.schema import BUSY_TIMEOUT_S, open_store
 
 ExitStatus = Literal["completed", "failed", "aborted", "stopped", "removed"]
@@ -234,7 +235,11 @@ class QueueDB:
         self.store = Path(store) if store is not None else target.path
         self._engine = queue_engine(target)
         self._runs_conn: sqlite3.Connection | None = None
-        _again_after_deadlock(self._create_tables)
+        try:
+            _again_after_deadlock(self._create_tables)
+        except DBAPIError as exc:  # e.g. a read-only store that has no queue tables yet
+            self._engine.dispose()
+            raise store_error(target, "create the queue's tables", exc.orig) from exc
 
     def _create_tables(self) -> None:
         # DDL (an index's share lock) beside other daemons' writes: a deadlock's victim retries

@@ -165,11 +165,7 @@ def cassette_folder(item: Any) -> Path | None:
 def run_item(db: Path, item_id: int, report: Reporter, queue: str | None = None) -> int:
     """Run queue item ``item_id`` of ``queue`` (default: the store ``db``, where its runs
     go); returns the exit code (see the module docstring)."""
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib
-
+    from hilbench.bounded_parse import InputError, toml_document
     from hilbench.cassette.recorder import CassetteRecorder
     from hilbench.daemon.queue_db import QueueDB
     from hilbench.orchestrator.campaign import CampaignError, parse_campaign
@@ -196,9 +192,10 @@ def run_item(db: Path, item_id: int, report: Reporter, queue: str | None = None)
     with QueueDB(queue or db, store=db) as q:
         item = q.item(item_id)
     try:
-        campaign = parse_campaign(tomllib.loads(item.content), item.source_path)
-    except tomllib.TOMLDecodeError as exc:
-        return end(2, f"{item.source_path} (as queued) is not valid TOML: {exc}")
+        data = toml_document(item.content.encode("utf-8"), f"{item.source_path} (as queued)")
+        campaign = parse_campaign(data, item.source_path)
+    except InputError as exc:
+        return end(2, str(exc))
     except CampaignError as exc:
         return end(2, str(exc))
     if item.trials is not None:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -49,11 +48,6 @@ from hilbench.orchestrator.procedure import (
     procedures,
 )
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 __all__ = [
     "AgentSpec",
     "Campaign",
@@ -61,6 +55,7 @@ __all__ = [
     "campaign_schema",
     "load_campaign",
     "parse_campaign",
+    "read_campaign_file",
 ]
 
 CORE_TABLES = ("campaign", "agents", "instruments")
@@ -489,21 +484,20 @@ def _instruments(
 
 
 def load_campaign(path: str | Path) -> Campaign:
-    """Read and validate a campaign TOML file."""
+    """Read and validate a campaign TOML file; its size, encoding and nesting depth are checked
+    before it is parsed (:func:`hilbench.bounded_parse.toml_document`)."""
+    return read_campaign_file(path)[1]
+
+
+def read_campaign_file(path: str | Path) -> tuple[bytes, Campaign]:
+    """The campaign file's bytes as read once, and the campaign they hold (:func:`load_campaign`):
+    what is queued or recorded is exactly what was checked."""
+    from hilbench.bounded_parse import MAX_TOML_BYTES, InputError, read_bounded, toml_document
+
     path = Path(path)
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise CampaignError([f"cannot read campaign file {path}: {exc.strerror}"]) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise CampaignError(
-            [f"{path} is not UTF-8 text (TOML must be): byte {exc.start} "
-             f"(0x{raw[exc.start]:02x}) cannot be decoded ({exc.reason})"]
-        ) from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise CampaignError([f"{path} is not valid TOML: {exc}"]) from None
-    return parse_campaign(data, str(path))
+        raw = read_bounded(path, MAX_TOML_BYTES, "campaign file")
+        data = toml_document(raw, str(path))
+    except InputError as exc:
+        raise CampaignError([str(exc)]) from None
+    return raw, parse_campaign(data, str(path))

@@ -9,16 +9,10 @@ Errors name the file and the key (``system.toml [power] category: …``), like c
 from __future__ import annotations
 
 import datetime as dt
-import sys
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 SPEC_VERSION = "NeuroBench system track v1.0"
 AVAILABILITY = ("Available", "Preview", "RDI")
@@ -77,12 +71,12 @@ class SystemFileError(ValueError):
 
 def load_system(path: Path) -> SystemDescription:
     """Read and check ``system.toml``; :class:`SystemFileError` names file and key."""
+    from hilbench.bounded_parse import InputError, read_toml
+
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SystemFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SystemFileError(f"{path}: not valid TOML: {exc}") from None
+        data = read_toml(path, "system file")
+    except InputError as exc:  # unreadable, too large, not UTF-8, too deep, not TOML
+        raise SystemFileError(str(exc)) from None
     system = data.get("system")
     if not isinstance(system, dict):
         raise SystemFileError(f"{path}: no [system] table (see examples/system.toml)")

@@ -11,7 +11,7 @@ import math
 import sys
 from typing import TYPE_CHECKING, Any
 
-from hilbench.store.errors import StoreError
+from hilbench.store.errors import StoreDamaged, StoreError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,7 +28,12 @@ def to_json(value: Any, what: str) -> str:
 
 
 def from_json(text: str) -> Any:
-    return json.loads(text)
+    """A stored JSON field; one a damaged store holds as something else is StoreDamaged."""
+    try:
+        return json.loads(text)
+    except (ValueError, TypeError) as exc:
+        raise StoreDamaged(f"a stored field is not JSON ({type(exc).__name__}: "
+                           f"{str(exc)[:120]})") from None
 
 
 def array_to_blob(array: Any) -> bytes:

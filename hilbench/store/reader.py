@@ -8,6 +8,7 @@ stop document never arrived has status "incomplete" (still running, or its write
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from hilbench.store.backend import PgConnection, plain_rows
 from hilbench.store.codec import blob_to_array, from_json
 from hilbench.store.engine import DbTarget, parse_db
-from hilbench.store.errors import StoreError, store_error
+from hilbench.store.errors import StoreDamaged, StoreError, damaged, store_error
 from hilbench.store.listing import (
     INCOMPLETE,
     RunFilter,
@@ -34,8 +35,54 @@ if TYPE_CHECKING:
     import numpy as np
 
 
+def _read_errors(cls: type) -> type:
+    """Every public method of ``cls`` (and what its iterators yield) raises a StoreError naming
+    the store for what a damaged store makes SQLite or the decoding of a stored field raise:
+    the store is a file someone handed in, and a bad page can turn up in any read."""
+
+    def guarded(method: Any) -> Any:
+        @functools.wraps(method)
+        def read(self: Store, *args: Any, **kwargs: Any) -> Any:
+            try:
+                result = method(self, *args, **kwargs)
+            except Exception as exc:
+                raise _as_store_error(self.path, exc) from exc
+            return _iterating(self.path, result) if isinstance(result, Iterator) else result
+
+        return read
+
+    for name, value in list(vars(cls).items()):
+        if callable(value) and not name.startswith("_") and name != "close":
+            setattr(cls, name, guarded(value))
+    return cls
+
+
+def _iterating(path: Any, items: Iterator[Any]) -> Iterator[Any]:
+    try:
+        yield from items
+    except Exception as exc:
+        raise _as_store_error(path, exc) from exc
+
+
+def _as_store_error(path: Any, exc: Exception) -> Exception:
+    """``exc`` as a StoreError about the store at ``path``; a StoreError that already names
+    it, or an error that is no reading's (a bug), as it is."""
+    if isinstance(exc, sqlite3.Error):
+        return store_error(path, "read the store", exc)
+    if isinstance(exc, StoreDamaged) and str(path) not in str(exc):
+        return damaged(path, "read the store", str(exc))  # a stored field that is no JSON
+    if isinstance(exc, StoreError):
+        return exc
+    if isinstance(exc, (ValueError, TypeError)):  # a field of a type its column does not hold
+        return damaged(path, "read the store", f"a stored value is not what its column holds: "
+                       f"{type(exc).__name__}: {str(exc)[:120]}")
+    return exc
+
+
+@_read_errors
 class Store:
-    """Read API over one store; every list is in the order the documents arrived."""
+    """Read API over one store; every list is in the order the documents arrived. A damaged
+    store is a StoreError naming it from any method (:func:`_read_errors`)."""
 
     def __init__(self, path: str | Path | DbTarget | None = None) -> None:
         self.target = parse_db(path)

@@ -21,7 +21,13 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from hilbench.store.errors import StoreError, StoreFault, store_error
+from hilbench.store.errors import (
+    StoreError,
+    StoreFault,
+    access_problem,
+    damaged,
+    store_error,
+)
 from hilbench.store.groups import install_functions
 
 if TYPE_CHECKING:
@@ -166,7 +172,8 @@ def open_store(path: Path, mode: Mode) -> sqlite3.Connection:
             migrate(conn, path)
         except sqlite3.Error as exc:  # e.g. no room for the write-ahead log
             conn.close()
-            raise store_error(path, "open the store for writing", exc) from exc
+            raise access_problem(path, write=True) or store_error(
+                path, "open the store for writing", exc) from exc
         except BaseException:
             conn.close()
             raise
@@ -264,8 +271,11 @@ def _check_file(path: Path, create: bool) -> None:
 
 def _not_sqlite(path: Path) -> StoreError | None:
     """The error for a file that is not SQLite at all (None if its header says SQLite)."""
-    with path.open("rb") as f:
-        head = f.read(len(SQLITE_HEADER))
+    try:
+        with path.open("rb") as f:
+            head = f.read(len(SQLITE_HEADER))
+    except OSError:
+        return None  # said by access_problem, or the store_error that follows
     if head and head != SQLITE_HEADER:
         return StoreError(
             f"{path} is not a SQLite database (it starts with {head[:8]!r}), "
@@ -283,16 +293,18 @@ def _create_private(path: Path) -> None:
 
 def _connect(path: Path, readonly: bool) -> sqlite3.Connection:
     # isolation_level=None: transactions are begun and committed explicitly by the writer.
-    if readonly:
-        uri = f"{path.resolve().as_uri()}?mode=ro"
-        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-    else:
-        # The writer serialises its own calls with a lock, so a document stream emitted from a
-        # worker thread may write through the connection opened by the main thread.
-        conn = sqlite3.connect(
+    try:
+        if readonly:
+            uri = f"{path.resolve().as_uri()}?mode=ro"
+            return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        # The writer serialises its own calls with a lock, so a document stream emitted from
+        # a worker thread may write through the connection opened by the main thread.
+        return sqlite3.connect(
             path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
         )
-    return conn
+    except sqlite3.Error as exc:
+        raise access_problem(path, write=not readonly) or store_error(
+            path, "open the store", exc) from exc
 
 
 def _check_identity(conn: sqlite3.Connection, path: Path, allow_empty: bool) -> int:
@@ -304,7 +316,11 @@ def _check_identity(conn: sqlite3.Connection, path: Path, allow_empty: bool) -> 
             row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         ]
     except sqlite3.DatabaseError as exc:
-        raise _not_sqlite(path) or store_error(path, "read it as a SQLite database", exc) from exc
+        raise access_problem(path, write=allow_empty) or _not_sqlite(path) or store_error(
+            path, "read it as a SQLite database", exc) from exc
+    except UnicodeDecodeError:  # SQLite's message about a damaged schema quotes its bytes
+        raise damaged(path, "read it as a SQLite database",
+                      "its schema is not readable text") from None
     if app_id == APPLICATION_ID:
         _refuse_newer(version, path)
         return version

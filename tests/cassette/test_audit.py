@@ -90,12 +90,24 @@ def test_a_changed_stored_metric_fails_naming_it_and_the_recomputed_value(either
     assert recomputed == pytest.approx(true_value, rel=1e-12)
 
 
-def test_a_folder_that_is_not_a_bundle_fails_with_one_line_per_cause(tmp_path):
+def test_a_folder_that_is_not_a_bundle_is_a_usage_error_in_one_line(tmp_path):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "documents.jsonl").write_text("{not json\n")
     done = _verify(tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"error: {tmp_path} is not an audit bundle: it has no {MANIFEST} and no bagit.txt "
+        "(`hilbench audit export` writes them)"]
+
+
+def test_a_bundle_without_its_payload_manifest_fails_naming_each_cause(bundle, tmp_path):
+    copy = tmp_path / "b"
+    shutil.copytree(bundle, copy)
+    (copy / MANIFEST).unlink()
+    (copy / "data" / "manifest.json").unlink()
+    done = _verify(copy)
     assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert f"{tmp_path / MANIFEST}: missing (not a bundle)" in done.stdout
+    assert f"{copy / MANIFEST}: missing" in done.stdout
     assert "no manifest.json" in done.stdout
 
 
