@@ -1,0 +1,115 @@
+"""ASC claims against the orchestrator's windows: the time a request's window spends outside the
+stages (or the region) the device claims for it, held against the link's measured bound plus
+the per-sample untimed work the driver declares (``asc.sample_untimed``), on every path: one
+request per sample, sample lists, power windows, and their reanalysis from stored events.
+
+A device that claims 0.1 + 0.1 ms per sample while each sample occupies 2 ms of its request's
+window leaves 1.8 ms a sample unexplained: past the bound, the run is ``timing_unverified`` (or
+``timing_inconsistent`` past what load explains), so its energy per inference is never 10× low.
+See :mod:`hilbench.orchestrator.timing_check` for the rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hilbench.contracts.asc import AscCapabilities
+from hilbench.contracts.base import UntimedWork
+from hilbench.documents import Event
+from hilbench.orchestrator.client import ClockOffset
+from hilbench.orchestrator.link_probe import Echo
+from hilbench.orchestrator.timing_check import TimingCheck, check_work, raise_unless_on_time
+
+# What one sample's result adds to a reply (index, class, scores, stage times, region), and
+# the reply of a power window (its loop and, from an on-board monitor, its readings).
+RESULT_BYTES = 256
+WINDOW_REPLY_BYTES = 4096
+
+
+def sample_untimed(caps: Any) -> UntimedWork | None:
+    """The per-sample untimed work an ASC device declares (None: none)."""
+    asc = caps.asc if caps is not None else None
+    return asc.sample_untimed if isinstance(asc, AscCapabilities) else None
+
+
+def samples_echo(indices: Sequence[int]) -> Echo:
+    """A sample list run's shape: its body and one result per sample coming back."""
+    return Echo(len(indices) * RESULT_BYTES, {"workload": "asc", "mode": "samples",
+                                               "indices": [int(i) for i in indices]})
+
+
+def single_stream_echo(device: Any, count: int, per_list: int) -> Echo:
+    """The shape of the requests that run single stream on ``device``: sample lists of
+    ``per_list`` samples where the agent offers them, else one run request per sample."""
+    asc = device.capabilities.asc
+    if asc is not None and "samples" in asc.modes:
+        return samples_echo(range(min(count, per_list)))
+    return Echo(RESULT_BYTES, {"workload": "asc", "mode": "single_stream", "index": 0})
+
+
+def window_echo(body: dict[str, Any]) -> Echo:
+    return Echo(WINDOW_REPLY_BYTES, body)
+
+
+@dataclass
+class PhaseTiming:
+    """The checks of one timed phase: each request's claim against its window; the phase keeps
+    the one with the least margin for its ``timing_check`` event."""
+
+    agent: str
+    offset: ClockOffset
+    declared: UntimedWork | None
+    recheck: Callable[[], float] | None = None
+    checked: int = 0
+    worst: TimingCheck | None = None
+    verdicts: dict[str, int] = field(default_factory=dict)
+
+    def check(self, what: str, sent: float, received: float, claimed_s: float,
+              samples: int = 1, region: tuple[float, float] | None = None) -> TimingCheck:
+        """Check one request (raising ``timing_unverified`` or ``timing_inconsistent``)."""
+        found = check_work(sent, received, claimed_s, self.offset, samples, self.declared,
+                           region, self.recheck)
+        self.checked += 1
+        self.verdicts[found.verdict] = self.verdicts.get(found.verdict, 0) + 1
+        if self.worst is None or found.margin_s < self.worst.margin_s:
+            self.worst = found
+        raise_unless_on_time(self.agent, what, found)
+        return found
+
+    def summary(self) -> dict[str, Any]:
+        """What the phase's ``timing_check`` event stores: the requests checked and the one
+        closest to (or past) its allowance."""
+        worst = self.worst.to_dict() if self.worst is not None else {}
+        return {**worst, "requests_checked": self.checked, "verdicts": self.verdicts,
+                "worst_request": "the request with the least margin"}
+
+    def emit(self, ctx: Any, phase_uid: str) -> None:
+        if self.checked:
+            ctx.emit(Event(ctx.run_uid, phase_uid, "timing_check", ctx.now(), self.summary()))
+
+
+def request_groups(records: Sequence[Any], bodies: Sequence[dict[str, Any]]
+                   ) -> list[tuple[tuple[float, float], list[Any], list[dict[str, Any]]]]:
+    """Consecutive samples run by one request (a sample list, or one run request each), with
+    that request's window."""
+    groups: list[tuple[tuple[float, float], list[Any], list[dict[str, Any]]]] = []
+    for record, body in zip(records, bodies, strict=True):
+        window = tuple(record.window)
+        if not groups or groups[-1][0] != window:
+            groups.append((window, [], []))  # type: ignore[arg-type]
+        groups[-1][1].append(record)
+        groups[-1][2].append(body)
+    return groups  # type: ignore[return-value]
+
+
+def check_request(timing: PhaseTiming, window: tuple[float, float], records: Sequence[Any],
+                  bodies: Sequence[dict[str, Any]]) -> TimingCheck:
+    """One request's samples: their stages added up against its window."""
+    stages = sum(float(r.device_s) for r in records)
+    first, last = records[0], records[-1]
+    what = (f"sample {first.index}" if len(records) == 1 else
+            f"sample list of {len(records)} (samples {first.index} … {last.index})")
+    region = (float(bodies[0]["t_start"]), float(bodies[-1]["t_end"]))
+    return timing.check(what, window[0], window[1], stages, len(records), region)
