@@ -133,7 +133,7 @@ def test_a_version_2_peer_is_answered_in_version_2_without_sample_lists(monkeypa
     gets says v 2, and single stream takes one request per sample."""
     device = LoggingDevice()
     with served(device, "lists") as client:
-        assert client.version == codec.PROTOCOL_VERSION == 3
+        assert client.version == codec.PROTOCOL_VERSION == 4
     monkeypatch.setattr(codec, "SUPPORTED_VERSIONS", (2,))  # this client speaks 2 alone
     with served(device, "v2") as client:
         assert client.version == 2
