@@ -395,7 +395,8 @@ def _print_timing(console: Any, checks: list[dict[str, Any]]) -> None:
         if "bound_s" in link:
             measured = (f"{link['bound_s'] * 1e3:.3f} ms = {link['quantile'] * 100:g}th "
                         f"percentile {link['quantile_s'] * 1e3:.3f} ms + spread "
-                        f"{link['spread_s'] * 1e3:.3f} ms of {link['echoes']} echoes of "
+                        f"{link['spread_s'] * 1e3:.3f} ms + fastest "
+                        f"{link.get('min_s', 0.0) * 1e3:.3f} ms of {link['echoes']} echoes of "
                         f"{link['payload_bytes']} bytes ({link['fresh']} before the phase; "
                         f"median {link['median_s'] * 1e3:.3f} ms, slowest "
                         f"{link['max_s'] * 1e3:.3f} ms)")

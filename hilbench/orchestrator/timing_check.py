@@ -11,10 +11,10 @@ The rule, with ``outside = (received − sent) − claimed`` (claimed: ``actual_
 request's stage times added up; a power window's region)::
 
     allowed = link + u + untimed
-      link     the link's measured bound before the phase (99th percentile of its echoes plus
-               their spread); a phase recorded before link probes (an old cassette or store,
-               re-analysed): the rule then in force, LEGACY_LINK_S and ``untimed_s`` as
-               reported, and every figure it allowed says so
+      link     the link's measured bound before the phase (99th percentile of its echoes, plus
+               their spread, plus the fastest: :mod:`.link_probe`); a phase recorded before
+               link probes (an old cassette or store, re-analysed): the rule then in force,
+               LEGACY_LINK_S and ``untimed_s`` as reported, and every figure it allowed says so
       u        the clock offset's uncertainty (half the best ping round trip)
       untimed  work outside the timed region the driver declares in its capabilities as a
                maximum with its reason: a QUBO reply's ``untimed_s`` (at most ``qubo.untimed``),

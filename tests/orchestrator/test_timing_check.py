@@ -11,6 +11,7 @@ import pytest
 from hilbench.contracts.base import UntimedWork
 from hilbench.orchestrator.client import AgentError, ClockOffset
 from hilbench.orchestrator.link_probe import (
+    FRESH_ECHOES,
     MIN_ECHOES,
     POOL_ECHOES,
     EchoPool,
@@ -29,13 +30,14 @@ from hilbench.orchestrator.timing_check import (
 )
 
 MS = 1e-3
-# A link whose echoes took 0.2 ms (median) to 0.4 ms (99th percentile, 0.5 ms the slowest):
-# its bound is 0.4 + 0.2 = 0.6 ms; with the clock offset's ± 0.05 ms, 0.65 ms are allowed.
+# A link whose echoes took 0.1 ms (the fastest), 0.2 ms (median) to 0.4 ms (99th percentile,
+# 0.5 ms the slowest): its bound is 0.4 + 0.2 + 0.1 = 0.7 ms; with the clock offset's ± 0.05 ms,
+# 0.75 ms are allowed.
 LINK = LinkBound(payload_bytes=4096, echoes=48, fresh=8, median_s=0.2 * MS, q99_s=0.4 * MS,
-                 max_s=0.5 * MS)
+                 max_s=0.5 * MS, min_s=0.1 * MS)
 OFFSET = ClockOffset(offset_s=100.0, uncertainty_s=0.05 * MS, rtt_s=0.1 * MS, probes=8,
                      link=LINK)
-ALLOWED = 0.65 * MS
+ALLOWED = 0.75 * MS
 SENT = 10.0
 
 
@@ -49,10 +51,10 @@ def reply(outside_s: float, claimed_s: float = 1 * MS, untimed_s: float | None =
 
 
 def test_the_link_bound_is_the_quantile_plus_the_spread():
-    assert LINK.bound_s == pytest.approx(0.6 * MS)
+    assert LINK.bound_s == pytest.approx(0.7 * MS)
     assert LINK.spread_s == pytest.approx(0.2 * MS)
     bound = LinkBound.of([1 * MS] * 47 + [3 * MS], 2048, 8)
-    assert bound.median_s == 1 * MS and bound.max_s == 3 * MS
+    assert bound.median_s == bound.min_s == 1 * MS and bound.max_s == 3 * MS
     assert bound.q99_s == pytest.approx(1 * MS + 0.53 * 2 * MS)  # linear, at 0.99 × 47
     assert LinkBound.from_dict(LINK.to_dict()) == LINK
 
@@ -68,7 +70,7 @@ def test_a_phase_takes_fresh_echoes_and_states_the_bound_of_the_newest():
     assert (first.echoes, first.fresh) == (MIN_ECHOES, MIN_ECHOES)  # enough for a quantile
     for _ in range(10):
         later = pool.measure(4096, echo)
-    assert (later.fresh, later.echoes) == (8, POOL_ECHOES)  # 8 a phase, the newest 48 kept
+    assert (later.fresh, later.echoes) == (FRESH_ECHOES, POOL_ECHOES)  # the newest 48 kept
     assert later.max_s == pytest.approx(len(calls) * 1e-4)
     assert set(calls) == {4096}
     assert payload_bucket(10) == 1024 and payload_bucket(2298) == 4096
@@ -76,7 +78,7 @@ def test_a_phase_takes_fresh_echoes_and_states_the_bound_of_the_newest():
 
 
 def test_inside_the_allowance_is_on_time_and_the_margin_is_stated():
-    check = reply(0.6 * MS)
+    check = reply(0.7 * MS)
     assert check.verdict == "on_time" and check.reason is None
     assert check.allowed.total_s == pytest.approx(ALLOWED)
     assert check.margin_s == pytest.approx(0.05 * MS)
