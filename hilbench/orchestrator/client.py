@@ -285,13 +285,18 @@ class AgentClient:
         rtt, offset = best
         return ClockOffset(offset, max(rtt, 0.0) / 2, rtt, probes)
 
-    def link_bound(self, echo: Echo) -> LinkBound:
+    def link_bound(self, echo: Echo) -> LinkBound | None:
         """What this link costs a request shaped like ``echo``, measured (see
-        :mod:`hilbench.orchestrator.link_probe`)."""
+        :mod:`hilbench.orchestrator.link_probe`); None in the replay of a cassette recorded
+        before link probes, which is checked by the rule then in force."""
+        if not _probes_recorded():
+            return None
         return self._echoes.measure(echo.payload_bytes, lambda n: self._echo(n, echo.body))
 
     def link_burst(self, echo: Echo) -> float:
         """The slowest of a few echoes now: the link's load right after a late reply."""
+        if not _probes_recorded():
+            return 0.0
         return self._echoes.burst(echo.payload_bytes, lambda n: self._echo(n, echo.body))
 
     def _echo(self, nbytes: int, body: dict[str, Any] | None) -> float:
@@ -424,6 +429,12 @@ class AgentClient:
         return AgentError(
             self.name, str(body.get("code")), str(body.get("message")), body.get("detail")
         )
+
+
+def _probes_recorded() -> bool:
+    """False while a cassette recorded before link probes is replayed: its agents' channels
+    hold no echoes to answer them with."""
+    return getattr(tap.active(), "link_probes", True)
 
 
 def _what(msg: Message) -> str:

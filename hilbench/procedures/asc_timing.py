@@ -65,6 +65,7 @@ class PhaseTiming:
     checked: int = 0
     worst: TimingCheck | None = None
     verdicts: dict[str, int] = field(default_factory=dict)
+    last_received: float = 0.0  # the event's time: no clock read of its own (replays match)
 
     def check(self, what: str, sent: float, received: float, claimed_s: float,
               samples: int = 1, region: tuple[float, float] | None = None) -> TimingCheck:
@@ -72,6 +73,7 @@ class PhaseTiming:
         found = check_work(sent, received, claimed_s, self.offset, samples, self.declared,
                            region, self.recheck)
         self.checked += 1
+        self.last_received = max(self.last_received, received)
         self.verdicts[found.verdict] = self.verdicts.get(found.verdict, 0) + 1
         if self.worst is None or found.margin_s < self.worst.margin_s:
             self.worst = found
@@ -87,7 +89,8 @@ class PhaseTiming:
 
     def emit(self, ctx: Any, phase_uid: str) -> None:
         if self.checked:
-            ctx.emit(Event(ctx.run_uid, phase_uid, "timing_check", ctx.now(), self.summary()))
+            ctx.emit(Event(ctx.run_uid, phase_uid, "timing_check", self.last_received,
+                           self.summary()))
 
 
 def request_groups(records: Sequence[Any], bodies: Sequence[dict[str, Any]]
