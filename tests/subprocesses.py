@@ -92,6 +92,22 @@ def announced_agent(
         stop(proc)
 
 
+@contextmanager
+def script_agent(script: str | Path, *args: str) -> Iterator[str]:
+    """An agent script of the tests (``python SCRIPT ARGS``, e.g. tests/spec_agent.py) in its
+    own process: yields the endpoint from its ``ENDPOINT`` line; kills it afterwards."""
+    proc = subprocess.Popen([sys.executable, str(script), *args], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("ENDPOINT "), line
+        yield line.split()[1]
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
 def stop(proc: subprocess.Popen, grace_s: float = 10) -> None:
     """End a child process: SIGTERM, and SIGKILL if it is still there after ``grace_s``."""
     if proc.poll() is None:

@@ -5,33 +5,15 @@ held against the link's measured bound, and the run is unverified or inconsisten
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from hilbench.store import Store
 from tests.campaign_toml import agent, campaign, table, write_campaign
-from tests.subprocesses import run_campaign
+from tests.subprocesses import run_campaign, script_agent
 
 AGENT = Path(__file__).resolve().parents[1] / "short_claim_agent.py"
-
-
-@contextmanager
-def short_claim_agent(*args: str) -> Iterator[str]:
-    proc = subprocess.Popen([sys.executable, str(AGENT), *args], stdout=subprocess.PIPE,
-                            text=True)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.startswith("ENDPOINT "), line
-        yield line.split()[1]
-    finally:
-        proc.kill()
-        proc.wait(10)
 
 
 @pytest.mark.slow
@@ -41,7 +23,7 @@ def short_claim_agent(*args: str) -> Iterator[str]:
 ])
 def test_stages_forged_short_are_never_a_clean_success(tmp_path, asc_cache, path, args, what):
     db = tmp_path / "short.sqlite"
-    with short_claim_agent(*args) as endpoint:
+    with script_agent(AGENT, *args) as endpoint:
         toml = write_campaign(tmp_path, campaign(
             agent("short", "short-claim", spawn=False, address=endpoint),
             table("[[asc]]", agent="short", fixture=True, model="packaged", limit=1,

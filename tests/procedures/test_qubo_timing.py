@@ -6,10 +6,7 @@ filed as such, never under its nominal timeout; a late answer with forged times 
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
@@ -19,27 +16,15 @@ from hilbench.store import Store
 from hilbench.store.frames import metrics_frame
 from hilbench.workloads.qubo.check import is_overrun
 from tests.campaign_toml import agent, campaign, qubo, write_campaign
-from tests.subprocesses import hilbench, run_campaign
+from tests.subprocesses import hilbench, run_campaign, script_agent
 
 SPEC_AGENT = Path(__file__).resolve().parents[1] / "spec_agent.py"
 TIMEOUT_S = 0.1
 
 
-@contextmanager
-def spec_agent(*rules: str) -> Iterator[str]:
+def spec_agent(*rules: str) -> AbstractContextManager[str]:
     """The spec-only agent in its own process, with SEED:MODE:FACTOR ``rules``; its endpoint."""
-    args = [sys.executable, str(SPEC_AGENT)]
-    for rule in rules:
-        args += ["--seed-rule", rule]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.startswith("ENDPOINT "), line
-        yield line.split()[1]
-    finally:
-        proc.kill()
-        proc.wait(10)
+    return script_agent(SPEC_AGENT, *[a for rule in rules for a in ("--seed-rule", rule)])
 
 
 def spec_campaign(tmp_path: Path, endpoint: str, seeds: list[int], name: str) -> Path:
