@@ -15,3 +15,32 @@ def test_the_cpu_driver_conforms(tmp_path):
     driver = CpuDriver(rapl_root=str(tmp_path / "no-powercap"))
     sample = np.zeros(model.mfe_config.sample_rate, np.float32)
     assert check_driver(driver, asc_model=model, asc_sample=sample) == []
+
+
+class UnderDeclaring(CpuDriver):
+    """The cpu driver declaring no untimed work per sample, and a Lava-like 2 ms per run
+    reported as untimed_s beside a declared maximum of 1 ms."""
+
+    def capabilities(self):
+        caps = super().capabilities()
+        caps["asc"] = {k: v for k, v in caps["asc"].items() if k != "sample_untimed"}
+        caps["qubo"]["untimed"] = {"max_s": 1e-3, "reason": "a process per run"}
+        return caps
+
+    def solve(self, body, stop):
+        solved = super().solve(body, stop)
+        solved.reply.untimed_s = 2e-3
+        return solved
+
+
+def test_untimed_work_past_what_a_driver_declares_fails_the_suite_by_name(tmp_path):
+    model = fixed_model()
+    driver = UnderDeclaring(rapl_root=str(tmp_path / "no-powercap"))
+    sample = np.zeros(model.mfe_config.sample_rate, np.float32)
+    failures = {f.check: f.reason for f in check_driver(driver, asc_model=model,
+                                                        asc_sample=sample)}
+    assert "past the maximum the driver declares, 0.001 s" in \
+        failures["qubo sa: untimed work within what the driver declares"]
+    key = ("asc: a sample list's time outside its stages within the declared per-sample "
+           "untimed work")
+    assert "the driver declares at most 0 s (asc.sample_untimed)" in failures[key]

@@ -176,3 +176,18 @@ def test_a_requests_samples_are_allowed_their_declared_untimed_work_each():
     assert "10 sample(s) × 0.001 s declared per sample (load and unload)" in short.reason
     honest = check_work(SENT, SENT + 10 * MS, 4 * MS, OFFSET, samples=10, declared=declared)
     assert honest.on_time and honest.margin_s == pytest.approx(ALLOWED + 10 * MS - 6 * MS)
+
+
+def test_a_peer_of_version_3_is_not_told_the_declared_untimed_work():
+    """Keys the capabilities gained in protocol 4 would be unknown keys to an older peer."""
+    from hilbench.agent.dispatch import capabilities_for_version
+
+    caps = {"workloads": ["qubo", "asc"],
+            "qubo": {"solvers": ["sa"], "untimed": {"max_s": 1.0, "reason": "x"}},
+            "asc": {"modes": ["single_stream", "samples"],
+                    "sample_untimed": {"max_s": 1e-3, "reason": "y"}}}
+    assert capabilities_for_version(caps, 4) == caps
+    v3 = capabilities_for_version(caps, 3)
+    assert "untimed" not in v3["qubo"] and "sample_untimed" not in v3["asc"]
+    assert v3["asc"]["modes"] == ["single_stream", "samples"]
+    assert capabilities_for_version(caps, 2)["asc"]["modes"] == ["single_stream"]
