@@ -234,8 +234,8 @@ def declared_untimed(untimed_s: float | None, declared: UntimedWork | None) -> s
     if untimed <= most + EDGE_S:
         return None
     if declared is None:
-        return (f"untimed_s = {untimed:.6f} s, but the driver declares no untimed work "
-                "(capabilities qubo.untimed)")
+        return (f"untimed_s = {untimed:.6f} s, but the driver declares no untimed work in its "
+                "capabilities")
     return (f"untimed_s = {untimed:.6f} s is past the maximum the driver declares, "
             f"{declared.max_s:g} s ({declared.reason})")
 

@@ -19,7 +19,7 @@ AGENT = Path(__file__).resolve().parents[1] / "short_claim_agent.py"
 @pytest.mark.slow
 @pytest.mark.parametrize(("path", "args", "what"), [
     ("sample lists", (), "sample list of 10"),
-    ("one request per sample", ("--version", "2"), "sample 0"),
+    ("one request per sample", ("--version", "2"), ": sample "),
 ])
 def test_stages_forged_short_are_never_a_clean_success(tmp_path, asc_cache, path, args, what):
     db = tmp_path / "short.sqlite"

@@ -32,7 +32,7 @@ def spec_campaign(tmp_path: Path, endpoint: str, seeds: list[int], name: str) ->
         agent("spec", "spec", spawn=False, address=endpoint),
         qubo("spec", nodes=[25], densities=[0.1], seeds=seeds, solvers=["sa"],
              timeouts_s=[TIMEOUT_S]),
-        name=name,
+        name=name, timing_attempts=3,
     ))
 
 
