@@ -281,27 +281,12 @@ class AscDevice:
     def capabilities(self) -> dict[str, Any]:
         return {"modes": list(MODES), "stages": list(STAGES), "max_repeat_s": MAX_REPEAT_S,
                 "sample_capacity": self.sample_capacity,
-                "stream_capacity": self.stream_capacity,
-                "sample_untimed": {"max_s": SAMPLE_UNTIMED_S, "reason": SAMPLE_UNTIMED}}
+                "stream_capacity": self.stream_capacity}
 
     def close(self) -> None:
         self.model = None
         self._held.clear()
         self._stream = None
-
-
-# What a sample costs outside its stages inside a request's window: its load into device
-# memory (a copy of its audio) and unload, the agent's dispatch of both, telling the simulated
-# meter its stages, and between two samples of a sample list the turn to the next. Measured on
-# the 2-core test VM: 0.06 ms median between two samples in-process; 0.3-0.7 ms a sample over
-# a list of 80 with other test suites running; up to 1.4 ms a sample over lists of 10 with the
-# simulated meter linked and the machine at load 7 (tests/drivers/test_conformance_cpu.py
-# checks the declaration through the real driver). A list claiming 0.2 ms of stages for 2 ms
-# of each sample's time is past it.
-SAMPLE_UNTIMED_S = 1.5e-3
-SAMPLE_UNTIMED = ("a sample's load into device memory and unload through the agent, between "
-                  "two samples of a sample list (0.06 ms median on a quiet 2-core VM, up to "
-                  "1.4 ms on a loaded one with the simulated meter linked)")
 
 
 def _stage_work(model: QuantisedModel, stage: str, audio: np.ndarray) -> Callable[[], Any]:

@@ -234,21 +234,27 @@ UNTIMED_TRIES = 3  # a loaded host only adds time: the least of these is the dri
 def _sample_untimed(device: Any, sample: np.ndarray, caps: asc.AscCapabilities) -> None:
     """What a sample list's window holds besides its samples' stages, per sample (in this
     process: the agent's and the driver's own work, no transport), within what the driver
-    declares in ``asc.sample_untimed`` (none declared: 0)."""
+    declares in ``asc.sample_untimed`` (none declared: 0) plus a sample's load and unload as
+    requests of their own, which the orchestrator times before a phase of sample lists."""
     from hilbench.procedures import asc_device
 
     audio = np.stack([sample] * UNTIMED_LIST)
     indices = list(range(UNTIMED_LIST))
-    per_sample = []
+    per_sample, pairs = [], []
     for _ in range(UNTIMED_TRIES):
+        asc_device.load_sample(device, 0, sample)
+        loaded = device.window[1] - device.window[0]
+        asc_device.unload_sample(device, 0)
+        pairs.append(loaded + device.window[1] - device.window[0])
         asc_device.load_sample_list(device, indices, audio)
         reply, sent, received = asc_device.run_sample_list(device, indices)
         stages = sum((r.preprocess_s or 0.0) + r.inference_s for r in reply.results)
         per_sample.append((received - sent - stages) / UNTIMED_LIST)
     most = caps.sample_untimed.max_s if caps.sample_untimed is not None else 0.0
-    assert min(per_sample) <= most, (
+    assert min(per_sample) <= most + max(pairs), (
         f"{min(per_sample):.6f} s a sample outside the stages (least of {UNTIMED_TRIES} lists of "
-        f"{UNTIMED_LIST}), the driver declares at most {most:g} s (asc.sample_untimed)")
+        f"{UNTIMED_LIST}), past the {most:g} s the driver declares (asc.sample_untimed) and the "
+        f"{max(pairs):.6f} s a sample's load and unload took as requests of their own")
 
 
 def _window(window: Any, stage: str) -> None:

@@ -301,13 +301,18 @@ def check_work(
     declared: UntimedWork | None = None,
     region: tuple[float, float] | None = None,
     recheck: Callable[[], float] | None = None,
+    observed_per_sample_s: float = 0.0,
 ) -> TimingCheck:
     """The time an ASC request's window spends outside the work it claims (``claimed_s``: its
     samples' stages added up, or a power window's region) against the link's bound plus
-    ``samples`` × the per-sample untimed work the driver declares."""
-    untimed = samples * declared.max_s if declared is not None else 0.0
-    note = (f"{samples} sample(s) × {declared.max_s:g} s declared per sample ({declared.reason})"
-            if declared is not None else "")
+    ``samples`` × the per-sample untimed work the driver declares and, for a sample list, what
+    the orchestrator observed a sample's load and unload to cost (``observed_per_sample_s``)."""
+    each = (declared.max_s if declared is not None else 0.0) + observed_per_sample_s
+    untimed = samples * each
+    parts = ([f"{declared.max_s:g} s declared ({declared.reason})"] if declared is not None
+             else []) + ([f"{observed_per_sample_s:.6f} s observed for a sample's load and "
+                          "unload as requests of their own"] if observed_per_sample_s else [])
+    note = f"{samples} sample(s) × ({' + '.join(parts)})" if parts else ""
     start, end = region if region is not None else (sent, received)
     if offset.link is None:  # recorded before link probes: the rule then checked regions only
         allowed = allowance(offset, 0.0, "not checked: the phase was recorded before link "

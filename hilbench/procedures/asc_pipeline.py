@@ -56,7 +56,12 @@ from hilbench.procedures.asc_figures import (
     window_estimate,
     window_readings,
 )
-from hilbench.procedures.asc_timing import PhaseTiming, sample_untimed, samples_echo
+from hilbench.procedures.asc_timing import (
+    PhaseTiming,
+    observe_load_unload,
+    sample_untimed,
+    samples_echo,
+)
 
 if TYPE_CHECKING:
     from hilbench.procedures.asc import AscResources
@@ -159,6 +164,10 @@ def pipeline_window(
     echo = samples_echo(max(lists, key=len))
     with ctx.phase("active_pipeline", [device], instruments, echo=echo) as phase:
         offset = phase.offsets[device.name]
+        timing = PhaseTiming(device.name, offset, sample_untimed(device.capabilities),
+                             lambda: device.link_burst(echo))
+        timing.list_sample_s = observe_load_unload(ctx, phase, device, lists[0][0],
+                                                   test.slices[lists[0][0]])
         columns: dict[str, list[float]] = {k: [] for k in SAMPLE_FIELDS}
         list_windows: list[list[float]] = []  # sent, received, first and last sample's row
         deadline = ctx.now() + active_s
@@ -185,8 +194,6 @@ def pipeline_window(
             if ctx.now() >= deadline:
                 break
         samples = samples_from(columns)
-        timing = PhaseTiming(device.name, offset, sample_untimed(device.capabilities),
-                             lambda: device.link_burst(echo))
         try:
             check_lists(timing, rep, samples, list_windows)
         finally:

@@ -161,13 +161,17 @@ def _check_regions(run: RecordedRun) -> None:
     caps = (run.run.get("agents") or {}).get(agent, {}).get("capabilities") or {}
     declared = sample_untimed(decode(Capabilities, caps, "bad_reply"))
     phases = {p["uid"]: p for p in run.phases}
+    # a sample's load and unload as the live phase timed them, before its sample lists
+    observed = {e["phase_uid"]: max(e["data"]["pairs_s"])
+                for e in run.events if e["name"] == "load_unload_probe"}
     samples: dict[str, list[tuple[Any, dict[str, Any]]]] = {}
     for e in run.events:
         d, phase = e["data"], phases.get(e["phase_uid"])
         if phase is None:
             continue
         offset = clock_offsets(phase)[agent]
-        timing = PhaseTiming(agent, offset, declared)
+        timing = PhaseTiming(agent, offset, declared,
+                             list_sample_s=observed.get(phase["uid"], 0.0))
         if e["name"] == "sample" and d.get("t_device_start") is not None:
             t_done = float(e["t"])
             work = float(d.get("preprocess_s") or 0.0) + float(d["inference_s"])
@@ -195,7 +199,8 @@ def _check_regions(run: RecordedRun) -> None:
                 timing.check(what, float(sent), float(received), t_end - t_start,
                              region=(t_start, t_end))
     for phase_uid, held in samples.items():
-        timing = PhaseTiming(agent, clock_offsets(phases[phase_uid])[agent], declared)
+        timing = PhaseTiming(agent, clock_offsets(phases[phase_uid])[agent], declared,
+                             list_sample_s=observed.get(phase_uid, 0.0))
         records = [r for r, _ in held]
         for window, group, bodies in request_groups(records, [b for _, b in held]):
             check_request(timing, window, group, bodies)

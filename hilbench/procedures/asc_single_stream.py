@@ -32,10 +32,12 @@ from hilbench.procedures.asc_device import (
     run_single_stream,
     sample_list_size,
     send_model,
+    uses_sample_lists,
 )
 from hilbench.procedures.asc_timing import (
     PhaseTiming,
     check_request,
+    observe_load_unload,
     sample_untimed,
     single_stream_echo,
 )
@@ -82,6 +84,8 @@ def run_single_stream_phase(ctx: RunContext, res: AscResources, device: RemoteDe
         timing = PhaseTiming(device.name, phase.offsets[device.name],
                              sample_untimed(device.capabilities),
                              lambda: device.link_burst(echo))
+        if uses_sample_lists(device):
+            timing.list_sample_s = observe_load_unload(ctx, phase, device, 0, test.slices[0])
         pending: list[tuple[SampleRecord, dict]] = []  # the samples of the request in hand
 
         def check_pending() -> None:

@@ -21,6 +21,7 @@ from hilbench.documents import Event
 from hilbench.orchestrator.client import ClockOffset
 from hilbench.orchestrator.link_probe import Echo
 from hilbench.orchestrator.timing_check import TimingCheck, check_work, raise_unless_on_time
+from hilbench.procedures.asc_device import load_sample, unload_sample, uses_sample_lists
 
 # What one sample's result adds to a reply (index, class, scores, stage times, region), and
 # the reply of a power window (its loop and, from an on-board monitor, its readings).
@@ -43,8 +44,7 @@ def samples_echo(indices: Sequence[int]) -> Echo:
 def single_stream_echo(device: Any, count: int, per_list: int) -> Echo:
     """The shape of the requests that run single stream on ``device``: sample lists of
     ``per_list`` samples where the agent offers them, else one run request per sample."""
-    asc = device.capabilities.asc
-    if asc is not None and "samples" in asc.modes:
+    if uses_sample_lists(device):
         return samples_echo(range(min(count, per_list)))
     return Echo(RESULT_BYTES, {"workload": "asc", "mode": "single_stream", "index": 0})
 
@@ -66,12 +66,15 @@ class PhaseTiming:
     worst: TimingCheck | None = None
     verdicts: dict[str, int] = field(default_factory=dict)
     last_received: float = 0.0  # the event's time: no clock read of its own (replays match)
+    # a sample's load and unload as the orchestrator timed them (observe_load_unload): what
+    # each sample of a sample list may add to the list's window besides the declared work
+    list_sample_s: float = 0.0
 
     def check(self, what: str, sent: float, received: float, claimed_s: float,
               samples: int = 1, region: tuple[float, float] | None = None) -> TimingCheck:
         """Check one request (raising ``timing_unverified`` or ``timing_inconsistent``)."""
         found = check_work(sent, received, claimed_s, self.offset, samples, self.declared,
-                           region, self.recheck)
+                           region, self.recheck, self.list_sample_s)
         self.checked += 1
         self.last_received = max(self.last_received, received)
         self.verdicts[found.verdict] = self.verdicts.get(found.verdict, 0) + 1
@@ -93,6 +96,33 @@ class PhaseTiming:
         if self.checked and self.offset.link is not None:
             ctx.emit(Event(ctx.run_uid, phase_uid, "timing_check", self.last_received,
                            self.summary()))
+
+
+LOAD_PROBES = 4  # load + unload pairs the orchestrator times before a phase of sample lists
+
+
+def observe_load_unload(ctx: Any, phase: Any, device: Any, index: int, audio: Any) -> float:
+    """Before a phase of sample lists: time ``LOAD_PROBES`` loads and unloads of one sample as
+    requests of their own (no claim of the agent's in them, only the orchestrator's windows)
+    and keep the slowest pair, which a list's sample may add to the list's window: in a list
+    the agent loads and unloads each sample beside the device, where the orchestrator cannot
+    see it. Stored as an event (``load_unload_probe``) for reanalysis; none without a link
+    probe (the replay of a cassette recorded before them)."""
+    if phase.offsets[device.name].link is None:
+        return 0.0
+    pairs = []
+    for _ in range(LOAD_PROBES):
+        load_sample(device, index, audio)
+        loaded = device.window
+        unload_sample(device, index)
+        unloaded = device.window
+        assert loaded is not None and unloaded is not None
+        pairs.append((loaded[1] - loaded[0]) + (unloaded[1] - unloaded[0]))
+    ctx.emit(Event(ctx.run_uid, phase.uid, "load_unload_probe", unloaded[1],
+                   {"pairs_s": pairs, "index": int(index),
+                    "rule": "the slowest load + unload pair, each a request of its own, may be "
+                            "spent per sample of a sample list outside its stages"}))
+    return max(pairs)
 
 
 def request_groups(records: Sequence[Any], bodies: Sequence[dict[str, Any]]

@@ -174,7 +174,12 @@ def test_a_requests_samples_are_allowed_their_declared_untimed_work_each():
     short = check_work(SENT, SENT + 20 * MS, 2 * MS, OFFSET, samples=10, declared=declared)
     assert short.verdict == "unverified"
     assert short.allowed.untimed_s == pytest.approx(10 * MS)
-    assert "10 sample(s) × 0.001 s declared per sample (load and unload)" in short.reason
+    assert "10 sample(s) × (0.001 s declared (load and unload))" in short.reason
+    # a sample list: what a load and an unload took as requests of their own, per sample too
+    listed = check_work(SENT, SENT + 20 * MS, 2 * MS, OFFSET, samples=10, declared=declared,
+                        observed_per_sample_s=0.5 * MS)
+    assert listed.allowed.untimed_s == pytest.approx(15 * MS)
+    assert "+ 0.000500 s observed for a sample's load and unload" in listed.reason
     honest = check_work(SENT, SENT + 10 * MS, 4 * MS, OFFSET, samples=10, declared=declared)
     assert honest.on_time and honest.margin_s == pytest.approx(ALLOWED + 10 * MS - 6 * MS)
 
