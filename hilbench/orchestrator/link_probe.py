@@ -20,7 +20,7 @@ percentile − median) once more, plus its fastest echo:
   percentile (on a quiet link the spread is tens of µs);
 * a real request does an echo's work and about as much again that the echo skips: its body
   decoded against its contract, the driver's own calls around its timed region, a fresh reply
-  encoded, and after a command longer than the agent's follower check (50 ms) a turn back to
+  encoded, and after a command longer than the agent's follower check (0.25 s) a turn back to
   the thread that holds the socket. The fastest echo, the link's fixed cost without any
   delay, counts that once (on the 2-core test VM the cpu driver spent 0.06 ms median around its
   region in-process, the fastest echo took 0.1 ms).
