@@ -36,6 +36,10 @@ from typing import Any
 import numpy as np
 
 QUANTILE = 0.99
+# A hilbench agent hands a command that runs longer than this to its calling thread, which
+# serves the socket meanwhile and sends the reply (hilbench.agent.turns.FOLLOWER_CHECK_S): such a
+# reply takes one more turn between threads than an echo, of the same kind the echo takes.
+LONG_COMMAND_S = 0.25
 FRESH_ECHOES = 4
 MIN_ECHOES = 24
 POOL_ECHOES = 48

@@ -12,7 +12,9 @@ request's stage times added up; a power window's region)::
 
     allowed = link + u + untimed
       link     the link's measured bound before the phase (99th percentile of its echoes, plus
-               their spread, plus the fastest: :mod:`.link_probe`); a phase recorded before
+               their spread, plus the fastest: :mod:`.link_probe`), twice for a command that
+               ran longer than LONG_COMMAND_S (a hilbench agent then sends its reply from
+               another thread: one more turn of the kind an echo takes); a phase recorded before
                link probes (an old cassette or store, re-analysed): the rule then in force,
                LEGACY_LINK_S and ``untimed_s`` as reported, and every figure it allowed says so
       u        the clock offset's uncertainty (half the best ping round trip)
@@ -51,7 +53,7 @@ from typing import Any, Literal
 
 from hilbench.contracts.base import UntimedWork
 from hilbench.orchestrator.client import AgentError, ClockOffset
-from hilbench.orchestrator.link_probe import LinkBound
+from hilbench.orchestrator.link_probe import LONG_COMMAND_S, LinkBound
 
 # The allowance for transport before it was measured on the link (hilbench ≤ issue 30): used
 # only for phases recorded without link probes, and named in every figure it allows for.
@@ -86,10 +88,11 @@ class Allowance:
     offset_uncertainty_s: float
     untimed_s: float = 0.0
     untimed_note: str = ""  # what the untimed part is and who declared it
+    turns: int = 1  # 2 for a command longer than LONG_COMMAND_S: its reply's extra turn
 
     @property
     def link_s(self) -> float:
-        return self.link.bound_s if self.link is not None else LEGACY_LINK_S
+        return self.turns * self.link.bound_s if self.link is not None else LEGACY_LINK_S
 
     @property
     def total_s(self) -> float:
@@ -106,6 +109,7 @@ class Allowance:
             "link": (self.link.to_dict() if self.link is not None else
                      {"source": f"legacy constant {LEGACY_LINK_S} s: the phase was recorded "
                                 "before link probes"}),
+            "link_turns": self.turns,
             "offset_uncertainty_s": self.offset_uncertainty_s,
             "untimed_s": self.untimed_s,
             "untimed": self.untimed_note,
@@ -114,6 +118,9 @@ class Allowance:
     def describe(self) -> str:
         link = (f"link {self.link.describe()}" if self.link is not None
                 else f"link {LEGACY_LINK_S} s (legacy constant: recorded before link probes)")
+        if self.turns > 1 and self.link is not None:
+            link = (f"link × {self.turns} (a command longer than {LONG_COMMAND_S:g} s: its reply "
+                    f"takes another turn between the agent's threads) of {link[5:]}")
         text = (f"{self.total_s:.6f} s allowed ({link}; clock offset ± "
                 f"{self.offset_uncertainty_s:.6f} s")
         if self.untimed_s:
@@ -121,9 +128,12 @@ class Allowance:
         return text + ")"
 
 
-def allowance(offset: ClockOffset, untimed_s: float = 0.0, untimed_note: str = "") -> Allowance:
-    """The allowance of a request in a phase whose probes gave ``offset``."""
-    return Allowance(offset.link, offset.uncertainty_s, untimed_s, untimed_note)
+def allowance(offset: ClockOffset, untimed_s: float = 0.0, untimed_note: str = "",
+              claimed_s: float = 0.0) -> Allowance:
+    """The allowance of a request in a phase whose probes gave ``offset``; a command that
+    lasted longer than LONG_COMMAND_S gets the link's bound twice (its reply's extra turn)."""
+    turns = 2 if claimed_s >= LONG_COMMAND_S else 1
+    return Allowance(offset.link, offset.uncertainty_s, untimed_s, untimed_note, turns)
 
 
 @dataclass(frozen=True)
@@ -260,7 +270,7 @@ def check_timed_region(
     start, end = t_start - offset.offset_s, t_end - offset.offset_s
     note = "per-run untimed_s reported by the agent, declared at most " + (
         f"{declared.max_s:g} s ({declared.reason})" if declared is not None else "0 s")
-    allowed = allowance(offset, untimed, note if untimed else "")
+    allowed = allowance(offset, untimed, note if untimed else "", claimed_s + untimed)
     reason = region_outside_window(t_start, t_end, sent, received, offset)
     if reason is None and abs((t_end - t_start) - claimed_s) > max(1e-3, 1e-3 * claimed_s):
         reason = (f"actual_s = {claimed_s:.6f} s, but the claimed region t_end − t_start lasts "
@@ -319,7 +329,7 @@ def check_work(
                                          "probes, when only the claimed regions were checked")
         return TimingCheck(sent, received, start - offset.offset_s, end - offset.offset_s,
                            claimed_s, allowed, "on_time", None, samples=samples)
-    allowed = allowance(offset, untimed, note)
+    allowed = allowance(offset, untimed, note, claimed_s)
     verdict, reason, limit, slowest = _lateness(received - sent, claimed_s, allowed, recheck)
     return TimingCheck(sent, received, start - offset.offset_s, end - offset.offset_s,
                        claimed_s, allowed, verdict, reason, limit, slowest, samples)

@@ -197,3 +197,13 @@ def test_a_peer_of_version_3_is_not_told_the_declared_untimed_work():
     assert "untimed" not in v3["qubo"] and "sample_untimed" not in v3["asc"]
     assert v3["asc"]["modes"] == ["single_stream", "samples"]
     assert capabilities_for_version(caps, 2)["asc"]["modes"] == ["single_stream"]
+
+
+def test_a_command_longer_than_the_agents_follower_check_gets_the_link_twice():
+    """Its reply leaves from the agent's other thread: one more turn, as an echo takes one."""
+    short = reply(0.5 * MS, claimed_s=0.2)
+    long = reply(0.5 * MS, claimed_s=0.3)
+    assert short.allowed.link_s == pytest.approx(LINK.bound_s)
+    assert long.allowed.link_s == pytest.approx(2 * LINK.bound_s)
+    assert reply(1.3 * MS, claimed_s=0.3).on_time and not reply(1.3 * MS, claimed_s=0.2).on_time
+    assert long.to_dict()["allowance"]["link_turns"] == 2
