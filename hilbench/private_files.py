@@ -1,10 +1,13 @@
 """Files and folders that hold results, logs or keys are created owner-only, whatever the umask:
 the mode is given at creation (``open(2)``'s and ``mkdir(2)``'s mode argument), so no other user
-can read them even for a moment, and a umask of 000 cannot widen them."""
+can read them even for a moment, and a umask of 000 cannot widen them. A file of ours that an
+older version or another tool left readable by others is narrowed when opened."""
 
 from __future__ import annotations
 
+import logging
 import os
+import stat
 from pathlib import Path
 from typing import IO, Any
 
@@ -47,7 +50,21 @@ def open_private(
     """``open(path, mode)`` where a new file gets mode 0600; ``mode`` is "w", "a", "a+" or "x"
     (text unless ``binary``)."""
     fd = os.open(path, _FLAGS[mode] | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and st.st_mode & 0o077:
+            os.fchmod(fd, stat.S_IMODE(st.st_mode) & 0o700)
+    except BaseException:
+        os.close(fd)
+        raise
     if binary:
         return os.fdopen(fd, mode.replace("x", "w") + "b")
     kw.setdefault("encoding", "utf-8")
     return os.fdopen(fd, mode.replace("x", "w"), **kw)
+
+
+class PrivateLogHandler(logging.FileHandler):
+    """``logging.FileHandler`` whose file is owner-only (0600) whatever the umask."""
+
+    def _open(self) -> IO[str]:
+        return open_private(self.baseFilename, "a", encoding=self.encoding or "utf-8")

@@ -4,6 +4,7 @@ overrides the one call it changes, everything else is the real driver's."""
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -32,3 +33,26 @@ class CpuWrapper:
 
     def close(self) -> None:
         self.inner.close()
+
+
+def run_asc_unit(driver: Any, store: Path, **table: Any) -> dict[str, Any]:
+    """One ``[[asc]]`` single-stream unit (one clip of the fixture, no power) against
+    ``driver`` behind a real agent runtime on loopback; the stored run."""
+    from hilbench.agent.runtime import AgentRuntime
+    from hilbench.orchestrator.campaign import parse_campaign
+    from hilbench.orchestrator.runner import CampaignRunner
+    from hilbench.store import Store
+    from tests.agent_thread import serving
+
+    runtime = AgentRuntime(driver, "liar", bind="tcp://127.0.0.1:*", heartbeat_s=0.1,
+                           liveness=20)
+    with serving(runtime):
+        campaign = parse_campaign({
+            "agents": [{"id": "a", "driver": driver.name, "address": runtime.endpoint}],
+            "asc": [{"agent": "a", "fixture": True, "model": "packaged", "limit": 1,
+                     "power": False, **table}],
+        }, "asc-unit.toml")
+        CampaignRunner(campaign, store).run()
+    with Store(store) as opened:
+        [run] = opened.runs()
+    return run

@@ -21,6 +21,8 @@ seed:
 It serves ``noop`` as the protocol says (the same body and payloads back): the orchestrator
 echoes it to measure the link before a timed phase.
 
+``power_w`` (``--power-w W``) replaces every internal power claim with ``W`` watts.
+
 ``fault`` breaks the reply contract for the seeds in ``faulty_seeds`` (or, with
 ``faulty_above_nodes``, for every graph larger than that): ``("omit", field)`` leaves the field
 out, ``("type", field, value)`` sends ``value`` in its place.
@@ -68,11 +70,12 @@ class SpecAgent:
     def __init__(self, fault: tuple | None = None, faulty_seeds: tuple[int, ...] = (1,),
                  port: int | None = None, faulty_above_nodes: int | None = None,
                  rules: dict[int, tuple[str, float]] | None = None,
-                 bind: str = "tcp://127.0.0.1:0") -> None:
+                 bind: str = "tcp://127.0.0.1:0", power_w: float | None = None) -> None:
         self.fault = fault
         self.faulty_seeds = faulty_seeds
         self.faulty_above_nodes = faulty_above_nodes
         self.rules = rules or {}
+        self.power_w = power_w
         self.matrix = np.zeros((0, 0), dtype=np.int8)
         self._ctx = zmq.Context()
         self._sock = self._ctx.socket(zmq.ROUTER)
@@ -173,6 +176,8 @@ class SpecAgent:
         untimed = max(0.0, t_end - arrived - timeout) if mode == "untimed" else None
         if mode in ("forged", "lag", "untimed"):
             t_end = arrived + timeout
+        if self.power_w is not None:
+            watts = self.power_w
         wide = state.astype(np.int64)
         reply: dict[str, Any] = {
             "cost": int(wide @ self.matrix.astype(np.int64) @ wide), "requested_s": timeout,
@@ -194,12 +199,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bind", default="tcp://127.0.0.1:0")
     parser.add_argument("--seed-rule", action="append", default=[], metavar="SEED:MODE:FACTOR")
+    parser.add_argument("--power-w", type=float, default=None, metavar="W")
     args = parser.parse_args()
     rules = {}
     for text in args.seed_rule:
         seed, mode, factor = text.split(":")
         rules[int(seed)] = (mode, float(factor))
-    agent = SpecAgent(rules=rules, bind=args.bind)
+    agent = SpecAgent(rules=rules, bind=args.bind, power_w=args.power_w)
     print("ENDPOINT", agent.address, flush=True)
     try:
         agent.serve()

@@ -98,6 +98,7 @@ class Keysight34465A:
             sample_period_s=s.sample_interval_s,
             marker_latency_s=s.trigger_latency_s if s.trigger == "external" else None,
             marker_channels=("ext",) if s.trigger == "external" else (),
+            resolution=s.resolution,
         )
         self.t0: float | None = None
         self.t0_uncertainty_s: float | None = None

@@ -20,6 +20,18 @@ LINE_FREQUENCIES_HZ = (50.0, 60.0)
 READING_OVERHEAD_S = 10e-6  # per-reading dead time besides integration (approximate)
 MAX_SAMPLE_COUNT = 1_000_000_000  # SAMPle:COUNt maximum on the 34465A
 MAX_SAMPLE_TIMER_S = 3600.0
+# The resolution each NPLC gives, in ppm of range (34465A data sheet; the DIG option's three).
+NPLC_RESOLUTION_PPM = {
+    0.001: 30.0,
+    0.002: 15.0,
+    0.006: 6.0,
+    0.02: 3.0,
+    0.06: 1.5,
+    0.2: 0.7,
+    1.0: 0.3,
+    10.0: 0.1,
+    100.0: 0.03,
+}
 
 
 def min_sample_interval_s(nplc: float, line_frequency_hz: float, autozero: bool) -> float:
@@ -138,6 +150,13 @@ class Keysight34465ASettings:
     def aperture_s(self) -> float:
         """How long each reading integrates the input."""
         return self.nplc / self.line_frequency_hz
+
+    @property
+    def resolution(self) -> float:
+        """One reading's least significant step in the reading's unit (A, or V across the
+        shunt turned into A): the data sheet's ppm of range at this NPLC."""
+        ppm = min(NPLC_RESOLUTION_PPM.items(), key=lambda item: abs(item[0] - self.nplc))[1]
+        return ppm * 1e-6 * self.range / (self.shunt_ohms or 1.0)
 
     @property
     def sample_count(self) -> int:

@@ -17,6 +17,7 @@ from typing import Any
 import psutil
 
 from hilbench.daemon.queue_db import QueueDB
+from hilbench.private_files import open_private
 
 SIM_METER = """
 [[instruments]]
@@ -63,17 +64,16 @@ timeouts_s = [{timeout_s}]
 
 
 class DaemonProc:
-    """`hilbench daemon` on ``db`` with a free loopback control port."""
+    """`hilbench daemon` on ``db``, with its own control socket (in the store's logs)."""
 
     def __init__(self, db: Path, config: Path | None = None) -> None:
         self.db = db
         self.config = config
         self.proc: subprocess.Popen | None = None
-        self.log = open(db.with_suffix(".daemon.out"), "a", encoding="utf-8")  # noqa: SIM115
+        self.log = open_private(db.with_suffix(".daemon.out"), "a")
 
     def start(self, timeout_s: float = 60) -> None:
-        cmd = [sys.executable, "-m", "hilbench", "daemon", "--db", str(self.db),
-               "--control", "tcp://127.0.0.1:*"]
+        cmd = [sys.executable, "-m", "hilbench", "daemon", "--db", str(self.db)]
         if self.config is not None:
             cmd += ["--config", str(self.config)]
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log)

@@ -18,6 +18,7 @@ from hilbench.cassette.recorder import DOCUMENTS, CassetteRecorder
 from hilbench.documents import Samples
 from hilbench.filehash import sha256_file
 from hilbench.private_files import open_private, private_dir
+from hilbench.safe_paths import open_inside, safe_name
 from hilbench.store import Store
 
 DATA = "data"
@@ -49,8 +50,9 @@ def export_bundle(db: Path, campaign_ref: str, out: Path, system: Path | None = 
     with open_private(out / DATA / "campaign.json", "x") as fh:
         json.dump(campaign, fh, indent=1, default=str)
     if system is not None:
-        shutil.copyfile(system, out / DATA / f"system{system.suffix}")
-        (out / DATA / f"system{system.suffix}").chmod(0o600)
+        with open(system, "rb") as src, open_inside(out / DATA, safe_name(
+                f"system{system.suffix}"), "xb", file_mode=0o600) as dst:
+            shutil.copyfileobj(src, dst)
     write_bag_files(out, f"hilbench campaign {campaign['name']} ({uid})")
     return len(runs)
 
@@ -84,6 +86,8 @@ def write_bag_files(out: Path, description: str) -> None:
     with open_private(out / "bagit.txt", "x") as fh:
         fh.write("BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n")
     size = sum(p.stat().st_size for p in files)
+    # one line: a campaign name with a line break must not add tags of its own
+    description = "".join(c if c.isprintable() else " " for c in description)
     with open_private(out / "bag-info.txt", "x") as fh:
         fh.write(f"Bagging-Date: {time.strftime('%Y-%m-%d', time.gmtime())}\n"
                  f"Bag-Software-Agent: hilbench\nExternal-Description: {description}\n"

@@ -24,6 +24,7 @@ from hilbench import clock
 from hilbench.cassette import tap
 from hilbench.cassette.arrays import BLOBS, put_array, put_blob
 from hilbench.private_files import open_private, private_dir
+from hilbench.safe_paths import inside, safe_name
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +37,6 @@ CLOCK_FLUSH_S = 0.25
 VISA_CALLS = ("write", "write_raw", "write_ascii_values", "write_binary_values", "read",
               "read_raw", "read_bytes", "query", "query_ascii_values", "query_binary_values",
               "read_ascii_values", "read_binary_values", "assert_trigger", "clear")
-
-
-def channel_name(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
 
 
 class Channel:
@@ -68,7 +65,7 @@ def instrument_channel(folder: Path, file: str, header: dict[str, Any]) -> Chann
     private_dir(folder, parents=True)
     private_dir(folder / CHANNELS)
     private_dir(folder / BLOBS)
-    return Channel(folder / CHANNELS / file, {"kind": "channel", **header})
+    return Channel(inside(folder / CHANNELS, file), {"kind": "channel", **header})
 
 
 def _json_default(value: Any) -> Any:
@@ -145,14 +142,14 @@ class ChannelRecorder:
             n += 1
             name = f"{stem}.{n}"
         self._names.add(name)
-        channel = Channel(self.folder / CHANNELS / f"{name}.jsonl",
+        channel = Channel(inside(self.folder / CHANNELS, f"{name}.jsonl"),
                           {"kind": "channel", "name": name, **header}, self.clock.flush)
         self._channels.append(channel)
         return channel
 
     # --- the tap -------------------------------------------------------------------------
     def agent_socket(self, link: str, address: str, sock: Any) -> Any:
-        channel = self._channel(f"agent-{channel_name(link)}",
+        channel = self._channel(safe_name(f"agent-{link}"),
                                 {"channel": "agent", "agent": link, "address": address})
         return RecordingSocket(sock, channel, self.folder)
 
@@ -164,7 +161,7 @@ class ChannelRecorder:
 
     def open_resource(self, resource: str, kwargs: dict[str, Any], opened: Any) -> Any:
         inst = opened()
-        channel = self._channel(f"visa-{channel_name(resource)}",
+        channel = self._channel(safe_name(f"visa-{resource}"),
                                 {"channel": "visa", "resource": resource,
                                  "options": {k: v for k, v in kwargs.items()
                                              if isinstance(v, (str, int, float, bool))}})

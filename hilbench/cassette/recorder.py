@@ -17,6 +17,7 @@ from hilbench.cassette.manifest import MANIFEST, base_manifest, read_manifest, w
 from hilbench.documents import Document, PhaseStart, RunStart, Samples
 from hilbench.orchestrator.recorder import JsonlRecorder
 from hilbench.private_files import open_private, private_dir
+from hilbench.safe_paths import inside, safe_name
 
 log = logging.getLogger(__name__)
 DOCUMENTS = "documents.jsonl"
@@ -126,7 +127,8 @@ class CassetteRecorder:
         stream = self._streams.get(key)
         if stream is None:
             self._count += 1
-            name = _safe(f"{self._count:06d}-{doc.source}")
+            name = safe_name(f"{self._count:06d}-{doc.source}")
+            inside(self.folder / SAMPLES_DIR, name)  # the stream's files are NAME.suffix
             stream = StreamWriter(self.folder / SAMPLES_DIR, name)
             self._streams[key] = stream
             self._line({"kind": "stream", "stream": stream.name, "run_uid": doc.run_uid,
@@ -207,6 +209,3 @@ def _drop_cut_line(path: Path) -> None:
         with open(path, "r+b") as fh:
             fh.truncate(keep)
 
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)

@@ -38,8 +38,10 @@ def _config(config_path: Path | None):
 @_CONFIG
 @_DB_OPTION
 @click.option("--control", default=None,
-              help="Control socket address [default: the config's, else tcp://127.0.0.1:5650]; "
-                   "tcp://127.0.0.1:* picks a free port (written to the store for `status`).")
+              help="Control socket address [default: the config's, else ipc://STORE.logs/"
+                   "control.sock, which only the owner (and [daemon] group) can open]; it is "
+                   "written to the store for `status`. A plaintext TCP address (loopback) "
+                   "answers only ping unless the config says insecure = true.")
 @click.option("--bench", default=None,
               help="The bench this daemon serves [default: the config's, else the host name]: "
                    "it runs the queue's items for this bench (and those for any bench).")
@@ -66,12 +68,15 @@ def daemon(config_path: Path | None, db: Path | str | None, control: str | None,
     --db postgresql://… --bench NAME` queues for one bench, `hilbench status --all --db
     postgresql://…` shows them all.
 
-    Logs: STORE.logs/daemon.log, STORE.logs/worker.log, and the campaign logs beside them.
+    Logs: STORE.logs/daemon.log, STORE.logs/worker.log, and the campaign logs beside them
+    (0600). `hilbench status` asks over STORE.logs/control.sock, which tells other users only
+    that a daemon runs: the owner, root and the members of [daemon] group may ask more.
     """
     from sqlalchemy.exc import DBAPIError
 
     from hilbench.daemon.control import ControlError
     from hilbench.daemon.manager import Daemon, DaemonError
+    from hilbench.private_files import PrivateLogHandler, private_dir
     from hilbench.store import StoreError
     from hilbench.store.paths import logs_dir
 
@@ -96,8 +101,8 @@ def daemon(config_path: Path | None, db: Path | str | None, control: str | None,
             raise SystemExit(EXIT_USAGE)
     store = db if db is not None else (d.store or _db_path(None))
     logs = logs_dir(Path(store).resolve())
-    logs.mkdir(mode=0o700, parents=True, exist_ok=True)
-    handler = logging.FileHandler(logs / "daemon.log", encoding="utf-8")
+    private_dir(logs, parents=True)
+    handler = PrivateLogHandler(logs / "daemon.log", encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.setLevel(logging.INFO)
     root = logging.getLogger()
@@ -129,7 +134,7 @@ def fetch_status(db: Path | str, connect: str | None, key: Path | None,
                  bench: str | None = None) -> dict[str, Any]:
     """The daemon's status (``bench``'s on a shared queue), or what the store says when no
     daemon answers."""
-    from hilbench.daemon.control import ControlError, request
+    from hilbench.daemon.control import ControlError, NotAllowed, request
 
     if connect is None:
         from hilbench.daemon.locate import daemon_row
@@ -152,6 +157,8 @@ def fetch_status(db: Path | str, connect: str | None, key: Path | None,
 
             public = load_public(daemon_key)
         return request(connect, "status", timeout_s=timeout_s, key=key, daemon_key=public)
+    except NotAllowed as exc:  # it runs; what it does is its owner's (and group's) to see
+        return _offline(db, str(exc), state="running (not yours to ask)")
     except ControlError as exc:
         if key is not None:
             raise
@@ -201,14 +208,15 @@ def render_all(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _offline(db: Path | str, why: str) -> dict[str, Any]:
+def _offline(db: Path | str, why: str, state: str = "not running") -> dict[str, Any]:
+    """What the store says, when the daemon does not (not running, or not ours to ask)."""
     from hilbench.daemon.queue_db import QueueDB
 
     with QueueDB(db) as q:
         items = q.items()
         history = q.history(1)
     return {
-        "daemon": {"state": "not running", "detail": why, "store": q.describe()},
+        "daemon": {"state": state, "detail": why, "store": q.describe()},
         "current": None, "agents": [], "instruments": [],
         "last_error": history[0]["message"] if history and history[0]["exit_status"] == "failed"
         else "",
@@ -332,10 +340,12 @@ def systemd(config_path: Path | None, campaigns: tuple[Path, ...], keys_dir: str
     """Print systemd unit files: the daemon (Type=notify, watchdog, restart on failure) and
     one per network agent of the given campaigns, with its keys.
 
-    Save each block under /etc/systemd/system/ with the name in its first comment line, then
-    `systemctl daemon-reload && systemctl enable --now NAME`.
+    Save each block under the name in its first comment line (units in /etc/systemd/system/),
+    then `systemctl daemon-reload && systemctl enable --now NAME`. The first block makes the
+    bench lock folder at boot (root's, mode 1777), so that the daemon's user and every other
+    user lock the bench in the same trusted folder.
     """
-    from hilbench.daemon.systemd import agent_unit, daemon_unit
+    from hilbench.daemon.systemd import agent_unit, daemon_unit, lock_folder_tmpfiles
     from hilbench.orchestrator.campaign import CampaignError, load_campaign
     from hilbench.store.engine import is_url
 
@@ -343,6 +353,7 @@ def systemd(config_path: Path | None, campaigns: tuple[Path, ...], keys_dir: str
         db = ""  # the config names it
     elif db is not None and not is_url(db):
         db = str(Path(db).resolve())
+    click.echo(lock_folder_tmpfiles())
     click.echo(daemon_unit(config_path, service_user, watchdog_s, db))
     for path in campaigns:
         try:

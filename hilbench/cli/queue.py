@@ -222,7 +222,8 @@ def queue_stop(db: Path | None) -> None:
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="One JSON array, with every run id.")
 def queue_history(db: Path | None, limit: int, as_json: bool) -> None:
-    """Finished items, newest first: exit status, message, runs, start and stop times."""
+    """Finished items, newest first: exit status, runs, how often the campaign started
+    (restarts after a kill or stop, retries), start and stop times, message."""
     with _open(db) as q:
         rows = q.history(limit)
     if as_json:
@@ -231,7 +232,8 @@ def queue_history(db: Path | None, limit: int, as_json: bool) -> None:
     for r in rows:
         campaign = (r["campaign_uid"] or "-")[:8]
         click.echo(f"{r['id']:>5}  {r['exit_status']:<9} {r['name']:<24} campaign {campaign} "
-                   f"{len(r['run_uids'])} run(s)  {_when(r['started_at'])} -> "
+                   f"{len(r['run_uids'])} run(s) in {r['starts']} start(s)  "
+                   f"{_when(r['started_at'])} -> "
                    f"{_when(r['stopped_at'])}  {r['message']}")
 
 

@@ -374,15 +374,30 @@ def _print_detail(detail: dict[str, Any]) -> None:
     _print_timing(console, detail.get("timing") or [])
 
     metrics = Table(title="metrics")
-    for column in ("Metric", "Value", "Unit"):
+    for column in ("Metric", "Value", "Unit", "Source"):
         metrics.add_column(column)
     for metric in run["metrics"]:
         metrics.add_row(
             _escape(metric["name"]),
             _value_text(metric["value"], metric["uncertainty"]),
             _escape(metric["unit"]),
+            _escape(_metric_source(metric)),
         )
     console.print(metrics)
+
+
+def _metric_source(metric: dict[str, Any]) -> str:
+    """Where a power figure comes from (an agent's own report says so), and why a measured
+    figure has no uncertainty."""
+    from hilbench.power.provenance import NOT_STATED, origin_of
+
+    meta = metric.get("meta") or {}
+    origin = origin_of(meta)
+    text = origin.explain() if origin is not None else ""
+    if metric.get("value") is not None and metric.get("uncertainty") is None and (
+            meta.get("uncertainty_note") or (origin is not None and origin.is_agent)):
+        text += "" if NOT_STATED in text else f"{'; ' if text else ''}{NOT_STATED}"
+    return text
 
 
 def _print_timing(console: Any, checks: list[dict[str, Any]]) -> None:
@@ -467,6 +482,9 @@ def _group_flags(group: RunGroup) -> list[str]:
     overrun = by_name.get("overrun")
     if overrun is not None and overrun.n and overrun.mean:
         flags.append(f"[bold red]OVERRUN {round(overrun.mean * overrun.n)}/{overrun.n}[/bold red]")
+    early = by_name.get("stopped_early")
+    if early is not None and early.n and early.mean:
+        flags.append(f"STOPPED EARLY {round(early.mean * early.n)}/{early.n}")
     feasible = by_name.get("feasible")
     if feasible is not None and feasible.n and feasible.mean is not None and feasible.mean < 1:
         bad = round((1 - feasible.mean) * feasible.n)
@@ -480,6 +498,8 @@ def _run_flags(run: dict[str, Any]) -> str:
     text = ""
     if values.get("overrun"):
         text += " [bold red]OVERRUN[/bold red]"
+    if values.get("stopped_early"):
+        text += " STOPPED EARLY"
     if values.get("feasible") == 0:
         text += " [bold red]INFEASIBLE[/bold red]"
     return text

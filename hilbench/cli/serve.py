@@ -25,16 +25,22 @@ from hilbench.store import StoreError
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535),
               help="Port (0: any free port; the address is printed).")
 @click.option("--token", default=None, envvar="HILBENCH_SERVE_TOKEN",
-              help="Require this token on every request (Authorization: Bearer TOKEN, or "
-                   "?token=TOKEN once in the browser) [env: HILBENCH_SERVE_TOKEN].")
+              help="The token every request must carry (16 or more of A-Z a-z 0-9 . _ ~ -) "
+                   "[env: HILBENCH_SERVE_TOKEN; prefer it: other users see command lines] "
+                   "[default: a random one, printed in the URL].")
 def serve(db_path: Path | None, host: str, port: int, token: str | None) -> None:
     """Serve a read-only results page per campaign: its summary tables, the full report
     (figures, workflow, methodology, provenance) and, when a daemon runs on the same store,
     its live status. The store is only read (SQLite read-only connection); GET and HEAD only.
 
-    Binds 127.0.0.1 by default. On an address other hosts reach, give --token (a long random
-    string, e.g. `python -c "import secrets; print(secrets.token_urlsafe())"`); the page is
-    plain HTTP, so prefer an SSH tunnel to a loopback server on untrusted networks. Stop with
+    Owner-only: every request must carry a token, a random one unless --token gives it.
+    Open the URL printed at start, http://127.0.0.1:8765/TOKEN/ (the token is the first part
+    of every page's path), or send `Authorization: Bearer TOKEN` (curl, scripts). Anything
+    else, e.g. another local user's browser or curl without it, gets 403 and no data.
+
+    Binds 127.0.0.1 by default. On an address other hosts reach, give --token; the page is
+    plain HTTP, so prefer an SSH tunnel to a loopback server on untrusted networks. Pages run
+    no script (Content-Security-Policy) and show every stored value as text. Stop with
     Ctrl-C.
     """
     require_report_extra("serve")
@@ -52,10 +58,9 @@ def serve(db_path: Path | None, host: str, port: int, token: str | None) -> None
             click.echo(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}",
                        err=True)
             raise SystemExit(EXIT_USAGE) from None
-        bound_host, bound_port = server.server_address[:2]
-        shown = f"[{bound_host}]" if ":" in str(bound_host) else bound_host
-        click.echo(f"serving {path} (read-only) on http://{shown}:{bound_port}/"
-                   + (" (token required)" if token else ""), err=False)
+        click.echo(f"serving {path} (read-only) on {server.url()}", err=False)
+        click.echo("only requests with the token in that URL (or Authorization: Bearer) are "
+                   "answered", err=True)
         # SIGTERM (systemd, kill) ends serve_forever from another thread, so the temporary
         # report folder is removed as on Ctrl-C.
         signal.signal(signal.SIGTERM,

@@ -73,9 +73,9 @@ def check(db: Path | None) -> None:
     except StoreError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None
-    if report.wal:
-        click.echo(f"note: {path}-wal exists: its last writes are not in the main file yet "
-                   "(open the store once with `hilbench results --db` to fold them in)")
+    if report.wal_pages:
+        click.echo(f"note: read through {path}-wal: {report.wal_pages} committed page(s) not "
+                   "in the main file yet (the next writer folds them in)")
     if not report.damaged:
         click.echo(f"{path}: intact ({report.pages_in_file} pages; "
                    + ", ".join(f"{n} {t}" for t, n in report.rows.items()) + ")")
@@ -118,9 +118,6 @@ def salvage(bad: Path, out: Path) -> None:
     except StoreError as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None
-    wal = Path(f"{bad}-wal")
-    if wal.exists() and wal.stat().st_size:
-        click.echo(f"note: {wal} holds writes not yet in {bad}; they are not recovered")
     lost = sum(len(v) for v in report.lost.values())
     click.echo(
         f"new store {out}: {report.runs} run(s) recovered from {bad}, {report.intact} intact, "

@@ -28,6 +28,7 @@ from hilbench.contracts.base import (
     UntimedWork,
     payload_count,
 )
+from hilbench.contracts.power import PowerReport
 
 STAGES: tuple[str, ...] = ("preprocessing", "inference")
 Stage = Literal["preprocessing", "inference"]
@@ -228,7 +229,7 @@ class AscWindowResult(Reply, kw_only=True):
     index: Index | None = None
     stream_samples: Count | None = None
     indices: list[Index] | None = None
-    power: Detail | None = None
+    power: PowerReport | None = None  # the device's own reading (an on-board monitor)
     detail: Detail = msgspec.field(default_factory=dict)
 
 

@@ -31,6 +31,7 @@ from hilbench.contracts.base import (
     UntimedWork,
     payload_count,
 )
+from hilbench.contracts.power import PowerReport
 
 MAX_NODES = 1_000_000
 MIN_TIMEOUT_S = 1e-3
@@ -123,7 +124,7 @@ class QuboRunReply(Reply, kw_only=True):
     solver_s: Seconds | None = None
     cost_check_s: Seconds | None = None
     stopped_early: bool = False
-    power: Detail | None = None
+    power: PowerReport | None = None  # the agent's own reading: labelled so, never trusted
     solver_params: Detail = msgspec.field(default_factory=dict)
     detail: Detail = msgspec.field(default_factory=dict)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import msgspec
 import msgspec.inspect as mi
 
-from hilbench.contracts import asc, qubo
+from hilbench.contracts import asc, power, qubo
 from hilbench.contracts.capabilities import Capabilities, ConfigureReply, Settings
 
 BEGIN = "<!-- contract tables: generated from hilbench/contracts by make_agent_vectors.py -->"
@@ -25,6 +25,7 @@ SECTIONS: tuple[tuple[str, tuple[type[msgspec.Struct], ...]], ...] = (
              asc.AscSingleStream, asc.AscSampleResult, asc.AscRepeat, asc.AscStream,
              asc.AscWindowResult, asc.AscLoadSampleList, asc.AscSampleListReply,
              asc.AscSamples, asc.AscSamplesResult)),
+    ("Power reports", (power.PowerReport, power.StatedAccuracy)),
 )
 
 
@@ -108,7 +109,7 @@ def _doc(cls: type) -> str:
 def render() -> str:
     """Every contract table, in the document's order, between the markers."""
     out = [BEGIN, "", "Unknown keys are refused in every map below (except the `detail`, "
-           "`meta`, `power` and `solver_params` maps, which are free). Every reply may also "
+           "`meta` and `solver_params` maps, which are free). Every reply may also "
            "carry `agent_elapsed_s` (float s, ≥ 0, informative).", ""]
     for title, classes in SECTIONS:
         out += [f"#### {title}", ""]

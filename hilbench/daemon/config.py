@@ -3,8 +3,9 @@
 ```toml
 [daemon]
 store = "/var/lib/hilbench/hilbench.sqlite"
-control = "tcp://127.0.0.1:5650"      # loopback only, unless key + authorized are given
-key = "keys/daemon.key_secret"        # CurveZMQ: the daemon's key pair
+control = "ipc:///run/hilbench/control.sock"  # default: STORE.logs/control.sock
+group = "hilbench"                    # its members may ask for status too (default: owner only)
+key = "keys/daemon.key_secret"        # CurveZMQ (then a TCP address): the daemon's key pair
 authorized = "keys/clients"           # public keys of who may ask for status
 retries = 3                           # starts in a row that finish no unit, then 'failed'
 retry_delay_s = 30
@@ -32,9 +33,6 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-DEFAULT_CONTROL = "tcp://127.0.0.1:5650"
-
-
 class ConfigError(ValueError):
     """The daemon's configuration cannot be used; one line per problem."""
 
@@ -45,7 +43,11 @@ class _Strict(BaseModel):
 
 class DaemonTable(_Strict):
     store: Path | None = Field(None, description="the store file (queue, history and results)")
-    control: str = Field(DEFAULT_CONTROL, description="ZeroMQ address of the control socket")
+    control: str | None = Field(None, description="ZeroMQ address of the control socket "
+                                "[default: ipc://STORE.logs/control.sock, a Unix socket only "
+                                "the owner (and group) can open]")
+    group: str | None = Field(None, description="a local group whose members may ask for "
+                              "status and wake the daemon, as its owner does")
     key: Path | None = Field(None, description="the daemon's CurveZMQ secret key file")
     authorized: Path | None = Field(None, description="folder of public keys allowed to ask")
     insecure: bool = Field(False, description="plaintext control socket on a non-loopback address")

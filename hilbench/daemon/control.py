@@ -2,9 +2,14 @@
 
 A ZeroMQ ROUTER on its own thread answers JSON requests ``{"command": NAME}`` with one reply
 shape, ``{"ok": true, "result": …}`` or ``{"ok": false, "error": "…"}``. Only the commands in
-``COMMANDS`` exist (no open-ended dispatch). Without keys it binds loopback only (a non-loopback
-address is refused unless the configuration says ``insecure``); with keys it is a CurveZMQ
-server that admits only the public keys in the authorized folder, as an agent does.
+``COMMANDS`` exist (no open-ended dispatch). By default it is a Unix socket (``ipc://``) in the
+daemon's logs folder; without keys a TCP address must be loopback (a non-loopback address is
+refused unless the configuration says ``insecure``); with keys it is a CurveZMQ server that
+admits only the public keys in the authorized folder, as an agent does.
+
+Who may ask: ``ping`` anyone who reaches the socket ("a daemon runs here"); ``status`` and
+``wake`` only the askers of :mod:`hilbench.daemon.askers` (owner, root, the configured group;
+the holders of an authorized key).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import socket
 import threading
 from collections.abc import Callable
@@ -20,15 +26,31 @@ from typing import Any
 
 import zmq
 
+from hilbench.daemon.askers import (
+    ZAP_DOMAIN,
+    Askers,
+    PeerGate,
+    restrict_socket,
+    serve_requests,
+)
+
 log = logging.getLogger(__name__)
 
 COMMANDS = ("ping", "status", "wake")
+FOR_ANYONE = ("ping",)  # tells nothing beyond "a daemon runs here"
 MAX_REQUEST = 64 * 1024
+MAX_IPC_PATH = 107  # sun_path holds 108 bytes with the final NUL
 
 
 class ControlError(RuntimeError):
     """The control socket cannot be opened or reached; the message says why."""
 
+
+class NotAllowed(ControlError):
+    """A daemon runs there, and it is not ours to ask (see :mod:`hilbench.daemon.askers`)."""
+
+
+REFUSED = "a daemon runs here; only its owner (and its group, if it names one) may ask more"
 
 class ControlServer:
     def __init__(
@@ -39,6 +61,7 @@ class ControlServer:
         key: Path | None = None,
         authorized: Path | None = None,
         insecure: bool = False,
+        group: int | None = None,
     ) -> None:
         from hilbench.wire import keys  # the server side only: the asking side stays light
 
@@ -50,7 +73,14 @@ class ControlServer:
                 f"control address {address} is reachable from other hosts: give the daemon a "
                 "key and an authorized folder ([daemon] key, authorized), or bind 127.0.0.1"
             )
+        path = address[len("ipc://"):] if address.startswith("ipc://") else None
+        if path is not None and len(os.fsencode(path)) > MAX_IPC_PATH:
+            raise ControlError(
+                f"control socket path {path} is {len(os.fsencode(path))} bytes, longer than "
+                f"the {MAX_IPC_PATH} a Unix socket's name may be: give a shorter one with "
+                "--control ipc:///PATH (or [daemon] control)")
         self.handlers = handlers
+        self.askers = Askers(os.geteuid(), group, plaintext_tcp=insecure)
         self._ctx = zmq.Context()
         self._gate: Any = None
         self._sock = self._ctx.socket(zmq.ROUTER)
@@ -63,9 +93,14 @@ class ControlServer:
             self._gate = keys.Gatekeeper(self._ctx, keys.load_authorized(authorized))
             keys.make_server(self._sock, pair)
             self.public_key = pair.public
+        else:
+            self._gate = PeerGate(self._ctx)
+            self._sock.zap_domain = ZAP_DOMAIN
         try:
             self._sock.bind(address)
-        except zmq.ZMQError as exc:
+            if path is not None:
+                restrict_socket(path, group)
+        except (zmq.ZMQError, OSError) as exc:
             self.close()
             raise ControlError(f"cannot bind the control socket to {address}: {exc}") from None
         self.endpoint = self._sock.getsockopt_string(zmq.LAST_ENDPOINT)
@@ -76,16 +111,24 @@ class ControlServer:
         self._thread.start()
 
     def _serve(self) -> None:
-        poller = zmq.Poller()
-        poller.register(self._sock, zmq.POLLIN)
-        while not self._stop.is_set():
-            if not poller.poll(200):
-                continue
-            frames = self._sock.recv_multipart()
-            reply = self._answer(frames[-1])
-            self._sock.send_multipart([*frames[:-1], json.dumps(reply, default=str).encode()])
+        serve_requests(self._sock, self._stop, self._reply)
 
-    def _answer(self, payload: bytes) -> dict[str, Any]:
+    def _reply(self, frames: list[zmq.Frame]) -> list[Any]:
+        reply = self._answer(frames[-1].bytes, self._admits(frames[-1]))
+        return [*frames[:-1], json.dumps(reply, default=str).encode()]
+
+    def _admits(self, frame: zmq.Frame) -> bool:
+        """May the peer that sent ``frame`` ask more than ping? A keyed socket admitted it by
+        its key already; an unkeyed one asks the rule about the peer the ZAP gate named."""
+        if not isinstance(self._gate, PeerGate):
+            return True
+        try:
+            peer = frame.get("User-Id")
+        except zmq.ZMQError:
+            return False
+        return self.askers.admits(peer)
+
+    def _answer(self, payload: bytes, admitted: bool = True) -> dict[str, Any]:
         try:
             request = json.loads(payload)
             command = request["command"]
@@ -95,6 +138,8 @@ class ControlServer:
         if handler is None:
             return {"ok": False, "error": f"unknown command {command!r}; allowed: "
                                           f"{', '.join(sorted(self.handlers))}"}
+        if not admitted and command not in FOR_ANYONE:
+            return {"ok": False, "error": REFUSED}
         try:
             return {"ok": True, "result": handler()}
         except Exception as exc:  # the daemon goes on; the asker learns why
@@ -121,6 +166,17 @@ def request(
     daemon_key: bytes | None = None,
 ) -> Any:
     """Ask the daemon at ``address``; returns the result or raises ControlError."""
+    if address.startswith("ipc://") and key is None:
+        path = address[len("ipc://"):]
+        try:
+            os.stat(path)
+        except FileNotFoundError:
+            raise ControlError(f"no daemon's control socket at {path} (not running)") from None
+        except PermissionError:
+            pass  # a folder on the way is not ours to pass: said below
+        if not os.access(path, os.W_OK):
+            raise NotAllowed(f"the daemon's control socket {path} is its owner's: only they "
+                               "(and the group it names) may ask it")
     ctx = zmq.Context.instance()
     sock = ctx.socket(zmq.REQ)
     sock.linger = 0
@@ -144,7 +200,8 @@ def request(
     finally:
         sock.close(0)
     if not reply.get("ok"):
-        raise ControlError(f"the daemon at {address} says: {reply.get('error')}")
+        kind = NotAllowed if reply.get("error") == REFUSED else ControlError
+        raise kind(f"the daemon at {address} says: {reply.get('error')}")
     return reply["result"]
 
 

@@ -31,6 +31,7 @@ from sqlalchemy.exc import DBAPIError
 
 from hilbench import __version__
 from hilbench.daemon import schedule as sched
+from hilbench.daemon.askers import group_id
 from hilbench.daemon.config import DaemonConfig
 from hilbench.daemon.control import ControlServer
 from hilbench.daemon.notify import Notifier
@@ -40,7 +41,8 @@ from hilbench.daemon.queue_db import Item, QueueDB
 from hilbench.daemon.sdnotify import SystemdNotifier
 from hilbench.daemon.worker import EXIT_BUSY, EXIT_PAUSED
 from hilbench.lifeline import call_on_signal, dies_with_parent, pid_alive
-from hilbench.orchestrator.locks import Held, hold
+from hilbench.orchestrator.locks import Held, LockRefused, hold
+from hilbench.private_files import open_private, private_dir
 from hilbench.store.paths import logs_dir
 
 log = logging.getLogger(__name__)
@@ -50,8 +52,23 @@ SCHEDULE_LOOKAHEAD = 3
 HEARTBEAT_S = 2.0  # how often the bench's row in the queue database is refreshed
 
 
+CONTROL_SOCKET = "control.sock"  # in the store's logs folder: the default control address
+
+
 class DaemonError(RuntimeError):
     """The daemon cannot start; the message says why."""
+
+
+def share_logs_folder(logs: Path, group: int | None) -> None:
+    """The store's logs folder (made if missing): the owner's only (0700), or, with a group
+    that may ask the daemon, one its members can pass through to the control socket but not
+    list (0710; the logs in it stay 0600)."""
+    private_dir(logs, parents=True)
+    if os.stat(logs).st_uid != os.geteuid():
+        return
+    if group is not None:
+        os.chown(logs, -1, group)
+    os.chmod(logs, 0o710 if group is not None else 0o700)
 
 
 def start_worker(db: Path, log_file: IO[str], queue_url: str | None) -> subprocess.Popen:
@@ -110,8 +127,9 @@ class Daemon:
         self.clock = clock
         self.started_at = clock()
         self.logs = logs_dir(self.db)
-        self.logs.mkdir(mode=0o700, parents=True, exist_ok=True)
         d = config.daemon
+        group = group_id(d.group)
+        share_logs_folder(self.logs, group)
         self.bench = d.bench or socket.gethostname()
         self.queue_location: str | Path = d.queue if d.queue else self.db
         self.queue = QueueDB(self.queue_location, store=self.db)
@@ -128,9 +146,10 @@ class Daemon:
         self.wake = threading.Event()
         self._lock = threading.Lock()  # the status thread reads what the loop writes
         self._next_fire: dict[int, tuple[float, float | None]] = {}
+        self._stop_signal: int = signal.SIGTERM  # the one received, passed on to the worker
         self._disk_low = False
         self._next_disk_check = 0.0
-        self._worker_log = open(self.logs / "worker.log", "a", encoding="utf-8")  # noqa: SIM115
+        self._worker_log = open_private(self.logs / "worker.log", "a")
         self.sd = SystemdNotifier()
         self._last_watchdog = 0.0
         n = config.notify
@@ -138,8 +157,9 @@ class Daemon:
         self._hold_daemon_lock()
         self._check_bench_free()
         self.control = ControlServer(
-            d.control, {"ping": lambda: "pong", "status": self.status, "wake": self._wake},
-            key=d.key, authorized=d.authorized, insecure=d.insecure,
+            d.control or f"ipc://{self.logs / CONTROL_SOCKET}",
+            {"ping": lambda: "pong", "status": self.status, "wake": self._wake},
+            key=d.key, authorized=d.authorized, insecure=d.insecure, group=group,
         )
 
     # -- start and stop ------------------------------------------------------------------------
@@ -150,6 +170,8 @@ class Daemon:
                                    f"pid {os.getpid()} on {socket.gethostname()}")
         except Held as exc:
             raise DaemonError(f"a daemon already serves {self.db} ({exc.holder})") from None
+        except LockRefused as exc:
+            raise DaemonError(str(exc)) from None
 
     def _check_bench_free(self) -> None:
         """One daemon per bench on a shared queue: another host's daemon seen lately under
@@ -192,13 +214,15 @@ class Daemon:
 
         def on_signal(signum: int) -> None:
             received.append(signum)
+            self._stop_signal = received[0]
             self.stopping.set()
-            # As SIGTERM stops `hilbench run`: at once, not after the loop's current step (a
-            # short unit could end and the next begin meanwhile, leaving no run to abort).
+            # As the signal stops `hilbench run`: at once, not after the loop's current step (a
+            # short unit could end and the next begin meanwhile, leaving no run to abort). The
+            # worker gets the signal the daemon got, so the run's reason names it.
             w = self.worker
             if w is not None and w.proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
-                    w.proc.send_signal(signal.SIGTERM)
+                    w.proc.send_signal(self._stop_signal)
             self.wake.set()
 
         call_on_signal(lambda: on_signal(signal.SIGTERM), signal.SIGTERM)
@@ -233,13 +257,14 @@ class Daemon:
             self.state, self.detail = "stopping", "the daemon is stopping"
         w = self.worker
         if w is not None and w.finished() is None:
-            # As SIGTERM stops `hilbench run`: the run in progress is aborted with the reason;
-            # the item stays 'running' in the store, so the next start resumes it first.
-            w.proc.send_signal(signal.SIGTERM)
+            # As the signal stops `hilbench run`: the run in progress is aborted with the
+            # reason; the item stays 'running' in the store, so the next start resumes it first.
+            w.proc.send_signal(self._stop_signal)
             try:
                 w.proc.wait(60)
             except subprocess.TimeoutExpired:
-                log.error("worker %d ignored SIGTERM for 60 s; killing it", w.proc.pid)
+                log.error("worker %d ignored %s for 60 s; killing it", w.proc.pid,
+                          signal.Signals(self._stop_signal).name)
                 w.proc.kill()
                 w.proc.wait()
             self._drain(w)

@@ -79,6 +79,7 @@ _queue = Table(
     Column("not_before", Float, nullable=False, server_default="0"),  # retry back-off
     Column("message", Text, nullable=False, server_default=""),
     Column("bench", Text),                               # needed / claimed by; NULL: any
+    Column("starts", Integer, nullable=False, server_default="0"),  # its campaign's starts
     CheckConstraint("state IN ('queued', 'running')", name="daemon_queue_state"),
     sqlite_autoincrement=True,
 )
@@ -157,8 +158,9 @@ _benches = Table(
     Column("last_seen", Float, nullable=False),
 )
 # Added after the first release: existing store files get them by ALTER TABLE.
-_ADDED_COLUMNS = (("daemon_queue", "bench"), ("daemon_history", "bench"),
-                  ("daemon_schedules", "bench"))
+_ADDED_COLUMNS = (("daemon_queue", "bench", "TEXT"), ("daemon_history", "bench", "TEXT"),
+                  ("daemon_schedules", "bench", "TEXT"),
+                  ("daemon_queue", "starts", "INTEGER NOT NULL DEFAULT 0"))
 _INDEXES = (
     "CREATE UNIQUE INDEX IF NOT EXISTS daemon_fires_once ON daemon_fires (schedule_id, fire_time)",
     "CREATE INDEX IF NOT EXISTS daemon_queue_claim ON daemon_queue (state, bench, priority)",
@@ -190,6 +192,7 @@ class Item:
     not_before: float
     message: str
     bench: str | None = None
+    starts: int = 0  # how often its campaign has started (restarts and retries included)
 
     def summary(self) -> dict[str, Any]:
         """The item as `queue list --json` and `status` show it (no file content)."""
@@ -240,9 +243,9 @@ class QueueDB:
                 c.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
             _meta.create_all(c)
             present = inspect(c)
-            for table, column in _ADDED_COLUMNS:
+            for table, column, kind in _ADDED_COLUMNS:
                 if column not in {col["name"] for col in present.get_columns(table)}:
-                    c.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} TEXT"))
+                    c.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {kind}"))
             for statement in _INDEXES:
                 c.execute(text(statement))
 
@@ -371,9 +374,10 @@ class QueueDB:
             return _item(c.execute(select(_queue).where(q.id == row[0])).mappings().one())
 
     def set_campaign(self, item_id: int, campaign_uid: str) -> None:
+        """The item's campaign starts (again): it is ``campaign_uid``; one more start."""
         with self._tx() as c:
             c.execute(update(_queue).where(_queue.c.id == item_id).values(
-                campaign_uid=campaign_uid))
+                campaign_uid=campaign_uid, starts=_queue.c.starts + 1))
 
     def requeue(self, item_id: int, *, attempts: int, not_before: float, message: str) -> None:
         """Back to 'queued' at its place (a retry after a lost agent, a pause, a stop); it
@@ -382,12 +386,10 @@ class QueueDB:
             c.execute(update(_queue).where(_queue.c.id == item_id).values(
                 state="queued", attempts=attempts, not_before=not_before, message=message))
 
-    def finish(self, item_id: int, status: ExitStatus, message: str, run_uids: list[str],
-               starts: int = 0) -> None:
-        self._finish(self.item(item_id), status, message, run_uids, starts)
+    def finish(self, item_id: int, status: ExitStatus, message: str, run_uids: list[str]) -> None:
+        self._finish(self.item(item_id), status, message, run_uids)
 
-    def _finish(self, item: Item, status: ExitStatus, message: str, run_uids: list[str],
-                starts: int = 0) -> None:
+    def _finish(self, item: Item, status: ExitStatus, message: str, run_uids: list[str]) -> None:
         with self._tx() as c:
             c.execute(insert(_history).values(
                 id=item.id, name=item.name, source_path=item.source_path,
@@ -395,7 +397,7 @@ class QueueDB:
                 schedule_id=item.schedule_id, added_at=item.added_at,
                 started_at=item.started_at, stopped_at=time.time(), exit_status=status,
                 message=message, campaign_uid=item.campaign_uid,
-                run_uids=json.dumps(run_uids), starts=starts, bench=item.bench))
+                run_uids=json.dumps(run_uids), starts=item.starts, bench=item.bench))
             c.execute(delete(_queue).where(_queue.c.id == item.id))
 
     def history(self, limit: int = 50) -> list[dict[str, Any]]:

@@ -53,6 +53,19 @@ WantedBy=multi-user.target
 """
 
 
+def lock_folder_tmpfiles() -> str:
+    """The tmpfiles.d line that makes the bench lock folder at boot, root's and mode 1777 (see
+    :mod:`hilbench.orchestrator.locks`): made by the daemon's own user instead, it would be
+    refused by every other user's campaigns (its owner could remove their locks)."""
+    from hilbench.orchestrator.lockfile import SHARED_FOLDER_MODE
+    from hilbench.orchestrator.locks import SYSTEM_LOCK_DIR
+
+    return f"""# /etc/tmpfiles.d/hilbench.conf  (then `systemd-tmpfiles --create hilbench.conf`)
+# The bench lock folder: one per machine, root's, every user's campaigns lock the bench there.
+d {SYSTEM_LOCK_DIR} {SHARED_FOLDER_MODE:o} root root -
+"""
+
+
 def agent_unit(spec: AgentSpec, campaign: Campaign, keys_dir: str, user: str) -> str:
     """A unit for the agent ``spec`` on its device host, keyed as the campaign expects."""
     if spec.connects:

@@ -326,8 +326,13 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>") -> Campaign
             problems.lines.append(f"{source} [[{name}]]: {exc}")
             continue
         valid = []
-        for i, table in enumerate(problems.check(lambda name=name: _tables(data, name, source),
-                                                 [])):
+        raw = problems.check(lambda name=name: _tables(data, name, source), [])
+        for i, table in enumerate(raw):
+            if table in raw[:i]:
+                problems.lines.append(
+                    f"{source} [[{name}]] #{i + 1}: the same table as #{raw.index(table) + 1}, "
+                    "so each of its units would run twice (a result is stored once): remove it")
+                continue
             valid.append(problems.check(
                 lambda table=table, i=i, name=name, model=model: _validate(
                     model, table, source, f"[[{name}]] #{i + 1}", context

@@ -7,12 +7,12 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
-import re
 from pathlib import Path
 from typing import TextIO
 
 from hilbench.documents import DocumentRouter, Metric, RunStart, RunStop
 from hilbench.private_files import open_private, private_dir
+from hilbench.safe_paths import inside, safe_name
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +38,7 @@ class RunLog(DocumentRouter):
 
     @staticmethod
     def for_campaign(logs: Path, campaign_name: str, echo: TextIO | None) -> RunLog:
-        slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", campaign_name).strip("-") or "campaign"
-        return RunLog(logs / f"{slug}.log", echo)
+        return RunLog(inside(logs, safe_name(campaign_name, empty="campaign") + ".log"), echo)
 
     def note(self, text: str) -> None:
         """A line of its own: the campaign starting, resuming, stopping."""

@@ -41,7 +41,7 @@ from hilbench.orchestrator.interrupt import (
     raise_if_interrupted,
 )
 from hilbench.orchestrator.listener import AgentListener
-from hilbench.orchestrator.locks import BenchBusy, Held, bench_lock, hold
+from hilbench.orchestrator.locks import BenchBusy, Held, LockRefused, bench_lock, hold
 from hilbench.orchestrator.phases import RunContext
 from hilbench.orchestrator.procedure import Unit, expand_all
 from hilbench.orchestrator.resume import ResumePlan, plan_resume
@@ -112,6 +112,8 @@ def _campaign_lock(log_dir: Path, campaign: Campaign, store_path: Path) -> Itera
             f"campaign {campaign.name} is already running against {store_path} "
             f"({exc.holder}); wait for it or stop it first"
         ) from None
+    except LockRefused as exc:
+        raise CampaignSetupError(f"{exc}; campaign {campaign.name} not started") from None
     with fh:
         yield
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import selectors
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from hilbench.cassette import tap
 from hilbench.lifeline import dies_with_parent, stop_process_group
 from hilbench.private_files import private_dir
+from hilbench.safe_paths import safe_name
 from hilbench.wire import keys
 
 if TYPE_CHECKING:
@@ -75,11 +75,10 @@ def _remove_log(path: Path) -> None:
 
 
 def _open_log(log_dir: Path | None, name: str) -> tuple[int, Path]:
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-")
     if log_dir is None:
         log_dir = Path(tempfile.gettempdir()) / f"hilbench-{os.getuid()}"
     private_dir(log_dir, parents=True)
-    fd, path = tempfile.mkstemp(prefix=f"spawn-{slug}-", suffix=".log", dir=log_dir)
+    fd, path = tempfile.mkstemp(prefix=f"spawn-{safe_name(name)}-", suffix=".log", dir=log_dir)
     return fd, Path(path)
 
 

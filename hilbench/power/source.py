@@ -38,6 +38,9 @@ class SourceInfo:
     sample_period_s: float | None = None
     marker_latency_s: float | None = None
     marker_channels: tuple[str, ...] = ()  # digital inputs recorded in the sample stream
+    # one reading's least significant step, in the source's unit (0: not stated); constant
+    # readings still carry half of it, so no figure reads ± 0
+    resolution: float = 0.0
 
 
 @dataclass

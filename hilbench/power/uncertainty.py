@@ -185,7 +185,8 @@ class InstrumentAccuracy:
     def from_source(
         cls, info: SourceInfo, *, resolution: float = 0.0, supply_relative: float = 0.0
     ) -> InstrumentAccuracy:
-        """Convert a source's declared accuracy and resolution (in its own unit) to watts."""
+        """Convert a source's declared accuracy and resolution (in its own unit) to watts; the
+        resolution is the larger of ``resolution`` and the one the source declares."""
         if info.unit == "W":
             factor = 1.0
         elif info.unit == "A":
@@ -196,6 +197,7 @@ class InstrumentAccuracy:
             factor = info.supply_voltage_v
         else:
             raise ValueError(f"source {info.name!r} measures {info.unit}, not power or current")
+        resolution = max(resolution, info.resolution)
         for label, value in (
             ("accuracy_relative", info.accuracy_relative),
             ("accuracy_absolute", info.accuracy_absolute),

@@ -32,6 +32,7 @@ from hilbench.contracts.asc import (
 from hilbench.contracts.base import to_wire
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.orchestrator.client import AgentError
+from hilbench.workloads.asc.dataset import CLASSES
 
 # Where a sample's device time of each stage is kept (SampleRecord, a sample's reply, events).
 STAGE_FIELDS = {"preprocessing": "preprocess_s", "inference": "inference_s"}
@@ -124,6 +125,7 @@ def run_single_stream(
             t_done = now()
             unload_sample(device, index)
             assert isinstance(result, AscSampleResult)
+            checked_answer(device.name, result, index, "")
             record = SampleRecord(
                 index=index,
                 predicted=result.predicted,
@@ -224,9 +226,7 @@ def _check_list(agent: str, indices: list[int], results: list[AscSampleResult],
                          {"key": "results"})
     previous = None
     for k, (index, result) in enumerate(zip(indices, results, strict=False)):
-        if result.index != index:
-            raise AgentError(agent, "bad_reply", f"results[{k}] is sample {result.index}, "
-                             f"not {index}", {"key": f"results[{k}].index"})
+        checked_answer(agent, result, index, f"results[{k}]")
         if previous is not None and result.t_start < previous.t_end:
             raise AgentError(agent, "timing_inconsistent",
                              f"sample {index} starts {previous.t_end - result.t_start:.6f} s "
@@ -234,6 +234,23 @@ def _check_list(agent: str, indices: list[int], results: list[AscSampleResult],
                              "sample after the other",
                              {"t_start": result.t_start, "previous_t_end": previous.t_end})
         previous = result
+
+
+def checked_answer(agent: str, result: AscSampleResult, index: int, key: str) -> None:
+    """A sample's answer must be for that sample (an answer for another one would be scored
+    against the wrong label) and name one of the task's classes; either is ``bad_reply``
+    naming the key. ``key``: where the result sits in the reply (``results[3]``; empty: the
+    reply itself)."""
+    where = f"{key}." if key else ""
+    if result.index != index:
+        raise AgentError(agent, "bad_reply",
+                         f"{key or 'the reply'} is sample {result.index}, not {index}",
+                         {"key": f"{where}index"})
+    if result.predicted >= len(CLASSES):
+        raise AgentError(agent, "bad_reply",
+                         f"{key or 'the reply'} (sample {index}) predicts class "
+                         f"{result.predicted}, not one of the task's {len(CLASSES)} classes "
+                         f"(0 … {len(CLASSES) - 1})", {"key": f"{where}predicted"})
 
 
 def mean_and_std_error(values: Sequence[float]) -> tuple[float, float]:

@@ -2,6 +2,11 @@
 device's own on-board monitor): the window record, loop time, the loop-time consistency check,
 and idle / active / dynamic power and energy per inference from pooled window estimates.
 
+Two physics checks hold for every source: active power whose dynamic power's 95 % interval lies
+entirely below 0 (``active_below_idle``) is flagged by name and gives no dynamic power or energy
+figure; and no figure carries an uncertainty of exactly 0 (constant readings from a source that
+states neither accuracy nor resolution): its uncertainty is then "not stated".
+
 :mod:`.asc_power` (external instruments) and :mod:`.asc_onboard` (on-board monitor) both use
 this module; neither imports the other.
 """
@@ -24,6 +29,7 @@ from hilbench.orchestrator.instruments import (
 from hilbench.orchestrator.phases import Phase
 from hilbench.power.estimators import PhaseWindow, PowerEstimate, phase_power, pool_estimates
 from hilbench.power.metrics import dynamic_power, energy_per_inference
+from hilbench.power.provenance import META_KEY, NOT_STATED, PowerOrigin
 from hilbench.power.source import SampleBatch
 from hilbench.power.uncertainty import Quantity
 
@@ -94,7 +100,10 @@ def window_estimate(w: PowerWindow, inst: Instrument, boundary: str
 def instrument_meta(inst: Instrument, boundary: str, aperture: float | None) -> dict[str, Any]:
     """What every power figure from an external instrument says about how it was read."""
     info = inst.info
+    origin = PowerOrigin("simulation" if inst.simulated else "instrument", inst.spec.id,
+                         description=inst.description)
     return {
+        META_KEY: origin.to_dict(),
         "source": inst.spec.id,
         "instrument": inst.description,
         "simulated": inst.simulated,
@@ -182,6 +191,14 @@ def stage_power_figures(
         dyn = dynamic_power(idle, active)
         out[f"active_power_w.{stage}"] = (active.mean_w, active.uncertainty95,
                                           {"estimate": active.to_dict(), **extra(stage)})
+        below = active_below_idle(dyn.value, dyn.uncertainty95)
+        if below is not None:  # the window is not physics: no dynamic or energy figure
+            out[f"active_power_w.{stage}"][2].update(below)
+            out[f"dynamic_power_w.{stage}"] = (None, None, {
+                **below, "measured": dyn.value, "measured_uncertainty": dyn.uncertainty95,
+                "budget": dyn.budget.to_dict()})
+            out[f"energy_per_inference_j.{stage}"] = (None, None, dict(below))
+            continue
         out[f"dynamic_power_w.{stage}"] = (dyn.value, dyn.uncertainty95,
                                            {"budget": dyn.budget.to_dict()})
         mean_s, se_s = times.means[stage]
@@ -193,5 +210,32 @@ def stage_power_figures(
                                              (pass_spreads or {}).get(stage))
         out[f"energy_per_inference_j.{stage}"] = (energy.value, energy.uncertainty95,
                                                   extra_energy)
-    return out
+    return {name: never_zero(*figure) for name, figure in out.items()}
+
+
+ACTIVE_BELOW_IDLE = "active_below_idle"
+
+
+def active_below_idle(dynamic_w: float, uncertainty_w: float) -> dict[str, Any] | None:
+    """The flag when dynamic power's 95 % interval lies entirely below 0 (active power below
+    idle: the windows measured something other than the work, e.g. a mislabelled window or a
+    device that idles harder than it works), else None."""
+    if not dynamic_w + uncertainty_w < 0:
+        return None
+    known = (f"± {uncertainty_w:.2g} W, its 95 % interval entirely below 0" if uncertainty_w > 0
+             else "W, below 0 by more than anything the readings or their source state")
+    why = (f"{ACTIVE_BELOW_IDLE}: active power lies below idle power (dynamic "
+           f"{dynamic_w:.6g} {known}); no dynamic power or energy figure from these windows")
+    return {"physics": ACTIVE_BELOW_IDLE, "flag": why, "reason": why}
+
+
+def never_zero(value: float | None, uncertainty: float | None, meta: dict[str, Any]
+               ) -> tuple[float | None, float | None, dict[str, Any]]:
+    """A measured figure whose uncertainty came out exactly 0 (constant readings, and a source
+    that states neither accuracy nor resolution) has an uncertainty not stated, never ± 0."""
+    if value is None or uncertainty is None or uncertainty > 0:
+        return value, uncertainty, meta
+    return value, None, {**meta, "uncertainty_note": (
+        f"{NOT_STATED}: the readings were constant and the source states no accuracy or "
+        "resolution that bounds them")}
 

@@ -6,8 +6,13 @@ The device reports, for each idle and active window it ran, the readings of ever
 (``power.samples_w``, ``rate_hz``); the readings of one window are spread evenly over the
 window the device itself timed (they come from the same board, drained at the window's start
 and end), summed over the rails, and go through the same estimators as an external meter's
-(:func:`hilbench.power.estimators.phase_power`). The monitor's calibration accuracy is not stated
-by the vendor, so the budget holds the statistical and timing parts only, and the meta says so.
+(:func:`hilbench.power.estimators.phase_power`).
+
+The monitor is the device's, read by the agent: every figure is the agent's own report
+(:mod:`hilbench.power.provenance`). Its uncertainty is what the report states (``accuracy``:
+gain, offset, resolution); where it states none, as the Xylo HDK's does not, the figures'
+uncertainty is "not stated" (the statistical and timing part alone is kept in the meta as
+``partial_uncertainty95``, and the physics check uses it) and they stay out of leaderboard rows.
 """
 
 from __future__ import annotations
@@ -16,11 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hilbench.contracts.power import PowerReport, power_report
 from hilbench.power.estimators import (
     PhaseWindow,
     PowerEstimate,
     phase_power,
 )
+from hilbench.power.provenance import META_KEY, NOT_STATED, PowerOrigin
 from hilbench.power.source import SourceInfo
 from hilbench.procedures.asc_figures import PowerWindow, stage_power_figures
 
@@ -32,12 +39,13 @@ CALIBRATION = ("the on-board monitor's calibration accuracy is not stated by the
                "budget holds statistical and timing errors only")
 
 
-def window_readings(power: dict[str, Any], start: float, end: float
+def window_readings(power: PowerReport | None, start: float, end: float
                     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Timestamps (spread evenly over the window) and the readings of every rail."""
-    samples = power.get("samples_w") or {}
-    if not power.get("measured") or not samples:
-        raise ValueError(power.get("reason") or "the device sent no on-board power readings")
+    samples = (power.samples_w if power is not None else None) or {}
+    if power is None or not power.measured or not samples:
+        reason = power.reason if power is not None else None
+        raise ValueError(reason or "the device sent no on-board power readings")
     n = min(len(v) for v in samples.values())
     if n < 2:
         raise ValueError(f"{n} on-board reading(s) per rail in a {end - start:.3g} s window; "
@@ -52,6 +60,7 @@ def onboard_figures(
     boundary: str,
     times: StageTimes,
     loop_times: dict[str, tuple[float, float]],
+    agent: str = "",
 ) -> dict[str, Any]:
     """Idle, active, dynamic power and energy per stage from the device's own readings, in the
     shape :func:`hilbench.procedures.asc_power._power_figures` returns.
@@ -60,20 +69,22 @@ def onboard_figures(
     front end: the AFE rails) is compared with the idle windows' readings of those same rails,
     so its dynamic power is that of the rails that do its work."""
     readings: list[tuple[PowerWindow, np.ndarray, dict[str, np.ndarray]]] = []
-    first: dict[str, Any] = {}
+    first: PowerReport | None = None
     try:
         for w in windows:
-            power = (w.loop or {}).get("power") or {}
+            power = power_report((w.loop or {}).get("power"))
             t, rails = window_readings(power, w.start, w.end)
             first = first or power
             readings.append((w, t, rails))
     except ValueError as exc:
         return {"reason": f"on-board power: {exc}"}
+    assert first is not None
+    stated = first.stated_accuracy
     if not any(w.stage == "idle" for w, _, _ in readings):
         return {"reason": "on-board power: no idle window"}
     rail_sets = {w.stage: tuple(sorted(rails)) for w, _, rails in readings}
     all_rails = rail_sets["idle"]
-    source = str(first.get("source", "on-board"))
+    source = first.source or "on-board"
 
     def estimates(stages: set[str], rails: tuple[str, ...]) -> dict[str, list[PowerEstimate]]:
         found: dict[str, list[PowerEstimate]] = {}
@@ -82,7 +93,10 @@ def onboard_figures(
                 continue
             watts = np.sum([by_rail[r] for r in rails], axis=0)
             step = float(t[1] - t[0])
-            info = SourceInfo(name=source, unit="W", time_resolution_s=step, domains=rails)
+            info = SourceInfo(name=source, unit="W", time_resolution_s=step, domains=rails,
+                              accuracy_relative=stated.relative if stated else 0.0,
+                              accuracy_absolute=stated.absolute_w if stated else 0.0,
+                              resolution=first.resolution_w)
             phase = "idle" if w.stage == "idle" else "active"
             found.setdefault(w.stage, []).append(phase_power(
                 t, watts, PhaseWindow(phase, w.start, w.end), info,
@@ -115,8 +129,13 @@ def onboard_figures(
                    else {})})
         out.update({k: v for k, v in part.items() if k != "idle_power_w"})
     rails = list(all_rails)
-    rate = first.get("rate_hz")
+    rate = first.rate_hz
+    origin = PowerOrigin.of_agent(agent, source, stated=stated is not None,
+                                  description=f"on-board monitor, rails {', '.join(rails)}")
+    if stated is None:
+        out = {name: _not_stated(*figure) for name, figure in out.items()}
     out["meta"] = {
+        META_KEY: origin.to_dict(),
         "category": CATEGORY,
         "source": source,
         "instrument": f"the device's on-board power monitor ({len(rails)} rails"
@@ -126,9 +145,20 @@ def onboard_figures(
         "stage_rails": {s: list(r) for s, r in rail_sets.items() if r != all_rails},
         "simulated": False,
         "boundary": boundary,
-        "calibration": CALIBRATION,
-        "uncertainty": "95 % expanded (GUM-S1 Monte Carlo); " + CALIBRATION,
+        "calibration": CALIBRATION if stated is None else (
+            f"stated by the agent's report: ± ({stated.relative:g} × reading + "
+            f"{stated.absolute_w:g} W)" + (f", {stated.basis}" if stated.basis else "")),
+        "uncertainty": (f"{NOT_STATED}: " + CALIBRATION if stated is None else
+                        "95 % expanded (GUM-S1 Monte Carlo) with the report's stated accuracy"),
         "windows": [{"stage": w.stage, "repetition": w.repetition, "start": w.start,
                      "end": w.end} for w in windows],
     }
     return out
+
+
+def _not_stated(value: float | None, uncertainty: float | None, meta: dict[str, Any]
+                ) -> tuple[float | None, None, dict[str, Any]]:
+    """A figure from a monitor whose accuracy is not stated: no uncertainty, the part known
+    (statistical, timing, resolution) kept beside it."""
+    return value, None, {**meta, "partial_uncertainty95": uncertainty,
+                         "uncertainty_note": f"{NOT_STATED}: {CALIBRATION}"}

@@ -25,6 +25,7 @@ import numpy as np
 from hilbench import clock
 from hilbench.contracts.asc import STAGES, AscCapabilities, AscRepeat, AscStream
 from hilbench.contracts.base import to_wire
+from hilbench.contracts.power import power_report
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event, Metric
 from hilbench.orchestrator.instruments import (
@@ -37,6 +38,7 @@ from hilbench.orchestrator.timing_check import check_region
 from hilbench.power.estimators import (
     PowerEstimate,
 )
+from hilbench.power.provenance import META_KEY, PowerOrigin, agreement, stated_uncertainty95
 from hilbench.procedures.asc_device import (
     load_sample,
     load_stream,
@@ -299,19 +301,19 @@ def _emit_power_metrics(
             "samples": sum(int(lp["iterations"]) for lp in loops[stage]),
             "source": "device timers (agent clock) in the power windows",
         }))
-        internal = [lp.get("power", {}) for lp in loops[stage]]
-        if internal and all(p.get("measured") for p in internal):
-            ctx.emit(Metric(run, f"internal_active_power_w.{stage}",
-                            statistics.fmean(float(p["avg_power_w"]) for p in internal), "W",
-                            meta={**common, "source": internal[0].get("source", "rapl"),
-                                  "domains": internal[0]["domains"]}))
 
     if pipelines is not None:
         figures = pipeline_power_figures(spec, windows, pipelines, inst, times, loop_times)
     elif onboard:
-        figures = onboard_figures(windows, spec.boundary, times, loop_times)
+        figures = onboard_figures(windows, spec.boundary, times, loop_times, spec.agent)
     else:
         figures = _power_figures(spec, windows, inst, times, loop_times)
+    for stage in measured:
+        reported = agent_active_power(spec.agent, loops[stage],
+                                      (figures or {}).get(f"active_power_w.{stage}"))
+        if reported is not None:
+            ctx.emit(Metric(run, f"agent_active_power_w.{stage}", reported[0], "W",
+                            reported[1], meta={**common, **reported[2]}))
     if instrument_count > 1:
         common["note"] = f"{instrument_count} instruments measure this agent; figures use the first"
     if figures is None or "reason" in figures:
@@ -328,6 +330,31 @@ def _emit_power_metrics(
             continue
         value, uncertainty, extra = figures[name]
         ctx.emit(Metric(run, name, value, unit, uncertainty, meta={**meta, **extra}))
+
+
+def agent_active_power(agent: str, loops: list[dict[str, Any]],
+                       measured: tuple[float | None, float | None, Any] | None
+                       ) -> tuple[float, float | None, dict[str, Any]] | None:
+    """The agent's own power report over a stage's active windows (every window must carry
+    a measured one): their mean, labelled as the agent's, with the uncertainty its source
+    states and its agreement (E_n) with the instrument's active power of the same windows."""
+    reports = [power_report(lp.get("power")) for lp in loops]
+    if not reports or not all(r is not None and r.usable for r in reports):
+        return None
+    first = reports[0]
+    assert first is not None
+    mean = statistics.fmean(float(r.avg_power_w) for r in reports if r and r.avg_power_w)
+    accuracy = first.stated_accuracy
+    uncertainty = (None if accuracy is None else stated_uncertainty95(
+        mean, accuracy.relative, accuracy.absolute_w, first.resolution_w))
+    origin = PowerOrigin.of_agent(agent, first.source, stated=accuracy is not None,
+                                  description=", ".join(first.domain_names()))
+    meta: dict[str, Any] = {META_KEY: origin.to_dict(), "source": first.source,
+                            "domains": first.domains}
+    if measured is not None and measured[0] is not None:
+        meta["agreement"] = {**agreement(mean, uncertainty, measured[0], measured[1]).to_dict(),
+                             "instrument_w": measured[0], "instrument_uncertainty_w": measured[1]}
+    return mean, uncertainty, meta
 
 
 POWER_METRICS: tuple[tuple[str, str], ...] = (

@@ -21,12 +21,7 @@ from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event, Metric
 from hilbench.orchestrator.bounds import UnitNeeds
 from hilbench.orchestrator.client import AgentError
-from hilbench.orchestrator.instruments import (
-    Instrument,
-    aperture_s,
-    timing_uncertainty_s,
-    to_watts,
-)
+from hilbench.orchestrator.instruments import Instrument
 from hilbench.orchestrator.link_probe import Echo
 from hilbench.orchestrator.phases import Phase, RunContext
 from hilbench.orchestrator.procedure import Procedure, UnitKey
@@ -35,7 +30,13 @@ from hilbench.orchestrator.timing_check import (
     check_timed_region,
     raise_unless_on_time,
 )
-from hilbench.power.estimators import PhaseWindow, phase_power
+from hilbench.procedures.qubo_power import (
+    RunPower,
+    hold_until_runtime_end,
+    reach_power,
+    run_power,
+    stopped_early,
+)
 from hilbench.procedures.qubo_solve import QuboWorkload, check_solution, load, run_body
 from hilbench.procedures.qubo_table import QuboTable
 from hilbench.workloads.qubo import Target, bks_gap, find_target
@@ -75,6 +76,12 @@ class QuboUnit:
     @property
     def procedure(self) -> str:
         return f"qubo.{self.scenario}"
+
+    @property
+    def requested_s(self) -> float:
+        """What the orchestrator asked for (not what the agent says it was asked): the
+        timeout, or the time-to-solution budget."""
+        return self.timeout_s if self.timeout_s is not None else self.max_time_s
 
     @property
     def key(self) -> UnitKey:
@@ -194,10 +201,12 @@ def run_unit(
 ) -> None:
     """Load, then solve; check the returned state here; emit the result and derived metrics.
 
-    Instruments that measure the agent's device acquire through the solve phase; power is taken
-    over the device's own timed region (and, for time to solution, up to each reach time),
-    mapped onto the orchestrator timeline. A reply whose claimed cost disagrees with the cost of
-    the state it returned fails the run: the solver's own cost check is part of what is tested.
+    Instruments that measure the agent's device acquire through the solve phase, which a fixed
+    timeout holds open until its runtime's readings are in; power is taken over the fixed
+    runtime from the device's own start (time to solution: its timed region, and up to each
+    reach time), mapped onto the orchestrator timeline (:mod:`.qubo_power`). A reply whose
+    claimed cost disagrees with the cost of the state it returned fails the run: the solver's
+    own cost check is part of what is tested.
     A reply that breaks the contract (a field missing or of the wrong type) fails the run with
     ``bad_reply`` naming the field.
     """
@@ -234,7 +243,10 @@ def run_unit(
         ctx.emit(Event(ctx.run_uid, phase.uid, "solution_check", ctx.now(), check.to_dict()))
         # a late reply is no answer (tried again), but a wrong one fails first, by name
         raise_unless_on_time(device.name, "", timing)
-    power = _window_power(phase, device.name, result, None, instruments)
+        if unit.scenario == "fixed_timeout":
+            hold_until_runtime_end(phase, device.name, result, unit.requested_s, instruments)
+    power = run_power(phase, device.name, unit.scenario, unit.requested_s, result,
+                      instruments)
     _emit_metrics(ctx, unit, result, timing, check, target, power, best_known)
     if unit.scenario == "time_to_solution":
         _emit_time_to_solution(ctx, phase, device.name, unit, result, check, target, instruments)
@@ -245,69 +257,6 @@ def declared_untimed(caps: Capabilities) -> UntimedWork | None:
     return caps.qubo.untimed if caps.qubo is not None else None
 
 
-def _window_power(
-    phase: Phase,
-    agent: str,
-    result: QuboRunReply,
-    until_s: float | None,
-    instruments: Sequence[Instrument],
-) -> dict[str, Any]:
-    """Average power from the start of solving to ``until_s`` after it (default: the end of
-    the timed region): from an external instrument when one measures the device, else from the
-    agent's internal reading (RAPL, whole region only); never a made-up number."""
-    internal = result.power or {}
-    if not instruments:
-        if internal.get("measured") and until_s is None:
-            return {
-                "value": internal.get("avg_power_w"),
-                "uncertainty": None,
-                "meta": {"source": internal.get("source"), "domains": internal.get("domains")},
-            }
-        reason = internal.get("reason", "no power source")
-        if internal.get("measured"):
-            reason = "the internal reading covers the whole run, not the time to each gap"
-        return {
-            "value": None,
-            "uncertainty": None,
-            "meta": {"source": internal.get("source"), "reason": reason},
-        }
-    inst = instruments[0]
-    offset = phase.offsets[agent]
-    t_start = result.t_start
-    t_end = result.t_end if until_s is None else t_start + until_s
-    start = phase.to_orchestrator_time(agent, t_start)
-    end = phase.to_orchestrator_time(agent, t_end)
-    batch = phase.samples.get(inst.spec.id)
-    meta: dict[str, Any] = {
-        "source": inst.spec.id,
-        "instrument": inst.info.name,
-        "window": [start, end],
-        "clock_offset": offset.to_dict(),
-    }
-    if inst.spec.id in phase.interval_estimates:
-        meta["interval"] = phase.interval_estimates[inst.spec.id].to_dict()
-    # The analysis inputs beside the window, so `hilbench audit verify` recomputes the figure.
-    meta["analysis"] = {
-        "aperture_s": aperture_s(inst),
-        "timing_uncertainty_s": timing_uncertainty_s(
-            inst, offset.uncertainty_s, phase.start_uncertainty_s.get(inst.spec.id),
-            phase.drift_residual_s(inst.spec.id, end)),
-    }
-    try:
-        watts = to_watts(inst.info, batch.values)
-        estimate = phase_power(
-            batch.t,
-            watts,
-            PhaseWindow("active", start, end),
-            inst.info,
-            **meta["analysis"],
-        )
-    except ValueError as exc:
-        return {"value": None, "uncertainty": None, "meta": {**meta, "reason": str(exc)}}
-    meta["budget"] = estimate.to_dict()
-    return {"value": estimate.mean_w, "uncertainty": estimate.uncertainty95, "meta": meta}
-
-
 def _emit_metrics(
     ctx: RunContext,
     unit: QuboUnit,
@@ -315,7 +264,7 @@ def _emit_metrics(
     timing: TimingCheck,
     check: StateCheck,
     target: Target,
-    power: dict[str, Any],
+    power: RunPower,
     best_known: int | None = None,
 ) -> None:
     """The run's metrics. An overrun of a fixed timeout is not an answer at that timeout: its
@@ -323,10 +272,8 @@ def _emit_metrics(
     measured value beside it), so no table, summary or frame files them under the nominal
     timeout; ``overrun_actual_s`` holds its actual time."""
     run = ctx.run_uid
-    # What the orchestrator asked for, not what the agent says it was asked.
-    requested_s = unit.timeout_s if unit.timeout_s is not None else unit.max_time_s
+    requested_s = unit.requested_s
     actual_s = result.actual_s
-    avg_w, avg_u, power_meta = power["value"], power["uncertainty"], power["meta"]
     ctx.emit(Metric(run, "requested_s", requested_s, "s"))
     # The agent's claim, and beside it the orchestrator's bound (its request→reply window).
     ctx.emit(Metric(run, "actual_s", actual_s, "s"))
@@ -361,16 +308,21 @@ def _emit_metrics(
             value = uncertainty = None
         ctx.emit(Metric(run, name, value, unit_, uncertainty, meta=meta))
 
+    if unit.scenario == "fixed_timeout":
+        early = stopped_early(requested_s, actual_s)
+        ctx.emit(Metric(run, "stopped_early", float(early), "", meta={
+            "requested_s": requested_s, "actual_s": actual_s,
+            "tolerance_s": overrun_tolerance_s(requested_s),
+            "agent_says": result.stopped_early,
+            "rule": "actual < requested - max(5 % of requested, 0.5 ms); power and energy "
+                    "still cover the whole fixed runtime"}))
     ctx.emit(Metric(run, "setup_s", result.setup_s or 0.0, "s"))
-    figure("avg_power_w", avg_w, "W", avg_u, power_meta)
-    energy = avg_w * actual_s if avg_w is not None else None
-    energy_u = avg_u * actual_s if avg_u is not None else None
-    figure("energy_j", energy, "J", energy_u,
-           {**power_meta, "method": "average power × actual solving time"})
-    internal = result.power or {}
-    if internal.get("measured") and power_meta.get("source") != internal.get("source"):
-        figure("internal_avg_power_w", internal.get("avg_power_w"), "W",
-               meta={"source": internal.get("source")})
+    for name, found in (("avg_power_w", power.headline), ("energy_j", power.energy),
+                        ("agent_avg_power_w", power.reported),
+                        ("agent_energy_j", power.reported_energy)):
+        if found is not None:
+            figure(name, found.value, "W" if name.endswith("_w") else "J", found.uncertainty,
+                   found.meta)
     check_meta = check.to_dict()
     ctx.emit(Metric(run, "feasible", float(check.feasible), "", meta=check_meta))
     ctx.emit(Metric(run, "set_size", float(check.set_size), ""))
@@ -443,20 +395,8 @@ def _emit_time_to_solution(
             ctx.emit(Metric(run, f"tts_energy_j@{gap:g}", None, "J",
                             meta={**meta, "reason": "gap not reached"}))
             continue
-        power = _window_power(phase, agent, result, latency, instruments)
-        avg_w, avg_u = power["value"], power["uncertainty"]
-        ctx.emit(
-            Metric(
-                run,
-                f"tts_energy_j@{gap:g}",
-                avg_w * latency if avg_w is not None else None,
-                "J",
-                avg_u * latency if avg_u is not None else None,
-                meta={
-                    **meta,
-                    **power["meta"],
-                    "method": "instrument samples integrated from the start of solving to "
-                    "the reported reach time (mean power × time)",
-                },
-            )
-        )
+        energy = reach_power(phase, agent, result, latency, instruments).times(
+            latency, "instrument samples integrated from the start of solving to the "
+                     "reported reach time (mean power × time)")
+        ctx.emit(Metric(run, f"tts_energy_j@{gap:g}", energy.value, "J", energy.uncertainty,
+                        meta={**meta, **energy.meta}))

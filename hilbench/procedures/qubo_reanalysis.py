@@ -1,8 +1,9 @@
 """QUBO runs re-analysed from their recording: the solve reply, the timing check's window, the
 orchestrator's state check and the solve phase's samples are rebuilt from the recorded events
-and samples, and the functions the live run used (:func:`~hilbench.procedures.qubo._window_power`,
-:func:`~hilbench.procedures.qubo._emit_metrics`, :func:`~hilbench.procedures.qubo.
-_emit_time_to_solution`) compute every figure again."""
+and samples, and the functions the live run used (:func:`~hilbench.procedures.qubo_power.
+run_power`, :func:`~hilbench.procedures.qubo._emit_metrics`, :func:`~hilbench.procedures.qubo.
+_emit_time_to_solution`) compute every figure again: fixed-timeout power over the fixed runtime
+from the same readings the live run held for it."""
 
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ from hilbench.procedures.qubo import (
     QuboUnit,
     _emit_metrics,
     _emit_time_to_solution,
-    _window_power,
     declared_untimed,
 )
+from hilbench.procedures.qubo_power import run_power
 from hilbench.workloads.qubo import Target
 from hilbench.workloads.qubo.check import StateCheck
 
@@ -74,7 +75,7 @@ def reanalyse(recording: Recording, run: RecordedRun) -> dict[str, Metric] | Non
         raise NotReanalysable(f"{run.label()}: its state failed the check ({d['error']})")
     check = StateCheck(int(d["cost"]), int(d["set_size"]), int(d["violated_edges"]))
     out = Collector(run.uid)
-    power = _window_power(phase, agent, result, None, instruments)
+    power = run_power(phase, agent, unit.scenario, unit.requested_s, result, instruments)
     _emit_metrics(out.context, unit, result, timing, check, target, power, p.get("best_known"))
     if unit.scenario == "time_to_solution":
         _emit_time_to_solution(out.context, phase, agent, unit, result, check, target,

@@ -21,6 +21,7 @@ from typing import Any
 
 from rich.console import Console
 
+from hilbench.power.provenance import origin_of, origins_text
 from hilbench.report.campaign_data import CampaignData, load_campaign_data
 from hilbench.report.table import EMPTY, Cell, Column, Table, format_quantity
 
@@ -178,9 +179,15 @@ def figure_cell(fig: Figure | None, simulated: bool, *, zero_note: str = "") -> 
     if fig.value is None:
         return Cell(None, unit=fig.unit, simulated=simulated,
                     missing=fig.reason or "not measured")
-    note = zero_note if fig.uncertainty == 0 and zero_note else ""
+    notes = [zero_note] if fig.uncertainty == 0 and zero_note else []
+    origin = origin_of(fig.meta)
+    if origin is not None and origin.is_agent:  # never shown as a plain measured figure
+        notes.append(origin.explain())
+    if fig.uncertainty is None and fig.meta.get("uncertainty_note"):
+        notes.append(str(fig.meta["uncertainty_note"]))
     return Cell(fig.value, fig.uncertainty, fig.unit, simulated=simulated, trials=fig.trials,
-                note=note)
+                note="; ".join(dict.fromkeys(notes)),
+                label=origin.mark() if origin is not None else "")
 
 
 def _accuracy_cell(group: AscGroup) -> Cell:
@@ -238,8 +245,9 @@ def asc_table(group: AscGroup, title: str) -> Table:
         label = _stream_label(stream, _method(group))
         sim = group.simulated(stream)
         idle = figure_cell(combine(runs, "idle_power_w"), sim)
-        table.add(Cell.of_text(f"power: {label}"), Cell.of_text(""), Cell.of_text(""),
-                  section=True, ident=f"power: {label}")
+        source = power_source(runs)
+        table.add(Cell.of_text(f"power: {label}" + (f" — {source}" if source else "")),
+                  Cell.of_text(""), Cell.of_text(""), section=True, ident=f"power: {label}")
         table.add(Cell.of_text("execution time in power windows"),
                   *(figure_cell(combine(runs, f"loop_time_s.{s}"), sim,
                                 zero_note=_zero_time_note(sim)) for s in STAGES),
@@ -253,9 +261,39 @@ def asc_table(group: AscGroup, title: str) -> Table:
             table.add(Cell.of_text(title_),
                       *(figure_cell(combine(runs, f"{name}.{s}"), sim) for s in STAGES),
                       ident=f"{title_} ({label})")
+        if any(f"agent_active_power_w.{s}" in r for r in runs for s in STAGES):
+            table.add(Cell.of_text("active power, agent's own report"),
+                      *(_reported_cell(runs, s, sim) for s in STAGES),
+                      ident=f"active power, agent's own report ({label})")
     table.notes += describe(group)
     return table
 
+
+def power_source(runs: list[dict[str, dict[str, Any]]]) -> str:
+    """Where a power run's figures come from, named once (``simulated meter dmm``)."""
+    return origins_text((r.get("idle_power_w") or {}).get("meta") for r in runs[:1])
+
+
+def _reported_cell(runs: list[dict[str, dict[str, Any]]], stage: str, simulated: bool) -> Cell:
+    """The agent's own report of a stage's active power beside the instrument's, with their
+    agreement (E_n, ISO 13528)."""
+    cell = figure_cell(combine(runs, f"agent_active_power_w.{stage}"), simulated)
+    if cell.value is None:
+        return cell
+    found = [((r.get(f"agent_active_power_w.{stage}") or {}).get("meta") or {}).get(
+        "agreement") or {} for r in runs]
+    ens = [a["en"] for a in found if a.get("en") is not None]
+    flagged = sum(bool(a.get("flagged")) for a in found)
+    if flagged:
+        agree = (f"DISAGREES with the instrument: E_n up to {max(ens):.2g} ({flagged}/"
+                 f"{len(runs)} runs above 1)")
+    elif ens:
+        agree = f"agrees with the instrument: E_n ≤ {max(ens):.2g}"
+    else:
+        agree = "no E_n: " + next((a["reason"] for a in found if a.get("reason")),
+                                  "no instrument figure beside it")
+    return Cell(cell.value, cell.uncertainty, cell.unit, simulated=simulated,
+                trials=cell.trials, label=cell.label, note=f"{cell.note}; {agree}")
 
 def describe(group: AscGroup) -> list[str]:
     """The measurement description printed under the table."""

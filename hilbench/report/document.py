@@ -36,6 +36,7 @@ from hilbench.report.system import SystemDescription
 from hilbench.report.table import Table
 from hilbench.report.trials import ReportedFigures
 from hilbench.report.workflow import Workflow, campaign_workflows, stage_lines, workflow_svg
+from hilbench.safe_paths import safe_name, write_inside
 from hilbench.store import Store
 
 FIGURES_DIR = "figures"
@@ -194,9 +195,9 @@ def build_report(
         tables = summary_tables(data, reported)
         workflows = []
         for flow in campaign_workflows(data, campaign["config"]):
-            path = fig_dir / f"workflow-{label}-{flow.family}-{flow.agent}.svg"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(workflow_svg(flow), encoding="utf-8")
+            fig_dir.mkdir(parents=True, exist_ok=True)
+            name = safe_name(f"workflow-{label}-{flow.family}-{flow.agent}") + ".svg"
+            path = write_inside(fig_dir, name, workflow_svg(flow))
             text = [f"{i + 1}. {stage} ({plan.where}): " + "; ".join(stage_lines(flow, plan))
                     for i, (stage, plan) in enumerate(flow.stages)]
             workflows.append(WorkflowFigure(flow, str(path.relative_to(out)), text))

@@ -1,16 +1,17 @@
 """The report as one self-contained HTML page (figures embedded as data URIs, no external
-request) and as Markdown beside its figure files, both from Jinja2 templates.
+request, no script) and as Markdown beside its figure files, both from Jinja2 templates escaped
+by construction (:mod:`hilbench.report.markup`).
 
 Table cells carry their stored number (``data-value``, ``data-uncertainty``) beside the text
 as printed, so a reader's tool (and the tests) can check each printed figure against the
-store. A small script at the top of the page records, into the page itself, whether every
-image loaded and any script or resource error — what a headless browser's ``--dump-dom``
-reads back.
+store.
 """
 
 from __future__ import annotations
 
 import base64
+import csv
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,10 @@ from typing import Any
 from hilbench.report.document import Report
 from hilbench.report.figures.asc import versus
 from hilbench.report.figures.style import ratio_text
+from hilbench.report.markup import MdSafe, html_environment, markdown_environment
 from hilbench.report.render import render_markdown
 from hilbench.report.table import Cell, Table
+from hilbench.safe_paths import open_inside, write_inside
 from hilbench.simulation import LABEL
 
 
@@ -66,56 +69,38 @@ def table_view(table: Table) -> dict[str, Any]:
     }
 
 
-def _data_uri(path: Path) -> str:
-    kind = "image/svg+xml" if path.suffix == ".svg" else "image/png"
-    return f"data:{kind};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
-
-
-def _environment() -> Any:
-    import jinja2
-
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("hilbench.report", "templates"),
-        autoescape=jinja2.select_autoescape(["html"]),
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        undefined=jinja2.StrictUndefined,
-    )
+def _data_uri(out: Path, rel: str) -> str:
+    kind = "image/svg+xml" if rel.endswith(".svg") else "image/png"
+    with open_inside(out, rel) as fh:
+        return f"data:{kind};base64,{base64.b64encode(fh.read()).decode('ascii')}"
 
 
 def render_html(report: Report, out: Path) -> str:
     """The page; images are read from ``out`` (where :func:`build_report` wrote them)."""
-    env = _environment()
+    env = html_environment()
     env.globals["ratio_text"] = ratio_text
     env.globals["versus"] = versus
-    env.globals["data_uri"] = lambda rel: _data_uri(out / rel)
+    env.globals["data_uri"] = lambda rel: _data_uri(out, rel)
     env.globals["table_view"] = table_view
     return env.get_template("report.html.j2").render(report=report, simulated_label=LABEL)
 
 
-def render_tables(tables: list[Table]) -> str:
-    """The summary tables as an HTML fragment (the report's markup, for `hilbench serve`)."""
-    env = _environment()
-    env.globals["table_view"] = table_view
-    return env.get_template("tables.html.j2").render(tables=tables, simulated_label=LABEL)
-
-
 def render_md(report: Report) -> str:
-    env = _environment()
+    env = markdown_environment()
     env.globals["ratio_text"] = ratio_text
     env.globals["versus"] = versus
-    env.globals["table_md"] = render_markdown
+    env.globals["table_md"] = lambda table: MdSafe(render_markdown(table))
     return env.get_template("report.md.j2").render(report=report, simulated_label=LABEL)
 
 
 def write_report(report: Report, out: Path) -> tuple[Path, Path]:
     """``report.html`` and ``report.md`` in ``out``, plus ``runs.csv`` (every run id)."""
-    html, md = out / "report.html", out / "report.md"
-    html.write_text(render_html(report, out), encoding="utf-8")
-    md.write_text(render_md(report), encoding="utf-8")
-    lines = ["campaign,run,unit_key,status"]
+    html = write_inside(out, "report.html", render_html(report, out))
+    md = write_inside(out, "report.md", render_md(report))
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["campaign", "run", "unit_key", "status"])
     for campaign in report.campaigns:
-        lines += [f"{campaign.uid},{uid},{key},{status}" for uid, key, status in campaign.run_ids]
-    (out / "runs.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        writer.writerows([campaign.uid, *run] for run in campaign.run_ids)
+    write_inside(out, "runs.csv", buf.getvalue())
     return html, md

@@ -19,8 +19,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from hilbench import __version__
+from hilbench.power.provenance import origin_of
 from hilbench.report.asc_table import STAGES, AscGroup, asc_groups, combine
 from hilbench.report.campaign_data import CampaignData
+from hilbench.report.markup import md_text
 from hilbench.report.qubo_largest_table import largest_rows
 from hilbench.report.qubo_tts_table import TtsRow, tts_rows
 from hilbench.report.system import SPEC_VERSION, SystemDescription
@@ -106,6 +108,13 @@ def _asc_row(group: AscGroup) -> dict[str, Any]:
     stream = min(group.power) if group.power else None  # the un-amortised figures first
     row["asc_power_stream_s"] = stream
     runs = group.power.get(stream, []) if stream is not None else []
+    origin = origin_of((runs[0].get("idle_power_w") or {}).get("meta")) if runs else None
+    row["asc_power_source"] = origin.explain() if origin is not None else None
+    if origin is not None and not origin.leaderboard_ok:
+        # An agent's own report whose source states no uncertainty stays out of the row.
+        row["asc_power_note"] = ("power figures left out: the agent's own report, "
+                                 "uncertainty not stated")
+        runs = []
     row["asc_idle_power_w"] = _figure(runs, "idle_power_w")[0]
     for stage in STAGES:
         value, u, t = _figure(runs, f"energy_per_inference_j.{stage}")
@@ -138,6 +147,8 @@ def _qubo_rows(tts: list[TtsRow], largest: list[dict[str, Any]]) -> list[dict[st
         trials: list[tuple[float, ...]] = []
         simulated = False
         seeds = []
+        sources = sorted({r.energy_source for r in gaps.values() if r.energy_source})
+        row["qubo_energy_source"] = "; ".join(sources) or None
         for gap, pct in GAPS:
             hit = gaps.get(gap)
             row[f"qubo_time_to_{pct}pct_s"] = hit.mean_latency_s if hit else None
@@ -205,7 +216,7 @@ def render_leaderboard(rows: list[dict[str, Any]], fmt: str) -> str:
     if fmt == "md":
         out = [f"# NeuroBench leaderboard rows ({SPEC_VERSION})", ""]
         for row in rows:
-            out += [f"## {row['benchmark']}: {row['entry']} on {row['system']}"
+            out += [f"## {_md(row['benchmark'])}: {_md(row['entry'])} on {_md(row['system'])}"
                     + (" (simulated)" if row.get("simulated") else ""), "",
                     "| field | value | unit |", "|:---|---:|:---|"]
             for c in cols:
@@ -222,5 +233,4 @@ def _unit(column: str) -> str:
 
 
 def _md(value: Any) -> str:
-    text = f"{value:.6g}" if isinstance(value, float) else str(value)
-    return text.replace("|", "\\|")
+    return md_text(f"{value:.6g}" if isinstance(value, float) else value)

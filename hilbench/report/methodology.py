@@ -12,6 +12,7 @@ from __future__ import annotations
 import statistics
 from typing import TYPE_CHECKING, Any
 
+from hilbench.power.provenance import origin_of
 from hilbench.report.asc_table import asc_groups, describe
 from hilbench.store import Store
 
@@ -87,10 +88,22 @@ def qubo_methodology(data: CampaignData) -> list[str]:
         if missing is not None and (missing["meta"] or {}).get("reason"):
             lines.append(f"average power: n/m in some runs, e.g. {missing['meta']['reason']}")
         lines.append(
-            "average power: mean of the readings inside the solve phase's window (agent's "
-            "solve start..end mapped by the clock offset), readings straddling its edges "
-            "excluded; energy = average power × actual time; uncertainties 95 % expanded "
-            "(statistical, instrument gain and offset, timing, quantisation)")
+            "average power: mean of the readings of an instrument the orchestrator reads; "
+            "fixed timeout: over the fixed runtime [start, start + timeout] (the agent's solve "
+            "start mapped by the clock offset; a solver that stops early leaves its device in "
+            "the system under test until the timeout), energy = average power × timeout; time "
+            "to solution: over start..end of solving, energy = average power × actual time; "
+            "readings straddling the edges excluded; uncertainties 95 % expanded (statistical, "
+            "instrument gain and offset, timing, quantisation)")
+    reported = next((r["metrics"]["agent_avg_power_w"] for r in sampled
+                     if "agent_avg_power_w" in r["metrics"]), None)
+    if reported is not None:
+        origin = origin_of(reported["meta"])
+        lines.append(
+            "agent's own power report: "
+            + (origin.explain() if origin is not None else "the agent's reading")
+            + ", stored as agent_avg_power_w beside (never instead of) an instrument's "
+            "figure, compared with it by E_n (ISO 13528) where both measured its window")
     if drifts:
         lines.append(f"meter timebase: readings restamped with the interval learned from the "
                      f"meter's own count; largest drift seen {max(drifts):.3g} ppm")

@@ -15,6 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hilbench.power.provenance import origins_text
 from hilbench.report.campaign_data import CampaignData, load_campaign_data
 from hilbench.report.table import Cell, Column, Table
 
@@ -32,6 +33,7 @@ class TtsRow:
     energy_uncertainty_j: float | None
     simulated: bool = False
     trials: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    energy_source: str = ""  # where the energies come from (an instrument the orchestrator read)
 
 
 _Hit = tuple[float | None, float | None, float | None, int]  # latency, energy, its U95, rep
@@ -41,6 +43,7 @@ def tts_rows(store_path: Path | CampaignData, campaign_uid: str = "") -> list[Tt
     data = (store_path if isinstance(store_path, CampaignData)
             else load_campaign_data(store_path, campaign_uid))
     groups: dict[tuple, list[_Hit]] = defaultdict(list)
+    sources: dict[tuple, str] = {}
     simulated: set[tuple] = set()
     for run in data.runs:
         p = run["params"]
@@ -53,6 +56,8 @@ def tts_rows(store_path: Path | CampaignData, campaign_uid: str = "") -> list[Tt
             key = (p["nodes"], p["density"], p["solver"], float(gap))
             groups[key].append((latency.get("value"), energy.get("value"),
                                 energy.get("uncertainty"), int(p.get("repetition", 0))))
+            if key not in sources and energy.get("value") is not None:
+                sources[key] = origins_text([energy.get("meta")])
             if run.get("simulated"):
                 simulated.add(key)
     rows = []
@@ -75,6 +80,7 @@ def tts_rows(store_path: Path | CampaignData, campaign_uid: str = "") -> list[Tt
                 ),
                 simulated=key in simulated,
                 trials=_trials(hit, complete),
+                energy_source=sources.get(key, ""),
             )
         )
     return rows
@@ -113,6 +119,9 @@ def tts_table(rows: list[TtsRow], title: str) -> Table:
     table.notes.append("latency and energy: mean over the seeds that reached the gap "
                        "(as the solver reported reaching it); energy ± 95 % expanded "
                        "uncertainty of that mean, integrated from the start of solving")
+    found = sorted({r.energy_source for r in rows if r.energy_source})
+    if found:
+        table.notes.append(f"energy source: {'; '.join(found)}")
     return table
 
 

@@ -14,6 +14,7 @@ import textwrap
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from hilbench.report.markup import md_text
 from hilbench.report.table import Cell, Table
 
 GAP = 2  # spaces between columns
@@ -180,24 +181,20 @@ def _wrap(text: str, width: int, indent: str = "", subsequent: str | None = None
 
 def render_markdown(table: Table) -> str:
     texts, footnotes = _footnotes(table)
-    out = [f"### {table.title}", ""]
+    out = [f"### {md_text(table.title)}", ""]
     if table.columns:
-        out.append("| " + " | ".join(_md(table.heading(i)) for i in range(len(table.columns)))
+        out.append("| " + " | ".join(md_text(table.heading(i)) for i in range(len(table.columns)))
                    + " |")
         out.append("|" + "|".join("---:" if c.align == "right" else ":---"
                                   for c in table.columns) + "|")
         for text in texts:
-            out.append("| " + " | ".join(_md(t) for t in text) + " |")
+            out.append("| " + " | ".join(md_text(t) for t in text) + " |")
     notes = footnotes + list(table.notes)
     if notes:
         out.append("")
-        out += [f"- {_md(n)}" for n in notes]
+        out += [f"- {md_text(n)}" for n in notes]
     out.append("")
     return "\n".join(out)
-
-
-def _md(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*").replace("_", "\\_")
 
 
 CSV_COLUMNS = ("table", "row", "column", "value", "uncertainty", "unit", "text", "simulated",

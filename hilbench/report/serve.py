@@ -5,10 +5,15 @@ daemon runs on the same store, its live status; ``/campaign/<uid>/report/`` is t
 NeuroBench report (made on first request and again whenever the campaign has changed);
 ``/status.json`` is the daemon's status as JSON.
 
+Owner-only: every request carries the server's token, a random one unless given, as the first
+part of the path (``http://127.0.0.1:8765/TOKEN/``, the URL printed at start; relative links
+keep it) or as ``Authorization: Bearer TOKEN``. Without it the answer is 403 and no data, so
+another local user who can reach the port sees nothing. No cookie: a browser sends a cookie
+to every port of the host, another user's server included.
+
 Read-only by construction: the store is opened through :class:`~hilbench.store.Store` (an
-SQLite ``mode=ro`` URI) and the server answers GET and HEAD only. It binds loopback unless a
-token is given; with a token every request must carry it (``Authorization: Bearer …``, or
-``?token=…`` once, which sets a cookie for the links that follow).
+SQLite ``mode=ro`` URI) and the server answers GET and HEAD only. Pages come from templates
+escaped by construction (:mod:`hilbench.report.markup`) and run no script (CSP header).
 
 The daemon's status comes from ``hilbench status --json --db STORE`` (the daemon's own
 command), run at most every few seconds; while the daemon runs, the pages reload themselves.
@@ -17,10 +22,11 @@ command), run at most every few seconds; while the daemon runs, the pages reload
 from __future__ import annotations
 
 import hmac
-import html
 import ipaddress
 import json
 import logging
+import re
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -30,17 +36,33 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import unquote, urlsplit
 
+from hilbench.report.markup import CSP_HEADER
+from hilbench.safe_paths import inside, open_inside, safe_name
 from hilbench.store import Store, StoreError
 
 log = logging.getLogger(__name__)
 
 STATUS_TTL_S = 5.0
 STATUS_TIMEOUT_S = 5.0
-COOKIE = "hilbench_token"
-CSP = ("default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; "
-       "script-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+TOKEN_PATTERN = re.compile(r"[A-Za-z0-9._~-]{16,}")
+TEXT = "text/plain; charset=utf-8"
+FORBIDDEN = (b"403: this server answers only requests that carry its token: open the URL "
+             b"`hilbench serve` printed at start, or send Authorization: Bearer TOKEN\n")
+
+
+def new_token() -> str:
+    """A random token (192 bits), URL-safe: it is a path segment of every page's address."""
+    return secrets.token_urlsafe(24)
+
+
+def check_token(token: str) -> str:
+    """``token`` if it can stand in a URL path and is long enough not to be guessed."""
+    if not TOKEN_PATTERN.fullmatch(token):
+        raise ValueError("the token must be at least 16 characters of A-Z a-z 0-9 . _ ~ - "
+                         "(leave --token out for a random one)")
+    return token
 
 
 def is_loopback(host: str) -> bool:
@@ -113,7 +135,9 @@ class ReportCache:
             made = self._made.get(uid)
             if made and made[0] == version:
                 return made[1]
-            out = self.root / f"{uid}-{len(self._made)}-{int(time.monotonic() * 1000)}"
+            # the uid is the store's word: a name, not a path
+            out = inside(self.root, safe_name(
+                f"{uid}-{len(self._made)}-{int(time.monotonic() * 1000)}"))
             report = build_report(self.db_path, [(uid, campaign["name"])], [None], out)
             write_report(report, out)
             self._made[uid] = (version, out)
@@ -123,7 +147,7 @@ class ReportCache:
 class ResultsServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], db_path: Path, token: str | None,
+    def __init__(self, address: tuple[str, int], db_path: Path, token: str,
                  status: DaemonStatus, reports: ReportCache) -> None:
         self.db_path = db_path
         self.token = token
@@ -131,20 +155,11 @@ class ResultsServer(ThreadingHTTPServer):
         self.reports = reports
         super().__init__(address, Handler)
 
-
-def _page(title: str, body: str, refresh_s: int | None = None) -> str:
-    refresh = f'<meta http-equiv="refresh" content="{refresh_s}">' if refresh_s else ""
-    return (
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<title>{html.escape(title)}</title>{refresh}<style>"
-        "body{font-family:'DejaVu Sans',Arial,sans-serif;max-width:1100px;margin:1.5em auto;"
-        "padding:0 1em}table{border-collapse:collapse;margin:.6em 0;font-size:13px}"
-        "th,td{border:1px solid #999;padding:.25em .55em}th{background:#eee;text-align:left}"
-        "td.right{text-align:right;white-space:nowrap}tr.section td{border-top:3px double #333}"
-        ".status{border:2px solid #333;"
-        "padding:.5em 1em}.mono{font-family:'DejaVu Sans Mono',monospace;font-size:12px}"
-        f"</style></head><body>{body}</body></html>"
-    )
+    def url(self) -> str:
+        """The address to open: the token is its first path part."""
+        host, port = self.server_address[:2]
+        shown = f"[{host}]" if ":" in str(host) else host
+        return f"http://{shown}:{port}/{self.token}/"
 
 
 def daemon_running(status: dict[str, Any]) -> bool:
@@ -155,11 +170,8 @@ def daemon_running(status: dict[str, Any]) -> bool:
     return state not in (None, "not running", "stopped")
 
 
-def _status_html(status: dict[str, Any]) -> str:
-    """The daemon's state in a few lines, its whole status JSON folded under them."""
-    if not status["available"]:
-        return (f'<div class="status" id="daemon-status">Daemon status: not available '
-                f'({html.escape(status["reason"])}).</div>')
+def status_view(status: dict[str, Any]) -> dict[str, Any]:
+    """What the status block shows: a few plain lines and the whole status as JSON text."""
     current = status["status"] or {}
     daemon = current.get("daemon") or {}
     lines = [f"Daemon: {daemon.get('state', 'unknown')}"
@@ -174,11 +186,25 @@ def _status_html(status: dict[str, Any]) -> str:
         lines.append(f"last error: {current['last_error']}")
     if daemon_running(status):
         lines.append(f"(live: this page reloads every {int(STATUS_TTL_S * 2)} s)")
-    text = json.dumps(current, indent=1, ensure_ascii=False, default=str)
-    return ('<div class="status" id="daemon-status">'
-            + "<br>".join(html.escape(line) for line in lines)
-            + f'<details><summary>hilbench status --json</summary><pre class="mono">'
-            f"{html.escape(text)}</pre></details></div>")
+    return {"status": status, "status_lines": lines,
+            "status_json": json.dumps(current, indent=1, ensure_ascii=False, default=str)}
+
+
+_ENV: Any = None
+
+
+def _render(template: str, **values: Any) -> bytes:
+    """A page from its template (autoescaped: :func:`hilbench.report.markup.html_environment`)."""
+    global _ENV
+    if _ENV is None:
+        from hilbench.report.html import table_view
+        from hilbench.report.markup import html_environment
+        from hilbench.simulation import LABEL
+
+        env = html_environment()
+        env.globals.update(table_view=table_view, utc=_utc, simulated_label=LABEL)
+        _ENV = env
+    return _ENV.get_template(template).render(**values).encode()
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -187,27 +213,23 @@ class Handler(BaseHTTPRequestHandler):
     sys_version = ""
 
     def log_message(self, format: str, *args: Any) -> None:
-        log.info("%s %s", self.address_string(), format % args)
+        line = format % args
+        log.info("%s %s", self.address_string(), line.replace(self.server.token, "TOKEN"))
 
     # -- access ---------------------------------------------------------------------------
 
-    def _token_ok(self, query: dict[str, list[str]]) -> tuple[bool, bool]:
-        """(allowed, set the cookie)."""
-        token = self.server.token
-        if token is None:
-            return True, False
-        offered = []
+    def _base(self, path: str) -> str | None:
+        """The path prefix this request proved the token with (``/TOKEN``, or ``""`` for the
+        Authorization header); None: no token, no page."""
+        token = self.server.token.encode()
         auth = self.headers.get("Authorization", "")
-        if auth.startswith("Bearer "):
-            offered.append(auth[len("Bearer "):].strip())
-        for part in self.headers.get("Cookie", "").split(";"):
-            name, _, value = part.strip().partition("=")
-            if name == COOKIE:
-                offered.append(value)
-        from_query = query.get("token", [])
-        offered += from_query
-        ok = any(hmac.compare_digest(o.encode(), token.encode()) for o in offered)
-        return ok, ok and bool(from_query)
+        if auth.startswith("Bearer ") and hmac.compare_digest(
+                auth[len("Bearer "):].strip().encode(), token):
+            return ""
+        first = path.split("/")[1] if path.startswith("/") else ""
+        if hmac.compare_digest(first.encode(), token):
+            return "/" + self.server.token
+        return None
 
     def do_HEAD(self) -> None:
         self._handle(head=True)
@@ -216,42 +238,41 @@ class Handler(BaseHTTPRequestHandler):
         self._handle(head=False)
 
     def _refuse_method(self) -> None:
-        self._send(HTTPStatus.METHOD_NOT_ALLOWED, "text/plain; charset=utf-8",
-                   b"read-only: GET and HEAD only\n", extra={"Allow": "GET, HEAD"})
+        if self._base(urlsplit(self.path).path) is None:
+            self._send(HTTPStatus.FORBIDDEN, TEXT, FORBIDDEN)
+            return
+        self._send(HTTPStatus.METHOD_NOT_ALLOWED, TEXT, b"read-only: GET and HEAD only\n",
+                   extra={"Allow": "GET, HEAD"})
 
     do_POST = do_PUT = do_DELETE = do_PATCH = _refuse_method
 
     def _handle(self, head: bool) -> None:
-        url = urlsplit(self.path)
-        query = parse_qs(url.query)
-        ok, set_cookie = self._token_ok(query)
-        if not ok:
-            self._send(HTTPStatus.UNAUTHORIZED, "text/plain; charset=utf-8",
-                       b"a token is required (Authorization: Bearer TOKEN, or ?token=TOKEN)\n",
-                       head=head)
+        path = urlsplit(self.path).path
+        base = self._base(path)
+        if base is None:
+            self._send(HTTPStatus.FORBIDDEN, TEXT, FORBIDDEN, head=head)
             return
-        extra = {}
-        if set_cookie:
-            extra["Set-Cookie"] = (f"{COOKIE}={query['token'][0]}; HttpOnly; SameSite=Strict; "
-                                   "Path=/")
+        page = path[len(base):] or "/"
+        if re.fullmatch(r"/campaign/[^/]+/report", page):  # relative links need the slash
+            self._send(HTTPStatus.PERMANENT_REDIRECT, TEXT, b"", head=head,
+                       extra={"Location": path + "/"})
+            return
         try:
-            status, ctype, body = self._route(url.path)
+            status, ctype, body = self._route(page, base)
         except StoreError as exc:
-            status, ctype, body = (HTTPStatus.NOT_FOUND, "text/plain; charset=utf-8",
-                                   f"{exc}\n".encode())
+            status, ctype, body = HTTPStatus.NOT_FOUND, TEXT, f"{exc}\n".encode()
         except Exception:  # a page that fails must not take the server down
-            log.exception("serving %s failed", url.path)
-            status, ctype, body = (HTTPStatus.INTERNAL_SERVER_ERROR,
-                                   "text/plain; charset=utf-8",
+            log.exception("serving %s failed", path.replace(self.server.token, "TOKEN"))
+            status, ctype, body = (HTTPStatus.INTERNAL_SERVER_ERROR, TEXT,
                                    b"internal error; see the server's log\n")
-        self._send(status, ctype, body, head=head, extra=extra)
+        self._send(status, ctype, body, head=head)
 
     def _send(self, status: HTTPStatus, ctype: str, body: bytes, *, head: bool = False,
               extra: dict[str, str] | None = None) -> None:
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
-        self.send_header("Content-Security-Policy", CSP)
+        self.send_header("Content-Security-Policy", CSP_HEADER)
         self.send_header("X-Content-Type-Options", "nosniff")
         self.send_header("Referrer-Policy", "no-referrer")
         self.send_header("Cache-Control", "no-store")
@@ -263,73 +284,61 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- pages ----------------------------------------------------------------------------
 
-    def _route(self, path: str) -> tuple[HTTPStatus, str, bytes]:
+    def _route(self, path: str, base: str) -> tuple[HTTPStatus, str, bytes]:
         html_type = "text/html; charset=utf-8"
         if path in ("/", "/index.html"):
-            return HTTPStatus.OK, html_type, self._index().encode()
+            return HTTPStatus.OK, html_type, self._index(base)
         if path == "/status.json":
             return (HTTPStatus.OK, "application/json",
                     json.dumps(self.server.status.get()).encode())
-        parts = [p for p in path.split("/") if p]
-        if len(parts) >= 2 and parts[0] == "campaign":
+        parts = [unquote(p) for p in path.split("/")[1:]]
+        if len(parts) >= 2 and parts[0] == "campaign" and parts[1]:
             with Store(self.server.db_path) as store:
                 campaign = store.campaign(store.resolve_campaign_uid(parts[1]))
             if len(parts) == 2:
-                return HTTPStatus.OK, html_type, self._campaign(campaign).encode()
+                return HTTPStatus.OK, html_type, self._campaign(campaign, base)
             if parts[2] == "report":
                 return self._report_file(campaign, parts[3:])
-        return HTTPStatus.NOT_FOUND, "text/plain; charset=utf-8", b"no such page\n"
+        return HTTPStatus.NOT_FOUND, TEXT, b"no such page\n"
 
-    def _index(self) -> str:
+    def _refresh(self, status: dict[str, Any], running: bool = False) -> int | None:
+        return int(STATUS_TTL_S * 2) if running or daemon_running(status) else None
+
+    def _index(self, base: str) -> bytes:
         with Store(self.server.db_path) as store:
             campaigns = store.campaigns()
-        rows = "".join(
-            f'<tr><td><a href="/campaign/{c["uid"]}">{html.escape(c["name"])}</a></td>'
-            f'<td class="mono">{c["uid"][:8]}</td><td>{html.escape(c["status"])}</td>'
-            f'<td class="right">{c["n_runs"]}</td><td>{_utc(c["wall_start"])}</td></tr>'
-            for c in reversed(campaigns))
         status = self.server.status.get()
-        return _page("hilbench results", (
-            f"<h1>hilbench results</h1><p>Store <span class=\"mono\">"
-            f"{html.escape(str(self.server.db_path))}</span> (read-only).</p>"
-            + _status_html(status)
-            + "<table><thead><tr><th>campaign</th><th>id</th><th>status</th><th>runs</th>"
-            f"<th>started</th></tr></thead><tbody>{rows}</tbody></table>"),
-            refresh_s=int(STATUS_TTL_S * 2) if daemon_running(status) else None)
+        return _render("serve_index.html.j2", base=base, store=str(self.server.db_path),
+                       campaigns=list(reversed(campaigns)), refresh_s=self._refresh(status),
+                       **status_view(status))
 
-    def _campaign(self, campaign: dict[str, Any]) -> str:
+    def _campaign(self, campaign: dict[str, Any], base: str) -> bytes:
         from hilbench.report.campaign_data import load_campaign_data
-        from hilbench.report.html import render_tables
         from hilbench.report.summary import summary_tables
 
         tables = summary_tables(load_campaign_data(self.server.db_path, campaign["uid"]))
         status = self.server.status.get()
-        name = html.escape(campaign["name"])
-        body = (
-            f'<p><a href="/">all campaigns</a></p><h1>{name}</h1>'
-            f'<p>campaign <span class="mono">{campaign["uid"]}</span>, status '
-            f'{html.escape(campaign["status"])}, {campaign["n_runs"]} run(s), started '
-            f'{_utc(campaign["wall_start"])}. <a href="/campaign/{campaign["uid"]}/report/">'
-            "Full report (figures, workflow, methodology, provenance)</a></p>"
-            + _status_html(status)
-            + render_tables(tables))
-        running = campaign["status"] == "incomplete" or daemon_running(status)
-        return _page(f"hilbench: {campaign['name']}", body,
-                     refresh_s=int(STATUS_TTL_S * 2) if running else None)
+        return _render("serve_campaign.html.j2", base=base, campaign=campaign, tables=tables,
+                       refresh_s=self._refresh(status, campaign["status"] == "incomplete"),
+                       **status_view(status))
 
     def _report_file(self, campaign: dict[str, Any],
                      rest: list[str]) -> tuple[HTTPStatus, str, bytes]:
-        if any(part in ("", ".", "..") or "\\" in part for part in rest):
-            return HTTPStatus.NOT_FOUND, "text/plain; charset=utf-8", b"no such file\n"
-        folder = self.server.reports.folder(campaign).resolve()
-        target = (folder / "/".join(rest or ["report.html"])).resolve()
-        if folder not in target.parents or not target.is_file():
-            return HTTPStatus.NOT_FOUND, "text/plain; charset=utf-8", b"no such file\n"
+        if rest and rest[-1] == "":  # a folder's address: its page
+            rest = rest[:-1]
+        if any("/" in part for part in rest):  # an encoded slash: no file of ours has one
+            return HTTPStatus.NOT_FOUND, TEXT, b"no such file\n"
+        name = "/".join(rest or ["report.html"])
+        folder = self.server.reports.folder(campaign)
+        try:
+            with open_inside(folder, name) as fh:
+                body = fh.read()
+        except OSError:  # OutsideFolder included
+            return HTTPStatus.NOT_FOUND, TEXT, b"no such file\n"
         types = {".html": "text/html; charset=utf-8", ".png": "image/png",
                  ".svg": "image/svg+xml", ".md": "text/markdown; charset=utf-8",
                  ".csv": "text/csv; charset=utf-8"}
-        return HTTPStatus.OK, types.get(target.suffix, "application/octet-stream"), \
-            target.read_bytes()
+        return HTTPStatus.OK, types.get(Path(name).suffix, "application/octet-stream"), body
 
 
 def _utc(seconds: float | None) -> str:
@@ -341,11 +350,14 @@ def _utc(seconds: float | None) -> str:
 def make_server(db_path: Path, host: str = "127.0.0.1", port: int = 8765,
                 token: str | None = None, status: DaemonStatus | None = None,
                 report_dir: Path | None = None) -> ResultsServer:
-    """A server bound to ``host:port`` (port 0: any free one); refuses a non-loopback host
-    without a token (ValueError) and a store it cannot read (StoreError)."""
+    """A server bound to ``host:port`` (port 0: any free one) answering only requests with
+    ``token`` (None: a random one, :attr:`ResultsServer.token`); refuses a non-loopback host
+    without a token given (ValueError), a token too short or not URL-safe (ValueError) and a
+    store it cannot read (StoreError)."""
     if not is_loopback(host) and not token:
         raise ValueError(f"--host {host} is reachable from other hosts: give --token (or "
                          "serve on 127.0.0.1 and tunnel to it)")
+    token = check_token(token) if token else new_token()
     with Store(db_path):
         pass  # refuse a missing or foreign file now, not at the first request
     root = report_dir or Path(tempfile.mkdtemp(prefix="hilbench-serve-"))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from hilbench.power.provenance import origin_of
 from hilbench.report.campaign_data import CampaignData, load_campaign_data
 from hilbench.report.render import PAGE, render_text
 from hilbench.report.table import Table
@@ -104,7 +105,9 @@ def _agents_measured_by_instruments(data: CampaignData) -> set[str]:
             if "power" not in name or metric.get("value") is None:
                 continue
             meta = metric.get("meta") or {}
-            if meta.get("instrument") or meta.get("source"):
+            origin = origin_of(meta)
+            # an agent's own report is no instrument (stores from before origins: "instrument")
+            if (origin.kind != "agent" if origin is not None else bool(meta.get("instrument"))):
                 measured.update(agents)
                 break
     return measured

@@ -43,6 +43,9 @@ class Cell:
     prefix: bool = True  # choose an SI prefix for the value (else: plain SI unit)
     # an asymmetric 95 % interval (low, high) shown instead of ± (e.g. an accuracy near 100 %)
     interval: tuple[float, float] | None = None
+    # what the figure must never be shown without, e.g. "agent report, uncertainty not
+    # stated" (:meth:`hilbench.power.provenance.PowerOrigin.mark`)
+    label: str = ""
 
     @classmethod
     def of_text(cls, text: str, note: str = "") -> Cell:
@@ -76,10 +79,14 @@ class Cell:
 
     def text(self, *, unit: bool = True) -> str:
         """The figure as a table shows it: ``12.0 ± 1.1 mW (simulated)``."""
-        text = self.figure(unit=unit)
+        text = self.figure(unit=unit) + self.label_text()
         if self.simulated and self.value is not None:
             text += f" ({SIMULATED})"
         return text
+
+    def label_text(self) -> str:
+        """`` (label)`` after a figure that carries one, else nothing."""
+        return f" ({self.label})" if self.label and self.value is not None else ""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"value": self.value, "text": self.text()}
@@ -97,6 +104,8 @@ class Cell:
             out["trials"] = list(self.trials)
         if self.interval is not None:
             out["interval95"] = list(self.interval)
+        if self.label:
+            out["label"] = self.label
         if self.missing:
             out["missing"] = self.missing
         return out
@@ -220,7 +229,7 @@ class Table:
         label of the row (or of its section) when all of it is, else beside the figure.
         (``marks`` and ``columns``: :meth:`row_marks` and :meth:`simulated_column` for every
         column, when already at hand.)"""
-        text = cell.figure(unit=not self.columns[column].unit)
+        text = cell.figure(unit=not self.columns[column].unit) + cell.label_text()
         if marks is None:
             marks = self.row_marks() if row is not None else (set(), set())
         marked, covered = marks

@@ -43,22 +43,10 @@ from hilbench.sim.power_model import (
 
 # The instrument's own facts (ranges, reading time) are the driver's: one description of the
 # 34465A serves the driver that talks to it and the simulator that imitates it.
-from hilbench_drivers.keysight34465a.settings import min_sample_interval_s
+from hilbench_drivers.keysight34465a.settings import NPLC_RESOLUTION_PPM, min_sample_interval_s
 
 OVERLOAD = 9.9e37  # what a Keysight DMM returns for an over-range reading
 OVERRANGE_FACTOR = 1.2  # readings up to 120 % of range are valid
-# NPLC settings of a 34465A with the DIG option, and the resolution each gives (ppm of range).
-NPLC_RESOLUTION_PPM = {
-    0.001: 30.0,
-    0.002: 15.0,
-    0.006: 6.0,
-    0.02: 3.0,
-    0.06: 1.5,
-    0.2: 0.7,
-    1.0: 0.3,
-    10.0: 0.1,
-    100.0: 0.03,
-}
 
 # Questionable-data register bits (Truevolt series).
 QUES_VOLTAGE_OVERLOAD = 1

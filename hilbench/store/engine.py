@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
+from hilbench.safe_paths import safe_name
 from hilbench.store.errors import StoreError, StoreFault
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ class DbTarget:
             name = name or os.environ.get("PGDATABASE", "") or "postgresql"
         else:
             name = self.path.name if self.path is not None else "store"
-        return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+        return safe_name(name)
 
     def exists(self) -> bool:
         """For a file, whether it exists; a database is taken to exist (opening it tells)."""

@@ -36,7 +36,7 @@ __all__ = [
 INCOMPLETE = "incomplete"
 FEASIBLE = "feasible"  # 0: the run's answer is unusable, its other metrics are not averaged
 # Flags about a run rather than figures of its answer: counted over every run
-RUN_FLAGS = (FEASIBLE, "overrun")
+RUN_FLAGS = (FEASIBLE, "overrun", "stopped_early")
 # unverified: the run's timing could not be verified (tried again, counted, never averaged)
 STATUSES = ("success", "unverified", "fail", "abort", INCOMPLETE)
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ SQLite's own reader stops at the first bad page ("database disk image is malform
 the sqlite3 shell's `.recover` in Debian 12 (3.40.1) fails with "SQL logic error" even on an
 intact store, so `hilbench store salvage` reads the file format itself
 (https://sqlite.org/fileformat2.html): table b-trees, records and overflow pages only, which is
-all a store's rows live in. The main file only: a -wal beside it is reported, not applied.
+all a store's rows live in. The main file only: :mod:`hilbench.store.wal` lays the pages
+committed in a -wal over it.
 """
 
 from __future__ import annotations

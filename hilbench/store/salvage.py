@@ -21,6 +21,7 @@ from typing import Any
 from hilbench.store.errors import StoreError
 from hilbench.store.pages import BadPage, LostRange, PageReader, TableRead
 from hilbench.store.schema import SQLITE_HEADER, open_store
+from hilbench.store.wal import WalPageReader, read_wal
 
 CHILD_TABLES = ("phases", "events", "samples", "metrics")  # each has run_uid as 2nd column
 TABLES = ("campaigns", "runs", *CHILD_TABLES)
@@ -37,7 +38,7 @@ class CheckReport:
     pages_expected: int = 0
     rows: dict[str, int] = field(default_factory=dict)
     lost: dict[str, list[LostRange]] = field(default_factory=dict)
-    wal: bool = False
+    wal_pages: int = 0  # committed pages read from the -wal, not yet in the main file
 
     @property
     def damaged(self) -> bool:
@@ -49,7 +50,7 @@ def check(path: Path, max_problems: int = 20) -> CheckReport:
     and which rowid ranges sat in pages that are lost."""
     _require_sqlite_file(path)
     wal = Path(f"{path}-wal")
-    report = CheckReport(path, wal=wal.exists() and wal.stat().st_size > 0)
+    report = CheckReport(path)
     # immutable: no -wal or -shm is created beside a file that has none (no writer has it open)
     flags = "mode=ro" if wal.exists() or Path(f"{path}-shm").exists() else "immutable=1"
     try:
@@ -63,6 +64,7 @@ def check(path: Path, max_problems: int = 20) -> CheckReport:
         report.problems = [f"SQLite cannot check it: {exc}"]
     reader = _reader(path)
     report.pages_in_file, report.pages_expected = reader.pages_in_file, reader.pages_expected
+    report.wal_pages = len(reader.wal.pages) if isinstance(reader, WalPageReader) else 0
     for name, read in _read_tables(reader, brief=True)[1].items():
         report.rows[name] = len(read.rows)
         report.lost[name] = read.lost
@@ -136,8 +138,10 @@ def _require_sqlite_file(path: Path) -> None:
 
 
 def _reader(path: Path) -> PageReader:
+    """The store's pages as SQLite would read them: through its -wal when that holds commits."""
+    wal = read_wal(Path(f"{path}-wal"))
     try:
-        return PageReader(path)
+        return PageReader(path) if wal is None else WalPageReader(path, wal)
     except BadPage as exc:
         raise StoreError(str(exc)) from exc
 

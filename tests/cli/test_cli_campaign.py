@@ -144,6 +144,15 @@ MISTAKES = [
         GOOD.replace('solvers = ["sa"]', 'solvers = "sa"'),
         "{f} [[qubo]] #1 solvers: 'sa' is not a list (write [ … ])",
     ),
+    (  # run stopped with exit 2 after the first table's units, each stored once
+        GOOD + qubo(seeds=[1]) + qubo(agent=None),
+        "{f} [[qubo]] #3: the same table as #1, so each of its units would run twice",
+    ),
+    (  # any procedure's tables
+        GOOD + 2 * ("[[largest_workload]]\ndensities = [1.0]\nsolver = \"sa\"\n"
+                    "start_nodes = 8\ntimeout_s = 0.01\ntime_limit_s = 1.0\n"),
+        "{f} [[largest_workload]] #2: the same table as #1",
+    ),
 ]
 
 

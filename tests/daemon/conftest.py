@@ -30,8 +30,10 @@ class DaemonProcess:
 
     def __init__(self, db: Path, config: Path | None = None,
                  env: dict[str, str] | None = None, bench: str | None = None,
-                 queue: str | None = None, push_to: str | None = None) -> None:
+                 queue: str | None = None, push_to: str | None = None,
+                 umask: int = -1) -> None:
         self.db = db
+        self.umask = umask
         self.config = config
         self.env = env
         self.bench = bench
@@ -40,7 +42,7 @@ class DaemonProcess:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> DaemonProcess:
-        args = ["daemon", "--db", str(self.db), "--control", "tcp://127.0.0.1:*"]
+        args = ["daemon", "--db", str(self.db)]  # its own control socket, in the store's logs
         if self.config is not None:
             args += ["--config", str(self.config)]
         for flag, value in (("--bench", self.bench), ("--queue", self.queue),
@@ -48,7 +50,7 @@ class DaemonProcess:
             if value is not None:
                 args += [flag, value]
         self.proc = subprocess.Popen(hilbench_command(*args), stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True,
+                                     stderr=subprocess.PIPE, text=True, umask=self.umask,
                                      env={**os.environ, **(self.env or {})})
         self.wait_until(lambda s: s["daemon"].get("pid") == self.proc.pid, "the daemon answers")
         return self

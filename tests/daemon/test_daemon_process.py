@@ -6,6 +6,8 @@ import signal
 import time
 from collections import Counter
 
+import pytest
+
 from hilbench.store import Store
 from tests.campaign_toml import agent, campaign, keysight, qubo, write_campaign
 from tests.daemon.conftest import history, qubo_campaign
@@ -39,6 +41,7 @@ def test_queued_campaigns_run_in_order_and_reach_the_history(tmp_path, daemon_at
     assert [(r["id"], r["name"]) for r in rows] == [(3, "first"), (1, "first"), (2, "second")]
     assert all(r["exit_status"] == "completed" for r in rows)
     assert [units_of(db, r["run_uids"]) for r in rows] == [3, 3, 2]
+    assert [r["starts"] for r in rows] == [1, 1, 1]
     # queued again, a finished campaign runs again as a new campaign
     assert rows[0]["campaign_uid"] != rows[1]["campaign_uid"]
     assert all(r["started_at"] <= r["stopped_at"] for r in rows)
@@ -55,6 +58,7 @@ def test_sigkill_mid_campaign_then_restart_runs_every_unit_exactly_once(tmp_path
     d.wait_until(lambda s: history(db) and s["daemon"]["state"] == "idle", "the item finished")
     [row] = history(db)
     assert row["exit_status"] == "completed", row
+    assert row["starts"] == 2  # before the kill and after
     runs = _runs(db)
     done = Counter(r["unit_key"] for r in runs if r["status"] == "success")
     assert len(done) == 40 and set(done.values()) == {1}  # every unit, none twice
@@ -63,7 +67,10 @@ def test_sigkill_mid_campaign_then_restart_runs_every_unit_exactly_once(tmp_path
     assert hilbench("queue", "list", "--db", db, "--json").stdout.strip() == "[]"
 
 
-def test_sigterm_aborts_the_run_with_the_reason_and_the_restart_resumes(tmp_path, daemon_at):
+@pytest.mark.parametrize(("sig", "other"), [(signal.SIGTERM, "SIGINT"),
+                                           (signal.SIGINT, "SIGTERM")])
+def test_a_stop_signal_aborts_the_run_naming_it_and_the_restart_resumes(
+        tmp_path, daemon_at, sig, other):
     db = tmp_path / "d.sqlite"
     path = qubo_campaign(tmp_path, "term", 3, timeout_s=1.5)
     assert hilbench("queue", "add", path, "--db", db).returncode == 0
@@ -71,12 +78,14 @@ def test_sigterm_aborts_the_run_with_the_reason_and_the_restart_resumes(tmp_path
     # The signal lands while the first unit solves: the status seen can be a few tenths of a
     # second old, and a 20 ms unit had often ended by then (no run in progress to abort).
     d.wait_until(lambda s: (s["current"] or {}).get("unit") is not None, "a unit running")
-    assert d.signal(signal.SIGTERM) == 143
+    assert d.signal(sig) == 128 + sig
     aborted = [r for r in _runs(db) if r["status"] == "abort"]
-    assert aborted and all("SIGTERM" in r["reason"] for r in aborted)
+    assert aborted and all(f"interrupted by {sig.name}" in r["reason"] for r in aborted)
+    assert not any(other in r["reason"] for r in aborted)
     d.start()
     d.wait_until(lambda s: history(db), "the item finished")
     assert history(db)[0]["exit_status"] == "completed"
+    assert history(db)[0]["starts"] == 2
     done = Counter(r["unit_key"] for r in _runs(db) if r["status"] == "success")
     assert len(done) == 3 and set(done.values()) == {1}
 
@@ -84,7 +93,9 @@ def test_sigterm_aborts_the_run_with_the_reason_and_the_restart_resumes(tmp_path
 def test_a_hand_run_is_refused_while_the_daemon_holds_the_bench_and_vice_versa(
         tmp_path, daemon_at):
     db = tmp_path / "d.sqlite"
-    busy = qubo_campaign(tmp_path, "busy", 60, timeout_s=0.02)
+    # 60 units of at least 0.1 s: still running while a refused `hilbench run` starts up (a
+    # few seconds on a loaded machine; at 0.02 s the campaign had ended first)
+    busy = qubo_campaign(tmp_path, "busy", 60, timeout_s=0.1)
     other = qubo_campaign(tmp_path, "other", 2)
     assert hilbench("queue", "add", busy, "--db", db).returncode == 0
     config = tmp_path / "daemon.toml"

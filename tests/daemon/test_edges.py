@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import re
 import signal
 import socket
 import sys
@@ -97,7 +98,9 @@ def test_systemd_prints_a_notify_unit_and_keyed_agent_units(tmp_path):
     keys.generate("cpu0", tmp_path)
     out = hilbench("systemd", "--campaign", campaign, "--keys-dir", "/etc/hb")
     assert out.returncode == 0, out.stderr
-    daemon_unit, agent_unit = out.stdout.split("# hilbench-agent-")
+    tmpfiles, daemon_unit, agent_unit = re.split("# hilbench-daemon.service|# hilbench-agent-",
+                                                 out.stdout)
+    assert "d /run/lock/hilbench 1777 root root -" in tmpfiles.splitlines()
     for line in ("Type=notify", "WatchdogSec=60", "Restart=on-failure", "SuccessExitStatus=143"):
         assert line in daemon_unit
     # systemd starts services in /: the store is named, in the unit's own state directory

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 
 from hilbench.daemon.queue_db import QueueDB
 from tests.daemon.conftest import qubo_campaign
@@ -88,3 +89,23 @@ def test_an_item_goes_to_the_bench_whose_daemon_serves_its_agent(tmp_path):
         assert [i.bench for i in q.items()] == ["rig-7"]
         assert q.items("rig-8") == [] and q.claim("rig-8", 1e12) is None  # not the other's
         assert q.claim("rig-7", 1e12).bench == "rig-7"
+
+
+def test_the_history_counts_the_starts_of_a_store_made_before_they_were_counted(tmp_path):
+    db = tmp_path / "q.sqlite"
+    path = qubo_campaign(tmp_path, "counted", 1)
+    assert hilbench("queue", "add", path, "--db", db).returncode == 0
+    conn = sqlite3.connect(db)  # the queue table as the first release made it
+    conn.execute("ALTER TABLE daemon_queue DROP COLUMN starts")
+    conn.commit()
+    conn.close()
+    with QueueDB(db) as q:
+        [item] = q.items()
+        assert item.starts == 0
+        q.set_campaign(item.id, "c1")  # started, killed, started again
+        q.set_campaign(item.id, "c1")
+        q.finish(item.id, "completed", "done", [])
+    [row] = json.loads(hilbench("queue", "history", "--db", db, "--json").stdout)
+    assert row["starts"] == 2
+    shown = hilbench("queue", "history", "--db", db).stdout
+    assert "0 run(s) in 2 start(s)" in shown

@@ -83,9 +83,7 @@ def test_the_daemon_on_an_injected_clock_queues_then_coalesces_while_the_item_wa
     db = tmp_path / "s.sqlite"
     start = t(2026, 6, 1, 21, 59, 30)
     clock = [start]
-    config = DaemonConfig()
-    config.daemon.control = "tcp://127.0.0.1:*"
-    daemon = Daemon(config, db, clock=lambda: clock[0])
+    daemon = Daemon(DaemonConfig(), db, clock=lambda: clock[0])
     try:
         with QueueDB(db) as q:
             sid = q.add_schedule(name="nightly", source_path="/x.toml", content="",

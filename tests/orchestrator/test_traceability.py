@@ -29,9 +29,12 @@ def test_avg_power_is_recomputed_from_stored_samples_and_device_times(tmp_path):
             solve = next(p for p in store.phases(run["uid"]) if p["name"] == "solve")
             result = store.events(run["uid"], name="solve_result")[0]["data"]
             offset = solve["clock_offsets"]["cpu0"]["offset_s"]
-            # The window is the device's own timed region, mapped with the stored clock offset.
-            start, end = result["t_start"] - offset, result["t_end"] - offset
-            assert power["meta"]["window"] == pytest.approx([start, end])
+            # The window is the fixed runtime from the device's own start, mapped with the
+            # stored clock offset: [start, start + timeout].
+            timeout = metrics["requested_s"]["value"]
+            start = result["t_start"] - offset
+            assert power["meta"]["window"][0] == pytest.approx(start, abs=1e-9)
+            assert power["meta"]["window"][1] - start == pytest.approx(timeout, abs=1e-9)
             t, amps = store.samples(run["uid"], "dmm", phase_uid=solve["uid"])
             # Stored stamps are the meter's nominal ones; a stored interval record (the meter's
             # real interval from its own count) turns them into the stamps the figure used.
@@ -40,9 +43,14 @@ def test_avg_power_is_recomputed_from_stored_samples_and_device_times(tmp_path):
             batch = next(store.sample_batches(run["uid"], "dmm", phase_uid=solve["uid"]))
             assert batch["meta"]["supply_voltage_v"] == 12.0
             again = window_power_again(t, amps, "dmm", "A", batch["meta"],
-                                       (result["t_start"], result["t_end"]), offset, records,
+                                       (result["t_start"], result["t_start"] + timeout), offset,
+                                       records,
                                        power["meta"]["analysis"])
             assert measured(power) == pytest.approx(again.mean_w, rel=1e-12)
-            assert measured(power) == pytest.approx(SIMULATED_CPU.watts("solving"), rel=0.005)
+            # solving until the device's end, idle after it until the timeout
+            solving = min(metrics["actual_s"]["value"], timeout)
+            truth = (SIMULATED_CPU.watts("solving") * solving
+                     + SIMULATED_CPU.watts("idle") * (timeout - solving)) / timeout
+            assert measured(power) == pytest.approx(truth, rel=0.005)
             energy = measured(metrics["energy_j"])
-            assert energy == pytest.approx(measured(power) * metrics["actual_s"]["value"])
+            assert energy == pytest.approx(measured(power) * timeout)  # × the fixed runtime

@@ -22,9 +22,13 @@ SPEC_AGENT = Path(__file__).resolve().parents[1] / "spec_agent.py"
 TIMEOUT_S = 0.1
 
 
-def spec_agent(*rules: str) -> AbstractContextManager[str]:
-    """The spec-only agent in its own process, with SEED:MODE:FACTOR ``rules``; its endpoint."""
-    return script_agent(SPEC_AGENT, *[a for rule in rules for a in ("--seed-rule", rule)])
+def spec_agent(*rules: str, power_w: float | None = None) -> AbstractContextManager[str]:
+    """The spec-only agent in its own process, with SEED:MODE:FACTOR ``rules`` (and every
+    power claim ``power_w`` watts); its endpoint."""
+    args = [a for rule in rules for a in ("--seed-rule", rule)]
+    if power_w is not None:
+        args += ["--power-w", str(power_w)]
+    return script_agent(SPEC_AGENT, *args)
 
 
 def spec_campaign(tmp_path: Path, endpoint: str, seeds: list[int], name: str) -> Path:
@@ -58,7 +62,9 @@ def test_overrun_threshold_on_both_sides_of_its_boundary(requested, on_time, lat
 @pytest.mark.slow
 def test_an_overrun_is_kept_out_of_its_nominal_timeout_everywhere(tmp_path):
     """Seed 1 answers 10× late (a better answer, at 60 W), seeds 2 and 3 at 1.04× and 1.06×:
-    the row's gap, power and energy are seeds 0 and 2's alone; 1 and 3 are counted apart."""
+    the row's gap and the agent's power reports are seeds 0 and 2's alone; 1 and 3 are counted
+    apart. No instrument measures the agent: its power claims are its own reports, never the
+    orchestrator's power."""
     db = tmp_path / "late.sqlite"
     with spec_agent("1:late:10", "2:slow:1.04", "3:slow:1.06") as endpoint:
         proc = run_campaign(spec_campaign(tmp_path, endpoint, [0, 1, 2, 3], "late"), db)
@@ -67,27 +73,34 @@ def test_an_overrun_is_kept_out_of_its_nominal_timeout_everywhere(tmp_path):
     assert [runs[s]["metrics"]["overrun"]["value"] for s in range(4)] == [0.0, 1.0, 0.0, 1.0]
     late = runs[1]["metrics"]
     assert late["overrun_actual_s"]["value"] == pytest.approx(10 * TIMEOUT_S)
-    for name in ("bks_gap", "avg_power_w", "energy_j"):
+    for name in ("bks_gap", "agent_avg_power_w", "agent_energy_j"):
         assert late[name]["value"] is None, name
         assert late[name]["meta"]["excluded"] == "overrun"
-    assert late["avg_power_w"]["meta"]["measured"] == 60.0  # kept, but not as a figure
+    assert late["agent_avg_power_w"]["meta"]["measured"] == 60.0  # kept, not as a figure
+    for seed in range(4):  # no instrument: the orchestrator's power is never the agent's claim
+        assert runs[seed]["metrics"]["avg_power_w"]["value"] is None
+        assert runs[seed]["metrics"]["energy_j"]["value"] is None
     on_time = [runs[0]["metrics"], runs[2]["metrics"]]
     with Store(db) as store:
         campaign_uid = store.campaigns()[0]["uid"]
     [row] = gap_rows(db, campaign_uid)
     assert (row.runs, row.overruns, row.on_time) == (4, 2, 2)
     assert row.mean_gap == 1.0  # the on-time answers are empty sets; the late one is better
-    assert row.mean_power_w == pytest.approx(11.0)  # 10 W and 12 W, not 60 W
-    assert row.mean_energy_j == pytest.approx(
-        sum(m["avg_power_w"]["value"] * m["actual_s"]["value"] for m in on_time) / 2)
+    # Seed 0 answered at once: its report covers its solving, not the fixed runtime, so the
+    # row has no power figure; the reports beside it are seeds 0 and 2's, 10 W and 12 W.
+    assert row.mean_power_w is None and row.mean_energy_j is None
+    assert [m["agent_avg_power_w"]["value"] for m in on_time] == [10.0, 12.0]
+    assert on_time[0]["agent_energy_j"]["value"] is None
+    assert on_time[1]["agent_energy_j"]["value"] == pytest.approx(12.0 * TIMEOUT_S)
     assert row.mean_actual_s == pytest.approx(
         sum(m["actual_s"]["value"] for m in on_time) / 2)
     assert row.overrun_actual_s == pytest.approx((1.06 * TIMEOUT_S, 10 * TIMEOUT_S))
     frame = metrics_frame(db, campaign_uid).set_index("param.seed")
     assert frame.loc[[0, 2], "bks_gap"].tolist() == [1.0, 1.0]
-    assert frame.loc[[1, 3], ["bks_gap", "avg_power_w", "energy_j"]].isna().all().all()
+    assert frame.loc[[1, 3], ["bks_gap", "agent_avg_power_w"]].isna().all().all()
     shown = hilbench("results", "--db", db, "--campaign", "late").stdout
-    assert "bks_gap: 1 ± 0 [2]" in shown and "avg_power_w: 11 ± 1 W [2]" in shown, shown
+    assert "bks_gap: 1 ± 0 [2]" in shown and "agent_avg_power_w: 11 ± 1 W [2]" in shown, \
+        shown
     assert "OVERRUN 2/4" in shown
     summary = proc.stdout
     assert "2/4: 0.106, 1 s" in summary, summary

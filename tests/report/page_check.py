@@ -1,14 +1,23 @@
-"""Open a report page in headless Chromium (Debian's `chromium`) and read back what its own
-script recorded (every image loaded? any error?), and the numbers its tables print."""
+"""Open a page in headless Chromium (Debian's `chromium`) and read back what it rendered: its DOM
+after load, how many of its images loaded, and every console message (script errors, and the
+Content-Security-Policy refusals a page that tried to run a script would cause); and the numbers
+its tables print.
+
+The pages carry no script, so a file is opened inside a small harness page of the test's own
+(an ``<iframe>``; ``--allow-file-access-from-files`` lets the harness read the frame), which
+records the frame's DOM and image count into itself for ``--dump-dom``.
+"""
 
 from __future__ import annotations
 
+import html
 import math
 import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
+import tempfile
+from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -18,6 +27,22 @@ PREFIXES = {"": 1.0, "k": 1e3, "m": 1e-3, "µ": 1e-6, "n": 1e-9}
 NUMBER = re.compile(r"^(?P<num>[-+]?\d+(?:\.(?P<dec>\d+))?(?:e[-+]?\d+)?)"
                     r"(?: ± (?P<unc>\d+(?:\.\d+)?(?:e[-+]?\d+)?))?"
                     r"(?: (?P<unit>%|[kmµn]?[A-Za-z]+))?")
+CONSOLE = re.compile(r":CONSOLE[^\]]*\] (.*)")
+HARNESS = """<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>
+<iframe id="page" src="{src}" width="1200" height="800"></iframe><pre id="dom"></pre><script>
+document.getElementById("page").addEventListener("load", function () {{
+  var d = this.contentDocument, images = d.images, loaded = 0;
+  for (var i = 0; i < images.length; i++) {{
+    if (images[i].complete && images[i].naturalWidth > 0) loaded++;
+  }}
+  var out = document.getElementById("dom");
+  out.setAttribute("data-images-total", String(images.length));
+  out.setAttribute("data-images-loaded", String(loaded));
+  out.setAttribute("data-title", d.title);
+  out.textContent = "<!DOCTYPE html>" + d.documentElement.outerHTML;
+}});
+</script></body></html>
+"""
 
 
 def chromium() -> str:
@@ -29,14 +54,42 @@ def chromium() -> str:
     return found
 
 
-def dump_dom(page: Path) -> str:
-    """The page's DOM after load, as headless Chromium serialises it."""
-    proc = subprocess.run(
-        [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--virtual-time-budget=10000", "--dump-dom", page.resolve().as_uri()],
-        capture_output=True, text=True, timeout=120)
+def browse(url: str, *extra: str) -> tuple[str, list[str]]:
+    """``url``'s DOM after load, as headless Chromium serialises it, and its console
+    messages."""
+    with tempfile.TemporaryDirectory(prefix="hilbench-chromium-") as profile:
+        proc = subprocess.run(
+            [chromium(), "--headless", "--no-sandbox", "--disable-gpu",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--no-first-run", f"--user-data-dir={profile}", "--enable-logging=stderr",
+             "--v=0", "--virtual-time-budget=10000", *extra, "--dump-dom", url],
+            capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    return proc.stdout
+    return proc.stdout, [m.group(1) for m in CONSOLE.finditer(proc.stderr)]
+
+
+@dataclass
+class Loaded:
+    """A page file as Chromium rendered it."""
+
+    dom: str
+    title: str
+    images_total: int
+    images_loaded: int
+    console: list[str] = field(default_factory=list)
+
+
+def open_page(page: Path) -> Loaded:
+    """``page`` (a file) rendered in a harness frame: its DOM, title, images and console."""
+    with tempfile.TemporaryDirectory(prefix="hilbench-harness-") as folder:
+        harness = Path(folder) / "harness.html"
+        harness.write_text(HARNESS.format(src=html.escape(page.resolve().as_uri())))
+        dom, console = browse(harness.as_uri(), "--allow-file-access-from-files")
+    match = re.search(r'<pre id="dom" ([^>]*)>(.*)</pre>', dom, re.S)
+    assert match, "the harness recorded nothing: the page did not load"
+    attrs = dict(re.findall(r'([\w-]+)="([^"]*)"', match.group(1)))
+    return Loaded(html.unescape(match.group(2)), html.unescape(attrs["data-title"]),
+                  int(attrs["data-images-total"]), int(attrs["data-images-loaded"]), console)
 
 
 @dataclass

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hilbench.store import Store
-from tests.report.page_check import TableCell, dump_dom, parse, printed_matches
+from tests.report.page_check import TableCell, open_page, parse, printed_matches
 from tests.subprocesses import hilbench, run_campaign
 
 pytestmark = pytest.mark.slow
@@ -94,11 +94,10 @@ def _runs(db: Path, campaign: str) -> list[tuple[dict, dict[str, float]]]:
 
 
 def _check_page(html: Path) -> list[TableCell]:
-    page = parse(dump_dom(html))
-    assert page.root.get("data-checked") == "1", f"{html}: the page's load check never ran"
-    assert page.root["data-errors"] == "[]", page.root["data-errors"]
-    total = int(page.root["data-images-total"])
-    assert total >= 2 and page.root["data-images-loaded"] == str(total)
+    loaded = open_page(html)
+    assert loaded.console == [], loaded.console
+    assert loaded.images_total >= 2 and loaded.images_loaded == loaded.images_total
+    page = parse(loaded.dom)
     numbers = [c for c in page.cells if c.value is not None]
     assert numbers
     bad = [c for c in numbers if not printed_matches(c)]
@@ -140,9 +139,10 @@ def test_asc_systems_side_by_side_with_ratios_from_the_stored_figures(store, tmp
     proc = hilbench("report", "asc-arduino", "asc-cpu", "--db", store, "--out", tmp_path,
                     "--reference", "asc-arduino")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    page = parse(dump_dom(tmp_path / "report.html"))
-    assert page.root["data-errors"] == "[]"
-    assert page.root["data-images-loaded"] == page.root["data-images-total"]
+    loaded = open_page(tmp_path / "report.html")
+    assert loaded.console == [], loaded.console
+    assert loaded.images_loaded == loaded.images_total
+    page = parse(loaded.dom)
     _, arduino = _stored(store, "asc-arduino")
     _, cpu = _stored(store, "asc-cpu")
     ratios = [c for c in page.cells if c.table == "asc.ratios" and c.value is not None]

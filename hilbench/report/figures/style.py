@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hilbench.safe_paths import open_inside, safe_name
 from hilbench.simulation import LABEL
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ RC = {
     "figure.dpi": DPI,
     "savefig.dpi": DPI,
     "path.simplify": False,  # simplification depends on the backend's chunking: keep it plain
+    "text.parse_math": False,  # a "$" in a campaign name or agent id is text, not mathtext
 }
 
 
@@ -125,14 +127,20 @@ def log_ticks(ax: Any, axis: str, unit: str) -> None:
 
 def save(fig: MplFigure, out_dir: Path, stem: str, *, layout: bool = True) -> tuple[Path,
                                                                                  Path]:
-    """Write ``stem.png`` and ``stem.svg``; the same figure gives the same bytes every time."""
+    """Write ``stem.png`` and ``stem.svg`` in ``out_dir`` (``stem`` made a safe file name,
+    the files checked to stay in the folder); the same figure gives the same bytes every
+    time."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    png, svg = out_dir / f"{stem}.png", out_dir / f"{stem}.svg"
+    name = safe_name(stem)
     # Lay the figure out once, then keep those positions for both files (the constrained
     # layout is most of the drawing time and would otherwise run per file).
     if layout:
         fig.canvas.draw()
         fig.set_layout_engine("none")
-    fig.savefig(png, format="png", metadata={"Software": None})
-    fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": "hilbench"})
-    return png, svg
+    paths = []
+    for kind, metadata in (("png", {"Software": None}),
+                           ("svg", {"Date": None, "Creator": "hilbench"})):
+        with open_inside(out_dir, f"{name}.{kind}", "wb") as fh:
+            fig.savefig(fh, format=kind, metadata=metadata)
+        paths.append(out_dir / f"{name}.{kind}")
+    return paths[0], paths[1]

@@ -4,6 +4,7 @@ stand-in, served by a real agent over ZeroMQ, through ``asc.power`` and into the
 
 from __future__ import annotations
 
+import re
 from types import SimpleNamespace
 from typing import Any
 
@@ -69,7 +70,7 @@ def test_idle_and_active_power_come_from_the_boards_rails(hdk_agent):
     energy = metrics["energy_per_inference_j.inference"]
     assert energy.value == pytest.approx(dynamic.value * INFERENCE_S)
     assert metrics["energy_per_inference_j.preprocessing"].value is None
-    assert "internal_active_power_w.inference" not in metrics  # not counted twice
+    assert "agent_active_power_w.inference" not in metrics  # not counted twice
     events = [d for d in docs if isinstance(d, Event) and d.name == "idle_window"]
     assert len(events) == 2 and all(e.data["power"]["measured"] for e in events)
 
@@ -82,3 +83,65 @@ def test_idle_and_active_power_come_from_the_boards_rails(hdk_agent):
     assert "snn_core 180" in text and "calibration accuracy is not stated" in text
     assert "351" in render_text(asc_table(group, "t"))  # idle 0.351 mW in the table
 
+
+
+def _power_metrics(hdk_agent) -> dict[str, Metric]:
+    docs: list[Any] = []
+    ctx = RunContext(DocumentStream([docs.append]), "run")
+    run_power_unit(ctx, _resources(), 1, RemoteDevice(hdk_agent), [], TIMES)
+    return {d.name: d for d in docs if isinstance(d, Metric)}
+
+
+def _stored(metrics: dict[str, Metric]) -> dict[str, dict[str, Any]]:
+    return {name: {"value": m.value, "unit": m.unit, "uncertainty": m.uncertainty,
+                   "meta": m.meta} for name, m in metrics.items()}
+
+
+def test_the_boards_own_readings_are_the_agents_report_never_plus_minus_zero(hdk_agent):
+    """The stand-in's rails read constant watts, and the HDK states no accuracy: every figure
+    is the agent's own report, its uncertainty "not stated" (never ± 0), labelled so in the
+    table, and kept out of the leaderboard row."""
+    from hilbench.report.leaderboard import _asc_row
+
+    metrics = _power_metrics(hdk_agent)
+    idle = metrics["idle_power_w"]
+    assert idle.value == pytest.approx(IDLE_W, rel=1e-9)
+    for name in ("idle_power_w", "active_power_w.inference", "dynamic_power_w.inference",
+                 "energy_per_inference_j.inference"):
+        m = metrics[name]
+        assert m.uncertainty is None, name  # not ± 0: not stated
+        assert m.meta["power_source"]["kind"] == "agent"
+        assert m.meta["power_source"]["uncertainty"] == "not stated"
+        assert "uncertainty not stated" in m.meta["uncertainty_note"]
+    assert idle.meta["partial_uncertainty95"] is None  # constant: nothing known to state
+    group = AscGroup(agent="xylo0", power={1: [_stored(metrics)]},
+                     params={"fixture": True, "sample_rate": 16000})
+    text = render_text(asc_table(group, "t"), 200)
+    assert "(agent report)" in text and "uncertainty not stated" in text
+    assert not re.search(r"± 0(?![.\d])", text)  # no figure reads ± 0
+    row = _asc_row(group)
+    assert row["asc_idle_power_w"] is None
+    assert row["asc_energy_per_inference_inference_j"] is None
+    assert "uncertainty not stated" in row["asc_power_note"]
+    assert row["asc_power_source"].startswith("agent xylo0's own report (xylo-onboard)")
+
+
+def test_active_below_idle_is_flagged_and_gives_no_dynamic_figure(hdk_agent, monkeypatch):
+    """The SNN core draws less while it computes than idle: the dynamic power's interval lies
+    below 0, so the windows are flagged ``active_below_idle`` and no dynamic power or energy
+    figure is stored for them (the active and idle readings are kept, flagged)."""
+    monkeypatch.setattr(standin, "ACTIVE_EXTRA_W", {"Logic": -0.000150})
+    metrics = _power_metrics(hdk_agent)
+    active = metrics["active_power_w.inference"]
+    assert active.value < metrics["idle_power_w"].value
+    assert active.meta["physics"] == "active_below_idle"
+    for name in ("dynamic_power_w.inference", "energy_per_inference_j.inference"):
+        m = metrics[name]
+        assert m.value is None and m.uncertainty is None, name
+        assert m.meta["physics"] == "active_below_idle"
+        assert m.meta["reason"].startswith("active_below_idle: active power lies below idle")
+    assert metrics["dynamic_power_w.inference"].meta["measured"] < 0
+    group = AscGroup(agent="xylo0", power={1: [_stored(metrics)]},
+                     params={"fixture": True, "sample_rate": 16000})
+    text = " ".join(render_text(asc_table(group, "t"), 200).split())
+    assert "FLAG inference: active_below_idle" in text
