@@ -14,7 +14,9 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-ExitStatus = Literal["success", "fail", "abort"]
+# unverified: the run's timing could not be verified against its link (a loaded host, say);
+# it is no answer, is tried again and counted, never averaged and never a failure.
+ExitStatus = Literal["success", "fail", "abort", "unverified"]
 
 
 def new_uid() -> str:
@@ -45,8 +47,9 @@ class PhaseStart:
     run_uid: str
     name: str  # e.g. "idle", "active", "solve"
     t: float
-    # agent id -> {"offset_s", "uncertainty_s", "rtt_s"}: agent clock minus orchestrator clock
-    clock_offsets: dict[str, dict[str, float]]
+    # agent id -> {"offset_s", "uncertainty_s", "rtt_s", "probes"}: agent clock minus
+    # orchestrator clock; with "link": the echoes measuring the link before a timed phase
+    clock_offsets: dict[str, dict[str, Any]]
     kind: str = field(default="phase_start", init=False)
 
 

@@ -13,7 +13,13 @@ seed:
             so honestly (a timed region of FACTOR × the timeout from the request's arrival);
 ``slow``    as ``late``, with the empty set at (10 + seed) W;
 ``forged``  it takes FACTOR × the timeout but claims a timed region of exactly the timeout,
-            starting when the request arrived.
+            starting when the request arrived;
+``lag``     it takes the timeout and FACTOR seconds more, claiming the timeout (as ``forged``);
+``untimed`` as ``forged``, declaring the time past the timeout as ``untimed_s`` (its
+            capabilities declare at most ``UNTIMED_MAX_S`` of untimed work per run).
+
+It serves ``noop`` as the protocol says (the same body and payloads back): the orchestrator
+echoes it to measure the link before a timed phase.
 
 ``power_w`` (``--power-w W``) replaces every internal power claim with ``W`` watts.
 
@@ -37,9 +43,10 @@ import numpy as np
 import zmq
 
 PROTO = "hilbench-agent"
-VERSION = 2  # the protocol version of protocols/agent-protocol.md
+VERSION = 4  # the protocol version of protocols/agent-protocol.md
 HEADER_KEYS = ("proto", "v", "type", "id", "cmd", "body", "payloads")
 HEARTBEAT_S = 0.5
+UNTIMED_MAX_S = 1e-3  # the per-run untimed work its capabilities declare
 
 
 def header(kind: str, msg_id: str | None, body: dict | None, payloads: list | None = None
@@ -127,7 +134,9 @@ class SpecAgent:
                 "agent_id": "spec0", "driver": "spec", "protocol_version": VERSION,
                 "capabilities": {"workloads": ["qubo"], "simulated": False,
                                  "qubo": {"solvers": ["sa", "anytime"],
-                                          "modes": ["fixed_timeout"]}},
+                                          "modes": ["fixed_timeout"],
+                                          "untimed": {"max_s": UNTIMED_MAX_S,
+                                                      "reason": "building the reply"}}},
                 "hilbench_version": "none", "host": socket.gethostname(), "pid": os.getpid(),
                 "heartbeat_s": HEARTBEAT_S, "liveness": 6, "key_fingerprint": None})
         elif kind == "ping":
@@ -141,6 +150,8 @@ class SpecAgent:
             reply, state = self._run(body, arrived)
             self._send(peer, "reply", cid, reply, [state.tobytes()],
                        [{"dtype": "|u1", "shape": [len(state)]}])
+        elif kind == "request" and msg["cmd"] == "noop":  # the same body and payloads back
+            self._send(peer, "reply", cid, body, payloads, msg["payloads"])
         elif kind == "request" and msg["cmd"] == "shutdown":
             self._send(peer, "reply", cid, {"shutdown": True})
             return False
@@ -155,14 +166,15 @@ class SpecAgent:
         nodes = self.matrix.shape[0]
         state = np.zeros(nodes, dtype=np.uint8)
         watts = 10.0 + seed
-        if mode in ("late", "slow", "forged"):
+        if mode in ("late", "slow", "forged", "lag", "untimed"):
             if mode != "slow":
                 state, watts = greedy_set(self.matrix), 60.0
-            t_end = arrived + timeout * factor
+            t_end = arrived + (timeout + factor if mode == "lag" else timeout * factor)
             time.sleep(max(0.0, t_end - time.monotonic()))
         else:
             t_end = time.monotonic()
-        if mode == "forged":
+        untimed = max(0.0, t_end - arrived - timeout) if mode == "untimed" else None
+        if mode in ("forged", "lag", "untimed"):
             t_end = arrived + timeout
         if self.power_w is not None:
             watts = self.power_w
@@ -171,6 +183,8 @@ class SpecAgent:
             "cost": int(wide @ self.matrix.astype(np.int64) @ wide), "requested_s": timeout,
             "actual_s": t_end - arrived, "t_start": arrived, "t_end": t_end,
             "power": {"measured": True, "avg_power_w": watts, "source": "spec"}}
+        if untimed is not None:
+            reply["untimed_s"] = untimed
         above = self.faulty_above_nodes
         faulty = seed in self.faulty_seeds if above is None else nodes > above
         if self.fault and faulty:

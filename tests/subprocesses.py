@@ -15,6 +15,20 @@ from typing import Any
 from hilbench.store import Store, StoreError
 
 
+def unit_runs(store: Store, campaign_uid: str | None = None) -> list[dict[str, Any]]:
+    """The runs a campaign's units ended with, without the unverified attempts before them: on a
+    loaded host a run whose timing is outside its link's measured bound is tried again
+    (hilbench/orchestrator/timing_check.py), and its attempts are runs of their own."""
+    return [r for r in store.runs(campaign_uid) if r["status"] != "unverified"]
+
+
+def units_of(db: str | Path, run_uids: list[str]) -> int:
+    """How many units ``run_uids`` (a daemon history row's, say) ran: a unit's unverified
+    attempts are runs of their own."""
+    with Store(db) as store:
+        return len({store.run(uid)["unit_key"] for uid in run_uids})
+
+
 def hilbench_command(*args: str | Path, python: str | Path = sys.executable) -> list[str]:
     """The argument list that runs ``hilbench ARGS`` with ``python`` (default: this one)."""
     return [str(python), "-m", "hilbench", *map(str, args)]
@@ -90,6 +104,22 @@ def announced_agent(
         yield proc, line.split()[1]
     finally:
         stop(proc)
+
+
+@contextmanager
+def script_agent(script: str | Path, *args: str) -> Iterator[str]:
+    """An agent script of the tests (``python SCRIPT ARGS``, e.g. tests/spec_agent.py) in its
+    own process: yields the endpoint from its ``ENDPOINT`` line; kills it afterwards."""
+    proc = subprocess.Popen([sys.executable, str(script), *args], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("ENDPOINT "), line
+        yield line.split()[1]
+    finally:
+        proc.kill()
+        proc.wait(10)
 
 
 def stop(proc: subprocess.Popen, grace_s: float = 10) -> None:

@@ -59,6 +59,8 @@ log = logging.getLogger(__name__)
 STAGE_CODES = {"idle": Stage.IDLE, "preprocessing": Stage.PREPROCESSING,
                "inference": Stage.INFERENCE}
 MAX_REPEAT_S = MAX_WINDOW_S
+# The load protocol's frames around a sample's bytes (begin, one per chunk, end, replies).
+SAMPLE_FRAME_BYTES = 4096
 SIMULATION = (
     "the firmware's host build on a pseudo-terminal: the real protocol, MFE and int8 CNN code, "
     "timed by the host's clock, power from the simulated meter's arduino-nano-33-ble model"
@@ -210,6 +212,7 @@ class ArduinoDriver(ContractDriver):
                 "classes": list(identity.classes),
                 "sample_rate": identity.sample_rate,
                 "sample_formats": ["float32 audio (sent as int16 PCM)", "int8 features"],
+                "sample_untimed": self._sample_untimed(identity.sample_rate),
             },
             "power": {
                 "source": "external",
@@ -220,6 +223,17 @@ class ArduinoDriver(ContractDriver):
         if identity.simulated:
             caps["simulation"] = SIMULATION
         return caps
+
+    def _sample_untimed(self, sample_rate: int) -> dict[str, Any]:
+        """What a sample costs outside its stages inside a request's window: its load over the
+        serial link (int16 PCM and the protocol's frames, 10 bits a byte at ``baud``; a pty or
+        USB CDC is faster), twice for a resent chunk, and the RUN/UNLOAD exchanges, each
+        within the driver's reply timeout."""
+        wire_s = (2 * sample_rate + SAMPLE_FRAME_BYTES) * 10 / self.baud
+        return {"max_s": 2 * wire_s + 2 * self.timeout_s,
+                "reason": f"a sample's load over the serial link ({wire_s:.2f} s of int16 PCM and "
+                          f"frames at {self.baud} baud, twice for a resent chunk) and the RUN and "
+                          f"UNLOAD exchanges (each within timeout_s = {self.timeout_s:g} s)"}
 
     def apply(self, settings: Settings) -> ConfigureReply:
         return ConfigureReply(detail={"board": self._identity().board})

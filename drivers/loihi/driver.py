@@ -129,6 +129,7 @@ class LoihiDriver(ContractDriver):
                 "solvers": list(SOLVERS),
                 "modes": ["fixed_timeout", "time_to_solution"],
                 "timeout_range_s": [MIN_TIMEOUT_S, MAX_TIMEOUT_S],
+                "untimed": self.untimed_work(),
             },
             "simulated": self.simulated,
             # Both back ends name the probes; only Loihi 2 has them.
@@ -145,6 +146,16 @@ class LoihiDriver(ContractDriver):
         if self.simulated:
             caps["simulation"] = CPU_SIMULATION
         return caps
+
+    def untimed_work(self) -> dict[str, Any]:
+        """The most a run spends outside its timed region (reported as ``untimed_s``): a Lava
+        process per run, whose start, build and compile and whose teardown are each killed
+        past ``setup_timeout_s``, and the run's margin past its timed region (``margin_s``)."""
+        return {"max_s": min(3600.0, 2 * self.setup_timeout_s + self.margin_s),
+                "reason": f"a Lava process per run: its start, network build and compile and "
+                          f"its teardown (each killed past setup_timeout_s = "
+                          f"{self.setup_timeout_s:g} s) and the run's margin (margin_s = "
+                          f"{self.margin_s:g} s)"}
 
     def apply(self, settings: Settings) -> ConfigureReply:
         assert isinstance(settings, LoihiSettings)

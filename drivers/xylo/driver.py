@@ -125,6 +125,7 @@ class XyloDriver(ContractDriver):
             "timing": self.backend.timing,
             "onboard_power": bool(self.backend.onboard_power),
             "max_repeat_s": MAX_WINDOW_S,
+            "sample_untimed": dict(self.backend.sample_untimed),
             "detail": {"preprocessing": CHIP_PREPROCESSING if self.chip else PREPROCESS_REASON},
         }
         if self._builtin is not None:

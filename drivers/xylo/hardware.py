@@ -113,6 +113,11 @@ class HardwareXylo:
         self._window_t0 = 0.0
         self.chip_afe = self._chip_front_end(afe) if afe is not None else None
         self.timing = CHIP_AFE_TIMING if self.chip_afe else HOST_AFE_TIMING
+        # A sample's time in a request's window outside its stages: its 1 s of audio played
+        # into the microphone and the AFE's latency (chip AFE), or its spikes sent over USB.
+        self.sample_untimed = {"max_s": 5.0, "reason": "a sample's 1 s of audio played into the "
+                               "microphone with the AFE's latency, or its input spikes sent over "
+                               "USB, and the board's read-out"}
 
     def _chip_front_end(self, options: dict[str, Any]) -> Any:
         from hilbench_drivers.xylo.chip_afe import ChipFrontEnd

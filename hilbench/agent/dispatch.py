@@ -47,8 +47,17 @@ def decode_capabilities(raw: Any) -> Capabilities:
     return caps
 
 
+# Keys each workload's capabilities gained in a protocol version: a peer of an older version
+# is not told them (its contract would refuse an unknown key).
+_SINCE_4 = {"qubo": ("untimed",), "asc": ("sample_untimed",)}
+
+
 def capabilities_for_version(caps: dict[str, Any], version: int) -> dict[str, Any]:
-    """What a peer of protocol ``version`` may be told: ``samples`` came with version 3."""
+    """What a peer of protocol ``version`` may be told: ``samples`` came with version 3, the
+    declared untimed work (``qubo.untimed``, ``asc.sample_untimed``) with version 4."""
+    if version < 4:
+        caps = {**caps, **{workload: {k: v for k, v in caps[workload].items() if k not in keys}
+                           for workload, keys in _SINCE_4.items() if caps.get(workload)}}
     declared = caps.get("asc")
     if version >= 3 or not declared or "samples" not in declared.get("modes", ()):
         return caps

@@ -190,9 +190,9 @@ def _instrument_spec(key: Any, value: Any, where: str) -> InstrumentSpec:
 
 
 def clock_offsets(phase: dict[str, Any]) -> dict[str, ClockOffset]:
-    """A recorded phase's clock offset per agent, as the live phase held them."""
-    return {agent: ClockOffset(float(o["offset_s"]), float(o["uncertainty_s"]),
-                               float(o["rtt_s"]), int(o.get("probes", 0)))
+    """A recorded phase's clock offset per agent, as the live phase held them (with the link
+    probe of a timed phase; a phase recorded before link probes has none)."""
+    return {agent: ClockOffset.from_dict(o)
             for agent, o in (phase.get("clock_offsets") or {}).items()}
 
 

@@ -45,7 +45,8 @@ CSV_COLUMNS = (
     "uncertainty",
     "unit",
 )
-STATUS_STYLE = {"success": "green", "fail": "red", "abort": "yellow", "incomplete": "magenta"}
+STATUS_STYLE = {"success": "green", "unverified": "cyan", "fail": "red", "abort": "yellow",
+                "incomplete": "magenta"}
 
 
 @click.command()
@@ -138,11 +139,15 @@ def results(
 def _run_detail(store: Store, run_uid: str) -> dict[str, Any]:
     run = store.run(run_uid)
     run["metrics"] = [_metric_view(m) for m in store.metrics(run_uid)]
+    phases = store.phases(run_uid)
+    names = {p["uid"]: p["name"] for p in phases}
     return {
         "run": run,
-        "phases": store.phases(run_uid),
+        "phases": phases,
         "event_counts": store.event_counts(run_uid),
         "samples": store.sample_sources(run_uid),
+        "timing": [{"phase": names.get(e["phase_uid"], ""), **e["data"]}
+                   for e in store.events(run_uid, "timing_check")],
     }
 
 
@@ -366,6 +371,8 @@ def _print_detail(detail: dict[str, Any]) -> None:
         )
     console.print(samples)
 
+    _print_timing(console, detail.get("timing") or [])
+
     metrics = Table(title="metrics")
     for column in ("Metric", "Value", "Unit", "Source"):
         metrics.add_column(column)
@@ -393,6 +400,50 @@ def _metric_source(metric: dict[str, Any]) -> str:
     return text
 
 
+def _print_timing(console: Any, checks: list[dict[str, Any]]) -> None:
+    """Each timed request's claim against the orchestrator's window: the bound the link was
+    measured to allow, how it was measured, and the margin (for an ASC phase, its request with
+    the least margin)."""
+    for check in checks:
+        allowance = check.get("allowance") or {}
+        link = allowance.get("link") or {}
+        if "bound_s" in link:
+            measured = (f"{link['bound_s'] * 1e3:.3f} ms = {link['quantile'] * 100:g}th "
+                        f"percentile {link['quantile_s'] * 1e3:.3f} ms + spread "
+                        f"{link['spread_s'] * 1e3:.3f} ms + fastest "
+                        f"{link.get('min_s', 0.0) * 1e3:.3f} ms of {link['echoes']} echoes of "
+                        f"{link['payload_bytes']} bytes ({link['fresh']} before the phase; "
+                        f"median {link['median_s'] * 1e3:.3f} ms, slowest "
+                        f"{link['max_s'] * 1e3:.3f} ms)")
+        else:
+            measured = str(link.get("source", "not measured"))
+        lines = [
+            ("verdict", str(check.get("verdict", "on_time" if check.get("consistent")
+                                      else "inconsistent"))),
+            ("window", f"{_ms(check.get('orchestrator_window_s'))} request→reply, claim "
+                       f"{_ms(check.get('claimed_s'))}, outside it "
+                       f"{_ms(check.get('outside_claim_s'))}"),
+            ("allowed", f"{_ms(check.get('allowance_s'))} = link + clock offset ± "
+                        f"{_ms(allowance.get('offset_uncertainty_s'))}"
+                        + (f" + declared untimed {_ms(allowance.get('untimed_s'))} "
+                           f"({allowance.get('untimed')})" if allowance.get("untimed_s") else "")),
+            ("link", measured),
+            ("margin", f"{_ms(check.get('margin_s'))}" + (
+                f" (worst of {check['requests_checked']} requests)"
+                if check.get("requests_checked", 1) > 1 else "")),
+        ]
+        if check.get("reason"):
+            lines.append(("reason", str(check["reason"])))
+        console.print(f"timing check, phase {check.get('phase') or '?'}", highlight=False,
+                      markup=False)
+        for label, value in lines:
+            console.print(f"  {label:<8} {value}", highlight=False, markup=False)
+
+
+def _ms(value: Any) -> str:
+    return "—" if not isinstance(value, (int, float)) else f"{value * 1e3:.3f} ms"
+
+
 # -- formatting ------------------------------------------------------------------------------
 
 
@@ -413,7 +464,9 @@ def _status_counts(group: RunGroup) -> str:
         n = group.statuses.get(status)
         if n:
             style = STATUS_STYLE[status]
-            parts.append(f"[{style}]{n} {status}[/{style}]")
+            # unverified runs are counted against every run of the row, never averaged
+            count = f"{status} {n}/{group.n_runs}" if status == "unverified" else f"{n} {status}"
+            parts.append(f"[{style}]{count}[/{style}]")
     if group.simulation and parts:
         # On the first line, so that the word sits beside the group's name.
         parts[0] += " [bold magenta]SIMULATED[/bold magenta]"

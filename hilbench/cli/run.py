@@ -96,7 +96,14 @@ def _run_campaign(
     task = progress.add_task(campaign.name, total=len(runner.units), last="")
 
     def on_unit_done(unit, status: str, run_uid: str | None) -> None:
-        progress.update(task, advance=1, last=f"{status}: {unit.key!s}")
+        # "retried": an unverified run whose unit runs again; the unit is not done yet
+        progress.update(task, advance=0 if status == "retried" else 1,
+                        last=f"{status}: {unit.key!s}")
+        if status in ("retried", "unverified"):
+            errors.print(
+                f"[cyan]run {run_uid[:8] if run_uid else ''} unverified[/cyan] "
+                f"({escape(str(unit.key))}): its timing is outside the link's measured bound"
+                + (", tried again" if status == "retried" else "; no attempt left, counted"))
         if status == "fail":
             errors.print(
                 f"[red]run {run_uid[:8] if run_uid else ''} failed[/red] ({escape(str(unit.key))})"
@@ -161,8 +168,8 @@ def _run_campaign(
         print_summary(db, outcome.campaign_uid, out, campaign.name)
         out.print(
             f"campaign {outcome.campaign_uid[:8]}: {outcome.completed} run(s) completed, "
-            f"{outcome.skipped} resumed from earlier, {outcome.failed} failed; store {db}; "
-            f"run log {runlog.path}",
+            f"{outcome.skipped} resumed from earlier, {outcome.failed} failed, "
+            f"{outcome.unverified} unverified; store {db}; run log {runlog.path}",
             highlight=False,
         )
     except Interrupted as exc:

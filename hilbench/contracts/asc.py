@@ -25,6 +25,7 @@ from hilbench.contracts.base import (
     Reply,
     Seconds,
     Text,
+    UntimedWork,
     payload_count,
 )
 from hilbench.contracts.power import PowerReport
@@ -233,6 +234,10 @@ class AscWindowResult(Reply, kw_only=True):
 
 
 class AscCapabilities(Contract, omit_defaults=False, kw_only=True):
+    """``sample_untimed``: the most time one sample spends inside a request's window outside
+    its claimed stages (serial transfer, audio playback, the agent's load and unload between
+    the samples of a sample list), with its reason; absent: none."""
+
     sample_capacity: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)] = 1
     stream_capacity: Count = 0
     modes: list[Literal["single_stream", "repeat", "stream", "samples"]] = msgspec.field(
@@ -241,6 +246,7 @@ class AscCapabilities(Contract, omit_defaults=False, kw_only=True):
     timing: Text | None = None
     onboard_power: bool = False
     max_repeat_s: Window | None = None
+    sample_untimed: UntimedWork | None = None
     detail: Detail = msgspec.field(default_factory=dict)
 
     def timed_stages(self) -> tuple[str, ...]:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from hilbench.contracts import asc, qubo
-from hilbench.contracts.base import ContractError
+from hilbench.contracts.base import ContractError, UntimedWork
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,9 @@ def _check_qubo(suite: _Suite, device: Any, caps: qubo.QuboCapabilities, nodes: 
                         lambda solved=solved: check_solution(workload, solved))
             suite.check(f"qubo {name}: timing fields agree",
                         lambda solved=solved: _timing(solved.reply, timeout))
+            suite.check(f"qubo {name}: untimed work within what the driver declares",
+                        lambda solved=solved: _untimed(solved.reply, caps.untimed,
+                                                       device.window))
         if "time_to_solution" in caps.modes:
             # target -1: any independent set of one node reaches gap 0.5
             tts = suite.check(f"qubo {name}: time to solution", lambda name=name: solver.solve(
@@ -135,6 +138,20 @@ def _timing(reply: qubo.QuboRunReply, timeout: float) -> None:
     assert math.isclose(reply.actual_s, reply.t_end - reply.t_start, rel_tol=1e-6,
                         abs_tol=1e-6), "actual_s is not t_end - t_start"
     assert math.isclose(reply.requested_s, timeout), f"requested_s {reply.requested_s} != {timeout}"
+
+
+def _untimed(reply: qubo.QuboRunReply, declared: UntimedWork | None,
+             window: tuple[float, float] | None) -> None:
+    """A reply's ``untimed_s`` is within the declared maximum, and no larger than the time the
+    request took outside its timed region (in this process: nothing but the driver's own)."""
+    from hilbench.orchestrator.timing_check import declared_untimed
+
+    why = declared_untimed(reply.untimed_s, declared)
+    assert why is None, why
+    if window is not None and reply.untimed_s:
+        outside = window[1] - window[0] - reply.actual_s
+        assert reply.untimed_s <= outside + 1e-6, \
+            f"untimed_s {reply.untimed_s} s, but the request took {outside} s outside its region"
 
 
 def _reached(reply: qubo.QuboRunReply) -> None:
@@ -191,6 +208,8 @@ def _check_asc(suite: _Suite, device: Any, caps: asc.AscCapabilities, model: Any
     if "samples" in caps.modes:  # the agent's sample lists, over this driver's own calls
         suite.check("asc: single stream over a sample list", lambda: _sample_list(
             asc_device.run_single_stream(device, np.stack([sample, sample, sample]))))
+        suite.check("asc: a sample list's time outside its stages within the declared "
+                    "per-sample untimed work", lambda: _sample_untimed(device, sample, caps))
 
 
 def _sample(result: Any, caps: asc.AscCapabilities) -> None:
@@ -206,6 +225,36 @@ def _sample(result: Any, caps: asc.AscCapabilities) -> None:
 def _sample_list(records: list[Any]) -> None:
     assert [r.index for r in records] == [0, 1, 2], "not the samples asked, in order"
     assert all(r.inference_s >= 0 and r.round_trip_s >= 0 for r in records)
+
+
+UNTIMED_LIST = 16  # samples in the list the per-sample untimed work is measured over
+UNTIMED_TRIES = 3  # a loaded host only adds time: the least of these is the driver's own
+
+
+def _sample_untimed(device: Any, sample: np.ndarray, caps: asc.AscCapabilities) -> None:
+    """What a sample list's window holds besides its samples' stages, per sample (in this
+    process: the agent's and the driver's own work, no transport), within what the driver
+    declares in ``asc.sample_untimed`` (none declared: 0) plus a sample's load and unload as
+    requests of their own, which the orchestrator times before a phase of sample lists."""
+    from hilbench.procedures import asc_device
+
+    audio = np.stack([sample] * UNTIMED_LIST)
+    indices = list(range(UNTIMED_LIST))
+    per_sample, pairs = [], []
+    for _ in range(UNTIMED_TRIES):
+        asc_device.load_sample(device, 0, sample)
+        loaded = device.window[1] - device.window[0]
+        asc_device.unload_sample(device, 0)
+        pairs.append(loaded + device.window[1] - device.window[0])
+        asc_device.load_sample_list(device, indices, audio)
+        reply, sent, received = asc_device.run_sample_list(device, indices)
+        stages = sum((r.preprocess_s or 0.0) + r.inference_s for r in reply.results)
+        per_sample.append((received - sent - stages) / UNTIMED_LIST)
+    most = caps.sample_untimed.max_s if caps.sample_untimed is not None else 0.0
+    assert min(per_sample) <= most + max(pairs), (
+        f"{min(per_sample):.6f} s a sample outside the stages (least of {UNTIMED_TRIES} lists of "
+        f"{UNTIMED_LIST}), past the {most:g} s the driver declares (asc.sample_untimed) and the "
+        f"{max(pairs):.6f} s a sample's load and unload took as requests of their own")
 
 
 def _window(window: Any, stage: str) -> None:

@@ -28,6 +28,7 @@ from hilbench.contracts.base import (
     Seconds,
     Seed,
     Text,
+    UntimedWork,
     payload_count,
 )
 from hilbench.contracts.power import PowerReport
@@ -117,7 +118,8 @@ class QuboRunReply(Reply, kw_only=True):
     set_size: Count | None = None
     setup_s: Seconds | None = None
     # Per-run set-up and teardown outside the timed region (a Lava process per run), allowed
-    # for when the orchestrator checks the claim against its own request→reply window.
+    # for when the orchestrator checks the claim against its own request→reply window, up to
+    # the maximum the driver declares in its capabilities (``qubo.untimed``).
     untimed_s: Seconds | None = None
     solver_s: Seconds | None = None
     cost_check_s: Seconds | None = None
@@ -135,11 +137,15 @@ class QuboLimits(Contract, omit_defaults=False, kw_only=True):
 
 
 class QuboCapabilities(Contract, omit_defaults=False, kw_only=True):
+    """``untimed``: the most per-run set-up and teardown a run does outside its timed region
+    (reported in each reply's ``untimed_s``), with its reason; absent: none."""
+
     solvers: list[Name]
     modes: list[Literal["fixed_timeout", "time_to_solution"]] = msgspec.field(
         default_factory=lambda: ["fixed_timeout", "time_to_solution"])
     timeout_range_s: tuple[Timeout, Timeout] | None = None
     limits: QuboLimits | None = None
+    untimed: UntimedWork | None = None
     detail: Detail = msgspec.field(default_factory=dict)
 
     def declared_limit(self, solver: str, nodes: int) -> str | None:

@@ -26,6 +26,7 @@ from hilbench.contracts.base import ContractError, Reply, decode, to_wire
 from hilbench.contracts.capabilities import Capabilities
 from hilbench.contracts.messages import reply_type
 from hilbench.orchestrator.client import AgentError, ClockOffset
+from hilbench.orchestrator.link_probe import Echo, LinkBound
 
 R = TypeVar("R", bound=Reply)
 
@@ -66,6 +67,17 @@ class RemoteDevice:
 
     def clock_offset(self, probes: int = 8) -> ClockOffset:
         return self.link.clock_offset(probes)
+
+    def link_bound(self, echo: Echo) -> LinkBound | None:
+        """What the link adds to a request shaped like ``echo``, measured by echoes (None: a
+        link without a wire, a driver in this process)."""
+        measure = getattr(self.link, "link_bound", None)
+        return None if measure is None else measure(echo)
+
+    def link_burst(self, echo: Echo) -> float:
+        """The slowest of a few echoes now (0 without a wire)."""
+        burst = getattr(self.link, "link_burst", None)
+        return 0.0 if burst is None else float(burst(echo))
 
     @property
     def qubo(self) -> RemoteQuboSolver:

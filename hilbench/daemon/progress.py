@@ -36,6 +36,7 @@ class CampaignProgress:
     total: int = 0
     done: int = 0  # success or fail, including units finished by earlier starts
     failed: int = 0
+    unverified: int = 0  # runs whose timing could not be verified, each tried again
     done_this_start: int = 0
     unit: str | None = None
     last_unit: dict[str, Any] | None = None
@@ -56,9 +57,13 @@ class CampaignProgress:
         self.last_unit = {k: report[k] for k in ("key", "status", "run_uid", "duration_s")}
         if report["status"] == "abort":
             return
+        if report["status"] == "unverified":  # tried again, unless no attempt was left
+            self.unverified += 1
+            if "no attempt left" not in str(report.get("reason", "")):
+                return
         self.done += 1
         self.done_this_start += 1
-        if report["status"] != "success":
+        if report["status"] == "fail":
             self.failed += 1
         kind = self.kinds.get((report["procedure"], replicate_key(report["key"])))
         if kind is not None:
@@ -99,6 +104,7 @@ class CampaignProgress:
         return {
             "item": self.item_id, "name": self.name, "campaign_uid": self.campaign_uid,
             "started_at": self.started_at, "unit": self.unit, "done": self.done,
-            "total": self.total, "failed": self.failed, "last_unit": self.last_unit,
+            "total": self.total, "failed": self.failed, "unverified": self.unverified,
+            "last_unit": self.last_unit,
             "eta_s": eta_s, "eta_basis": basis,
         }

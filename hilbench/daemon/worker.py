@@ -280,7 +280,7 @@ def run_item(db: Path, item_id: int, report: Reporter, queue: str | None = None)
         if recorder:
             recorder.close()
     message = (f"{outcome.completed} run(s) completed, {outcome.skipped} resumed from earlier, "
-               f"{outcome.failed} failed")
+               f"{outcome.failed} failed, {outcome.unverified} unverified")
     if outcome.finished_before:
         message = f"campaign {outcome.campaign_uid[:8]} had already finished; nothing ran"
     return end(1 if outcome.failed else 0, message)

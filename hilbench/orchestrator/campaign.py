@@ -6,6 +6,7 @@ name = "qubo-cpu"
 repetitions = 1
 # connect_timeout_s = 5         handshake with each agent
 # listen_timeout_s = 120        wait for agents that dial in (connects = true)
+# timing_attempts = 3           runs of a unit while its timing cannot be verified
 
 [[agents]]
 id = "cpu0"
@@ -87,6 +88,7 @@ class Campaign:
     key: str | None = None  # this orchestrator's secret key file (CurveZMQ)
     source: str = ""
     insecure: bool = False  # a keyless listener on an address other hosts reach, on purpose
+    timing_attempts: int = 3  # runs of a unit while its timing cannot be verified
 
     def listener_is_insecure(self) -> bool:
         """True when agents dial in over plaintext on an address other hosts can reach."""
@@ -111,13 +113,15 @@ class Campaign:
             "listen": self.listen,
             "connect_timeout_s": self.connect_timeout_s,
             "listen_timeout_s": self.listen_timeout_s,
+            "timing_attempts": self.timing_attempts,
         }
 
     def config_hash(self) -> str:
         """Identifies 'the same campaign' for resuming: same agents, workloads, repetitions.
-        Waiting times are left out: raising a timeout must not start the campaign afresh."""
+        Waiting times and attempts are left out: raising a timeout or trying an unverified run
+        once more must not start the campaign afresh."""
         config = self.config_dict()
-        for key in ("connect_timeout_s", "listen_timeout_s"):
+        for key in ("connect_timeout_s", "listen_timeout_s", "timing_attempts"):
             config.pop(key)
         for agent in config["agents"]:
             agent.pop("key", None)  # new keys for the same agents: the same campaign
@@ -151,6 +155,12 @@ class CampaignHead(_Strict):
         description="this orchestrator's secret key file (NAME.key_secret from `hilbench keys "
         "generate`), relative to the campaign file's folder; agents with a key are then reached "
         "over CurveZMQ",
+    )
+    timing_attempts: int = Field(
+        3, ge=1, le=100,
+        description="how many times a unit is run while its timing cannot be verified (a reply "
+        "outside the link's measured bound, as on a loaded host): each such run is stored as "
+        "'unverified', counted and never averaged; the unit is tried again up to this many runs",
     )
     insecure: bool = Field(
         False,
@@ -348,6 +358,7 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>") -> Campaign
         key=own_key,
         source=source,
         insecure=head.insecure,
+        timing_attempts=head.timing_attempts,
     )
 
 

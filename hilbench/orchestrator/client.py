@@ -21,6 +21,7 @@ from hilbench.clock import now
 from hilbench.contracts.base import ContractError, decode
 from hilbench.contracts.capabilities import Capabilities
 from hilbench.loglimit import LogLimiter
+from hilbench.orchestrator.link_probe import Echo, EchoPool, LinkBound
 from hilbench.wire import codec, keys
 from hilbench.wire.codec import Message, ProtocolError
 from hilbench.wire.message_socket import NOBLOCK, MessageSocket
@@ -59,20 +60,33 @@ class AgentLost(ConnectionError):
 
 @dataclass(frozen=True)
 class ClockOffset:
-    """Agent clock minus orchestrator clock, from the lowest-round-trip probe."""
+    """Agent clock minus orchestrator clock, from the lowest-round-trip probe; with ``link``,
+    what this link's own round trip cost when the phase began (see :class:`LinkBound`)."""
 
     offset_s: float
     uncertainty_s: float  # half the best round trip: the offset lies within ± this
     rtt_s: float
     probes: int
+    link: LinkBound | None = None
 
-    def to_dict(self) -> dict[str, float]:
-        return {
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "offset_s": self.offset_s,
             "uncertainty_s": self.uncertainty_s,
             "rtt_s": self.rtt_s,
             "probes": self.probes,
         }
+        if self.link is not None:
+            out["link"] = self.link.to_dict()
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ClockOffset:
+        """As a phase document stored it (phases recorded before link probes have no link)."""
+        link = data.get("link")
+        return cls(float(data["offset_s"]), float(data["uncertainty_s"]), float(data["rtt_s"]),
+                   int(data.get("probes", 0)),
+                   LinkBound.from_dict(link) if isinstance(link, dict) else None)
 
 
 @dataclass
@@ -121,6 +135,8 @@ class AgentClient:
         self.heartbeats_received = 0
         self.session = secrets.token_hex(16)  # kept across re-greetings of this link
         self._log_limit = LogLimiter(logger=log)  # an agent cannot flood our log either
+        self._echoes = EchoPool()  # this link's newest echo round trips (link_bound)
+        self._pads: dict[int, np.ndarray] = {}
 
     @property
     def last_heard(self) -> float:
@@ -269,6 +285,35 @@ class AgentClient:
         rtt, offset = best
         return ClockOffset(offset, max(rtt, 0.0) / 2, rtt, probes)
 
+    def link_bound(self, echo: Echo) -> LinkBound | None:
+        """What this link costs a request shaped like ``echo``, measured (see
+        :mod:`hilbench.orchestrator.link_probe`); None in the replay of a cassette recorded
+        before link probes, which is checked by the rule then in force."""
+        if not _probes_recorded():
+            return None
+        return self._echoes.measure(echo.payload_bytes, lambda n: self._echo(n, echo.body))
+
+    def link_burst(self, echo: Echo) -> float:
+        """The slowest of a few echoes now: the link's load right after a late reply."""
+        if not _probes_recorded():
+            return 0.0
+        return self._echoes.burst(echo.payload_bytes, lambda n: self._echo(n, echo.body))
+
+    def _echo(self, nbytes: int, body: dict[str, Any] | None) -> float:
+        pad = self._pads.get(nbytes)
+        if pad is None:
+            pad = self._pads[nbytes] = np.zeros(nbytes, dtype=np.uint8)
+        try:
+            reply = self.request("noop", body, [pad], timeout_s=self.heartbeat_s * self.liveness)
+        except AgentError as exc:
+            if exc.code != "unknown_command":
+                raise
+            raise AgentError(self.name, "no_echo",
+                             "the agent does not serve noop (agent protocol, Commands), which "
+                             "the orchestrator echoes to measure what this link adds to a "
+                             "timed request; without it no claimed time can be checked") from None
+        return reply.received - reply.sent
+
     # --------------------------------------------------------------- engine
     def _exchange(
         self,
@@ -384,6 +429,12 @@ class AgentClient:
         return AgentError(
             self.name, str(body.get("code")), str(body.get("message")), body.get("detail")
         )
+
+
+def _probes_recorded() -> bool:
+    """False while a cassette recorded before link probes is replayed: its agents' channels
+    hold no echoes to answer them with."""
+    return getattr(tap.active(), "link_probes", True)
 
 
 def _what(msg: Message) -> str:

@@ -1,9 +1,11 @@
-"""A run in progress: emit its documents, and bracket each phase with clock-offset probes and
-the acquisition of every instrument that measures the phase."""
+"""A run in progress: emit its documents, and bracket each phase with clock-offset probes (and,
+for a phase that times a request, echoes measuring what the link adds to it) and the
+acquisition of every instrument that measures the phase."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -14,6 +16,7 @@ from hilbench.documents import Document, DocumentStream, PhaseStart, PhaseStop, 
 from hilbench.orchestrator.client import ClockOffset
 from hilbench.orchestrator.instruments import Instrument, PhaseAcquisition, drift_residual_s
 from hilbench.orchestrator.interrupt import raise_if_interrupted
+from hilbench.orchestrator.link_probe import Echo, LinkBound
 from hilbench.power.align import IntervalEstimate
 from hilbench.power.source import SampleBatch
 
@@ -24,6 +27,8 @@ class Clocked(Protocol):
     name: str
 
     def clock_offset(self, probes: int = 8) -> ClockOffset: ...
+
+    def link_bound(self, echo: Echo) -> LinkBound | None: ...
 
 
 @dataclass
@@ -71,15 +76,21 @@ class RunContext:
 
     @contextmanager
     def phase(
-        self, name: str, clients: Sequence[Clocked], instruments: Sequence[Instrument] = ()
+        self, name: str, clients: Sequence[Clocked], instruments: Sequence[Instrument] = (),
+        echo: Echo | None = None,
     ) -> Iterator[Phase]:
-        """Measure every involved agent's clock offset, open the phase, start the instruments;
-        on exit stop them (a health problem raises InstrumentFault) and close the phase.
+        """Measure every involved agent's clock offset (and with ``echo``, the shape of the
+        request the phase times, what the link adds to it: :mod:`.link_probe`), open the
+        phase, start the instruments; on exit stop them (a health problem raises
+        InstrumentFault) and close the phase.
 
         A phase left by an exception is stopped with status "fail" and the error as its reason.
         """
         raise_if_interrupted()
         offsets = {c.name: c.clock_offset() for c in clients}
+        if echo is not None:
+            for c in clients:
+                offsets[c.name] = dataclasses.replace(offsets[c.name], link=c.link_bound(echo))
         phase = Phase(new_uid(), name, offsets)
         self.emit(
             PhaseStart(

@@ -46,6 +46,7 @@ from hilbench.orchestrator.phases import RunContext
 from hilbench.orchestrator.procedure import Unit, expand_all
 from hilbench.orchestrator.resume import ResumePlan, plan_resume
 from hilbench.orchestrator.spawn import SpawnedProcess, spawn_agent
+from hilbench.orchestrator.timing_check import TimingUnverified
 from hilbench.private_files import private_dir
 from hilbench.simulation import run_simulation
 from hilbench.store import StoreError, StoreFault, StoreWriter
@@ -91,6 +92,7 @@ class CampaignOutcome:
     completed: int = 0
     skipped: int = 0
     failed: int = 0
+    unverified: int = 0  # runs whose timing could not be verified (each tried again, counted)
     started: int = 0  # runs begun in this attempt
     run_uids: list[str] = field(default_factory=list)
     finished_before: bool = False  # an earlier attempt had finished: nothing was run
@@ -291,8 +293,7 @@ class CampaignRunner:
                     outcome.skipped += 1
                     self._notify(unit, "skipped", None)
                     continue
-                run_uid = self._run_unit(stream, campaign_uid, unit, outcome)
-                outcome.run_uids.append(run_uid)
+                outcome.run_uids += self._run_unit(stream, campaign_uid, unit, outcome)
             if outcome.failed:
                 writer.end_campaign(campaign_uid, "fail", f"{outcome.failed} run(s) failed")
             else:
@@ -325,9 +326,9 @@ class CampaignRunner:
         campaign_uid: str,
         unit: Unit,
         outcome: CampaignOutcome,
-    ) -> str:
-        client = self.clients[unit.agent]
-        device = self.devices[unit.agent]
+    ) -> list[str]:
+        """The unit's runs: one, or while its timing cannot be verified (a loaded host), up
+        to ``[campaign] timing_attempts``; each attempt is a run of its own, counted."""
         # What a unit prepares (a target, a graph's independent set) lives as long as its run:
         # the campaign's list keeps the unprepared unit, so memory does not grow run by run.
         unit = copy.copy(unit)
@@ -337,6 +338,28 @@ class CampaignRunner:
             # Nothing ran yet: a unit that cannot be prepared (unusable data set, corrupt model,
             # no target) stops the campaign with the reason, before any run is recorded.
             raise CampaignSetupError(f"cannot prepare {unit.key}: {exc}") from exc
+        attempts = self.campaign.timing_attempts
+        run_uids = []
+        for attempt in range(1, attempts + 1):
+            run_uid, status = self._attempt(stream, campaign_uid, unit, params, outcome,
+                                            (attempt, attempts))
+            run_uids.append(run_uid)
+            if status != "unverified":
+                break
+        return run_uids
+
+    def _attempt(
+        self,
+        stream: DocumentStream,
+        campaign_uid: str,
+        unit: Unit,
+        params: dict[str, Any],
+        outcome: CampaignOutcome,
+        attempt: tuple[int, int],
+    ) -> tuple[str, ExitStatus]:
+        """One run of a prepared unit; its uid and how it ended."""
+        client = self.clients[unit.agent]
+        device = self.devices[unit.agent]
         run_uid = new_uid()
         agents = {unit.agent: {**client.info, "address": client.address}}
         instruments = self.instruments.measuring(unit.agent)
@@ -386,11 +409,21 @@ class CampaignRunner:
                 f"before it are in {self.store_path}",
                 outcome,
             ) from exc
+        except TimingUnverified as exc:
+            n, of = attempt
+            again = "tried again" if n < of else "no attempt left: counted as unverified"
+            self._end_run(stream, unit, run_uid, "unverified",
+                          f"{exc} (attempt {n} of {of}: {again})",
+                          notify="unverified" if n == of else "retried")
+            outcome.unverified += 1
+            log.warning("run %s (%s) unverified, attempt %d of %d: %s", run_uid[:8], unit.key,
+                        n, of, exc)
+            return run_uid, "unverified"
         except (AgentError, TimeoutError) as exc:
             self._end_run(stream, unit, run_uid, "fail", str(exc))
             outcome.failed += 1
             log.error("run %s (%s) failed: %s", run_uid[:8], unit.key, exc)
-            return run_uid
+            return run_uid, "fail"
         except BaseException as exc:
             reason = str(exc) if isinstance(exc, Interrupted) else f"{type(exc).__name__}: {exc}"
             if is_storage_fault(exc):  # the store may refuse the stop document too
@@ -401,17 +434,18 @@ class CampaignRunner:
             raise
         self._end_run(stream, unit, run_uid, "success")
         outcome.completed += 1
-        return run_uid
+        return run_uid, "success"
 
     def _end_run(
-        self, stream: DocumentStream, unit: Unit, run_uid: str, status: ExitStatus, reason: str = ""
+        self, stream: DocumentStream, unit: Unit, run_uid: str, status: ExitStatus,
+        reason: str = "", notify: str | None = None,
     ) -> None:
-        """Emit a run's stop document whole, then tell the progress display. A stop signal
-        meanwhile waits for the next checkpoint (half written, the run would be left without a
-        status)."""
+        """Emit a run's stop document whole, then tell the progress display (``notify``:
+        "retried" for an unverified run whose unit is tried again). A stop signal meanwhile
+        waits for the next checkpoint (half written, the run would be left without a status)."""
         with deferred_interrupts():
             stream.emit(RunStop(run_uid, now(), status, reason))
-        self._notify(unit, status, run_uid)
+        self._notify(unit, notify or status, run_uid)
 
     def _notify(self, unit: Unit, status: str, run_uid: str | None) -> None:
         if self.on_unit_done is not None:

@@ -113,8 +113,7 @@ def run_single_stream(
     An agent that offers ``samples`` (protocol version 3) does this beside the device over
     lists of samples, with no round trip between two samples; otherwise it takes three
     requests per sample."""
-    asc_caps = device.capabilities.asc
-    if asc_caps is not None and "samples" in asc_caps.modes:
+    if uses_sample_lists(device):
         return _run_sample_lists(device, audio, on_sample)
     records = []
     handle = device.asc
@@ -140,6 +139,12 @@ def run_single_stream(
             if on_sample is not None:
                 on_sample(record, to_wire(result))
     return records
+
+
+def uses_sample_lists(device: RemoteDevice) -> bool:
+    """Whether single stream on ``device`` runs in sample lists (its agent offers them)."""
+    asc = device.capabilities.asc
+    return asc is not None and "samples" in asc.modes
 
 
 def _run_sample_lists(

@@ -29,7 +29,7 @@ import numpy as np
 
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event
-from hilbench.orchestrator.client import AgentError, ClockOffset
+from hilbench.orchestrator.client import AgentError
 from hilbench.orchestrator.instruments import (
     Instrument,
     aperture_s,
@@ -55,6 +55,12 @@ from hilbench.procedures.asc_figures import (
     stage_power_figures,
     window_estimate,
     window_readings,
+)
+from hilbench.procedures.asc_timing import (
+    PhaseTiming,
+    observe_load_unload,
+    sample_untimed,
+    samples_echo,
 )
 
 if TYPE_CHECKING:
@@ -155,8 +161,13 @@ def pipeline_window(
 ) -> PipelineWindow:
     """Single stream over the lists, one after the other, until ``active_s`` has passed."""
     test = res.test
-    with ctx.phase("active_pipeline", [device], instruments) as phase:
+    echo = samples_echo(max(lists, key=len))
+    with ctx.phase("active_pipeline", [device], instruments, echo=echo) as phase:
         offset = phase.offsets[device.name]
+        timing = PhaseTiming(device.name, offset, sample_untimed(device.capabilities),
+                             lambda: device.link_burst(echo))
+        timing.list_sample_s = observe_load_unload(ctx, phase, device, lists[0][0],
+                                                   test.slices[lists[0][0]])
         columns: dict[str, list[float]] = {k: [] for k in SAMPLE_FIELDS}
         list_windows: list[list[float]] = []  # sent, received, first and last sample's row
         deadline = ctx.now() + active_s
@@ -183,7 +194,10 @@ def pipeline_window(
             if ctx.now() >= deadline:
                 break
         samples = samples_from(columns)
-        check_lists(device.name, rep, samples, list_windows, offset)
+        try:
+            check_lists(timing, rep, samples, list_windows)
+        finally:
+            timing.emit(ctx, phase.uid)
         window = PipelineWindow(
             rep, float(samples["t_start"][0] - offset.offset_s),
             float(samples["t_end"][-1] - offset.offset_s), None, offset.offset_s,
@@ -209,16 +223,20 @@ def list_spread(pipelines: list[PipelineWindow], stage: str) -> float:
     return float(means.std(ddof=1)) if means.size > 1 else 0.0
 
 
-def check_lists(agent: str, rep: int, samples: dict[str, np.ndarray],
-                list_windows: list[list[float]], offset: ClockOffset) -> None:
+def check_lists(timing: PhaseTiming, rep: int, samples: dict[str, np.ndarray],
+                list_windows: list[list[float]]) -> None:
     """Each sample list's claimed span inside the orchestrator's request→reply window of the
-    request that ran it, with the phase's clock offset (else ``timing_inconsistent``)."""
+    request that ran it, with the phase's clock offset (else ``timing_inconsistent``), and the
+    window's time outside the list's stages within the link's bound (:mod:`.asc_timing`)."""
     device_s = samples["preprocess_s"] + samples["inference_s"]
     for k, (sent, received, first, last) in enumerate(list_windows):
         i, j = int(first), int(last)
-        check_region(agent, f"sample list {k} of power window {rep}",
-                     float(samples["t_start"][i]), float(samples["t_end"][j]), float(sent),
-                     float(received), offset, float(device_s[i:j + 1].sum()))
+        what = f"sample list {k} of power window {rep}"
+        t_start, t_end = float(samples["t_start"][i]), float(samples["t_end"][j])
+        work = float(device_s[i:j + 1].sum())
+        check_region(timing.agent, what, t_start, t_end, float(sent), float(received),
+                     timing.offset, work)
+        timing.check(what, float(sent), float(received), work, j - i + 1, (t_start, t_end))
 
 
 def attach_readings(window: PipelineWindow, phase: Phase, inst: Instrument | None

@@ -32,6 +32,7 @@ from hilbench.orchestrator.instruments import (
     Instrument,
     aperture_s,
 )
+from hilbench.orchestrator.link_probe import Echo
 from hilbench.orchestrator.phases import Phase, RunContext
 from hilbench.orchestrator.timing_check import check_region
 from hilbench.power.estimators import (
@@ -66,6 +67,7 @@ from hilbench.procedures.asc_single_stream import (
     run_single_stream_phase,
     stage_times,
 )
+from hilbench.procedures.asc_timing import PhaseTiming, sample_untimed, window_echo
 
 if TYPE_CHECKING:
     from hilbench.procedures.asc import AscResources, AscSpec
@@ -191,9 +193,11 @@ def _device_idle_window(
 ) -> PowerWindow:
     """Idle on the device's own timeline, so its on-board monitor reports the window: the
     network configured and the sample(s) in memory, nothing processed."""
-    with ctx.phase("idle", [device]) as phase:
-        loop = to_wire(device.asc.run_asc(_window_body("idle", rows, idle_s)))
-        _check_window(device, phase, f"idle window {rep}", loop)
+    body = _window_body("idle", rows, idle_s)
+    echo = window_echo(to_wire(body))
+    with ctx.phase("idle", [device], echo=echo) as phase:
+        loop = to_wire(device.asc.run_asc(body))
+        _check_window(ctx, device, phase, f"idle window {rep}", loop, echo)
         start = phase.to_orchestrator_time(device.name, float(loop["t_start"]))
         end = phase.to_orchestrator_time(device.name, float(loop["t_end"]))
         ctx.emit(Event(ctx.run_uid, phase.uid, "idle_window", ctx.now(),
@@ -215,28 +219,40 @@ def _active_window(
 ) -> PowerWindow:
     """The device processes samples in its memory one at a time for ``active_s`` (its clock):
     one sample repeated, or a loaded stream played in order."""
-    with ctx.phase(f"active_{stage}", [device], instruments) as phase:
+    body = _window_body(stage, rows, active_s)
+    echo = window_echo(to_wire(body))
+    with ctx.phase(f"active_{stage}", [device], instruments, echo=echo) as phase:
         with device.waiting(phase.poll):
-            loop = to_wire(device.asc.run_asc(_window_body(stage, rows, active_s)))
-        _check_window(device, phase, f"{stage} window {rep}", loop)
+            loop = to_wire(device.asc.run_asc(body))
+        _check_window(ctx, device, phase, f"{stage} window {rep}", loop, echo)
         start = phase.to_orchestrator_time(device.name, float(loop["t_start"]))
         end = phase.to_orchestrator_time(device.name, float(loop["t_end"]))
         ctx.emit(Event(ctx.run_uid, phase.uid, "repeat_result", ctx.now(),
-                       {**loop, "repetition": rep, "start": start, "end": end}))
+                       {**loop, "repetition": rep, "start": start, "end": end,
+                        "request_window": list(device.window or ())}))
     return PowerWindow(stage, rep, start, end, loop=loop,
                        offset_uncertainty_s=phase.offsets[device.name].uncertainty_s,
                        **phase_readings(phase, inst, end))
 
 
-def _check_window(device: RemoteDevice, phase: Phase, what: str, loop: dict[str, Any]) -> None:
+def _check_window(ctx: RunContext, device: RemoteDevice, phase: Phase, what: str,
+                  loop: dict[str, Any], echo: Echo) -> None:
     """The window the device claims must lie inside the orchestrator's request→reply window
-    and hold the loop's work (iterations × mean time), else the run is timing_inconsistent."""
+    and hold the loop's work (iterations × mean time), else the run is timing_inconsistent;
+    the request's window may exceed the claimed region by the link's bound (:mod:`.asc_timing`)."""
     if device.window is None:
         return
     n, mean = loop.get("iterations"), loop.get("mean_s")
     work = float(n) * float(mean) if n is not None and mean is not None else 0.0
-    check_region(device.name, what, float(loop["t_start"]), float(loop["t_end"]),
-                 *device.window, phase.offsets[device.name], work)
+    t_start, t_end = float(loop["t_start"]), float(loop["t_end"])
+    offset = phase.offsets[device.name]
+    check_region(device.name, what, t_start, t_end, *device.window, offset, work)
+    timing = PhaseTiming(device.name, offset, sample_untimed(device.capabilities),
+                         lambda: device.link_burst(echo))
+    try:
+        timing.check(what, *device.window, t_end - t_start, region=(t_start, t_end))
+    finally:
+        timing.emit(ctx, phase.uid)
 
 
 def _emit_power_metrics(

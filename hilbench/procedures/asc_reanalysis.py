@@ -13,6 +13,8 @@ import msgspec
 import numpy as np
 
 from hilbench.contracts.asc import AscCapabilities
+from hilbench.contracts.base import decode
+from hilbench.contracts.capabilities import Capabilities
 from hilbench.orchestrator.client import AgentError
 from hilbench.orchestrator.timing_check import check_region
 from hilbench.procedures.asc_device import SampleRecord
@@ -27,6 +29,12 @@ from hilbench.procedures.asc_pipeline import (
 from hilbench.procedures.asc_power import _emit_power_metrics
 from hilbench.procedures.asc_single_stream import emit_single_stream_metrics, stage_times
 from hilbench.procedures.asc_table import AscSpec
+from hilbench.procedures.asc_timing import (
+    PhaseTiming,
+    check_request,
+    request_groups,
+    sample_untimed,
+)
 
 if TYPE_CHECKING:
     from hilbench.cassette.runs import RecordedRun, Recording
@@ -42,7 +50,7 @@ def reanalyse(recording: Recording, run: RecordedRun) -> dict[str, Metric]:
     try:
         _check_regions(run)
     except AgentError as exc:
-        raise NotReanalysable(f"clock-offset bound: {exc}") from None
+        raise NotReanalysable(f"timing: {exc}") from None
     if run.run.get("procedure") == "asc.single_stream":
         records, labels, clip_ids = _sample_records(run)
         emit_single_stream_metrics(out.context, records, labels, clip_ids)
@@ -141,19 +149,29 @@ def _window(event: dict[str, Any], phase: Phase, agent: str, inst: Any, onboard:
 
 
 def _check_regions(run: RecordedRun) -> None:
-    """The device's claimed regions against the orchestrator's windows with the phase's clock
-    offset, as the live run checked them (:func:`check_region`): each single-stream sample
-    inside its request→reply window; each power window's loop inside its phase (the request
-    went out after the phase started and the reply came before the window's event)."""
+    """The device's claims against the orchestrator's windows with the phase's clock offset
+    and link probe, as the live run checked them: each single-stream sample's region inside its
+    request→reply window and each request's time outside its samples' stages within the bound
+    (:mod:`.asc_timing`); each power window's loop inside its phase (the request went out after
+    the phase started and the reply came before the window's event) and, where the event holds
+    its request's window, that window's time outside the region within the bound."""
     from hilbench.cassette.runs import clock_offsets
 
     agent = run.agent()
+    caps = (run.run.get("agents") or {}).get(agent, {}).get("capabilities") or {}
+    declared = sample_untimed(decode(Capabilities, caps, "bad_reply"))
     phases = {p["uid"]: p for p in run.phases}
+    # a sample's load and unload as the live phase timed them, before its sample lists
+    observed = {e["phase_uid"]: max(e["data"]["pairs_s"])
+                for e in run.events if e["name"] == "load_unload_probe"}
+    samples: dict[str, list[tuple[Any, dict[str, Any]]]] = {}
     for e in run.events:
         d, phase = e["data"], phases.get(e["phase_uid"])
         if phase is None:
             continue
         offset = clock_offsets(phase)[agent]
+        timing = PhaseTiming(agent, offset, declared,
+                             list_sample_s=observed.get(phase["uid"], 0.0))
         if e["name"] == "sample" and d.get("t_device_start") is not None:
             t_done = float(e["t"])
             work = float(d.get("preprocess_s") or 0.0) + float(d["inference_s"])
@@ -161,12 +179,28 @@ def _check_regions(run: RecordedRun) -> None:
                                                          t_done)
             check_region(agent, f"sample {d['index']}", float(d["t_device_start"]),
                          float(d["t_device_end"]), float(sent), float(received), offset, work)
+            record = SampleRecord(int(d["index"]), int(d["predicted"]), d.get("preprocess_s"),
+                                  float(d["inference_s"]), float(d["round_trip_s"]), t_done,
+                                  (float(sent), float(received)))
+            samples.setdefault(phase["uid"], []).append(
+                (record, {"t_start": d["t_device_start"], "t_end": d["t_device_end"]}))
         elif e["name"] == "pipeline_window":
-            check_lists(agent, int(d["repetition"]), samples_from(d["samples"]),
-                        d["list_windows"], offset)
+            check_lists(timing, int(d["repetition"]), samples_from(d["samples"]),
+                        d["list_windows"])
         elif e["name"] == "repeat_result" and "t_start" in d:
             n, mean = d.get("iterations"), d.get("mean_s")
             work = float(n) * float(mean) if n is not None and mean is not None else 0.0
-            check_region(agent, f"{d.get('stage')} window {d.get('repetition')}",
-                         float(d["t_start"]), float(d["t_end"]), float(phase["t_start"]
-                         if "t_start" in phase else phase["t"]), float(e["t"]), offset, work)
+            what = f"{d.get('stage')} window {d.get('repetition')}"
+            t_start, t_end = float(d["t_start"]), float(d["t_end"])
+            check_region(agent, what, t_start, t_end, float(phase["t_start"] if "t_start" in
+                         phase else phase["t"]), float(e["t"]), offset, work)
+            if d.get("request_window"):
+                sent, received = d["request_window"]
+                timing.check(what, float(sent), float(received), t_end - t_start,
+                             region=(t_start, t_end))
+    for phase_uid, held in samples.items():
+        timing = PhaseTiming(agent, clock_offsets(phases[phase_uid])[agent], declared,
+                             list_sample_s=observed.get(phase_uid, 0.0))
+        records = [r for r, _ in held]
+        for window, group, bodies in request_groups(records, [b for _, b in held]):
+            check_request(timing, window, group, bodies)

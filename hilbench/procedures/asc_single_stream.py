@@ -30,7 +30,16 @@ from hilbench.procedures.asc_device import (
     SampleRecord,
     mean_and_std_error,
     run_single_stream,
+    sample_list_size,
     send_model,
+    uses_sample_lists,
+)
+from hilbench.procedures.asc_timing import (
+    PhaseTiming,
+    check_request,
+    observe_load_unload,
+    sample_untimed,
+    single_stream_echo,
 )
 
 if TYPE_CHECKING:
@@ -70,7 +79,23 @@ def run_single_stream_phase(ctx: RunContext, res: AscResources, device: RemoteDe
             "note": "untimed warm-up run, in no figure"}))
     labels = test.labels
 
-    with ctx.phase("single_stream", [device]) as phase:
+    echo = single_stream_echo(device, len(test), sample_list_size(test.slices[0]))
+    with ctx.phase("single_stream", [device], echo=echo) as phase:
+        timing = PhaseTiming(device.name, phase.offsets[device.name],
+                             sample_untimed(device.capabilities),
+                             lambda: device.link_burst(echo))
+        if uses_sample_lists(device):
+            timing.list_sample_s = observe_load_unload(ctx, phase, device, 0, test.slices[0])
+        pending: list[tuple[SampleRecord, dict]] = []  # the samples of the request in hand
+
+        def check_pending() -> None:
+            """The request's samples (one, or a sample list) against its window."""
+            if pending:
+                records, bodies = zip(*pending, strict=True)
+                assert records[0].window is not None
+                check_request(timing, records[0].window, records, bodies)
+                pending.clear()
+
         def on_sample(record: SampleRecord, body: dict) -> None:
             # The device's region must lie inside the request→reply window of the request that
             # ran it (its own run request, or the sample list it came in).
@@ -79,6 +104,9 @@ def run_single_stream_phase(ctx: RunContext, res: AscResources, device: RemoteDe
             check_region(device.name, f"sample {record.index}", float(body["t_start"]),
                          float(body["t_end"]), sent, received, phase.offsets[device.name],
                          record.device_s)
+            if pending and pending[0][0].window != record.window:
+                check_pending()
+            pending.append((record, body))
             label = int(labels[record.index])
             ctx.emit(Event(ctx.run_uid, phase.uid, "sample", record.t_done, {
                 "index": record.index,
@@ -101,7 +129,11 @@ def run_single_stream_phase(ctx: RunContext, res: AscResources, device: RemoteDe
                 "t_device_end": body.get("t_end"),
             }))
 
-        records = run_single_stream(device, test.slices, on_sample)
+        try:
+            records = run_single_stream(device, test.slices, on_sample)
+            check_pending()
+        finally:
+            timing.emit(ctx, phase.uid)
     return records
 
 

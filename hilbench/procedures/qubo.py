@@ -14,19 +14,21 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
-from hilbench.contracts.base import to_wire
+from hilbench.contracts.base import UntimedWork, to_wire
+from hilbench.contracts.capabilities import Capabilities
 from hilbench.contracts.qubo import QuboCapabilities, QuboLimits, QuboRunReply
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event, Metric
 from hilbench.orchestrator.bounds import UnitNeeds
 from hilbench.orchestrator.client import AgentError
 from hilbench.orchestrator.instruments import Instrument
+from hilbench.orchestrator.link_probe import Echo
 from hilbench.orchestrator.phases import Phase, RunContext
 from hilbench.orchestrator.procedure import Procedure, UnitKey
 from hilbench.orchestrator.timing_check import (
     TimingCheck,
     check_timed_region,
-    inconsistent_error,
+    raise_unless_on_time,
 )
 from hilbench.procedures.qubo_power import (
     RunPower,
@@ -49,6 +51,10 @@ from hilbench.workloads.qubo.generator import edge_count
 
 if TYPE_CHECKING:
     from hilbench.orchestrator.campaign import Campaign
+
+# A run reply's map without its state (costs, times, solver detail, power): what the echo
+# before a solve phase adds to the state's bytes.
+REPLY_MAP_BYTES = 2048
 
 
 @dataclass
@@ -211,17 +217,22 @@ def run_unit(
         ctx.emit(Event(ctx.run_uid, phase.uid, "loaded", ctx.now(), to_wire(loaded)))
     body = run_body(unit.scenario, unit.solver, unit.seed, timeout_s=unit.timeout_s,
                     target=target.cost, gaps=unit.gaps, max_time_s=unit.max_time_s)
-    with ctx.phase("solve", [device], instruments) as phase:
+    # The link is measured with requests of this run's shape: its body, and its reply's state
+    # (one byte a node) with the reply's map.
+    echo = Echo(unit.nodes + REPLY_MAP_BYTES, to_wire(body))
+    with ctx.phase("solve", [device], instruments, echo=echo) as phase:
         with device.waiting(phase.poll):
             solved = solver.solve(body)
         result = solved.reply
         ctx.emit(Event(ctx.run_uid, phase.uid, "solve_result", ctx.now(), to_wire(result)))
         assert device.window is not None
         timing = check_timed_region(result.t_start, result.t_end, result.actual_s,
-                                    result.untimed_s, *device.window, phase.offsets[device.name])
+                                    result.untimed_s, *device.window, phase.offsets[device.name],
+                                    declared_untimed(device.capabilities),
+                                    recheck=lambda: device.link_burst(echo))
         ctx.emit(Event(ctx.run_uid, phase.uid, "timing_check", ctx.now(), timing.to_dict()))
         if not timing.consistent:
-            raise inconsistent_error(device.name, timing)
+            raise_unless_on_time(device.name, "", timing)
         try:
             check = check_solution(workload, solved)
         except SolutionError as exc:
@@ -230,6 +241,8 @@ def run_unit(
             )
             raise AgentError(device.name, "bad_solution", str(exc)) from exc
         ctx.emit(Event(ctx.run_uid, phase.uid, "solution_check", ctx.now(), check.to_dict()))
+        # a late reply is no answer (tried again), but a wrong one fails first, by name
+        raise_unless_on_time(device.name, "", timing)
         if unit.scenario == "fixed_timeout":
             hold_until_runtime_end(phase, device.name, result, unit.requested_s, instruments)
     power = run_power(phase, device.name, unit.scenario, unit.requested_s, result,
@@ -237,6 +250,11 @@ def run_unit(
     _emit_metrics(ctx, unit, result, timing, check, target, power, best_known)
     if unit.scenario == "time_to_solution":
         _emit_time_to_solution(ctx, phase, device.name, unit, result, check, target, instruments)
+
+
+def declared_untimed(caps: Capabilities) -> UntimedWork | None:
+    """The per-run untimed work a QUBO driver declares (None: none)."""
+    return caps.qubo.untimed if caps.qubo is not None else None
 
 
 def _emit_metrics(

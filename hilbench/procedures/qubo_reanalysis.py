@@ -11,12 +11,15 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from hilbench.contracts.base import decode
+from hilbench.contracts.capabilities import Capabilities
 from hilbench.contracts.qubo import QuboRunReply
 from hilbench.orchestrator.timing_check import check_timed_region
 from hilbench.procedures.qubo import (
     QuboUnit,
     _emit_metrics,
     _emit_time_to_solution,
+    declared_untimed,
 )
 from hilbench.procedures.qubo_power import run_power
 from hilbench.workloads.qubo import Target
@@ -58,10 +61,15 @@ def reanalyse(recording: Recording, run: RecordedRun) -> dict[str, Metric] | Non
     target = Target(int(p["target"]), p["target_source"], p.get("target_detail") or {})
     result = msgspec.convert(result_event["data"], QuboRunReply)
     sent, received = timing_event["data"]["orchestrator_window"]
+    # The rule the live run applied, from what it stored: the phase's clock offset and link
+    # probe (a phase recorded before link probes: the legacy constant, which the figure names)
+    # and the untimed work the agent declared at its handshake.
+    caps = (run.run.get("agents") or {}).get(agent, {}).get("capabilities") or {}
     timing = check_timed_region(result.t_start, result.t_end, result.actual_s,
-                                result.untimed_s, sent, received, phase.offsets[agent])
-    if not timing.consistent:
-        raise NotReanalysable(f"clock-offset bound: {timing.reason}")
+                                result.untimed_s, sent, received, phase.offsets[agent],
+                                declared_untimed(decode(Capabilities, caps, "bad_reply")))
+    if not timing.on_time:
+        raise NotReanalysable(f"timing {timing.verdict}: {timing.reason}")
     d = check_event["data"]
     if "error" in d:
         raise NotReanalysable(f"{run.label()}: its state failed the check ({d['error']})")

@@ -37,7 +37,8 @@ INCOMPLETE = "incomplete"
 FEASIBLE = "feasible"  # 0: the run's answer is unusable, its other metrics are not averaged
 # Flags about a run rather than figures of its answer: counted over every run
 RUN_FLAGS = (FEASIBLE, "overrun", "stopped_early")
-STATUSES = ("success", "fail", "abort", INCOMPLETE)
+# unverified: the run's timing could not be verified (tried again, counted, never averaged)
+STATUSES = ("success", "unverified", "fail", "abort", INCOMPLETE)
 @dataclass(frozen=True)
 class RunFilter:
     """Which runs to read; every field narrows the set and becomes part of a ``WHERE``."""

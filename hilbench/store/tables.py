@@ -18,6 +18,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 STATUS_CHECK = "{} IN ('success', 'fail', 'abort')"
+# A run may also end 'unverified' (schema version 5): its timing could not be verified.
+RUN_STATUS_CHECK = "{} IN ('success', 'fail', 'abort', 'unverified')"
 ROWID = "rowid"  # implicit in SQLite; an identity column in PostgreSQL
 
 metadata = sa.MetaData()
@@ -57,7 +59,8 @@ runs = sa.Table(
     sa.Column("wall_time", sa.Double, nullable=False),  # UTC seconds at t_start
     sa.Column("hilbench_version", sa.Text, nullable=False),
     sa.Column("t_stop", sa.Double),
-    sa.Column("exit_status", sa.Text, sa.CheckConstraint(STATUS_CHECK.format("exit_status"))),
+    sa.Column("exit_status", sa.Text,
+              sa.CheckConstraint(RUN_STATUS_CHECK.format("exit_status"))),
     sa.Column("reason", sa.Text, nullable=False, server_default=""),
     sa.Column("simulated", sa.Integer, nullable=False, server_default="0"),
     sa.Column("simulation", sa.Text, nullable=False, server_default=""),

@@ -46,6 +46,8 @@ from hilbench.store.schema import open_target
 log = logging.getLogger(__name__)
 
 EXIT_STATUSES: tuple[ExitStatus, ...] = ("success", "fail", "abort")
+# A run may also end unverified (its timing could not be verified; phases and campaigns not).
+RUN_STATUSES: tuple[ExitStatus, ...] = (*EXIT_STATUSES, "unverified")
 
 
 @dataclass
@@ -336,7 +338,7 @@ class StoreWriter(DocumentRouter):
 
     def run_stop(self, doc: RunStop) -> None:
         self._open_run(doc.run_uid, doc.kind)
-        _check_status(doc.exit_status, f"run {doc.run_uid}")
+        _check_status(doc.exit_status, f"run {doc.run_uid}", RUN_STATUSES)
         self._begin()
         self._connection().execute(
             "UPDATE runs SET t_stop = ?, exit_status = ?, reason = ? WHERE uid = ?",
@@ -402,6 +404,7 @@ class StoreWriter(DocumentRouter):
         self._last_commit = now()
 
 
-def _check_status(status: str, what: str) -> None:
-    if status not in EXIT_STATUSES:
-        raise StoreError(f"{what}: exit status {status!r} is not one of {', '.join(EXIT_STATUSES)}")
+def _check_status(status: str, what: str,
+                  allowed: tuple[ExitStatus, ...] = EXIT_STATUSES) -> None:
+    if status not in allowed:
+        raise StoreError(f"{what}: exit status {status!r} is not one of {', '.join(allowed)}")

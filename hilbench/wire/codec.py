@@ -35,8 +35,10 @@ from hilbench.wire.header_schema import (
 PROTOCOL_NAME = "hilbench-agent"
 # 2: typed workload contracts (protocols/agent-protocol.md, "What changed in version 2")
 # 3: ASC run mode ``samples`` (protocols/agent-protocol.md, "What changed in version 3")
-PROTOCOL_VERSION = 3
-SUPPORTED_VERSIONS = (2, 3)
+# 4: declared untimed work in the capabilities; noop echoes measure the link before a timed
+#    phase (protocols/agent-protocol.md, "What changed in version 4")
+PROTOCOL_VERSION = 4
+SUPPORTED_VERSIONS = (2, 3, 4)
 
 MAX_HEADER_BYTES = 64 * 1024
 DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024 * 1024

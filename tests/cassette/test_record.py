@@ -28,14 +28,17 @@ def test_cassette_holds_manifest_documents_and_exact_samples(recorded):
     dmm = manifest["instruments"]["dmm"]
     assert dmm["settings"]["sample_interval_s"] == 0.01
     assert dmm["identity"]["supply_voltage_v"] == 12.0
-    assert manifest["clock_offsets"]["cpu0"]["phases"] == 6  # load + solve, three runs
     kinds = [d["kind"] for d in cassette.documents()]
-    assert kinds.count("run_start") == 3 and "samples" not in kinds
+    runs = kinds.count("run_start")  # three units, and any unverified attempt of a loaded host
+    assert runs >= 3 and "samples" not in kinds
+    assert manifest["clock_offsets"]["cpu0"]["phases"] == 2 * runs  # load + solve each
     assert cassette.check_hashes() == []
     with Store(db) as store:
         runs = store.runs()
         streams = cassette.streams()
-        assert {s.run_uid for s in streams} == {r["uid"] for r in runs}
+        # every run measured has its streams (an unverified attempt may have been cut short)
+        good = {r["uid"] for r in runs if r["status"] == "success"}
+        assert good <= {s.run_uid for s in streams} <= {r["uid"] for r in runs}
         for stream in streams:
             assert stream.sha256 is not None  # sealed when its phase stopped
             t, values = cassette.read(stream)

@@ -36,7 +36,8 @@ def _replay(*args: str):
 def test_replay_reproduces_every_recorded_figure(recorded):
     done = _replay(recorded[2])
     assert done.exit_code == 0, done.output
-    assert re.search(r"3 run\(s\), (\d+) figure\(s\) compared", done.output)
+    runs = re.search(r"(\d+) run\(s\), (\d+) figure\(s\) compared", done.output)
+    assert runs and int(runs[1]) >= 3  # and any unverified attempt of a loaded host
     assert int(re.search(r"(\d+) figure", done.output).group(1)) >= 30
     assert "every figure agrees" in done.output
 
@@ -47,7 +48,7 @@ def test_a_changed_figure_fails_the_replay_naming_it(recorded, tmp_path):
     lines = documents.read_text().splitlines()
     for i, line in enumerate(lines):
         doc = json.loads(line)
-        if doc["kind"] == "metric" and doc["name"] == "avg_power_w":
+        if doc["kind"] == "metric" and doc["name"] == "avg_power_w" and doc["value"]:
             changed, doc["value"] = doc["value"], doc["value"] * (1 + 1e-12)
             lines[i] = json.dumps(doc)
             break
@@ -73,7 +74,9 @@ def test_a_command_the_cassette_lacks_fails_within_a_second_naming_the_nearest(r
     campaign = folder / "campaign.toml"
     campaign.write_text(campaign.read_text().replace("timeouts_s = [0.3]", "timeouts_s = [0.4]"))
     line = _fails_fast(folder)
-    assert line.startswith("agent cpu0: unexpected command request run")
+    # the first request shaped by the run: the echoes that measure its link, then the run
+    assert line.startswith(("agent cpu0: unexpected command request noop",
+                            "agent cpu0: unexpected command request run"))
     sent, held = line.split("nearest recorded:")[:2]
     assert '"timeout_s": 0.4' in sent and '"timeout_s": 0.3' in held
 
@@ -170,14 +173,15 @@ def test_the_cpu_qubo_example_replays_every_figure_exactly(tmp_path):
     path = _example("qubo-cpu.toml", tmp_path, nodes="[10, 25]", seeds="[0]",
                     timeouts_s="[0.01, 0.1]")
     _, outcome, figures = _record_and_replay(path, tmp_path)
-    assert outcome.runs == 12 and figures >= 120 and outcome.differences == []
+    # 12 units, and any unverified attempt of a loaded host (replayed as recorded)
+    assert outcome.runs >= 12 and figures >= 120 and outcome.differences == []
 
 
 @pytest.mark.slow
 def test_the_cpu_asc_example_replays_every_figure_exactly(tmp_path):
     path = _example("asc-cpu.toml", tmp_path, idle_s="2.0", active_s="2.0", repetitions="1")
     _, outcome, figures = _record_and_replay(path, tmp_path)
-    assert outcome.runs == 2 and figures >= 15 and outcome.differences == []
+    assert outcome.runs >= 2 and figures >= 15 and outcome.differences == []
 
 
 @pytest.mark.slow

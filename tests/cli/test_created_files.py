@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from hilbench.cli import cli
 from hilbench.store import Store, StoreWriter
 from tests.campaign_toml import agent, campaign, qubo, write_campaign
-from tests.subprocesses import announced_agent, hilbench
+from tests.subprocesses import announced_agent, hilbench, unit_runs
 
 
 def _modes(root: Path) -> dict[str, int]:
@@ -131,5 +131,5 @@ def test_an_agent_on_ipv6_loopback_serves_a_campaign(tmp_path):
         done = hilbench("run", write_campaign(tmp_path, text), "--db", db, "-q")
     assert done.returncode == 0, done.stderr
     with Store(db) as store:
-        runs = store.runs()
+        runs = unit_runs(store)
     assert len(runs) == 2 and all(r["status"] == "success" for r in runs)

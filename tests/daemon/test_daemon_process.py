@@ -11,12 +11,19 @@ import pytest
 from hilbench.store import Store
 from tests.campaign_toml import agent, campaign, keysight, qubo, write_campaign
 from tests.daemon.conftest import history, qubo_campaign
-from tests.subprocesses import hilbench, start_campaign, stop, wait_for_run
+from tests.subprocesses import (
+    hilbench,
+    start_campaign,
+    stop,
+    unit_runs,
+    units_of,
+    wait_for_run,
+)
 
 
 def _runs(db):
     with Store(db) as store:
-        return store.runs()
+        return unit_runs(store)
 
 
 def test_queued_campaigns_run_in_order_and_reach_the_history(tmp_path, daemon_at):
@@ -33,7 +40,7 @@ def test_queued_campaigns_run_in_order_and_reach_the_history(tmp_path, daemon_at
     # newest first: the higher priority ran first, then the two items of one file in order
     assert [(r["id"], r["name"]) for r in rows] == [(3, "first"), (1, "first"), (2, "second")]
     assert all(r["exit_status"] == "completed" for r in rows)
-    assert [len(r["run_uids"]) for r in rows] == [3, 3, 2]
+    assert [units_of(db, r["run_uids"]) for r in rows] == [3, 3, 2]
     assert [r["starts"] for r in rows] == [1, 1, 1]
     # queued again, a finished campaign runs again as a new campaign
     assert rows[0]["campaign_uid"] != rows[1]["campaign_uid"]

@@ -11,7 +11,7 @@ import psutil
 
 from hilbench.store.paths import logs_dir
 from tests.daemon.conftest import history, qubo_campaign
-from tests.subprocesses import hilbench
+from tests.subprocesses import hilbench, units_of
 
 
 def _workers(pid: int) -> list[psutil.Process]:
@@ -44,7 +44,7 @@ def test_the_idle_daemons_spare_worker_runs_the_next_item_and_ends_with_the_daem
     assert hilbench("queue", "add", path, "--db", db).returncode == 0
     d.wait_until(lambda s: history(db) and s["daemon"]["state"] == "idle", "the item finished")
     [row] = history(db)
-    assert row["exit_status"] == "completed" and len(row["run_uids"]) == 2
+    assert row["exit_status"] == "completed" and units_of(db, row["run_uids"]) == 2
     log = (logs_dir(db) / "daemon.log").read_text()
     assert f"queue item {row['id']} (next) started: worker pid {spare.pid}" in log
     # idle again: another spare waits; stopping the daemon ends it

@@ -23,7 +23,7 @@ from hilbench.store import Store
 from tests.agent_thread import serving
 from tests.campaign_toml import agent, campaign, keysight, qubo, write_campaign
 from tests.figures import measured
-from tests.subprocesses import hilbench, hilbench_command, start_campaign, wait_for_run
+from tests.subprocesses import hilbench, hilbench_command, start_campaign, unit_runs, wait_for_run
 
 
 def small(
@@ -42,7 +42,7 @@ def test_campaign_runs_every_unit_through_a_real_agent(tmp_path):
     # This machine decides whether the agent can read RAPL; the test does not assume it.
     rapl, rapl_reason = probe_rapl()
     with Store(db) as store:
-        runs = store.runs()
+        runs = unit_runs(store)
         assert len(runs) == 4 and all(r["status"] == "success" for r in runs)
         for run in runs:
             metrics = {m["name"]: m for m in store.metrics(run["uid"])}
@@ -89,7 +89,7 @@ def test_runs_that_fail_exit_1_and_the_campaign_goes_on(tmp_path):
     assert proc.returncode == 1, proc.stderr
     assert "failed" in proc.stderr
     with Store(db) as store:
-        runs = store.runs()
+        runs = unit_runs(store)
         assert len(runs) == 4  # every unit was tried
         assert all(r["status"] == "fail" and "claimed cost" in r["reason"] for r in runs)
         assert [c["status"] for c in store.campaigns()] == ["fail"]
@@ -111,7 +111,7 @@ def test_silent_instrument_at_start_exits_3_and_the_campaign_row_has_a_status(tm
     assert proc.returncode == 3, proc.stderr
     assert "instrument dmm" in proc.stderr
     with Store(db) as store:
-        assert store.runs() == []
+        assert unit_runs(store) == []
         assert [c["status"] for c in store.campaigns()] == ["abort"]
 
 
@@ -149,7 +149,7 @@ def test_killing_the_agent_names_agent_and_run_and_keeps_completed_runs(tmp_path
     assert proc.returncode == 3, err
     assert "agent cpu0 was lost during run" in err
     with Store(db) as store:
-        runs = store.runs()
+        runs = unit_runs(store)
         done = [r for r in runs if r["status"] == "success"]
         failed = [r for r in runs if r["status"] == "fail"]
         assert done, "completed runs must remain in the store"
@@ -176,7 +176,7 @@ def test_interrupted_campaign_resumes_where_it_stopped(tmp_path):
     outcome = again.run()
     assert outcome.skipped == 2 and outcome.completed == 2
     with Store(db) as store:
-        keys = [r["unit_key"] for r in store.runs() if r["status"] == "success"]
+        keys = [r["unit_key"] for r in unit_runs(store) if r["status"] == "success"]
     assert sorted(keys) == sorted(str(u.key) for u in expand_all(campaign))
 
 
@@ -309,7 +309,7 @@ def test_agent_that_dials_in_runs_the_campaign(tmp_path):
             run.kill()
     assert run.returncode == 0, err
     with Store(db) as store:
-        runs = store.runs()
+        runs = unit_runs(store)
     assert len(runs) == 4 and all(r["status"] == "success" for r in runs)
     assert runs[0]["agents"]["cpu0"]["agent_id"] == "cpu0"
 
@@ -324,7 +324,7 @@ def test_time_to_solution_campaign_reports_latency_per_gap(tmp_path):
     outcome = CampaignRunner(campaign, db).run()
     assert outcome.completed == 1
     with Store(db) as store:
-        run = store.runs()[0]
+        run = unit_runs(store)[0]
         assert run["procedure"] == "qubo.time_to_solution"
         metrics = {m["name"]: m for m in store.metrics(run["uid"])}
     loose, tight = metrics["tts_s@0.1"], metrics["tts_s@0.01"]

@@ -16,7 +16,7 @@ from hilbench.store import Store
 from hilbench.wire import codec
 from hilbench.wire.codec import Message
 from tests.campaign_toml import agent, campaign, qubo
-from tests.subprocesses import hilbench_command
+from tests.subprocesses import hilbench_command, unit_runs
 
 PROTO_V = codec.PROTOCOL_VERSION  # the protocol version these messages speak
 
@@ -75,5 +75,5 @@ def test_a_foreign_shutdown_stop_and_load_do_not_touch_a_campaign(tmp_path):
             proc.wait()
     assert proc.returncode == 0, err
     with Store(db) as store:
-        runs = store.runs()
+        runs = unit_runs(store)
     assert len(runs) == 12 and {r["status"] for r in runs} == {"success"}, runs

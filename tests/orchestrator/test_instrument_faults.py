@@ -13,7 +13,7 @@ from hilbench.sim.power_model import SIMULATED_CPU
 from hilbench.store import Store
 from tests.campaign_toml import campaign, keysight, measured_agent, qubo, write_campaign
 from tests.figures import measured
-from tests.subprocesses import hilbench_command, start_campaign, wait_for_run
+from tests.subprocesses import hilbench_command, start_campaign, unit_runs, wait_for_run
 
 
 def meter_campaign(meter: SimulatedMeter, seeds: Sequence[int] = range(6),
@@ -57,7 +57,7 @@ def test_meter_fault_marks_runs_invalid_and_keeps_good_ones(tmp_path, fault, rea
     assert "instrument dmm" in err
     assert "to resume: " + shlex.join(hilbench_command("run", path, "--db", db)) in err
     with Store(db) as store:
-        runs = store.runs()
+        runs = unit_runs(store)
         good = [r for r in runs if r["status"] == "success"]
         bad = [r for r in runs if r["status"] == "fail"]
         assert good and len(bad) == 1, "the campaign stops at the first invalid run"

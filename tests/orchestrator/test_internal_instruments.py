@@ -10,6 +10,7 @@ from hilbench.orchestrator.runner import CampaignRunner
 from hilbench.store import Store
 from tests.figures import measured
 from tests.power.conftest import FakePowercap
+from tests.subprocesses import unit_runs
 
 
 def campaign(instrument: dict) -> object:
@@ -31,7 +32,7 @@ def test_rapl_instrument_gives_the_power_its_counters_count(tmp_path):
         outcome = CampaignRunner(spec, tmp_path / "r.sqlite").run()
     assert outcome.completed == 1
     with Store(tmp_path / "r.sqlite") as store:
-        run = store.runs()[0]
+        run = unit_runs(store)[0]
         power = {m["name"]: m for m in store.metrics(run["uid"])}["avg_power_w"]
         assert power["meta"]["source"] == "pkg"
         assert measured(power) == pytest.approx(33.0, rel=0.05), power["meta"]

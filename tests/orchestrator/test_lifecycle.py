@@ -21,7 +21,7 @@ from hilbench.clock import now
 from hilbench.orchestrator.runner import UNFINISHED_REASON
 from hilbench.store import Store
 from tests.campaign_toml import agent, campaign, keysight, qubo
-from tests.subprocesses import hilbench_command, run_campaign, start_campaign
+from tests.subprocesses import hilbench_command, run_campaign, start_campaign, unit_runs
 
 pytestmark = pytest.mark.slow
 
@@ -199,7 +199,7 @@ def _signal_when(
 
 def _runs(db: Path) -> list[dict]:
     with Store(db) as store:
-        return store.runs()
+        return unit_runs(store)
 
 
 def test_ctrl_c_stops_the_demo_as_documented(tmp_path):
@@ -219,4 +219,5 @@ def test_ctrl_c_stops_the_demo_as_documented(tmp_path):
     assert tree.seen and tree.alive() == []
     with Store(db) as store:
         assert [c["status"] for c in store.campaigns()] == ["abort"]
-        assert [r["status"] for r in store.runs() if r["status"] not in ("success", "abort")] == []
+        assert [r["status"] for r in unit_runs(store)
+                if r["status"] not in ("success", "abort")] == []

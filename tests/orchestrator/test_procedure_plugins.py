@@ -17,7 +17,7 @@ import pytest
 from hilbench.orchestrator.procedure import ENTRY_POINT_GROUP, procedures
 from hilbench.store import Store
 from tests.campaign_toml import agent, campaign, table
-from tests.subprocesses import hilbench
+from tests.subprocesses import hilbench, unit_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 ORCHESTRATOR = ROOT / "hilbench" / "orchestrator"
@@ -163,7 +163,7 @@ def test_third_party_procedure_runs_through_a_real_agent(tmp_path, third_party):
     run = hilbench("run", str(path), "--db", str(db), "-q", env=third_party)
     assert run.returncode == 0, run.stderr
     with Store(db) as store:
-        runs = store.runs()
+        runs = unit_runs(store)
         assert sorted(r["unit_key"] for r in runs) == sorted(
             f"words/{w}/rep={r}" for w in ("neuro", "bench") for r in (0, 1)
         )

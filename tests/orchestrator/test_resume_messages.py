@@ -15,7 +15,7 @@ import pytest
 from hilbench.orchestrator.resume import changed_keys
 from hilbench.store import Store, StoreError
 from tests.campaign_toml import agent, campaign, qubo, write_campaign
-from tests.subprocesses import hilbench, hilbench_command, run_campaign, start_campaign
+from tests.subprocesses import hilbench, hilbench_command, run_campaign, start_campaign, unit_runs
 
 
 def _small(timeout_s: float = 0.001, seeds=(0, 1), **keys) -> str:
@@ -30,7 +30,7 @@ def _campaigns(db: Path) -> list[dict]:
 
 def _runs(db: Path) -> list[dict]:
     with Store(db) as store:
-        return store.runs()
+        return unit_runs(store)
 
 
 def _resume_line(path: Path, db: Path) -> str:

@@ -14,6 +14,7 @@ from hilbench_drivers.cpu import CpuDriver
 from tests.agent.conftest import SleepyDriver
 from tests.agent_thread import serving
 from tests.campaign_toml import keysight, write_campaign
+from tests.subprocesses import unit_runs
 
 CAMPAIGN = """
 [campaign]
@@ -52,7 +53,7 @@ def test_an_agent_started_by_hand_drives_the_simulated_meter(tmp_path):
         outcome = CampaignRunner(campaign, tmp_path / "a.sqlite").run()
     assert outcome.completed == 1
     with Store(tmp_path / "a.sqlite") as store:
-        (run,) = store.runs()
+        (run,) = unit_runs(store)
         power = {m["name"]: m for m in store.metrics(run["uid"])}["avg_power_w"]
     solving = SIMULATED_CPU.watts("solving")
     assert solving > SIMULATED_CPU.watts("idle") + 20  # 38 W against 12 W: not to be confused
@@ -69,4 +70,4 @@ def test_an_agent_that_cannot_follow_the_meter_refuses_the_campaign(tmp_path):
             CampaignRunner(campaign, tmp_path / "b.sqlite").run()
     assert "idle power as active" in str(refused.value)
     with Store(tmp_path / "b.sqlite") as store:
-        assert store.runs() == []
+        assert unit_runs(store) == []

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from hilbench.store import Store, StoreWriter
 from tests.campaign_toml import agent, campaign, qubo, write_campaign
-from tests.subprocesses import hilbench
+from tests.subprocesses import hilbench, unit_runs
 
 UNITS = 40  # 20 seeds x SA and Tabu on 10 nodes, 1 ms each
 
@@ -76,7 +76,7 @@ def test_a_full_disk_stops_with_exit_4_and_the_next_run_completes_every_status(
     }
     assert 0 < len(reported) < UNITS
     with Store(db) as store:
-        kept = {r["uid"][:8]: r for r in store.runs() if r["status"] == "success"}
+        kept = {r["uid"][:8]: r for r in unit_runs(store) if r["status"] == "success"}
     assert set(kept) == reported
 
     _remount(small_disk, "size=32m")  # space returns
@@ -84,7 +84,7 @@ def test_a_full_disk_stops_with_exit_4_and_the_next_run_completes_every_status(
     assert second.returncode == 0, second.stderr
     with Store(db) as store:
         [row] = store.campaigns()
-        runs = store.runs()
+        runs = unit_runs(store)
     assert row["status"] == "success"
     assert all(r["status"] is not None and r["status"] != "incomplete" for r in runs), runs
     succeeded = [r for r in runs if r["status"] == "success"]
@@ -143,6 +143,6 @@ def test_an_error_of_the_medium_from_sqlite_stops_the_campaign_with_exit_4(
     assert "to resume: " in result.output and f" run {path} --db {db}" in result.output
     with Store(db) as store:
         [row] = store.campaigns()
-        [run] = store.runs()
+        [run] = unit_runs(store)
     assert row["status"] == "abort"  # the store still took the statuses: completed at once
     assert run["status"] == "abort" and words in run["reason"]

@@ -11,7 +11,7 @@ from hilbench.store import Store
 from tests.campaign_toml import write_campaign
 from tests.figures import measured
 from tests.orchestrator.test_instrument_faults import meter_campaign
-from tests.subprocesses import run_campaign
+from tests.subprocesses import run_campaign, unit_runs
 
 
 def test_avg_power_is_recomputed_from_stored_samples_and_device_times(tmp_path):
@@ -21,7 +21,7 @@ def test_avg_power_is_recomputed_from_stored_samples_and_device_times(tmp_path):
         proc = run_campaign(path, db, timeout=120)
     assert proc.returncode == 0, proc.stderr
     with Store(db) as store:
-        runs = store.runs()
+        runs = unit_runs(store)
         assert len(runs) == 2
         for run in runs:
             metrics = {m["name"]: m for m in store.metrics(run["uid"])}

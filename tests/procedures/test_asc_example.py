@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hilbench.store import Store
-from tests.subprocesses import run_campaign
+from tests.subprocesses import run_campaign, unit_runs
 
 pytestmark = pytest.mark.slow
 
@@ -43,7 +43,7 @@ def example_run(asc_cache: Path, tmp_path_factory: pytest.TempPathFactory):
     )
     assert proc.returncode == 0, proc.stderr
     with Store(db) as store:
-        runs = {r["unit_key"]: r for r in store.runs()}
+        runs = {r["unit_key"]: r for r in unit_runs(store)}
         details = {
             key: {
                 "run": r,

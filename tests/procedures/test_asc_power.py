@@ -18,6 +18,7 @@ from hilbench.sim.power_model import SIMULATED_CPU
 from hilbench.store import Store
 from hilbench.workloads.asc.vectors import fixed_model
 from tests.campaign_toml import agent, campaign, keysight, measured_agent, table
+from tests.subprocesses import unit_runs
 
 pytestmark = pytest.mark.slow
 STAGES = ("preprocessing", "inference")
@@ -57,14 +58,14 @@ def run_campaign(tmp_path: Path, text: str) -> tuple[Path, str]:
 
 def power_metrics(db: Path) -> dict[str, dict]:
     with Store(db) as store:
-        (run,) = [r for r in store.runs() if r["procedure"] == "asc.power"]
+        (run,) = [r for r in unit_runs(store) if r["procedure"] == "asc.power"]
         assert run["status"] == "success"
         return {m["name"]: m for m in store.metrics(run["uid"])}
 
 
 def single_stream_metrics(db: Path) -> tuple[dict, dict[str, dict]]:
     with Store(db) as store:
-        (run,) = [r for r in store.runs() if r["procedure"] == "asc.single_stream"]
+        (run,) = [r for r in unit_runs(store) if r["procedure"] == "asc.single_stream"]
         return run, {m["name"]: m for m in store.metrics(run["uid"])}
 
 
@@ -111,7 +112,7 @@ def test_dynamic_power_and_energy_match_the_simulated_truth(tmp_path, asc_cache,
             assert energy["value"] == pytest.approx(true_dynamic * single_s, rel=0.01)
             assert energy["uncertainty"] > 0 and energy["meta"]["budget"]["components"]
         with Store(db) as store:
-            (power_run,) = [r for r in store.runs() if r["procedure"] == "asc.power"]
+            (power_run,) = [r for r in unit_runs(store) if r["procedure"] == "asc.power"]
             offsets = [p["clock_offsets"]["cpu0"]["offset_s"] for p in store.phases(
                 power_run["uid"])]
         assert offsets and all(o == pytest.approx(agent_offset_s, abs=0.01) for o in offsets)
@@ -183,7 +184,7 @@ def test_a_drifting_meter_is_restamped_and_its_figures_cover_the_truth(tmp_path,
         assert all(t >= w["drift_residual_s"] for t, w in zip(timing, windows, strict=True))
 
         with Store(db) as store:
-            (run,) = [r for r in store.runs() if r["procedure"] == "asc.power"]
+            (run,) = [r for r in unit_runs(store) if r["procedure"] == "asc.power"]
             records = store.events(run["uid"], "instrument_interval")
             assert len(records) == len(windows)  # one per measured phase
             for record in records:

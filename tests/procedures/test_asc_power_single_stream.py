@@ -17,7 +17,7 @@ from hilbench.sim.power_model import SIMULATED_CPU
 from hilbench.store import Store
 from hilbench.workloads.asc.vectors import fixed_model
 from tests.campaign_toml import campaign, keysight, measured_agent, table
-from tests.subprocesses import hilbench
+from tests.subprocesses import hilbench, unit_runs
 
 STAGES = ("preprocessing", "inference")
 STAGE_TIME = {"preprocessing": "preprocess_time_s", "inference": "inference_time_s"}
@@ -58,7 +58,7 @@ def test_stage_power_in_single_stream_windows_matches_the_simulated_truth(tmp_pa
         # every reading came from a timeline the device had told in time
         assert meter.late_readings == 0
     with Store(db) as store:
-        runs = {r["procedure"]: r for r in store.runs()}
+        runs = {r["procedure"]: r for r in unit_runs(store)}
         metrics = {m["name"]: m for m in store.metrics(runs["asc.power"]["uid"])}
         single = {m["name"]: m for m in store.metrics(runs["asc.single_stream"]["uid"])}
         windows = store.events(runs["asc.power"]["uid"], "pipeline_window")

@@ -133,7 +133,7 @@ def test_a_version_2_peer_is_answered_in_version_2_without_sample_lists(monkeypa
     gets says v 2, and single stream takes one request per sample."""
     device = LoggingDevice()
     with served(device, "lists") as client:
-        assert client.version == codec.PROTOCOL_VERSION == 3
+        assert client.version == codec.PROTOCOL_VERSION == 4
     monkeypatch.setattr(codec, "SUPPORTED_VERSIONS", (2,))  # this client speaks 2 alone
     with served(device, "v2") as client:
         assert client.version == 2
@@ -156,3 +156,25 @@ def test_a_list_the_agent_stopped_gives_no_figure_from_part_of_the_set():
         run_single_stream(RemoteDevice(link), _audio(3), lambda r, body: seen.append(r.index))
     assert caught.value.code == "stopped"
     assert "after 0 of 3 samples" in str(caught.value) and seen == []
+
+
+class AnswersAnotherSample(LoggingDevice):
+    """Answers sample 2's index (and class) for sample 1 of a list."""
+
+    def run(self, params: dict[str, Any], stop: threading.Event) -> DriverResult:
+        reply = super().run(params, stop)
+        if params["index"] == 1:
+            return DriverResult({**reply.body, "index": 2, "predicted": 2}, reply.arrays)
+        return reply
+
+
+def test_a_list_answering_another_sample_is_a_bad_reply_naming_it():
+    """Scored against sample 1's label, sample 2's answer would count as right or wrong at
+    random: the reply is refused, naming the result and both indices."""
+    seen: list[int] = []
+    with served(AnswersAnotherSample(), "other") as client, pytest.raises(AgentError) as caught:
+        run_single_stream(RemoteDevice(client), _audio(3), lambda r, body: seen.append(r.index))
+    assert caught.value.code == "bad_reply"
+    assert "results[1] is sample 2, not 1" in str(caught.value)
+    assert caught.value.detail["key"] == "results[1].index"
+    assert seen == []  # no sample of the list was scored

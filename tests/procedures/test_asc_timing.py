@@ -13,6 +13,7 @@ from hilbench.orchestrator.runner import CampaignRunner
 from hilbench.store import Store
 from tests.agent_thread import serving
 from tests.cpu_wrapper import CpuWrapper
+from tests.subprocesses import unit_runs
 
 
 class BackdatingDriver(CpuWrapper):
@@ -45,7 +46,7 @@ def test_a_backdated_sample_fails_its_run_as_timing_inconsistent(tmp_path, asc_c
         outcome = CampaignRunner(campaign, tmp_path / "r.sqlite").run()
     assert outcome.failed == 1
     with Store(tmp_path / "r.sqlite") as store:
-        [run] = store.runs()
+        [run] = unit_runs(store)
     assert run["status"] == "fail"
     assert "timing_inconsistent: sample 0: the claimed timed region starts" in run["reason"]
     assert "before the request was sent" in run["reason"]

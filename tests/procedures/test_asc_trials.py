@@ -8,7 +8,7 @@ import pytest
 
 from hilbench.store import Store
 from tests.campaign_toml import agent, campaign, table, write_campaign
-from tests.subprocesses import run_campaign
+from tests.subprocesses import run_campaign, unit_runs
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +31,7 @@ def test_trials_run_every_unit_n_times_and_the_table_says_so(tmp_path: Path, asc
     )
     assert proc.returncode == 0, proc.stderr
     with Store(db) as store:
-        runs = store.runs()
+        runs = unit_runs(store)
     assert sorted(r["unit_key"].rsplit("/", 1)[-1] for r in runs) == ["rep=0", "rep=1"]
     words = " ".join(proc.stdout.split())
     assert "5-trial rule: 2 trial(s) per figure; the reported figure is their mean" in words

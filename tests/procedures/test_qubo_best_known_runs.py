@@ -8,7 +8,7 @@ from hilbench.store import Store
 from hilbench.workloads.qubo.best_known import BestKnownStore
 from tests.campaign_toml import agent, campaign, qubo, write_campaign
 from tests.figures import measured
-from tests.subprocesses import run_campaign
+from tests.subprocesses import run_campaign, unit_runs
 
 CAMPAIGN = campaign(
     agent(), qubo(nodes=[25], seeds=[0, 1], solvers=["anytime"]), name="gaps"
@@ -25,7 +25,7 @@ def test_runs_store_the_gap_to_both_targets(tmp_path):
     proc = run_campaign(path, db, timeout=180, extra_env={"HILBENCH_BEST_KNOWN": str(book)})
     assert proc.returncode == 0, proc.stderr
     with Store(db) as store:
-        runs = {run["params"]["seed"]: run for run in store.runs()}
+        runs = {run["params"]["seed"]: run for run in unit_runs(store)}
         known = {s: {m["name"]: m for m in store.metrics(r["uid"])} for s, r in runs.items()}
     assert runs[0]["params"]["best_known"] == -1
     assert runs[0]["params"]["best_known_provenance"]["by"] == "this test"

@@ -24,6 +24,7 @@ from hilbench.workloads.qubo import SparseQubo, edges_in_graph
 from tests.agent_thread import serving
 from tests.cpu_wrapper import CpuWrapper
 from tests.figures import measured
+from tests.subprocesses import unit_runs
 
 
 class TamperingDriver(CpuWrapper):
@@ -96,7 +97,7 @@ def test_a_wrong_claimed_cost_fails_the_run_and_names_both_costs(tmp_path, tampe
     db, outcome = run_campaign(tmp_path, tampering_agent, seeds=(0,))
     assert outcome.failed == 1 and outcome.completed == 0
     with Store(db) as store:
-        [run] = store.runs()
+        [run] = unit_runs(store)
         assert run["status"] == "fail"
         assert "bad_solution" in run["reason"] and "claimed cost" in run["reason"]
         [check] = store.events(run["uid"], name="solution_check")
@@ -112,7 +113,7 @@ def test_an_infeasible_state_has_its_own_status_and_no_gap(tmp_path, tampering_a
         campaign_uid = store.campaigns()[0]["uid"]
         metrics = {
             run["params"]["seed"]: {m["name"]: m for m in store.metrics(run["uid"])}
-            for run in store.runs()
+            for run in unit_runs(store)
         }
     bad, good = metrics[1], metrics[0]
     assert bad["feasible"]["value"] == 0.0 and bad["feasible"]["meta"]["status"] == "infeasible"
@@ -132,7 +133,7 @@ def test_an_overrun_is_flagged_in_the_run_and_the_table(tmp_path, tampering_agen
     assert outcome.completed == 1
     with Store(db) as store:
         campaign_uid = store.campaigns()[0]["uid"]
-        [run] = store.runs()
+        [run] = unit_runs(store)
         metrics = {m["name"]: m for m in store.metrics(run["uid"])}
     assert metrics["overrun"]["value"] == 1.0
     assert metrics["actual_s"]["value"] >= 0.03  # the 30 ms the solver kept going

@@ -18,6 +18,7 @@ from hilbench.report.summary import print_summary
 from hilbench.store import Store
 from tests.agent_thread import serving
 from tests.cpu_wrapper import CpuWrapper
+from tests.subprocesses import unit_runs
 
 
 class SmallDevice(CpuWrapper):
@@ -52,7 +53,7 @@ def run_largest(tmp_path, agent: str, table: str) -> list[dict[str, Any]]:
     assert "largest workload supported" in summary.getvalue()
     found = []
     with Store(db) as store:
-        for run in store.runs():
+        for run in unit_runs(store):
             metrics = {m["name"]: m for m in store.metrics(run["uid"])}
             attempts = [e["data"] for e in store.events(run["uid"], name="size_attempt")]
             found.append({"run": run, "largest": metrics["largest_nodes"], "attempts": attempts})

@@ -5,10 +5,8 @@ filed as such, never under its nominal timeout; a late answer with forged times 
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+import re
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
@@ -18,30 +16,19 @@ from hilbench.store import Store
 from hilbench.store.frames import metrics_frame
 from hilbench.workloads.qubo.check import is_overrun
 from tests.campaign_toml import agent, campaign, qubo, write_campaign
-from tests.subprocesses import hilbench, run_campaign
+from tests.subprocesses import hilbench, run_campaign, script_agent
 
 SPEC_AGENT = Path(__file__).resolve().parents[1] / "spec_agent.py"
 TIMEOUT_S = 0.1
 
 
-@contextmanager
-def spec_agent(*rules: str, power_w: float | None = None) -> Iterator[str]:
+def spec_agent(*rules: str, power_w: float | None = None) -> AbstractContextManager[str]:
     """The spec-only agent in its own process, with SEED:MODE:FACTOR ``rules`` (and every
     power claim ``power_w`` watts); its endpoint."""
-    args = [sys.executable, str(SPEC_AGENT)]
-    for rule in rules:
-        args += ["--seed-rule", rule]
+    args = [a for rule in rules for a in ("--seed-rule", rule)]
     if power_w is not None:
         args += ["--power-w", str(power_w)]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.startswith("ENDPOINT "), line
-        yield line.split()[1]
-    finally:
-        proc.kill()
-        proc.wait(10)
+    return script_agent(SPEC_AGENT, *args)
 
 
 def spec_campaign(tmp_path: Path, endpoint: str, seeds: list[int], name: str) -> Path:
@@ -49,7 +36,7 @@ def spec_campaign(tmp_path: Path, endpoint: str, seeds: list[int], name: str) ->
         agent("spec", "spec", spawn=False, address=endpoint),
         qubo("spec", nodes=[25], densities=[0.1], seeds=seeds, solvers=["sa"],
              timeouts_s=[TIMEOUT_S]),
-        name=name,
+        name=name, timing_attempts=3,
     ))
 
 
@@ -120,32 +107,38 @@ def test_an_overrun_is_kept_out_of_its_nominal_timeout_everywhere(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_late_reply_with_forged_times_is_timing_inconsistent(tmp_path):
-    """Seed 1 replies 10× late but claims the requested time: that run fails with the reason
-    and both figures, the others complete, exit 1; running again resumes without error."""
+def test_a_late_reply_with_forged_times_is_never_an_answer(tmp_path):
+    """Seed 1 replies 10× late but claims the requested time: each attempt is unverified (0.9 s
+    late is within what a loaded host explains, so not named a lie), tried three times, counted
+    and never averaged; the others complete; the campaign does not fail; running again finds it
+    finished."""
     db = tmp_path / "forged.sqlite"
     with spec_agent("1:forged:10") as endpoint:
         path = spec_campaign(tmp_path, endpoint, [0, 1, 2], "forged")
         first = run_campaign(path, db)
         second = run_campaign(path, db)
-    assert first.returncode == 1, first.stdout + first.stderr
-    runs = runs_by_seed(db)
-    assert runs[0]["status"] == runs[2]["status"] == "success"
-    bad = runs[1]
-    assert bad["status"] == "fail" and "timing_inconsistent" in bad["reason"]
-    assert "the agent claims 0.100000 s" in bad["reason"]
+    assert first.returncode == 0, first.stdout + first.stderr
+    with Store(db) as store:
+        runs = store.runs()
+        forged = [r for r in runs if r["params"]["seed"] == 1]
+        assert [r["status"] for r in forged] == ["unverified"] * 3
+        assert all("timing_unverified" in r["reason"] for r in forged)
+        assert [r["reason"].rsplit("(attempt ", 1)[1][:6] for r in forged] == \
+            ["1 of 3", "2 of 3", "3 of 3"]
+        bad = {**forged[0], "metrics": {m["name"]: m for m in store.metrics(forged[0]["uid"])},
+               "events": {e["name"]: e for e in store.events(forged[0]["uid"])}}
+        assert not any(r["status"] == "fail" for r in runs)
     check = bad["events"]["timing_check"]["data"]
-    assert not check["consistent"]
+    assert check["verdict"] == "unverified" and check["consistent"]
     assert check["claimed_s"] == pytest.approx(TIMEOUT_S)
     assert check["orchestrator_window_s"] >= 10 * TIMEOUT_S  # the orchestrator's bound
-    assert not any(bad["metrics"].get(n) for n in ("bks_gap", "avg_power_w", "energy_j"))
-    # An honest run stores the orchestrator's bound beside the agent's claim.
-    honest = runs[0]["metrics"]
+    assert check["margin_s"] < -0.8  # 0.9 s outside, a bound of milliseconds
+    assert check["allowance"]["link"]["echoes"] >= 24
+    assert not bad["metrics"]  # no figure of a run that is no answer
+    honest = runs_by_seed(db)[0]["metrics"]
     assert honest["orchestrator_window_s"]["value"] >= honest["actual_s"]["value"]
-    assert honest["orchestrator_window_s"]["meta"]["consistent"] is True
-    # The rerun resumes: the two good units are skipped, the forged one is flagged again.
-    assert second.returncode == 1, second.stdout + second.stderr
-    assert "Traceback" not in second.stderr
-    assert "2 resumed from earlier" in second.stdout
-    with Store(db) as store:
-        assert sum(r["status"] == "fail" for r in store.runs()) == 2
+    assert honest["orchestrator_window_s"]["meta"]["verdict"] == "on_time"
+    shown = hilbench("results", "--db", db, "--campaign", "forged").stdout
+    counted = re.search(r"unverified (\d+)/(\d+)", shown)  # counted in its row
+    assert counted and int(counted[1]) >= 3 and int(counted[2]) >= 5, shown
+    assert second.returncode == 0 and "already finished" in second.stderr + second.stdout

@@ -10,7 +10,7 @@ from hilbench.sim import SimulatedMeter
 from hilbench.sim.power_model import SIMULATED_CPU
 from hilbench.store import Store
 from tests.campaign_toml import campaign, keysight, measured_agent, qubo, write_campaign
-from tests.subprocesses import run_campaign
+from tests.subprocesses import run_campaign, unit_runs
 
 
 def tts_campaign(meter: SimulatedMeter) -> str:
@@ -43,7 +43,7 @@ def test_tts_energy_matches_the_true_energy_within_its_uncertainty(tmp_path):
     assert proc.returncode == 0, proc.stderr
     checked = 0
     with Store(db) as store:
-        for run in store.runs():
+        for run in unit_runs(store):
             metrics = {m["name"]: m for m in store.metrics(run["uid"])}
             [result] = store.events(run["uid"], name="solve_result")
             reached = {entry["gap"]: entry["t_s"] for entry in result["data"]["reached"]}

@@ -13,6 +13,7 @@ from hilbench.orchestrator.campaign import parse_campaign
 from hilbench.orchestrator.runner import CampaignRunner
 from hilbench.store import Store
 from tests.spec_agent import SpecAgent
+from tests.subprocesses import unit_runs
 
 
 def campaign(address: str):
@@ -43,7 +44,7 @@ def test_a_reply_breaking_the_contract_fails_only_its_run_and_resume_works(tmp_p
         port = agent.port
     assert (outcome.completed, outcome.failed) == (2, 1)  # `hilbench run` exits 1
     with Store(db) as store:
-        runs = {r["params"]["seed"]: r for r in store.runs()}
+        runs = {r["params"]["seed"]: r for r in unit_runs(store)}
     assert runs[0]["status"] == runs[2]["status"] == "success"
     assert runs[1]["status"] == "fail"
     assert "bad_reply" in runs[1]["reason"] and f"'{fault[1]}'" in runs[1]["reason"]

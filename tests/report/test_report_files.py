@@ -14,6 +14,7 @@ from hilbench.cli import cli
 from hilbench.store import Store
 from tests.report.page_check import open_page, parse, printed_matches
 from tests.report.qubo_store import write_qubo_store
+from tests.subprocesses import unit_runs
 
 pytestmark = pytest.mark.slow  # two reports: ~5 s of CPU
 pytest.importorskip("matplotlib")
@@ -87,7 +88,7 @@ def test_every_section_is_there(reports):
     assert "host pre-processing" in page and "on-device pre-processing" in page
     assert "clock offsets" in page and "one reading every 1 ms" in page
     with Store(db) as store:
-        runs = store.runs()
+        runs = unit_runs(store)
     for run in runs:
         assert run["uid"] in page
     assert len((a / "runs.csv").read_text().splitlines()) == len(runs) + 1

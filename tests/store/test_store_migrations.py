@@ -45,15 +45,35 @@ def test_the_newest_revision_is_the_schema_version():
     assert migrations.head() == f"{SCHEMA_VERSION:04d}"
 
 
-def test_sqlite_stores_have_no_revision_past_the_baseline_to_miss():
-    """schema.migrate brings SQLite files to the baseline and stamps them; PostgreSQL runs
-    every revision. The first revision after 0004 must also be run on SQLite files there
-    (migrations.upgrade on the file's engine, then user_version): this fails until it is."""
-    from hilbench.store.schema import BASELINE_VERSION
+def test_every_revision_past_the_baseline_has_its_sqlite_step():
+    """schema.migrate brings SQLite files to the baseline, stamps them, then applies each later
+    revision's SQLite step (SQLITE_MIGRATIONS); PostgreSQL runs every Alembic revision."""
+    from hilbench.store.schema import BASELINE_VERSION, SQLITE_MIGRATIONS
 
-    assert SCHEMA_VERSION == BASELINE_VERSION, (
-        "a revision past the baseline exists: make schema.migrate apply it to SQLite stores"
-    )
+    assert sorted(SQLITE_MIGRATIONS) == list(range(BASELINE_VERSION + 1, SCHEMA_VERSION + 1))
+
+
+def test_a_run_may_end_unverified_and_nothing_else_new(store_url):
+    """Schema 5: a run may end 'unverified' (its timing could not be verified); any other
+    status is still refused by the database itself, and phases keep their three."""
+    with StoreWriter(store_url):
+        pass
+    engine = parse_db(store_url).engine()
+    insert = ("INSERT INTO runs (uid, campaign_uid, unit_key, procedure, params, agents,"
+              " t_start, wall_time, hilbench_version, exit_status)"
+              " VALUES (:uid, 'c', 'k', 'p', '{}', '{}', 0, 0, 'x', :status)")
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.text(insert), {"uid": "a", "status": "unverified"})
+        with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
+            conn.execute(sa.text(insert), {"uid": "b", "status": "late"})
+        with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
+            conn.execute(sa.text("INSERT INTO phases (uid, run_uid, name, t_start, clock_offsets,"
+                                 " exit_status) VALUES ('p', 'a', 'x', 0, '{}', 'unverified')"))
+    finally:
+        engine.dispose()
+    with Store(store_url) as store:
+        assert store.run("a")["status"] == "unverified"
 
 
 def test_a_new_store_has_the_schema_of_tables_py(store_url, full_run):
@@ -61,7 +81,8 @@ def test_a_new_store_has_the_schema_of_tables_py(store_url, full_run):
         full_run(writer)
     assert _differences(store_url) == []
     with parse_db(store_url).engine().connect() as conn:
-        assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar() == "0004"
+        assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar() == \
+            f"{SCHEMA_VERSION:04d}"
 
 
 def _legacy_store(path, version: int) -> None:
@@ -91,7 +112,8 @@ def test_a_store_made_before_alembic_is_upgraded_and_stamped_in_place(tmp_path, 
         assert store.run("r1")["status"] == "success"
     StoreWriter(path).close()  # the first write stamps it
     conn = sqlite3.connect(path)
-    assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("0004",)]
+    assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [
+        (f"{SCHEMA_VERSION:04d}",)]
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     if version < 3:  # the run was stored before groups existed: filled in by the upgrade
         assert conn.execute("SELECT unit_group FROM runs").fetchone()[0] == "n=10/seed=*"

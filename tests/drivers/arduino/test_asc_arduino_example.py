@@ -13,7 +13,7 @@ import pytest
 from hilbench.procedures.asc import ensure_fixture
 from hilbench.sim.power_model import ARDUINO_NANO_33_BLE
 from hilbench.store import Store
-from tests.subprocesses import run_campaign
+from tests.subprocesses import run_campaign, unit_runs
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +44,7 @@ def example_run(host_program: Path, tmp_path_factory: pytest.TempPathFactory):
     )
     assert proc.returncode == 0, proc.stderr
     with Store(db) as store:
-        runs = {r["procedure"]: r for r in store.runs()}
+        runs = {r["procedure"]: r for r in unit_runs(store)}
         metrics = {p: {m["name"]: m for m in store.metrics(r["uid"])} for p, r in runs.items()}
     return proc, runs, metrics
 

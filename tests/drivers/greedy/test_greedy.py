@@ -13,6 +13,7 @@ from hilbench.orchestrator.runner import CampaignRunner
 from hilbench.store import Store
 from tests.agent_thread import serving
 from tests.drivers.greedy.driver import GreedyDriver
+from tests.subprocesses import unit_runs
 
 
 def test_the_greedy_driver_conforms():
@@ -46,6 +47,6 @@ def test_the_greedy_driver_runs_a_campaign(tmp_path):
         outcome = CampaignRunner(campaign, tmp_path / "g.sqlite").run()
     assert (outcome.completed, outcome.failed) == (2, 0)
     with Store(tmp_path / "g.sqlite") as store:
-        for run in store.runs():
+        for run in unit_runs(store):
             metrics = {m["name"]: m["value"] for m in store.metrics(run["uid"])}
             assert metrics["feasible"] == 1.0 and metrics["bks_gap"] is not None

@@ -10,7 +10,7 @@ import pytest
 
 from hilbench.store import Store
 from tests.figures import measured
-from tests.subprocesses import run_campaign
+from tests.subprocesses import run_campaign, unit_runs
 
 pytestmark = pytest.mark.slow
 
@@ -32,7 +32,7 @@ def test_the_loihi_example_compares_lava_with_the_cpu_solvers(tmp_path, lava_pyt
     proc = run_campaign(campaign, db, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     with Store(db) as store:
-        runs = store.runs()
+        runs = unit_runs(store)
         lava = [r for r in runs if r["params"]["solver"] == "lava"]
         assert len(lava) == 2 and len(runs) == 6
         assert all(r["status"] == "success" for r in runs)

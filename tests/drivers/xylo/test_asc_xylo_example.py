@@ -12,7 +12,7 @@ import pytest
 from hilbench.procedures.asc import ensure_fixture
 from hilbench.store import Store
 from tests.drivers.xylo.conftest import REPO
-from tests.subprocesses import run_campaign
+from tests.subprocesses import run_campaign, unit_runs
 
 pytestmark = pytest.mark.slow
 
@@ -43,7 +43,7 @@ def example_run(xylo_python, tmp_path_factory):
         details = {r["unit_key"]: {"run": r,
                                    "metrics": {m["name"]: m for m in store.metrics(r["uid"])},
                                    "samples": store.events(r["uid"], "sample")}
-                   for r in store.runs()}
+                   for r in unit_runs(store)}
     return proc, details
 
 

@@ -1,0 +1,150 @@
+"""ASC claims against the orchestrator's windows: the time a request's window spends outside the
+stages (or the region) the device claims for it, held against the link's measured bound plus
+the per-sample untimed work the driver declares (``asc.sample_untimed``), on every path: one
+request per sample, sample lists, power windows, and their reanalysis from stored events.
+
+A device that claims 0.1 + 0.1 ms per sample while each sample occupies 2 ms of its request's
+window leaves 1.8 ms a sample unexplained: past the bound, the run is ``timing_unverified`` (or
+``timing_inconsistent`` past what load explains), so its energy per inference is never 10× low.
+See :mod:`hilbench.orchestrator.timing_check` for the rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hilbench.contracts.asc import AscCapabilities
+from hilbench.contracts.base import UntimedWork
+from hilbench.documents import Event
+from hilbench.orchestrator.client import ClockOffset
+from hilbench.orchestrator.link_probe import Echo
+from hilbench.orchestrator.timing_check import TimingCheck, check_work, raise_unless_on_time
+from hilbench.procedures.asc_device import load_sample, unload_sample, uses_sample_lists
+
+# What one sample's result adds to a reply (index, class, scores, stage times, region), and
+# the reply of a power window (its loop and, from an on-board monitor, its readings).
+RESULT_BYTES = 256
+WINDOW_REPLY_BYTES = 4096
+
+
+def sample_untimed(caps: Any) -> UntimedWork | None:
+    """The per-sample untimed work an ASC device declares (None: none)."""
+    asc = caps.asc if caps is not None else None
+    return asc.sample_untimed if isinstance(asc, AscCapabilities) else None
+
+
+def samples_echo(indices: Sequence[int]) -> Echo:
+    """A sample list run's shape: its body and one result per sample coming back."""
+    return Echo(len(indices) * RESULT_BYTES, {"workload": "asc", "mode": "samples",
+                                               "indices": [int(i) for i in indices]})
+
+
+def single_stream_echo(device: Any, count: int, per_list: int) -> Echo:
+    """The shape of the requests that run single stream on ``device``: sample lists of
+    ``per_list`` samples where the agent offers them, else one run request per sample."""
+    if uses_sample_lists(device):
+        return samples_echo(range(min(count, per_list)))
+    return Echo(RESULT_BYTES, {"workload": "asc", "mode": "single_stream", "index": 0})
+
+
+def window_echo(body: dict[str, Any]) -> Echo:
+    return Echo(WINDOW_REPLY_BYTES, body)
+
+
+@dataclass
+class PhaseTiming:
+    """The checks of one timed phase: each request's claim against its window; the phase keeps
+    the one with the least margin for its ``timing_check`` event."""
+
+    agent: str
+    offset: ClockOffset
+    declared: UntimedWork | None
+    recheck: Callable[[], float] | None = None
+    checked: int = 0
+    worst: TimingCheck | None = None
+    verdicts: dict[str, int] = field(default_factory=dict)
+    last_received: float = 0.0  # the event's time: no clock read of its own (replays match)
+    # a sample's load and unload as the orchestrator timed them (observe_load_unload): what
+    # each sample of a sample list may add to the list's window besides the declared work
+    list_sample_s: float = 0.0
+
+    def check(self, what: str, sent: float, received: float, claimed_s: float,
+              samples: int = 1, region: tuple[float, float] | None = None) -> TimingCheck:
+        """Check one request (raising ``timing_unverified`` or ``timing_inconsistent``)."""
+        found = check_work(sent, received, claimed_s, self.offset, samples, self.declared,
+                           region, self.recheck, self.list_sample_s)
+        self.checked += 1
+        self.last_received = max(self.last_received, received)
+        self.verdicts[found.verdict] = self.verdicts.get(found.verdict, 0) + 1
+        if self.worst is None or found.margin_s < self.worst.margin_s:
+            self.worst = found
+        raise_unless_on_time(self.agent, what, found)
+        return found
+
+    def summary(self) -> dict[str, Any]:
+        """What the phase's ``timing_check`` event stores: the requests checked and the one
+        closest to (or past) its allowance."""
+        worst = self.worst.to_dict() if self.worst is not None else {}
+        return {**worst, "requests_checked": self.checked, "verdicts": self.verdicts,
+                "worst_request": "the request with the least margin"}
+
+    def emit(self, ctx: Any, phase_uid: str) -> None:
+        """The phase's ``timing_check`` event (none for a phase without a link probe: a replay
+        of a cassette recorded before them, whose documents must come out as recorded)."""
+        if self.checked and self.offset.link is not None:
+            ctx.emit(Event(ctx.run_uid, phase_uid, "timing_check", self.last_received,
+                           self.summary()))
+
+
+LOAD_PROBES = 4  # load + unload pairs the orchestrator times before a phase of sample lists
+
+
+def observe_load_unload(ctx: Any, phase: Any, device: Any, index: int, audio: Any) -> float:
+    """Before a phase of sample lists: time ``LOAD_PROBES`` loads and unloads of one sample as
+    requests of their own (no claim of the agent's in them, only the orchestrator's windows)
+    and keep the slowest pair, which a list's sample may add to the list's window: in a list
+    the agent loads and unloads each sample beside the device, where the orchestrator cannot
+    see it. Stored as an event (``load_unload_probe``) for reanalysis; none without a link
+    probe (the replay of a cassette recorded before them)."""
+    if phase.offsets[device.name].link is None:
+        return 0.0
+    pairs = []
+    for _ in range(LOAD_PROBES):
+        load_sample(device, index, audio)
+        loaded = device.window
+        unload_sample(device, index)
+        unloaded = device.window
+        assert loaded is not None and unloaded is not None
+        pairs.append((loaded[1] - loaded[0]) + (unloaded[1] - unloaded[0]))
+    ctx.emit(Event(ctx.run_uid, phase.uid, "load_unload_probe", unloaded[1],
+                   {"pairs_s": pairs, "index": int(index),
+                    "rule": "the slowest load + unload pair, each a request of its own, may be "
+                            "spent per sample of a sample list outside its stages"}))
+    return max(pairs)
+
+
+def request_groups(records: Sequence[Any], bodies: Sequence[dict[str, Any]]
+                   ) -> list[tuple[tuple[float, float], list[Any], list[dict[str, Any]]]]:
+    """Consecutive samples run by one request (a sample list, or one run request each), with
+    that request's window."""
+    groups: list[tuple[tuple[float, float], list[Any], list[dict[str, Any]]]] = []
+    for record, body in zip(records, bodies, strict=True):
+        window = tuple(record.window)
+        if not groups or groups[-1][0] != window:
+            groups.append((window, [], []))  # type: ignore[arg-type]
+        groups[-1][1].append(record)
+        groups[-1][2].append(body)
+    return groups  # type: ignore[return-value]
+
+
+def check_request(timing: PhaseTiming, window: tuple[float, float], records: Sequence[Any],
+                  bodies: Sequence[dict[str, Any]]) -> TimingCheck:
+    """One request's samples: their stages added up against its window."""
+    stages = sum(float(r.device_s) for r in records)
+    first, last = records[0], records[-1]
+    what = (f"sample {first.index}" if len(records) == 1 else
+            f"sample list of {len(records)} (samples {first.index} … {last.index})")
+    region = (float(bodies[0]["t_start"]), float(bodies[-1]["t_end"]))
+    return timing.check(what, window[0], window[1], stages, len(records), region)

@@ -1,0 +1,45 @@
+"""ASC stage times forged 10× short (tests/short_claim_agent.py: each sample occupies 2 ms of
+its request's window, claims 0.1 + 0.1 ms) never become a clean success, on the sample-list
+path and on the one-request-per-sample path: the window's time outside the claimed stages is
+held against the link's measured bound, and the run is unverified or inconsistent by name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hilbench.store import Store
+from tests.campaign_toml import agent, campaign, table, write_campaign
+from tests.subprocesses import run_campaign, script_agent
+
+AGENT = Path(__file__).resolve().parents[1] / "short_claim_agent.py"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("path", "args", "what"), [
+    ("sample lists", (), "sample list of 10"),
+    ("one request per sample", ("--version", "2"), ": sample "),
+])
+def test_stages_forged_short_are_never_a_clean_success(tmp_path, asc_cache, path, args, what):
+    db = tmp_path / "short.sqlite"
+    with script_agent(AGENT, *args) as endpoint:
+        toml = write_campaign(tmp_path, campaign(
+            agent("short", "short-claim", spawn=False, address=endpoint),
+            table("[[asc]]", agent="short", fixture=True, model="packaged", limit=1,
+                  power=False),
+            name="short", timing_attempts=2))
+        done = run_campaign(toml, db, extra_env={"XDG_CACHE_HOME": str(asc_cache)})
+    assert "Traceback" not in done.stderr, done.stderr
+    with Store(db) as store:
+        runs = store.runs()
+        checks = [e["data"] for r in runs for e in store.events(r["uid"], "timing_check")]
+        metrics = {m["name"] for r in runs for m in store.metrics(r["uid"])}
+    assert [r["status"] for r in runs] in (["unverified", "unverified"], ["fail"]), runs
+    for run in runs:
+        assert "timing_unverified" in run["reason"] or "timing_inconsistent" in run["reason"]
+        assert what in run["reason"], run["reason"]
+    assert "inference_time_s" not in metrics  # no figure from stages nobody can verify
+    worst = checks[0]
+    assert worst["outside_claim_s"] > 1.5e-3 * worst["samples"]  # 1.8 ms a sample unclaimed
+    assert worst["margin_s"] < 0

@@ -1,0 +1,66 @@
+"""A cpu ASC agent whose stage times are forged 10× short, in a process of its own: each
+single-stream sample occupies at least 2 ms of its request's window, but claims 0.1 ms of
+pre-processing and 0.1 ms of inference in a region of 0.2 ms (consistent with its stages, placed
+where the sample began), as the issue measured it::
+
+    python tests/short_claim_agent.py [--version 2]
+
+prints ``ENDPOINT tcp://…`` once bound. ``--version 2`` serves protocol 2 only, so an
+orchestrator runs single stream with one request per sample instead of sample lists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from typing import Any, ClassVar
+
+from hilbench.agent.driver import DriverResult
+from hilbench.agent.runtime import AgentRuntime
+from hilbench.wire import codec
+
+try:
+    from tests.cpu_wrapper import CpuWrapper
+except ImportError:  # run as a script: the repository root is not on the path
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+    from tests.cpu_wrapper import CpuWrapper
+
+OCCUPIED_S = 2e-3
+CLAIMED_STAGE_S = 1e-4
+
+
+class ShortClaimDriver(CpuWrapper):
+    name: ClassVar[str] = "short-claim"
+
+    def run(self, params: dict[str, Any], stop: threading.Event) -> DriverResult:
+        began = time.monotonic()
+        reply = self.inner.run(params, stop)
+        if params.get("mode") != "single_stream":
+            return reply
+        while time.monotonic() - began < OCCUPIED_S:
+            time.sleep(1e-4)
+        body = dict(reply.body)
+        body.update(preprocess_s=CLAIMED_STAGE_S, inference_s=CLAIMED_STAGE_S,
+                    t_end=body["t_start"] + 2 * CLAIMED_STAGE_S)
+        return DriverResult(body, reply.arrays)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", type=int, default=None)
+    args = parser.parse_args()
+    if args.version is not None:
+        codec.SUPPORTED_VERSIONS = (args.version,)
+    runtime = AgentRuntime(ShortClaimDriver("/nonexistent-powercap"), "short",
+                           bind="tcp://127.0.0.1:*")
+    thread = threading.Thread(target=runtime.serve, daemon=True)
+    thread.start()
+    runtime.wait_ready()
+    print("ENDPOINT", runtime.endpoint, flush=True)
+    thread.join()
+
+
+if __name__ == "__main__":
+    main()
