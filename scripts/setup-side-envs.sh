@@ -16,7 +16,8 @@ setup_xylo() {
     # the xylo agent and run pytest on tests/drivers/xylo/xylo_env with its interpreter.
     python3 -m venv .venv-xylo
     .venv-xylo/bin/pip install --quiet --upgrade pip
-    .venv-xylo/bin/pip install --quiet -e '.[xylo]' 'pytest>=8' 'pytest-timeout>=2.3'
+    # nir: the packaged NIR graph on XyloSim (tests/drivers/xylo/xylo_env)
+    .venv-xylo/bin/pip install --quiet -e '.[xylo,nir]' 'pytest>=8' 'pytest-timeout>=2.3'
     echo ".venv-xylo: $(.venv-xylo/bin/python -c 'import numpy, rockpool; print("numpy", numpy.__version__, "rockpool", rockpool.__version__)')"
 }
 
