@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from hilbench.daemon.queue_db import QueueDB
 from tests.daemon.conftest import qubo_campaign
 from tests.subprocesses import hilbench
+
+pytestmark = pytest.mark.slow
 
 
 def _ids(db):

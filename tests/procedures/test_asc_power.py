@@ -19,7 +19,7 @@ from hilbench.store import Store
 from hilbench.workloads.asc.vectors import fixed_model
 from tests.campaign_toml import agent, campaign, keysight, measured_agent, table
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 STAGES = ("preprocessing", "inference")
 STAGE_TIME = {"preprocessing": "preprocess_time_s", "inference": "inference_time_s"}
 

@@ -19,6 +19,7 @@ HERE = Path(__file__).parent
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.timeout(1000)  # the Xylo environment's own run, given 900 s
 def test_simulated_back_end_in_its_own_environment(xylo_python):
     if Path(xylo_python) == Path(sys.executable):
         pytest.skip("this interpreter has Rockpool: xylo_env/ is collected directly")
