@@ -1,6 +1,8 @@
 """Generate protocols/vectors/agent_messages.json from hilbench's reference codec.
 
 Run: python protocols/make_agent_vectors.py [--check]. With --check, exit 1 if the file is stale.
+The ASC model in it is the reference vectors' (``fixed_model()``): the same bits on every machine,
+so the file is too (tests/wire/test_vectors_everywhere.py runs the check under numpy 1 and 2).
 """
 
 from __future__ import annotations
@@ -406,7 +408,14 @@ if __name__ == "__main__":
     spec = SPEC.read_text(encoding="utf-8")
     tables = replace_tables(spec)
     if "--check" in sys.argv:
-        sys.exit(0 if OUT.read_text() == text and spec == tables else 1)
+        stale = []
+        if OUT.read_text(encoding="utf-8") != text:
+            stale.append(f"{OUT}: not what the codec and contracts generate now")
+        if spec != tables:
+            stale.append(f"{SPEC}: its contract tables are not the Structs'")
+        for line in stale:
+            print(line, file=sys.stderr)
+        sys.exit(1 if stale else 0)
     OUT.write_text(text)
     SPEC.write_text(tables, encoding="utf-8")
     print(f"wrote {OUT} and the contract tables of {SPEC}")

@@ -2,27 +2,54 @@
 firmware and makes the vendor environments, so a skip there means something CI should have
 provided is missing, and the skip is reported as a failure. Only tests marked ``outside_ci``
 (they need what no CI machine has: the real DCASE data set, a shared reference folder) may
-skip there, and they say why."""
+skip there, and they say why.
+
+The suite runs in parallel (pytest-xdist, ``-n`` in pyproject's addopts). Each worker process
+has its own bench-lock folder (``HILBENCH_LOCK_DIR``), so campaigns on different workers never
+refuse each other; ports come from the OS (port 0). Tests marked ``serial`` measure time or
+power against a bound and run alone: they take a session-wide lock exclusively, every other test
+takes it shared (:func:`tests.alone.turn`).
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 
 import pytest
 
+from tests import alone
+
 # the cassette fixture and its --record-mode option
 from tests.cassette_recording import cassette, pytest_addoption  # noqa: F401
 
+_MADE_HERE: list[str] = []
+
 
 def pytest_configure(config: pytest.Config) -> None:
-    # Bench locks (hilbench.orchestrator.locks) of this test session only: the campaigns
-    # of another suite running on the same machine are not this one's bench.
-    os.environ["HILBENCH_LOCK_DIR"] = tempfile.mkdtemp(prefix="hilbench-test-locks-")
+    # Bench locks (hilbench.orchestrator.locks) of this process only: the campaigns of another
+    # worker, or of another suite on the same machine, are not this one's bench.
+    lock_dir = tempfile.mkdtemp(prefix="hilbench-test-locks-")
+    os.environ["HILBENCH_LOCK_DIR"] = lock_dir
+    _MADE_HERE.append(lock_dir)
+    if not hasattr(config, "workerinput"):  # the controller, or a run without xdist
+        _MADE_HERE.append(alone.start_session())
     config.addinivalue_line(
         "markers", "outside_ci: needs something CI never has; may skip under CI=true"
     )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for folder in _MADE_HERE:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: waiting for a turn is no test's time
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    with alone.turn(item.get_closest_marker("serial") is not None):
+        return (yield)
 
 
 @pytest.hookimpl(hookwrapper=True)

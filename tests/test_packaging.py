@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -33,6 +35,7 @@ def test_every_package_is_listed_in_pyproject():
     assert not missing, f"add these to [tool.setuptools] packages in pyproject.toml: {missing}"
 
 
+@pytest.mark.slow
 def test_core_imports_without_vendor_sdks():
     blocked = ["rockpool", "lava", "pyvisa", "serial", "cobs", "samna", "torch", "dwave"]
     code = (

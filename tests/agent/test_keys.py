@@ -115,6 +115,7 @@ def _agent_cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_cli_refuses_0_0_0_0_without_keys_and_names_the_way_out():
     done = _agent_cli("--bind", "tcp://0.0.0.0:0")
     assert done.returncode == 2
@@ -133,6 +134,7 @@ def _start_agent_process(*args: str) -> tuple[subprocess.Popen, str]:
     return proc, proc.stdout.readline()
 
 
+@pytest.mark.slow
 def test_cli_prints_endpoint_driver_and_key_fingerprint_at_start(keydir, tmp_path):
     log_file = tmp_path / "agent.log"
     proc, line = _start_agent_process(
@@ -157,6 +159,7 @@ def test_cli_prints_endpoint_driver_and_key_fingerprint_at_start(keydir, tmp_pat
         proc.wait(10)
 
 
+@pytest.mark.slow
 def test_cli_insecure_says_so_loudly():
     proc, line = _start_agent_process("--bind", "tcp://0.0.0.0:0", "--insecure")
     try:

@@ -6,6 +6,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 from hilbench.agent.driver import DriverResult
 from hilbench.agent.runtime import AgentRuntime
 from hilbench.orchestrator.client import AgentClient
@@ -29,6 +31,7 @@ class ThreadRecordingDriver(SleepyDriver):
         return super().run(params, stop)
 
 
+@pytest.mark.serial
 def test_short_and_long_commands_run_on_one_driver_thread_while_status_is_answered():
     driver = ThreadRecordingDriver()
     runtime = AgentRuntime(driver, "turns", bind="tcp://127.0.0.1:*", heartbeat_s=0.1)

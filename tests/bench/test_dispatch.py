@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from click.testing import CliRunner
 
 from hilbench.bench.dispatch import dispatch, measure
 
 
+@pytest.mark.slow
 def test_every_path_gets_its_round_trips_at_each_size_including_empty_payloads():
     results = measure((0, 1), n=30, warmup=3)
     assert sorted(results) == [0, 1]
@@ -22,6 +24,7 @@ def test_every_path_gets_its_round_trips_at_each_size_including_empty_payloads()
         assert all(t > 0 for ns in times.values() for t in ns)
 
 
+@pytest.mark.slow
 def test_the_command_prints_both_paths_per_size_and_the_headline_ratio():
     args = ["--requests", "2000", "--payload-kib", "0", "--payload-kib", "2", "--warmup", "5"]
     result = CliRunner().invoke(dispatch, args)

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from hilbench.bench.power_accuracy import power_accuracy
 from hilbench.bench.power_accuracy_meter import METER_CASES, meter_trials
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 
 def test_energy_error_lies_within_the_stated_uncertainty_through_the_meter_process():

@@ -10,6 +10,8 @@ import pytest
 from tests.subprocesses import hilbench
 
 
+@pytest.mark.timeout(900)  # the soak, given 600 s
+@pytest.mark.serial
 @pytest.mark.slow
 def test_short_soak_loses_and_duplicates_nothing(tmp_path):
     out = hilbench("bench", "soak", "--units", "120", "--campaigns", "2", "--fires", "0",

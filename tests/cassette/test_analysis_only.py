@@ -24,6 +24,7 @@ def test_the_repository_carries_cassettes_of_the_simulated_paths():
     assert recorded == set(NAMES)  # each cassette has the campaign it is recorded from
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_each_repository_cassette_replays_to_its_recorded_figures(name, cassette):
     folder = cassette(name, CASSETTES / "campaigns" / f"{name}.toml")  # --record-mode
@@ -35,6 +36,7 @@ def test_each_repository_cassette_replays_to_its_recorded_figures(name, cassette
     assert compared == recorded  # every recorded figure, none skipped
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_each_repository_cassette_replays_through_stand_ins_to_its_figures(name):
     """The whole recorded campaign run again by the real orchestrator against stand-in agents
@@ -63,6 +65,7 @@ def _copy_with(tmp_path, name, change):
     return copy
 
 
+@pytest.mark.slow
 def test_a_changed_recorded_figure_fails_naming_it_and_the_recomputed_value(tmp_path):
     found = {}
 

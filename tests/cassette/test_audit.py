@@ -11,6 +11,8 @@ import pytest
 from hilbench.cassette.bundle import MANIFEST
 from tests.subprocesses import hilbench
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def bundle(recorded, tmp_path_factory):

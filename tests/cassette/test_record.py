@@ -112,6 +112,7 @@ def test_a_recording_cut_short_keeps_the_whole_batches_before_the_cut(tmp_path):
     assert np.array_equal(v, np.concatenate([b[1] for b in batches[:2]]))
 
 
+@pytest.mark.slow
 def test_record_refuses_a_folder_that_holds_files(tmp_path):
     from tests.campaign_toml import agent, campaign, qubo, write_campaign
     from tests.subprocesses import run_campaign

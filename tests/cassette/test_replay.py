@@ -120,6 +120,7 @@ def test_replay_help_says_what_is_compared_strict_and_exit_codes():
     assert "Compared:" in text and "Strict:" in text and "Exit status: 0" in text
 
 
+@pytest.mark.slow
 def test_against_live_reports_identity_drift(recorded, tmp_path):
     from hilbench.sim import SimulatedMeter
     from hilbench.sim.power_model import SIMULATED_CPU
@@ -184,6 +185,7 @@ def test_the_cpu_asc_example_replays_every_figure_exactly(tmp_path):
     assert outcome.runs >= 2 and figures >= 15 and outcome.differences == []
 
 
+@pytest.mark.timeout(900)  # a 600 s recording deadline, then the replay
 @pytest.mark.slow
 def test_a_session_over_60_s_replays_in_a_fifth_of_its_time(tmp_path):
     """A 60 s power window (a fixed-timeout QUBO run measured by the simulated meter)."""

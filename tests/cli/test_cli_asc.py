@@ -27,6 +27,7 @@ def fixture_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
+@pytest.mark.slow
 def test_inspect_prints_counts_as_json_on_the_last_line(fixture_dir: Path) -> None:
     result = CliRunner().invoke(cli, ["asc", "inspect", str(fixture_dir)])
     assert result.exit_code == 0, result.output

@@ -4,7 +4,6 @@ the message names file, section and key, the exit code is 2, and nothing was sta
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from click.testing import CliRunner
 
 from hilbench.cli import cli
 from hilbench.orchestrator.campaign import campaign_schema
+from tests import side_envs
 from tests.campaign_toml import agent, campaign, qubo
 from tests.subprocesses import hilbench
 
@@ -35,16 +35,15 @@ simulate = "simulated-cpu"
 
 
 def _require_interpreters(example: Path, data: dict) -> None:
-    """An example may start its agent in an environment `.ci/run` makes (`python = …`): in CI
-    it must be there; elsewhere the example is checked where it can be."""
+    """An example may start its agent in a side environment (`python = …`, made by
+    scripts/setup-side-envs.sh): in CI it must be there; elsewhere the example is checked where
+    it can be."""
     for agent_table in data.get("agents", []):
         python = agent_table.get("python")
         # Relative to the campaign file's folder or the working directory (the repository's).
         if python and not any((base / python).is_file() for base in (example.parent, ROOT)):
-            message = f"{example.name} needs {python}, which .ci/run makes"
-            if os.environ.get("CI") == "true":
-                pytest.fail(message)
-            pytest.skip(message)
+            env = "xylo" if "xylo" in python else "loihi"
+            side_envs.missing(f"{example.name} needs {python}", env)
 
 
 # examples/system.toml is the system description template (hilbench leaderboard/report), not a
@@ -52,6 +51,7 @@ def _require_interpreters(example: Path, data: dict) -> None:
 CAMPAIGN_EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.toml") if p.name != "system.toml")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example", CAMPAIGN_EXAMPLES, ids=str)
 def test_example_campaigns_pass_check_and_the_json_schema(example):
     data = tomllib.loads(example.read_text())
@@ -62,6 +62,7 @@ def test_example_campaigns_pass_check_and_the_json_schema(example):
     assert f"{example}: ok, campaign" in proc.stdout
 
 
+@pytest.mark.slow
 def test_schema_catches_what_an_editor_should_underline():
     schema = json.loads(hilbench("campaign", "schema").stdout)
     jsonschema.Draft202012Validator.check_schema(schema)
@@ -156,6 +157,7 @@ MISTAKES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("text", "message"), MISTAKES, ids=lambda v: v[-40:])
 def test_each_mistake_is_named_exit_2_and_nothing_starts(tmp_path, text, message):
     path = tmp_path / "t.toml"

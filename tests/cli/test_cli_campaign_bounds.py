@@ -4,8 +4,12 @@ name the file and what is wrong; no store is opened and no process started."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.campaign_toml import agent, campaign, qubo
 from tests.subprocesses import hilbench
+
+pytestmark = pytest.mark.slow
 
 
 def test_a_file_that_is_not_utf8_is_refused_with_the_byte_offset(tmp_path):

@@ -135,6 +135,7 @@ def test_help_explains_each_command() -> None:
     assert "last line" in run("target", "--help").output
 
 
+@pytest.mark.slow
 def test_real_process_generate_and_target(tmp_path: Path) -> None:
     """Through the installed entry point, as scripts and campaigns call it."""
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
@@ -176,6 +177,7 @@ def test_real_process_generate_and_target(tmp_path: Path) -> None:
     assert "--nodes" in bad.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("solver", ["anytime", "tabu"])
 def test_solve_json_last_line_reports_a_checked_answer(solver: str) -> None:
     result = run(
@@ -217,6 +219,7 @@ def test_target_best_known_without_a_record_says_how_to_get_one(tmp_path, monkey
     assert "no best-known value recorded" in result.output and "qubo targets" in result.output
 
 
+@pytest.mark.slow
 def test_target_grid_on_dask_records_best_known_values(tmp_path: Path) -> None:
     env = {**os.environ, "HILBENCH_BEST_KNOWN": str(tmp_path / "bk.json")}
     grid = subprocess.run(

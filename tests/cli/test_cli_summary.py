@@ -133,6 +133,7 @@ def _in_terminal(args: list[str], columns: int = 80) -> str:
     return b"".join(chunks).decode().replace("\r\n", "\n")
 
 
+@pytest.mark.timeout(900)  # the whole demo, given 600 s
 @pytest.mark.slow
 def test_the_demos_summary_fits_80_columns_in_a_terminal_and_in_a_file(tmp_path):
     db = tmp_path / "demo.sqlite"

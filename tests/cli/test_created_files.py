@@ -10,6 +10,7 @@ import stat
 from pathlib import Path
 
 import numpy as np
+import pytest
 from click.testing import CliRunner
 
 from hilbench.cli import cli
@@ -28,6 +29,7 @@ def _modes(root: Path) -> dict[str, int]:
     return found
 
 
+@pytest.mark.slow
 def test_everything_hilbench_creates_is_owner_only_under_umask_000(tmp_path, monkeypatch):
     work = tmp_path / "work"
     work.mkdir()
@@ -85,6 +87,7 @@ def test_everything_hilbench_creates_is_owner_only_under_umask_000(tmp_path, mon
     assert modes["new/keys/orch.key"] == 0o644
 
 
+@pytest.mark.slow
 def test_a_new_store_is_announced_on_stdout_once(tmp_path):
     path = write_campaign(tmp_path, campaign(agent(), qubo(), name="one"))
     db = tmp_path / "s.sqlite"
@@ -122,6 +125,7 @@ def test_a_file_that_is_not_a_store_is_refused_and_nothing_is_left_beside_it(tmp
     assert notes.read_text() == "my notes\n"
 
 
+@pytest.mark.slow
 def test_an_agent_on_ipv6_loopback_serves_a_campaign(tmp_path):
     """The protocol counts [::1] as loopback; an agent binds it and a campaign reaches it."""
     db = tmp_path / "s.sqlite"

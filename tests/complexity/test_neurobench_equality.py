@@ -79,6 +79,7 @@ class GraphAsSnnTorch(torch.nn.Module):
         return self.layers(x), None
 
 
+@pytest.mark.slow
 def test_hilbench_metrics_equal_neurobenchs_on_the_reference_model():
     asc, samples = packaged_graph(), packaged_test_spikes()
     pick = np.concatenate([np.flatnonzero(samples.labels == 3)[:SAMPLES // 2],

@@ -20,6 +20,8 @@ from tests.subprocesses import (
     wait_for_run,
 )
 
+pytestmark = pytest.mark.slow
+
 
 def _runs(db):
     with Store(db) as store:
@@ -93,9 +95,10 @@ def test_a_stop_signal_aborts_the_run_naming_it_and_the_restart_resumes(
 def test_a_hand_run_is_refused_while_the_daemon_holds_the_bench_and_vice_versa(
         tmp_path, daemon_at):
     db = tmp_path / "d.sqlite"
-    # 60 units of at least 0.1 s: still running while a refused `hilbench run` starts up (a
-    # few seconds on a loaded machine; at 0.02 s the campaign had ended first)
-    busy = qubo_campaign(tmp_path, "busy", 60, timeout_s=0.1)
+    # 120 units of at least 0.1 s: still running after a refused `hilbench run` and two more
+    # hilbench commands start up on a loaded machine (at 0.02 s a 60-unit campaign had ended
+    # first; 60 had ended before `queue pause --now` under a load of 10 on 2 cores)
+    busy = qubo_campaign(tmp_path, "busy", 120, timeout_s=0.1)
     other = qubo_campaign(tmp_path, "other", 2)
     assert hilbench("queue", "add", busy, "--db", db).returncode == 0
     config = tmp_path / "daemon.toml"
@@ -119,7 +122,7 @@ def test_a_hand_run_is_refused_while_the_daemon_holds_the_bench_and_vice_versa(
         stop(hand)
     d.wait_until(lambda s: history(db), "the daemon's campaign finished after the hand run")
     done = Counter(r["unit_key"] for r in _runs(db) if r["status"] == "success")
-    assert len(done) == 60 and set(done.values()) == {1}
+    assert len(done) == 300 and set(done.values()) == {1}
 
 
 def test_pause_after_the_unit_then_resume_loses_and_repeats_nothing(tmp_path, daemon_at):

@@ -78,6 +78,7 @@ def test_an_item_the_daemon_ran_whole_replays_with_stand_ins(tmp_path, daemon_at
     assert replay.returncode == 0, replay.stdout[-2000:] + replay.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_queue_add_refuses_a_record_folder_that_holds_files(tmp_path):
     full = tmp_path / "full"
     full.mkdir()

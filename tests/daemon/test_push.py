@@ -17,6 +17,8 @@ import pytest
 from tests.daemon.conftest import history, qubo_campaign
 from tests.subprocesses import hilbench, units_of
 
+pytestmark = pytest.mark.slow
+
 CUT_S = 60.0
 
 
@@ -100,7 +102,6 @@ def _local_finished(store: Path) -> set[str]:
             "SELECT uid FROM runs WHERE exit_status IS NOT NULL")}
 
 
-@pytest.mark.slow
 def test_a_bench_cut_off_for_60_s_pushes_every_run_once_after(daemon_at, tmp_path, pg_url):
     proxy = CuttableProxy(_server_socket(pg_url))
     name = pg_url.rsplit("/", 1)[1]

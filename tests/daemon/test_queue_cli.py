@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import pytest
+
 from hilbench.daemon.queue_db import QueueDB
 from tests.daemon.conftest import qubo_campaign
 from tests.subprocesses import hilbench
+
+pytestmark = pytest.mark.slow
 
 
 def _ids(db):

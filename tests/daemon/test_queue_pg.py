@@ -7,6 +7,8 @@ import threading
 import time
 from collections import Counter
 
+import pytest
+
 from hilbench.daemon.queue_db import QueueDB
 
 
@@ -32,6 +34,7 @@ def _together(n: int, work) -> list:
     return out
 
 
+@pytest.mark.slow
 def test_concurrent_claims_take_each_item_once_and_only_for_their_bench(pg_url):
     with QueueDB(pg_url) as q:
         for n in range(40):

@@ -40,6 +40,7 @@ def _runs(store: Path) -> list[tuple[str, str, str, str, float]]:
             "SELECT uid, campaign_uid, unit_key, exit_status, wall_time FROM runs").fetchall()
 
 
+@pytest.mark.timeout(600)  # 120 s to the kill, then 240 s for the queue
 @pytest.mark.slow
 def test_three_benches_share_one_queue_each_item_once_by_its_bench(daemon_at, tmp_path, pg_url):
     units: dict[int, tuple[str, int]] = {}  # item id -> (bench, units)
@@ -47,8 +48,8 @@ def test_three_benches_share_one_queue_each_item_once_by_its_bench(daemon_at, tm
         for n in range(30):
             bench = BENCHES[n % 3]
             long = n == 0  # bench A's first item: long enough to be killed in the middle
-            seeds = 6 if long else 1
-            path = qubo_campaign(tmp_path, f"c{n:02d}", seeds, timeout_s=0.4 if long else 0.005)
+            seeds = 6 if long else 1  # (1.2 s units: at 0.4 s the item ended unseen under load)
+            path = qubo_campaign(tmp_path, f"c{n:02d}", seeds, timeout_s=1.2 if long else 0.005)
             item = q.add(str(path), path.read_text(), f"c{n:02d}", bench=bench)
             units[item] = (bench, seeds)
         # One schedule for bench B, every minute, its last fire 2.5 minutes ago: every daemon

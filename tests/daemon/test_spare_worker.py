@@ -8,6 +8,7 @@ import sys
 import time
 
 import psutil
+import pytest
 
 from hilbench.store.paths import logs_dir
 from tests.daemon.conftest import history, qubo_campaign
@@ -35,6 +36,7 @@ def _wait_for_workers(pid: int, other_than: int = 0) -> list[psutil.Process]:
         time.sleep(0.1)
 
 
+@pytest.mark.slow
 def test_the_idle_daemons_spare_worker_runs_the_next_item_and_ends_with_the_daemon(
         tmp_path, daemon_at):
     db = tmp_path / "d.sqlite"

@@ -85,6 +85,7 @@ def _files_problems(out: Path, names: list[str]) -> list[str]:
     return problems
 
 
+@pytest.mark.slow  # the module's store and report
 def test_the_report_files_hold_every_name_escaped(hostile: tuple[Path, str, Path]) -> None:
     _, _, out = hostile
     assert _files_problems(out, NAMES) == []

@@ -150,6 +150,7 @@ def test_anytime_beats_the_published_target_given_time(tmp_path):
     assert body["cost"] < find_target(1000, 0.05, 1).cost
 
 
+@pytest.mark.slow
 def test_sa_sizes_its_sweeps_to_the_time_left(tmp_path):
     driver = loaded_driver(tmp_path, nodes=1000, density=0.05, seed=0, num_sweeps=1000)
     short, long_ = (

@@ -21,6 +21,7 @@ pytestmark = pytest.mark.filterwarnings(
 SAMPLES = 16  # about 0.35 s each in Norse
 
 
+@pytest.mark.slow
 def test_norse_and_the_reference_emit_the_same_output_spikes():
     asc, samples = packaged_graph(), packaged_test_spikes()
     # half of them "park", the class whose samples make this network's readout fire

@@ -53,6 +53,7 @@ def keyed_campaign(
     return write_campaign(tmp_path, text, "keyed.toml")
 
 
+@pytest.mark.slow
 def test_a_campaign_with_the_agents_key_runs_over_curve(bench):
     tmp_path, address = bench
     path = keyed_campaign(tmp_path, address, "keys/cpu0.key", "keys/orchestrator.key_secret")
@@ -63,6 +64,7 @@ def test_a_campaign_with_the_agents_key_runs_over_curve(bench):
         assert [r["status"] for r in unit_runs(store)] == ["success"]
 
 
+@pytest.mark.slow
 def test_a_campaign_holding_the_wrong_agent_key_is_unreachable(bench):
     tmp_path, address = bench
     path = keyed_campaign(tmp_path, address, "keys/stranger.key", "keys/orchestrator.key_secret")
@@ -71,6 +73,7 @@ def test_a_campaign_holding_the_wrong_agent_key_is_unreachable(bench):
     assert "did not answer the handshake" in done.stderr
 
 
+@pytest.mark.slow
 def test_plaintext_campaign_gets_nothing_from_a_keyed_agent(bench):
     tmp_path, address = bench
     done = run_campaign(keyed_campaign(tmp_path, address, None, None), tmp_path / "r.sqlite")
@@ -109,6 +112,7 @@ def dial_in_campaign(tmp_path: Path, listen: str, **head: Any) -> Path:
     return write_campaign(tmp_path, text, "dial.toml")
 
 
+@pytest.mark.slow
 def test_keyless_listener_reachable_from_other_hosts_is_refused_at_load(tmp_path):
     path = dial_in_campaign(tmp_path, "tcp://0.0.0.0:5600")
     db = tmp_path / "r.sqlite"
@@ -129,6 +133,7 @@ def test_keyless_listener_reachable_from_other_hosts_is_refused_at_load(tmp_path
     ],
     ids=["loopback", "keyed", "marked-insecure"],
 )
+@pytest.mark.slow
 def test_listeners_the_agent_rule_allows_pass_the_check(tmp_path, listen, head):
     for name in ("orchestrator", "cpu0"):
         keys.generate(name, tmp_path / "keys")
@@ -136,6 +141,7 @@ def test_listeners_the_agent_rule_allows_pass_the_check(tmp_path, listen, head):
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow
 def test_an_insecure_listener_runs_and_says_so_loudly(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

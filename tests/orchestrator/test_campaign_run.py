@@ -35,6 +35,7 @@ def small(
     return campaign(agent_table or agent(), sweep, name="small", **keys)
 
 
+@pytest.mark.slow
 def test_campaign_runs_every_unit_through_a_real_agent(tmp_path):
     db = tmp_path / "r.sqlite"
     proc = hilbench("run", str(write_campaign(tmp_path, small(0.01))), "--db", str(db))
@@ -75,6 +76,7 @@ def test_campaign_runs_every_unit_through_a_real_agent(tmp_path):
     assert (unreadable in " ".join(proc.stdout.split())) == (rapl is None)  # notes wrap
 
 
+@pytest.mark.slow
 def test_runs_that_fail_exit_1_and_the_campaign_goes_on(tmp_path):
     """README exit-code table, row 1: some runs failed, the others ran. The agent (a real
     runtime on loopback) claims a cost its returned state does not have: each run fails."""
@@ -96,6 +98,7 @@ def test_runs_that_fail_exit_1_and_the_campaign_goes_on(tmp_path):
     assert "4 failed" in proc.stdout
 
 
+@pytest.mark.slow
 def test_silent_instrument_at_start_exits_3_and_the_campaign_row_has_a_status(tmp_path):
     """An instrument that accepts the connection and never answers: nothing runs, exit 3, the
     campaign row says "abort" and the agent hilbench started is stopped."""
@@ -115,6 +118,7 @@ def test_silent_instrument_at_start_exits_3_and_the_campaign_row_has_a_status(tm
         assert [c["status"] for c in store.campaigns()] == ["abort"]
 
 
+@pytest.mark.slow
 def test_the_same_campaign_twice_at_once_is_refused(tmp_path):
     """A second `hilbench run` of a campaign still running against the same store would take
     its open runs for a dead orchestrator's; it is refused (exit 2) and names the holder."""
@@ -131,6 +135,7 @@ def test_the_same_campaign_twice_at_once_is_refused(tmp_path):
     assert "already running" in second.stderr and f"pid {first.pid}" in second.stderr
 
 
+@pytest.mark.slow
 def test_killing_the_agent_names_agent_and_run_and_keeps_completed_runs(tmp_path):
     text = small(1.0, seeds=range(4))
     db = tmp_path / "k.sqlite"
@@ -158,6 +163,7 @@ def test_killing_the_agent_names_agent_and_run_and_keeps_completed_runs(tmp_path
         assert store.campaigns()[0]["status"] == "abort"
 
 
+@pytest.mark.slow
 def test_interrupted_campaign_resumes_where_it_stopped(tmp_path):
     db = tmp_path / "res.sqlite"
     campaign = load_campaign(write_campaign(tmp_path, small(0.001)))
@@ -265,12 +271,14 @@ def test_bad_campaigns_are_refused_with_the_key_named(patch, message):
         bound_campaign(parse_campaign({**base, **patch}, "bad.toml"))
 
 
+@pytest.mark.slow
 def test_bad_campaign_file_exits_2_naming_the_file(tmp_path):
     path = write_campaign(tmp_path, "[campaign\nname=", "broken.toml")
     proc = hilbench("run", str(path), "--db", str(tmp_path / "x.sqlite"))
     assert proc.returncode == 2 and "broken.toml" in proc.stderr
 
 
+@pytest.mark.slow
 def test_unreachable_agent_exits_3(tmp_path):
     text = small(0.01, agent(spawn=False, address="tcp://127.0.0.1:9"))
     proc = hilbench("run", str(write_campaign(tmp_path, text)), "--db", str(tmp_path / "u.sqlite"))
@@ -285,6 +293,7 @@ def test_example_campaign_is_the_demo_campaign():
     assert len(expand_all(load_campaign(example))) == 180  # 5 × 3 × 3 × 4
 
 
+@pytest.mark.slow
 def test_agent_that_dials_in_runs_the_campaign(tmp_path):
     import socket
 

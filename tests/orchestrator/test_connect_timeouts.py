@@ -33,6 +33,7 @@ def test_handshake_waits_the_whole_timeout_and_says_how_long():
     assert abs(stated - waited) <= 0.15
 
 
+@pytest.mark.slow
 def test_campaign_connect_timeout_is_used_and_stated(tmp_path):
     far = agent("far", spawn=False, address=f"tcp://127.0.0.1:{free_port()}")
     path = write_campaign(tmp_path, campaign(far, qubo(agent=None), connect_timeout_s=1.5))
@@ -42,6 +43,7 @@ def test_campaign_connect_timeout_is_used_and_stated(tmp_path):
                      r"1\.[5-9] s", proc.stderr), proc.stderr
 
 
+@pytest.mark.slow
 def test_campaign_listen_timeout_is_used_and_stated(tmp_path):
     late = agent("late", spawn=False, connects=True)
     path = write_campaign(

@@ -15,6 +15,8 @@ from tests.campaign_toml import campaign, keysight, measured_agent, qubo, write_
 from tests.figures import measured
 from tests.subprocesses import hilbench_command, start_campaign, unit_runs, wait_for_run
 
+pytestmark = pytest.mark.slow
+
 
 def meter_campaign(meter: SimulatedMeter, seeds: Sequence[int] = range(6),
                    agent_options: dict | None = None) -> str:

@@ -22,6 +22,7 @@ def campaign(instrument: dict) -> object:
     }, "internal.toml")
 
 
+@pytest.mark.slow
 def test_rapl_instrument_gives_the_power_its_counters_count(tmp_path):
     fake = FakePowercap(tmp_path / "sys")
     fake.add_zone("intel-rapl:0", "package-0", 0)

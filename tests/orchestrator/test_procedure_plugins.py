@@ -153,6 +153,7 @@ CAMPAIGN = campaign(
 )
 
 
+@pytest.mark.slow
 def test_third_party_procedure_runs_through_a_real_agent(tmp_path, third_party):
     path = tmp_path / "words.toml"
     path.write_text(CAMPAIGN)
@@ -171,6 +172,7 @@ def test_third_party_procedure_runs_through_a_real_agent(tmp_path, third_party):
     assert letters == {5.0}
 
 
+@pytest.mark.slow
 def test_third_party_table_is_in_the_schema_and_checked(tmp_path, third_party):
     schema = json.loads(hilbench("campaign", "schema", env=third_party).stdout)
     assert "words" in schema["properties"] and "qubo" in schema["properties"]
@@ -191,6 +193,7 @@ def test_without_the_plugin_its_table_is_an_unknown_table(tmp_path):
     assert f"error: {path}: unknown table [[words]]" in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_broken_plugin_is_named_and_harms_only_campaigns_that_use_it(tmp_path):
     env = install(tmp_path / "site", "words = hilbench_words:PROCEDURE\n"
                   "broken = hilbench_not_installed:PROCEDURE\n")

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from hilbench.orchestrator.campaign import parse_campaign
 from hilbench.orchestrator.recorder import JsonlRecorder
 from hilbench.orchestrator.runner import CampaignRunner
 from hilbench.store import Store
+
+pytestmark = pytest.mark.slow
 
 
 def test_recorded_documents_match_the_store(tmp_path):

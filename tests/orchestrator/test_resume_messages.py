@@ -38,6 +38,7 @@ def _resume_line(path: Path, db: Path) -> str:
     return "to resume: " + shlex.join(hilbench_command("run", path, "--db", db))
 
 
+@pytest.mark.slow
 def test_a_campaign_that_cannot_start_is_stored_with_its_reason(tmp_path):
     text = campaign(
         agent(spawn=False, address="tcp://127.0.0.1:9"),

@@ -42,6 +42,7 @@ def campaign_file(tmp_path, address):
     return write_campaign(tmp_path, CAMPAIGN.format(address=address) + meter)
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 def test_an_agent_started_by_hand_drives_the_simulated_meter(tmp_path):
     from hilbench.agent.runtime import AgentRuntime

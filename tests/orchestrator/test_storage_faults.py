@@ -17,6 +17,8 @@ from hilbench.store import Store, StoreWriter
 from tests.campaign_toml import agent, campaign, qubo, write_campaign
 from tests.subprocesses import hilbench, unit_runs
 
+pytestmark = pytest.mark.slow
+
 UNITS = 40  # 20 seeds x SA and Tabu on 10 nodes, 1 ms each
 
 
@@ -58,7 +60,6 @@ def _resume_line_last(text: str, path: Path, db: Path) -> bool:
     return last.startswith("to resume: ") and last.endswith(f" run {path} --db {db}")
 
 
-@pytest.mark.slow
 def test_a_full_disk_stops_with_exit_4_and_the_next_run_completes_every_status(
     tmp_path, small_disk
 ):

@@ -13,6 +13,8 @@ from tests.figures import measured
 from tests.orchestrator.test_instrument_faults import meter_campaign
 from tests.subprocesses import run_campaign, unit_runs
 
+pytestmark = pytest.mark.slow
+
 
 def test_avg_power_is_recomputed_from_stored_samples_and_device_times(tmp_path):
     db = tmp_path / "t.sqlite"

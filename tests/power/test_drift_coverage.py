@@ -18,12 +18,14 @@ def _coverage(trials: int, seed: int, correct: bool) -> float:
     return float(np.mean([r.covered for r in results]))
 
 
+@pytest.mark.slow
 def test_drift_corrected_interval_covers_the_truth():
     assert DRIFT.drift_ppm == 200.0
     coverage = _coverage(200, seed=11, correct=True)
     assert 0.90 <= coverage <= 0.99, coverage
 
 
+@pytest.mark.slow
 def test_nominal_interval_under_drift_does_not_cover():
     # Same meter, stamps at the nominal interval: 200 ppm × 41 s ≈ 8 ms walk is outside the budget.
     assert _coverage(60, seed=11, correct=False) < 0.75

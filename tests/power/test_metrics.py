@@ -121,6 +121,7 @@ def test_stated_uncertainty_covers_truth_for_independent_noise() -> None:
     assert 0.90 <= coverage <= 0.99
 
 
+@pytest.mark.slow
 def test_stated_uncertainty_stays_honest_for_correlated_readings() -> None:
     rng = np.random.default_rng(12)
 
@@ -213,6 +214,7 @@ def test_missing_phase_and_empty_window_are_explained() -> None:
         PhaseWindow("idle", 5, 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 def test_simulated_arduino_bench_is_accurate_and_honest(scenario) -> None:
     rng = np.random.default_rng(2024)

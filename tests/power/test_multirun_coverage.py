@@ -6,9 +6,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from hilbench.bench.power_accuracy import SCENARIOS, draw_instrument, run_trial
 from hilbench.report.asc_table import mean_uncertainty
+
+pytestmark = pytest.mark.slow
 
 RUNS = 5
 

@@ -38,6 +38,7 @@ def alignment_covered(result, bench) -> tuple[bool, bool]:
             abs(result.drift - bench.drift) <= q * result.drift_std_error)
 
 
+@pytest.mark.slow
 def test_stage_powers_and_the_meter_shift_agree_with_the_truth_within_their_uncertainty():
     bench = pipeline_readings(np.random.default_rng(20), 25_000, vary_w=1.0)
     accuracy = InstrumentAccuracy(relative=3e-4, absolute_w=0.002, resolution_w=RESOLUTION)
@@ -60,6 +61,7 @@ def test_stage_powers_and_the_meter_shift_agree_with_the_truth_within_their_unce
     assert record["shift_s"] == result.shift_s
 
 
+@pytest.mark.slow
 def test_a_meter_timebase_50_ppm_off_is_fitted_as_a_drift_of_the_shift():
     # 250 µs over the 5 s window: a single shift would misplace the ends by a stage.
     bench = pipeline_readings(np.random.default_rng(21), 25_000, drift_ppm=50.0)
@@ -121,6 +123,7 @@ def test_a_shift_beyond_the_range_is_refused_not_fitted_at_its_edge():
         attribute(bench)
 
 
+@pytest.mark.slow
 def test_a_schedule_too_regular_to_align_is_refused_as_ambiguous():
     bench = pipeline_readings(np.random.default_rng(6), 3000, jitter=False, shift=0.1e-3)
     # Without jitter, every cycle but the every-80th gap looks alike: a range wider than the

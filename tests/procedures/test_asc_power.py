@@ -20,7 +20,7 @@ from hilbench.workloads.asc.vectors import fixed_model
 from tests.campaign_toml import agent, campaign, keysight, measured_agent, table
 from tests.subprocesses import unit_runs
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 STAGES = ("preprocessing", "inference")
 STAGE_TIME = {"preprocessing": "preprocess_time_s", "inference": "inference_time_s"}
 

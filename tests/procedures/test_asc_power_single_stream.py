@@ -35,6 +35,7 @@ def test_streams_are_refused_with_the_single_stream_method_saying_why():
                 stream_s=[5])
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 def test_stage_power_in_single_stream_windows_matches_the_simulated_truth(tmp_path, asc_cache):
     model = fixed_model().save(tmp_path / "model.npz")

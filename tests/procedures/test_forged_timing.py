@@ -1,6 +1,7 @@
 """Replies an agent forged, against the orchestrator's own window and the link bound it measured:
 never an on-time answer with a gap, at 1 ms, 10 ms and 100 ms timeouts, on this host as it is
-and with a busy loop on every core (``-m busy_host``, run alone: it loads the machine).
+and with a busy loop on every core (``-m busy_host``; serial, so it runs alone while it loads
+the machine).
 
 The agent is written from the protocol spec alone (tests/spec_agent.py, its own process):
 seed 1 replies 10× late claiming exactly the timeout (``actual_s`` forged); seed 2 replies
@@ -31,10 +32,8 @@ FORGED = {1: "10× late, actual_s forged", 2: "0.24 s late, times forged",
 
 
 @pytest.fixture
-def every_core_busy(request: pytest.FixtureRequest) -> Iterator[int]:
-    """A busy loop on every core while the test runs (only when asked: ``-m busy_host``)."""
-    if "busy_host" not in (request.config.getoption("markexpr") or ""):
-        pytest.skip("loads every core: run alone with -m busy_host")
+def every_core_busy() -> Iterator[int]:
+    """A busy loop on every core while the test runs (the test is serial: nothing runs beside)."""
     loops = [subprocess.Popen([sys.executable, "-c", "while 1: pass"])
              for _ in range(os.cpu_count() or 1)]
     try:
@@ -101,6 +100,8 @@ def test_forged_replies_are_never_an_answer_at_any_timeout(tmp_path):
 
 
 @pytest.mark.busy_host
+@pytest.mark.serial
+@pytest.mark.slow
 def test_forged_replies_are_never_an_answer_with_every_core_busy(tmp_path, every_core_busy):
     lines = assert_never_an_answer(forged_runs(tmp_path))
     assert len(lines) == 9

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from hilbench.store import Store
 from hilbench.workloads.qubo.best_known import BestKnownStore
 from tests.campaign_toml import agent, campaign, qubo, write_campaign
 from tests.figures import measured
 from tests.subprocesses import run_campaign, unit_runs
+
+pytestmark = pytest.mark.slow
 
 CAMPAIGN = campaign(
     agent(), qubo(nodes=[25], seeds=[0, 1], solvers=["anytime"]), name="gaps"

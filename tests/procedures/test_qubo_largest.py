@@ -63,6 +63,7 @@ def run_largest(tmp_path, agent: str, table: str) -> list[dict[str, Any]]:
 SPAWNED = '[[agents]]\nid = "cpu0"\ndriver = "cpu"\nspawn = true'
 
 
+@pytest.mark.slow
 def test_growth_stops_at_the_configured_ceiling_with_that_reason(tmp_path):
     [result] = run_largest(
         tmp_path, SPAWNED,
@@ -77,6 +78,7 @@ def test_growth_stops_at_the_configured_ceiling_with_that_reason(tmp_path):
                for a in result["attempts"])
 
 
+@pytest.mark.slow
 def test_growth_stops_before_a_matrix_past_the_memory_limit(tmp_path):
     [result] = run_largest(
         tmp_path, SPAWNED,
@@ -87,6 +89,7 @@ def test_growth_stops_before_a_matrix_past_the_memory_limit(tmp_path):
     assert "200²" in result["largest"]["meta"]["detail"]
 
 
+@pytest.mark.slow
 def test_a_refusing_agent_ends_the_search_and_the_last_good_size_is_kept(tmp_path, small_device):
     [result] = run_largest(
         tmp_path, f'[[agents]]\nid = "small"\ndriver = "small-device"\naddress = "{small_device}"',

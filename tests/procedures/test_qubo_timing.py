@@ -59,6 +59,7 @@ def test_overrun_threshold_on_both_sides_of_its_boundary(requested, on_time, lat
     assert is_overrun(requested, late)
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 def test_an_overrun_is_kept_out_of_its_nominal_timeout_everywhere(tmp_path):
     """Seed 1 answers 10× late (a better answer, at 60 W), seeds 2 and 3 at 1.04× and 1.06×:
@@ -106,6 +107,7 @@ def test_an_overrun_is_kept_out_of_its_nominal_timeout_everywhere(tmp_path):
     assert "2/4: 0.106, 1 s" in summary, summary
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 def test_a_late_reply_with_forged_times_is_never_an_answer(tmp_path):
     """Seed 1 replies 10× late but claims the requested time: each attempt is unverified (0.9 s

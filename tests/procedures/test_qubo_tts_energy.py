@@ -12,6 +12,8 @@ from hilbench.store import Store
 from tests.campaign_toml import campaign, keysight, measured_agent, qubo, write_campaign
 from tests.subprocesses import run_campaign, unit_runs
 
+pytestmark = pytest.mark.slow
+
 
 def tts_campaign(meter: SimulatedMeter) -> str:
     """Time to solution on 1000-node graphs, the spawned CPU agent's solve phases read from
@@ -35,6 +37,7 @@ def tts_campaign(meter: SimulatedMeter) -> str:
     )
 
 
+@pytest.mark.serial
 def test_tts_energy_matches_the_true_energy_within_its_uncertainty(tmp_path):
     db = tmp_path / "tts.sqlite"
     with SimulatedMeter(SIMULATED_CPU, noise_std_w=0.05, seed=5) as meter:

@@ -15,7 +15,7 @@ from hilbench.store import Store
 from tests.report.page_check import TableCell, open_page, parse, printed_matches
 from tests.subprocesses import hilbench, run_campaign
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # the store: three campaigns
 pytest.importorskip("matplotlib")
 pytest.importorskip("jinja2")
 

@@ -108,6 +108,7 @@ def test_report_and_its_figure_files_are_served(served: Served,
     assert body.startswith(b"<?xml")
 
 
+@pytest.mark.slow
 def test_nothing_outside_the_report_folder_and_no_writes(served: Served,
                                                           store: tuple[Path, str]) -> None:
     before = hashlib.sha256(store[0].read_bytes()).hexdigest()
@@ -140,6 +141,7 @@ def test_every_request_needs_the_token(served: Served, store: tuple[Path, str]) 
     assert get(served, "/")[0] == 200
 
 
+@pytest.mark.slow  # three real `hilbench serve` processes
 def test_the_url_printed_at_start_works_and_nothing_else(store: tuple[Path, str]) -> None:
     """The real command: it prints a URL with a random token; that URL answers, the bare
     address answers 403, and a token given by the environment is used as given."""

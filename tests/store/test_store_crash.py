@@ -8,9 +8,12 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 from hilbench.documents import RunStart, RunStop, new_uid
 from hilbench.store import Store, StoreWriter
+
+pytestmark = pytest.mark.slow
 
 CHILD = textwrap.dedent(
     """

@@ -3,11 +3,14 @@ password given in the URL."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.campaign_toml import agent, campaign, qubo
 from tests.postgres import fresh_database
 from tests.subprocesses import hilbench
 
 
+@pytest.mark.slow
 def test_a_campaign_on_postgresql_runs_reads_back_and_resumes(tmp_path):
     toml = tmp_path / "c.toml"
     toml.write_text(campaign(agent("cpu0"), qubo(seeds=[0, 1]), name="pg-cli"))

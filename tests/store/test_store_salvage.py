@@ -98,6 +98,7 @@ def original(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_salvage_of_a_store_cut_at_half_recovers_every_run_whose_pages_survive(
     tmp_path, original
 ):

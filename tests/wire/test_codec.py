@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -53,16 +51,9 @@ def test_invalid_vector_raises_its_error_code(vector):
     assert info.value.code == vector["error"]
 
 
-def test_vectors_file_is_current():
-    script = ROOT / "protocols" / "make_agent_vectors.py"
-    assert subprocess.run([sys.executable, str(script), "--check"]).returncode == 0, (
-        "protocols/vectors/agent_messages.json or the contract tables of agent-protocol.md are "
-        "stale: run python protocols/make_agent_vectors.py"
-    )
-
-
 def test_the_contract_tables_follow_the_structs(monkeypatch):
-    """A contract change the document does not show is caught (the check above then fails)."""
+    """A contract change the document does not show is caught (then the --check of
+    tests/wire/test_vectors_everywhere.py fails)."""
     from hilbench.contracts import qubo
     from hilbench.contracts.spec import render, replace_tables
 

@@ -86,18 +86,21 @@ def well_formed(draw) -> list:
     return pack(header, frames)
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
 @given(well_formed())
 def test_the_decoders_agree_on_nearly_valid_messages(frames):
     _agree(frames)
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
 @given(generated)
 def test_the_decoders_agree_on_generated_garbage(message):
     _agree(pack(*message))
 
 
+@pytest.mark.slow
 def test_the_decoders_agree_on_mutated_vectors_and_the_fast_path_takes_the_valid_ones():
     rng = random.Random(20261124)
     for _ in range(20_000):
@@ -180,6 +183,7 @@ def test_ids_are_limited_in_characters_not_bytes():
     assert _agree(frames)
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(st.dictionaries(st.text(max_size=6), values, max_size=4))
 def test_msgspec_writes_the_bytes_msgpack_writes(body):

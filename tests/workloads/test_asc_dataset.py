@@ -54,6 +54,7 @@ def _write_wav(path: Path, seconds: float, rate: int = 44100, freq: float | None
 # --- split rules ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_counts_follow_the_fixture_parameters(data_root: Path) -> None:
     index = scan_dataset(data_root)
     counts = split_counts(index)

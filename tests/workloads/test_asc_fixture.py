@@ -19,6 +19,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_fixture(tmp_path_factory.mktemp("fixture") / "data", seed=7)
 
 
+@pytest.mark.slow
 def test_dcase_layout_and_csv_headers(root: Path) -> None:
     setup = root / "evaluation_setup"
     for name in ("fold1_train.csv", "fold1_evaluate.csv"):
@@ -48,6 +49,7 @@ def test_files_the_loader_must_ignore_are_present(root: Path) -> None:
     assert any(name.split("-")[0] not in CLASSES for name in names)  # other scenes
 
 
+@pytest.mark.slow
 def test_same_seed_same_bytes_other_seed_other_audio(tmp_path: Path) -> None:
     small = {"clips_per_class_train": 1, "clips_per_class_test": 1, "extra_unlisted_per_class": 0,
              "sample_rate": 16000}

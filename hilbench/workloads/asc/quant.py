@@ -28,6 +28,13 @@ dense layer so that int32 logits compare directly. ``mult`` is in [2**30, 2**31)
 
 Arrays are computed with int64 numpy arithmetic, the integer matrix products via float64 BLAS,
 which is exact because every partial sum is an integer far below 2**53.
+
+Quantisation gives the same bits on every machine. Scales, multipliers and shifts come from
+IEEE-754 float64 operations (each correctly rounded, round half to even) on the float weights and
+on the largest activation the calibration features reach, and that activation is computed by
+:func:`ordered_dot`: every sum term by term in index order, never BLAS or numpy's pairwise/SIMD
+reductions, whose order (and so whose last bits) depends on the machine, the library and the
+thread count. A float model and calibration set thus quantise to one model file everywhere.
 """
 
 from __future__ import annotations
@@ -97,6 +104,23 @@ def _int_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.rint(a.astype(np.float64) @ b.astype(np.float64)).astype(np.int64)
 
 
+def ordered_dot(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """``bias + x @ weight.T`` in float64, each output summed term by term in index order.
+
+    Starts from the bias and adds ``x[..., k] * weight[:, k]`` for k = 0, 1, … with elementwise
+    IEEE operations only, so the result does not depend on how a BLAS or numpy splits a sum
+    across SIMD lanes and threads (which moved calibrated scales in their 7th digit between
+    machines). Products of float32 values are exact in float64; only the additions round.
+    """
+    x64 = np.asarray(x, dtype=np.float64)
+    w64 = np.asarray(weight, dtype=np.float64)
+    acc = np.empty((*x64.shape[:-1], w64.shape[0]), dtype=np.float64)
+    acc[...] = np.asarray(bias, dtype=np.float64)
+    for k in range(x64.shape[-1]):
+        acc += x64[..., k, None] * w64[:, k]
+    return acc
+
+
 def _check_int32(acc: np.ndarray, where: str) -> None:
     if acc.size and (acc.min() < INT32_MIN or acc.max() > INT32_MAX):
         raise OverflowError(f"{where}: int32 accumulator overflow ({acc.min()}..{acc.max()})")
@@ -143,16 +167,17 @@ class FloatCnn:
     dense_bias: np.ndarray  # (classes,)
 
     def activations(self, features: np.ndarray) -> list[np.ndarray]:
-        """Every block's output and the logits for float features (N, frames, filters)."""
+        """Every block's output and the logits (float32) for float features (N, frames, filters),
+        the same bits on every machine (sums in a fixed order, :func:`ordered_dot`)."""
         x = np.asarray(features, dtype=np.float32)
         outputs = []
         for conv in self.convs:
             kernel = conv.weight.shape[1]
             cols = _same_windows(x, kernel, 0.0)
-            y = cols @ conv.weight.reshape(conv.weight.shape[0], -1).T + conv.bias
+            y = ordered_dot(cols, conv.weight.reshape(conv.weight.shape[0], -1), conv.bias)
             x = _max_pool_time(np.maximum(y, 0.0), conv.pool, 0.0).astype(np.float32)
             outputs.append(x)
-        logits = x.reshape(x.shape[0], -1) @ self.dense_weight.T + self.dense_bias
+        logits = ordered_dot(x.reshape(x.shape[0], -1), self.dense_weight, self.dense_bias)
         outputs.append(logits.astype(np.float32))
         return outputs
 
@@ -516,16 +541,15 @@ def quantise_cnn(
     calib = np.asarray(calibration_features, dtype=np.float32)
     if calib.ndim != 3 or len(calib) == 0:
         raise ValueError(f"calibration features must be (N, frames, filters), got {calib.shape}")
-    activations = model.activations(calib)
     in_scale, in_zp = FEATURE_SCALE, FEATURE_ZERO_POINT
     convs = []
-    for conv, act in zip(model.convs, activations, strict=False):
+    for conv, act_max in zip(model.convs, _activation_maxima(model, calib), strict=True):
         w = conv.weight.astype(np.float64)
         w_scale = np.abs(w).reshape(len(w), -1).max(axis=1) / 127.0
         w_scale[w_scale == 0] = 1.0
         w_q = np.clip(np.rint(w / w_scale[:, None, None]), -127, 127).astype(np.int8)
         bias_q = _quantise_bias(conv.bias, in_scale * w_scale)
-        out_scale = max(float(act.max()), 1e-6) / 255.0
+        out_scale = max(act_max, 1e-6) / 255.0
         pairs = [quantise_multiplier(in_scale * s / out_scale) for s in w_scale]
         convs.append(
             QuantConv(
@@ -557,6 +581,16 @@ def quantise_cnn(
         mfe_config=mfe_config or MfeConfig(),
         info=dict(info or {}),
     )
+
+
+def _activation_maxima(model: FloatCnn, calib: np.ndarray, chunk: int = 256) -> list[float]:
+    """Each conv block's largest activation over the calibration features, in bounded memory
+    (a maximum is exact, so chunking changes no bit)."""
+    maxima = [-math.inf] * len(model.convs)
+    for i in range(0, len(calib), chunk):
+        outputs = model.activations(calib[i : i + chunk])
+        maxima = [max(m, float(a.max())) for m, a in zip(maxima, outputs, strict=False)]
+    return maxima
 
 
 def _quantise_bias(bias: np.ndarray, scale: np.ndarray) -> np.ndarray:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from click.testing import CliRunner
 
 from hilbench.cli import cli
@@ -18,6 +19,7 @@ def test_wire_bytes_count_every_frame_of_a_sample_load():
     assert chunk_frame <= total < chunk_frame + 100
 
 
+@pytest.mark.slow
 def test_bench_prints_transfer_and_overhead_beside_wire_time(emulator):
     result = CliRunner().invoke(
         cli,

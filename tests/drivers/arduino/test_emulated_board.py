@@ -164,6 +164,7 @@ def test_emulate_mode_flashes_the_campaigns_model_into_the_host_build(host_progr
         drv.close()
 
 
+@pytest.mark.slow
 def test_a_model_build_configured_from_another_checkout_is_reconfigured(
     host_program, tmp_path, monkeypatch
 ):

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from hilbench_drivers.loihi.child import RUNNER, group_members
 from tests.orphans import alive, alive_after
@@ -84,6 +85,7 @@ driver.run({"workload": "qubo", "mode": "fixed_timeout", "solver": "lava", "time
 """
 
 
+@pytest.mark.slow
 def test_real_lava_and_its_workers_die_with_a_sigkilled_agent(lava_python: str) -> None:
     """The same with the real runner and Lava's own worker processes (runtime up, hanging)."""
     agent = subprocess.Popen([sys.executable, "-c", AGENT_WITH_A_HANGING_LAVA, lava_python])

@@ -52,9 +52,10 @@ def test_the_loihi_extra_pins_the_same_pair():
 
 
 def test_readme_commands_are_the_ones_ci_runs():
-    section, ci = readme_section(), (REPO / ".ci/run").read_text()
+    section, setup = readme_section(), (REPO / "scripts/setup-side-envs.sh").read_text()
+    assert "bash scripts/setup-side-envs.sh" in (REPO / ".ci/run").read_text()
     assert "pip install -r drivers/loihi/requirements-lava.txt" in section
-    assert "-r drivers/loihi/requirements-lava.txt" in ci
+    assert "-r drivers/loihi/requirements-lava.txt" in setup
     assert section.index("requirements-lava.txt") < section.index("pip install -e .")
 
 

@@ -1,48 +1,30 @@
 """The Xylo tests' environment: Rockpool needs numpy < 2, so the simulated back end lives in its
-own virtual environment (``.venv-xylo``, made by ``.ci/run``). Tests in the main environment
-reach it through real processes: an agent started with that interpreter, or pytest run there
-on ``xylo_env/``. Without it they fail under CI (CI makes it) and skip with the reason elsewhere.
+own virtual environment (``.venv-xylo``, made by ``bash scripts/setup-side-envs.sh xylo``). Tests
+in the main environment reach it through real processes: an agent started with that interpreter,
+or pytest run there on ``xylo_env/``. Without it they fail under CI (CI makes it) and skip with
+that command elsewhere (tests/side_envs.py).
 """
 
 from __future__ import annotations
 
 import importlib.util
-import os
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
+from tests import side_envs
+
+REPO = side_envs.REPO
 HAS_ROCKPOOL = importlib.util.find_spec("rockpool") is not None
 
 # xylo_env/ imports Rockpool: collected only where it is installed (the .venv-xylo run).
 collect_ignore = [] if HAS_ROCKPOOL else ["xylo_env"]
 
 
-def xylo_python_path() -> Path | None:
-    """``$HILBENCH_XYLO_PYTHON``, else ``<repo>/.venv-xylo/bin/python``, else this interpreter
-    when it has Rockpool."""
-    env = os.environ.get("HILBENCH_XYLO_PYTHON")
-    candidates = [Path(env)] if env else []
-    candidates.append(REPO / ".venv-xylo" / "bin" / "python")
-    for path in candidates:
-        if path.is_file():
-            return path
-    return Path(sys.executable) if HAS_ROCKPOOL else None
-
-
 @pytest.fixture(scope="session")
 def xylo_python() -> Path:
-    path = xylo_python_path()
-    if path is None:
-        message = ("no Xylo environment: .ci/run makes .venv-xylo (pip install -e '.[xylo]' "
-                   "with numpy<2), or set HILBENCH_XYLO_PYTHON")
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
+    return side_envs.xylo_python()
 
 
 def tiny_network_parts(hidden: int = 8, seed: int = 0):

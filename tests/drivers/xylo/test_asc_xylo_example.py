@@ -14,7 +14,7 @@ from hilbench.store import Store
 from tests.drivers.xylo.conftest import REPO
 from tests.subprocesses import run_campaign, unit_runs
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # the example, given 600 s
 
 EXAMPLE = REPO / "examples" / "asc-xylo.toml"
 

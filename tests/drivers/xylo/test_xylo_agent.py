@@ -12,18 +12,23 @@ import pytest
 
 from hilbench.orchestrator.client import AgentClient, AgentError
 from hilbench.orchestrator.spawn import spawn_announcing
+from tests import side_envs
 from tests.drivers.xylo.conftest import REPO, tiny_network_parts
 
 HERE = Path(__file__).parent
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.timeout(1000)  # the Xylo environment's own run, given 900 s
 def test_simulated_back_end_in_its_own_environment(xylo_python):
     if Path(xylo_python) == Path(sys.executable):
         pytest.skip("this interpreter has Rockpool: xylo_env/ is collected directly")
+    python = side_envs.xylo_pytest()
+    # addopts replaced: the main suite's (pytest-xdist's -n) need not exist in that environment
     run = subprocess.run(
-        [str(xylo_python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore",
-         str(HERE / "xylo_env")], cwd=REPO, capture_output=True, text=True, timeout=900)
+        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore",
+         "-o", "addopts=-ra --strict-markers", str(HERE / "xylo_env")],
+        cwd=REPO, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
     assert " passed" in run.stdout.splitlines()[-1]
 
