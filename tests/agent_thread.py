@@ -4,8 +4,10 @@ the same messages an orchestrator sends."""
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -39,3 +41,40 @@ def served(driver: Any, agent_id: str, liveness: int = 50) -> Iterator[AgentClie
             yield client
         finally:
             client.close()
+
+
+@contextmanager
+def serving_apart(make_runtime: Callable[[], AgentRuntime]) -> Iterator[str]:
+    """The runtime ``make_runtime()`` builds, serving in a forked child process until the block
+    ends; yields its endpoint. Used where the run's timing is checked: an agent in the test's
+    own process shares its GIL with the orchestrator, and a reply waited several milliseconds
+    for it (0.5-8 ms past the link's measured bound), which no separate agent process does."""
+    fork = multiprocessing.get_context("fork")
+    ours, theirs = fork.Pipe()
+
+    def child() -> None:
+        runtime = make_runtime()
+        thread = threading.Thread(target=runtime.serve, daemon=True)
+        thread.start()
+        theirs.send(runtime.endpoint if runtime.wait_ready(30) else None)
+        with contextlib.suppress(EOFError):
+            theirs.recv()  # until the parent says stop, or its end closes
+        runtime.request_shutdown()
+        thread.join(5)
+
+    process = fork.Process(target=child, daemon=True)
+    process.start()
+    try:
+        if not ours.poll(60):
+            raise RuntimeError("the forked test agent did not start in 60 s")
+        endpoint = ours.recv()
+        if endpoint is None:
+            raise RuntimeError("the forked test agent's runtime was not ready in 30 s")
+        yield endpoint
+    finally:
+        with contextlib.suppress(OSError):
+            ours.send("stop")
+        process.join(10)
+        if process.is_alive():
+            process.kill()
+            process.join(5)

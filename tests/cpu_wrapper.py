@@ -37,22 +37,28 @@ class CpuWrapper:
 
 def run_asc_unit(driver: Any, store: Path, **table: Any) -> dict[str, Any]:
     """One ``[[asc]]`` single-stream unit (one clip of the fixture, no power) against
-    ``driver`` behind a real agent runtime on loopback; the stored run."""
+    ``driver`` behind a real agent runtime on loopback, in a process of its own; the run the
+    unit ended with (a loaded host's unverified attempts before it are left out)."""
     from hilbench.agent.runtime import AgentRuntime
     from hilbench.orchestrator.campaign import parse_campaign
     from hilbench.orchestrator.runner import CampaignRunner
     from hilbench.store import Store
-    from tests.agent_thread import serving
+    from tests.agent_thread import serving_apart
+    from tests.campaign_toml import TEST_TIMING_ATTEMPTS
+    from tests.subprocesses import unit_runs
 
-    runtime = AgentRuntime(driver, "liar", bind="tcp://127.0.0.1:*", heartbeat_s=0.1,
-                           liveness=20)
-    with serving(runtime):
+    def runtime() -> AgentRuntime:
+        return AgentRuntime(driver, "liar", bind="tcp://127.0.0.1:*", heartbeat_s=0.1,
+                            liveness=20)
+
+    with serving_apart(runtime) as endpoint:
         campaign = parse_campaign({
-            "agents": [{"id": "a", "driver": driver.name, "address": runtime.endpoint}],
+            "campaign": {"timing_attempts": TEST_TIMING_ATTEMPTS},
+            "agents": [{"id": "a", "driver": driver.name, "address": endpoint}],
             "asc": [{"agent": "a", "fixture": True, "model": "packaged", "limit": 1,
                      "power": False, **table}],
         }, "asc-unit.toml")
         CampaignRunner(campaign, store).run()
     with Store(store) as opened:
-        [run] = opened.runs()
+        [run] = unit_runs(opened)
     return run

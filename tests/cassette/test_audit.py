@@ -147,7 +147,7 @@ def test_a_clock_offset_outside_its_bounds_fails(bundle, tmp_path):
     assert "timing inconsistent: the claimed timed region starts" in done.stdout
 
     def overconfident(lines):
-        load = next(d for d in lines if d["kind"] == "phase" and d["name"] == "load")
+        load = _phase_of_a_success(lines, "load")
         load["clock_offsets"]["cpu0"]["uncertainty_s"] /= 4
 
     done = _verify(_tamper(bundle, tmp_path / "2", overconfident))

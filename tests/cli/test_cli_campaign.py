@@ -131,7 +131,8 @@ MISTAKES = [
     ),
     (
         GOOD + "\n[qubo]\nnodes = [1]\n",
-        "{f} is not valid TOML: Cannot declare ('qubo',) twice (at line 16, column 6)",
+        "{f} is not valid TOML: Cannot declare ('qubo',) twice "
+        f"(at line {GOOD.count(chr(10)) + 2}, column 6)",  # the [qubo] line after GOOD
     ),
     (
         GOOD.replace("[[qubo]]", "[qubo]"),

@@ -17,6 +17,7 @@ from tests.daemon.conftest import history
 from tests.subprocesses import hilbench
 
 
+@pytest.mark.serial  # asserts honest runs verified on time: alone (tests/alone.py)
 @pytest.mark.slow
 def test_the_daemon_records_a_cassette_that_survives_a_sigkill(tmp_path, daemon_at):
     db, folder = tmp_path / "d.sqlite", tmp_path / "cassette"

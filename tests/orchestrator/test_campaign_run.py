@@ -163,6 +163,7 @@ def test_killing_the_agent_names_agent_and_run_and_keeps_completed_runs(tmp_path
         assert store.campaigns()[0]["status"] == "abort"
 
 
+@pytest.mark.serial  # asserts honest runs verified on time: alone (tests/alone.py)
 @pytest.mark.slow
 def test_interrupted_campaign_resumes_where_it_stopped(tmp_path):
     db = tmp_path / "res.sqlite"

@@ -21,10 +21,13 @@ from hilbench.orchestrator.runner import CampaignRunner
 from hilbench.report.qubo_table import gap_rows
 from hilbench.store import Store
 from hilbench.workloads.qubo import SparseQubo, edges_in_graph
-from tests.agent_thread import serving
+from tests.agent_thread import serving_apart
+from tests.campaign_toml import TEST_TIMING_ATTEMPTS
 from tests.cpu_wrapper import CpuWrapper
 from tests.figures import measured
 from tests.subprocesses import unit_runs
+
+pytestmark = pytest.mark.serial  # asserts honest runs verified on time: alone (tests/alone.py)
 
 
 class TamperingDriver(CpuWrapper):
@@ -59,15 +62,12 @@ class TamperingDriver(CpuWrapper):
 
 @pytest.fixture
 def tampering_agent(request, tmp_path):
-    runtime = AgentRuntime(
-        TamperingDriver(request.param, str(tmp_path / "no-powercap")),
-        "tamper",
-        bind="tcp://127.0.0.1:*",
-        heartbeat_s=0.1,
-        liveness=20,
-    )
-    with serving(runtime):
-        yield runtime.endpoint
+    def runtime() -> AgentRuntime:
+        return AgentRuntime(TamperingDriver(request.param, str(tmp_path / "no-powercap")),
+                            "tamper", bind="tcp://127.0.0.1:*", heartbeat_s=0.1, liveness=20)
+
+    with serving_apart(runtime) as endpoint:
+        yield endpoint
 
 
 def run_campaign(tmp_path, address: str, seeds=(0, 1), timeout_s=0.01) -> tuple[Store, Any]:
@@ -84,6 +84,7 @@ def run_campaign(tmp_path, address: str, seeds=(0, 1), timeout_s=0.01) -> tuple[
                     "timeouts_s": [timeout_s],
                 }
             ],
+            "campaign": {"timing_attempts": TEST_TIMING_ATTEMPTS},
         },
         "checks.toml",
     )

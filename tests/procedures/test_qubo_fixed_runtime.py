@@ -26,8 +26,11 @@ from hilbench.sim import SimulatedMeter
 from hilbench.sim.power_model import SIMULATED_CPU
 from hilbench.store import Store
 from hilbench_drivers.cpu import CpuDriver
-from tests.agent_thread import serving
+from tests.agent_thread import serving_apart
 from tests.campaign_toml import agent, campaign, keysight, qubo, write_campaign
+from tests.subprocesses import unit_runs
+
+pytestmark = pytest.mark.serial  # asserts honest runs verified on time: alone (tests/alone.py)
 
 TIMEOUT_S = 0.1
 SOLVING_W = SIMULATED_CPU.watts("solving")
@@ -66,11 +69,13 @@ def run_early(tmp_path: Path, fractions: tuple[float, ...], keep_busy: bool,
     simulated Keysight every millisecond; the store's path."""
     db = tmp_path / "early.sqlite"
     with SimulatedMeter(SIMULATED_CPU, noise_std_w=0.05, seed=7) as meter:
-        driver = EarlyDriver(fractions, keep_busy, sim_meter=f"{meter.host}:{meter.port}")
-        runtime = AgentRuntime(driver, "cpu0", bind="tcp://127.0.0.1:*")
-        with serving(runtime):
+        def runtime() -> AgentRuntime:
+            driver = EarlyDriver(fractions, keep_busy, sim_meter=f"{meter.host}:{meter.port}")
+            return AgentRuntime(driver, "cpu0", bind="tcp://127.0.0.1:*")
+
+        with serving_apart(runtime) as endpoint:
             path = write_campaign(tmp_path, campaign(
-                agent("cpu0", "cpu", spawn=False, address=runtime.endpoint),
+                agent("cpu0", "cpu", spawn=False, address=endpoint),
                 qubo(nodes=[25], densities=[0.1], seeds=[0], solvers=["sa"],
                      timeouts_s=[TIMEOUT_S]),
                 keysight(meter.resource, instrument_id="dmm0",
@@ -83,7 +88,7 @@ def run_early(tmp_path: Path, fractions: tuple[float, ...], keep_busy: bool,
 
 def stored_runs(db: Path) -> list[dict]:
     with Store(db) as store:
-        runs = store.runs()
+        runs = unit_runs(store)  # the run each unit ended with (not a loaded host's retries)
         for run in runs:
             run["metrics"] = {m["name"]: m for m in store.metrics(run["uid"])}
     return runs

@@ -12,7 +12,8 @@ from hilbench.store import Store
 from tests.campaign_toml import campaign, keysight, measured_agent, qubo, write_campaign
 from tests.subprocesses import run_campaign, unit_runs
 
-pytestmark = pytest.mark.slow
+# asserts honest runs verified on time: alone (tests/alone.py)
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 
 def tts_campaign(meter: SimulatedMeter) -> str:

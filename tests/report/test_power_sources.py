@@ -26,7 +26,9 @@ from hilbench_drivers.cpu import CpuDriver
 from tests.agent_thread import serving
 from tests.campaign_toml import agent, campaign, keysight, qubo, write_campaign
 from tests.procedures.test_qubo_timing import TIMEOUT_S, runs_by_seed, spec_agent, spec_campaign
-from tests.subprocesses import hilbench, run_campaign
+from tests.subprocesses import hilbench, run_campaign, unit_runs
+
+pytestmark = pytest.mark.serial  # asserts honest runs verified on time: alone (tests/alone.py)
 
 CLAIM = "0.001000"
 RUNTIME_S = 0.2  # the claimed watts as the summary prints them (4 significant digits)
@@ -73,7 +75,7 @@ def test_an_agents_power_claim_without_an_instrument_is_labelled_everywhere(tmp_
                      "--format", "csv")
     assert "0.001" not in board.stdout
     with Store(db) as store:
-        assert len(store.runs()) == 2
+        assert len(unit_runs(store)) == 2
 
 
 class ReportingDriver(CpuDriver):

@@ -12,7 +12,8 @@ from hilbench.store import Store
 from tests.figures import measured
 from tests.subprocesses import run_campaign, unit_runs
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # the example, given 600 s
+# the example, given 600 s; serial: its Lava runs are checked against the link bound
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.timeout(900)]
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "qubo-loihi.toml"
 
