@@ -6,8 +6,10 @@ own lock folder (as on separate hosts), and shares the queue in PostgreSQL.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -27,8 +29,17 @@ def _config(tmp_path: Path) -> Path:
     return path
 
 
+def _short(tmp_path: Path) -> Path:
+    """A short folder for this test's stores: a store's control socket sits in its logs folder,
+    and under pytest-xdist tmp_path (popen-gw0/…) made that path 108 bytes, past the 107 a Unix
+    socket's name may have (the daemon refuses it, naming --control)."""
+    folder = Path(tempfile.gettempdir()) / f"hq-{hashlib.sha256(bytes(tmp_path)).hexdigest()[:12]}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
+
+
 def _daemon(daemon_at, tmp_path: Path, bench: str, url: str, **kw):
-    return daemon_at(tmp_path / f"{bench}.sqlite", config=_config(tmp_path), bench=bench,
+    return daemon_at(_short(tmp_path) / f"{bench}.sqlite", config=_config(tmp_path), bench=bench,
                      queue=url, env={"HILBENCH_LOCK_DIR": str(tmp_path / f"locks-{bench}")},
                      **kw)
 
@@ -91,7 +102,7 @@ def test_three_benches_share_one_queue_each_item_once_by_its_bench(daemon_at, tm
         assert h["exit_status"] == "completed", h
         assert h["bench"] == bench, h
 
-    stores = {b: _runs(tmp_path / f"{b}.sqlite") for b in BENCHES}
+    stores = {b: _runs(_short(tmp_path) / f"{b}.sqlite") for b in BENCHES}
     duplicates = 0
     for bench, runs in stores.items():
         success = Counter((c, k) for _, c, k, status, _ in runs if status == "success")
