@@ -9,7 +9,7 @@ from hilbench.cli.lazy import LazyGroup
 # name -> "module:attribute" of a click command, imported when run.
 BENCHMARKS: dict[str, str] = {
     "dispatch": "hilbench.bench.dispatch:dispatch",
-    "power-accuracy": "hilbench.bench.power_accuracy:power_accuracy",
+    "power-accuracy": "hilbench.bench.power_accuracy_command:power_accuracy",
     "stage-attribution": "hilbench.bench.stage_attribution:stage_attribution",
     "store-stream": "hilbench.bench.store_stream:store_stream",
     "asc-harness": "hilbench.bench.asc_harness:asc_harness",
