@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hilbench.orchestrator.instruments import drift_residual_s
 from hilbench.power.align import (
     BoundaryPolicy,
     IntervalEstimate,
@@ -32,6 +31,7 @@ from hilbench.power.align import (
 from hilbench.power.estimators import PhaseWindow
 from hilbench.power.metrics import analyze
 from hilbench.power.source import SourceInfo
+from hilbench.power.timing import drift_residual_s
 from hilbench.power.uncertainty import Quantity
 from hilbench.sim.power_model import (
     ARDUINO_NANO_33_BLE,

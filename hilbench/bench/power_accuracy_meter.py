@@ -37,14 +37,12 @@ from hilbench.orchestrator.instruments import (
     Instrument,
     InstrumentSpec,
     PhaseAcquisition,
-    aperture_s,
     open_instrument,
-    timing_uncertainty_s,
-    to_watts,
 )
 from hilbench.orchestrator.spawn import SpawnedProcess, spawn_announcing
 from hilbench.power.align import BoundaryPolicy
 from hilbench.power.estimators import PhaseWindow
+from hilbench.power.timing import aperture_s, timing_uncertainty_s, to_watts
 from hilbench.sim.device_link import SimulatedDeviceLink
 from hilbench.sim.instrument_facts import meter_facts  # how the meter quantises
 from hilbench.sim.power_model import ARDUINO_NANO_33_BLE
