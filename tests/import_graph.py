@@ -47,7 +47,11 @@ def _typing_only(tree: ast.AST) -> set[int]:
 def imports(module: str) -> set[str]:
     """The ``hilbench`` modules that ``module`` imports, anywhere in it, itself left out."""
     known = modules()
-    path = known[module]
+    return imports_of(known[module], module, set(known))
+
+
+def imports_of(path: Path, module: str, known: set[str] | dict[str, Path]) -> set[str]:
+    """The modules of ``known`` that the source at ``path`` (module ``module``) imports."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     tree = ast.parse(path.read_text(encoding="utf-8"))
     skip = _typing_only(tree)

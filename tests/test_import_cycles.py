@@ -5,7 +5,7 @@ left out (tests/import_graph.py reads the graph)."""
 
 from __future__ import annotations
 
-from tests.import_graph import circles, graph, imports, modules
+from tests.import_graph import circles, graph, imports_of, modules
 
 # Circles another part of issue 32 owns, each with its owner; the lead removes an entry once
 # that part is merged (the test fails when a listed circle is gone, so none stays stale).
@@ -29,9 +29,19 @@ def test_the_check_finds_a_circle():
         ["a", "b"], ["c", "d"]]
 
 
-def test_the_graph_counts_imports_inside_functions():
-    """The store circle is two function-level imports: the reader must see them."""
-    assert "hilbench.store.pg_schema" in imports("hilbench.store.schema") or \
-        "hilbench.store.schema" in imports("hilbench.store.pg_schema")
+def test_the_graph_counts_imports_inside_functions(tmp_path):
+    source = tmp_path / "mod.py"
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "import pkg.top\n"
+        "if TYPE_CHECKING:\n    from pkg import typed\n"
+        "def f():\n    from pkg.sub import thing\n    from . import sibling\n"
+        "    from .sub import deep\n")
+    known = {"pkg.top", "pkg.typed", "pkg.sub", "pkg.sub.deep", "pkg.sibling", "pkg.mod"}
+    assert imports_of(source, "pkg.mod", known) == {"pkg.top", "pkg.sub", "pkg.sibling",
+                                                     "pkg.sub.deep"}
+
+
+def test_the_whole_package_is_read():
     folders = {name.split(".")[1] for name in modules() if name.count(".") > 1}
     assert {"store", "cli", "bench", "orchestrator", "procedures", "sim"} <= folders
