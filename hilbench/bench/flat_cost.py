@@ -103,7 +103,9 @@ def flat_cost(units: int, nodes: str, timeout_s: float, meter: bool, trace: bool
         total = len(runner.units)
         tenth = max(1, total // 10)
 
-        def on_unit_done(_unit, _status: str, _run_uid: str | None) -> None:
+        def on_unit_done(_unit, status: str, _run_uid: str | None) -> None:
+            if status == "retried":  # an unverified attempt whose unit runs again: not done
+                return
             stamps.append(time.perf_counter())
             rss.append(process.memory_info().rss)
             done = len(stamps)
