@@ -41,7 +41,7 @@ from .scpi import (
     parse_int,
     parse_readings,
 )
-from .settings import Keysight34465ASettings
+from .settings import FACTS, Keysight34465ASettings
 
 SIMULATED_FIRMWARE = "hilbench-sim"  # the firmware field of the simulated meter's *IDN?
 SUPPORTED_MODELS = ("34465A", "34470A")  # the Truevolt models with SAMPle:SOURce TIMer
@@ -74,6 +74,9 @@ class Keysight34465A:
     ``visa_library`` selects the VISA backend (``""`` = pyvisa's default, ``"@py"`` =
     pyvisa-py, ``"file.yaml@sim"`` = pyvisa-sim). The constructor does no I/O.
     """
+
+    # What the simulated bench meter takes from this driver (hilbench.sim.instrument_facts).
+    facts = FACTS
 
     def __init__(
         self,

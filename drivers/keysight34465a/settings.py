@@ -9,7 +9,8 @@ make the meter's timer slip (and the timestamps lie), so such settings are refus
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 CURRENT_RANGES_A = (1e-6, 10e-6, 100e-6, 1e-3, 10e-3, 100e-3, 1.0, 3.0, 10.0)
@@ -38,6 +39,24 @@ def min_sample_interval_s(nplc: float, line_frequency_hz: float, autozero: bool)
     """Shortest achievable time between readings for these settings (autorange off)."""
     integration = nplc / line_frequency_hz
     return integration * (2 if autozero else 1) + READING_OVERHEAD_S
+
+
+@dataclass(frozen=True)
+class Facts:
+    """The 34465A's facts as its simulated twin takes them (``Keysight34465A.facts``, read by
+    :mod:`hilbench.sim.instrument_facts`): one description for the driver and the simulator."""
+
+    current_ranges_a: tuple[float, ...] = CURRENT_RANGES_A
+    voltage_ranges_v: tuple[float, ...] = VOLTAGE_RANGES_V
+    nplc_resolution_ppm: Mapping[float, float] = field(
+        default_factory=lambda: dict(NPLC_RESOLUTION_PPM))
+
+    def min_sample_interval_s(self, nplc: float, line_frequency_hz: float,
+                              autozero: bool) -> float:
+        return min_sample_interval_s(nplc, line_frequency_hz, autozero)
+
+
+FACTS = Facts()
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """The ST PowerShield (X-NUCLEO-LPM01A) serial protocol: commands, replies and the data stream.
 
 One description serves the driver that speaks it and the emulator that imitates it
-(:mod:`hilbench.sim.lpm01a`). Sources: the PowerShield firmware's command list as MLPerf Tiny's
-runner documents and uses it (``benchmark/runner/power_manager/power_manager_lpm.py``: ``htc``,
-``freq``, ``acqtime``, ``trigsrc``, ``trigdelay``, ``eventsrc d7 fal``, ``output``, ``format``,
+(:mod:`hilbench_drivers.lpm01a.emulator`). Sources: the PowerShield firmware's command list
+as MLPerf Tiny's runner documents and uses it
+(``benchmark/runner/power_manager/power_manager_lpm.py``: ``htc``, ``freq``, ``acqtime``,
+``trigsrc``, ``trigdelay``, ``eventsrc d7 fal``, ``output``, ``format``,
 ``volt``, ``start``/``stop``; replies ``PowerShield > ack <command>``, ``error`` with an
 ``Error detail:`` line; ``TimeStamp: 001s 000ms, buff 00%`` and ``event NN ris`` lines in the
 ASCII stream; ``Acquisition completed`` after ``stop``) and ST's UM2269 as public parsers render

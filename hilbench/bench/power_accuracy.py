@@ -1,5 +1,6 @@
-"""`hilbench bench power-accuracy`: how close is dynamic energy per inference to the truth, and
-does its stated 95 % uncertainty cover the truth as often as it claims?
+"""The virtual-time model behind `hilbench bench power-accuracy` (the command is
+:mod:`hilbench.bench.power_accuracy_command`): how close is dynamic energy per inference to the
+truth, and does its stated 95 % uncertainty cover the truth as often as it claims?
 
 Every trial simulates, in virtual time (no sleeping), an Arduino-style measurement: the device
 idles, then repeats one sample back to back (pre-processing 43 ms + inference 45 ms at the
@@ -20,12 +21,9 @@ import math
 import time
 from dataclasses import dataclass
 
-import click
 import numpy as np
 
-from hilbench.orchestrator.instruments import drift_residual_s
 from hilbench.power.align import (
-    BOUNDARY_POLICIES,
     BoundaryPolicy,
     IntervalEstimate,
     estimate_interval,
@@ -33,6 +31,7 @@ from hilbench.power.align import (
 from hilbench.power.estimators import PhaseWindow
 from hilbench.power.metrics import analyze
 from hilbench.power.source import SourceInfo
+from hilbench.power.timing import drift_residual_s
 from hilbench.power.uncertainty import Quantity
 from hilbench.sim.power_model import (
     ARDUINO_NANO_33_BLE,
@@ -293,65 +292,3 @@ def run_multirun(
         means.append(mean_of_runs(
             [run_trial(sc, rng, boundary, instrument) for _ in range(MULTIRUN_RUNS)]))
     return summarise(f"{MULTIRUN_RUNS} runs, one meter", means, time.perf_counter() - started)
-
-
-@click.command("power-accuracy")
-@click.option("--trials", default=10, show_default=True,
-              help="Trials per case through the real meter process (each takes real time: "
-                   "1-5 s of windows plus start-up).")
-@click.option("--virtual-trials", default=1000, show_default=True,
-              help="Trials per scenario of the virtual-time analysis sweep (0: skip it).")
-@click.option("--seed", default=1, show_default=True, help="Random seed (whole run).")
-@click.option(
-    "--boundary",
-    type=click.Choice(BOUNDARY_POLICIES),
-    default="exclude",
-    show_default=True,
-    help="How readings straddling a window boundary are treated.",
-)
-def power_accuracy(trials: int, virtual_trials: int, seed: int, boundary: BoundaryPolicy) -> None:
-    """Relative error of dynamic energy per inference against the simulated truth, and how
-    often its stated 95 % interval covers the truth (the target: 90-99 % of trials).
-
-    First, each case as a campaign measures it: the simulated 34465A as a process of its own
-    (its calibration error drawn per meter within the spec) over TCP SCPI, the Keysight
-    driver, phase acquisition with drift restamping, the campaign's estimators. With the
-    default 10 trials this takes about 3-4 minutes on an idle 2-core machine. Then, unless
-    --virtual-trials 0, the same per-trial analysis over many trials simulated in virtual
-    time (seconds).
-    """
-    from hilbench.bench.power_accuracy_meter import METER_CASES, run_meter_case, run_meter_multirun
-
-    if trials < 0 or virtual_trials < 0:
-        raise click.BadParameter("must not be negative", param_hint="--trials")
-    rng = np.random.default_rng(seed)
-    click.echo(f"boundary readings: {boundary}; seed {seed}")
-    summaries = []
-    if trials:
-        click.echo("through the simulated meter process, the Keysight driver and the campaign's "
-                   "acquisition:")
-        click.echo(HEADER)
-        for case in METER_CASES:
-            summaries.append(run_meter_case(case, trials, rng, boundary))
-            click.echo(summaries[-1].row())
-        summaries.append(run_meter_multirun(METER_CASES[0], max(1, trials // 2), rng, boundary))
-        click.echo(summaries[-1].row())
-    if virtual_trials:
-        click.echo("virtual time (same per-trial analysis, readings simulated in process):")
-        click.echo(HEADER)
-        for sc in SCENARIOS:
-            summaries.append(run_scenario(sc, virtual_trials, rng, boundary))
-            click.echo(summaries[-1].row())
-        summaries.append(run_multirun(SCENARIOS[1], max(1, virtual_trials // MULTIRUN_RUNS),
-                                      rng, boundary))
-        click.echo(summaries[-1].row())
-    click.echo("coverage: the fraction of trials whose 95 % interval held the truth; its Wilson "
-               "95 % CI shows how much the trial count can say ('consistent': the CI overlaps "
-               "90-99 %). Targets: median error < 0.5 % at 3 Hz, coverage 90-99 %")
-    click.echo(
-        "power-accuracy: "
-        + "; ".join(
-            f"{s.name}: median error {s.median_error:.3%}, coverage {s.coverage:.1%} "
-            f"of {s.trials}" for s in summaries
-        )
-    )

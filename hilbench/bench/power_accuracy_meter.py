@@ -37,16 +37,14 @@ from hilbench.orchestrator.instruments import (
     Instrument,
     InstrumentSpec,
     PhaseAcquisition,
-    aperture_s,
     open_instrument,
-    timing_uncertainty_s,
-    to_watts,
 )
 from hilbench.orchestrator.spawn import SpawnedProcess, spawn_announcing
 from hilbench.power.align import BoundaryPolicy
 from hilbench.power.estimators import PhaseWindow
+from hilbench.power.timing import aperture_s, timing_uncertainty_s, to_watts
 from hilbench.sim.device_link import SimulatedDeviceLink
-from hilbench.sim.meter_acquisition import NPLC_RESOLUTION_PPM  # how the meter quantises
+from hilbench.sim.instrument_facts import meter_facts  # how the meter quantises
 from hilbench.sim.power_model import ARDUINO_NANO_33_BLE
 
 POLL_S = 0.05  # how often the acquisition is drained while a window runs, as a phase does
@@ -139,7 +137,7 @@ def measure(
     ]
     info = inst.info
     nplc = float(case.settings["nplc"])
-    resolution = NPLC_RESOLUTION_PPM[nplc] * 1e-6 * float(case.settings["range"])
+    resolution = meter_facts().nplc_resolution_ppm[nplc] * 1e-6 * float(case.settings["range"])
     # The windows are the orchestrator's own (no agent clock): only the meter's start and its
     # interval estimate are uncertain, as for a campaign's idle window.
     energy = trial_energy(batch.t, to_watts(info, batch.values), windows, info,

@@ -1,6 +1,6 @@
 """Recording a campaign's outside world into ``channels/`` (format: :mod:`hilbench.cassette`).
 
-:class:`ChannelRecorder` is a :class:`hilbench.cassette.tap.Tap`: installed for the campaign,
+:class:`ChannelRecorder` is a :class:`hilbench.orchestrator.tap.Tap`: installed for the campaign,
 it writes every agent message after CurveZMQ (never a key), every VISA call of every
 instrument, the helper processes started and every clock reading of the orchestrator's thread.
 Each JSON line is flushed as written; clock readings are flushed with the next line, or within
@@ -21,8 +21,8 @@ from typing import IO, Any
 import numpy as np
 
 from hilbench import clock
-from hilbench.cassette import tap
 from hilbench.cassette.arrays import BLOBS, put_array, put_blob
+from hilbench.orchestrator import tap
 from hilbench.private_files import open_private, private_dir
 from hilbench.safe_paths import inside, safe_name
 

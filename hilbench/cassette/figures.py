@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from hilbench.orchestrator.instruments import to_watts
 from hilbench.power.align import IntervalEstimate
 from hilbench.power.estimators import PhaseWindow, PowerEstimate, phase_power
 from hilbench.power.source import SourceInfo
+from hilbench.power.timing import to_watts
 
 
 def window_power_again(

@@ -1,49 +1,10 @@
-"""Where a cassette sees a campaign's outside world: the three doors the orchestrator's process
-talks through, each with one hook that a recording watches and a replay stands in for.
-
-- the clock (:func:`hilbench.clock.use`): every reading on the orchestrator's thread;
-- an agent link's socket (:meth:`Tap.agent_socket`, called by
-  :meth:`hilbench.orchestrator.client.AgentClient.connect`): messages after CurveZMQ;
-- a helper process (:meth:`Tap.spawn` / :meth:`Tap.spawned`, called by
-  :func:`hilbench.orchestrator.spawn.spawn_announcing`): spawned agents and simulated meters;
-- VISA resources, which the tap itself hooks in pyvisa while installed (any instrument driver
-  that opens one through a ``pyvisa.ResourceManager``).
-
-Nothing here names a driver or an instrument. Without an installed tap every hook is one
-``None`` check.
+"""Where a cassette sees a campaign's outside world: the hook is the orchestrator's
+(:mod:`hilbench.orchestrator.tap`); this name stays importable for the cassette's modules until
+they import it there (issue 32 moved it down so the orchestrator does not import the cassette).
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-from typing import Any, Protocol
-
-
-class Tap(Protocol):
-    def agent_socket(self, link: str, address: str, sock: Any) -> Any: ...
-
-    def spawn(self, name: str, args: list[str], handover: Any) -> Any | None: ...
-
-    def spawned(self, name: str, address: str) -> None: ...
-
-
-_active: Tap | None = None
-
-
-def active() -> Tap | None:
-    """The installed tap, or None (the usual case)."""
-    return _active
-
-
-@contextlib.contextmanager
-def installed(tap: Tap) -> Iterator[Tap]:
-    global _active
-    if _active is not None:
-        raise RuntimeError("a cassette tap is installed already (one recording or replay per "
-                           "process at a time)")
-    _active = tap
-    try:
-        yield tap
-    finally:
-        _active = None
+from hilbench.orchestrator.tap import Tap as Tap
+from hilbench.orchestrator.tap import active as active
+from hilbench.orchestrator.tap import installed as installed

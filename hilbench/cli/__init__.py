@@ -15,7 +15,7 @@ import sys
 import click
 
 from hilbench import __version__
-from hilbench.cli.lazy import LazyGroup
+from hilbench.cli.lazy import COMMANDS_GROUP, LazyGroup
 
 EXIT_OK = 0
 EXIT_RUN_FAILED = 1
@@ -24,6 +24,8 @@ EXIT_UNREACHABLE = 3
 EXIT_STORE_FAULT = 4
 
 # name -> "module:attribute" of a click command; imported only when that command is used.
+# Drivers' and plugins' commands (`hilbench arduino`, `hilbench xylo`) join through the
+# `hilbench.commands` entry-point group instead (hilbench.cli.lazy).
 SUBCOMMANDS: dict[str, str] = {
     "agent": "hilbench.cli.agent:agent",
     "run": "hilbench.cli.run:run",
@@ -38,8 +40,6 @@ SUBCOMMANDS: dict[str, str] = {
     "power": "hilbench.cli.power:power",
     "asc": "hilbench.cli.asc:asc",
     "sim-meter": "hilbench.cli.sim:sim_meter",
-    "xylo": "hilbench.cli.xylo:xylo",
-    "arduino": "hilbench_drivers.arduino.cli:arduino",
     "keys": "hilbench.cli.keys:keys",
     "store": "hilbench.cli.store:store",
     "audit": "hilbench.cli.audit:audit",
@@ -58,6 +58,7 @@ SUBCOMMANDS: dict[str, str] = {
 @click.group(
     cls=LazyGroup,
     lazy_commands=SUBCOMMANDS,
+    entry_point_group=COMMANDS_GROUP,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 @click.version_option(__version__, prog_name="hilbench")

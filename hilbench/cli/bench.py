@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import click
 
-from hilbench.cli.lazy import LazyGroup
+from hilbench.cli.lazy import BENCHMARKS_GROUP, LazyGroup
 
-# name -> "module:attribute" of a click command, imported when run.
+# name -> "module:attribute" of a click command, imported when run. Drivers' benchmarks
+# (`bench xylo`, `bench arduino-serial`) join through the `hilbench.benchmarks` entry points.
 BENCHMARKS: dict[str, str] = {
     "dispatch": "hilbench.bench.dispatch:dispatch",
-    "power-accuracy": "hilbench.bench.power_accuracy:power_accuracy",
+    "power-accuracy": "hilbench.bench.power_accuracy_command:power_accuracy",
     "stage-attribution": "hilbench.bench.stage_attribution:stage_attribution",
     "store-stream": "hilbench.bench.store_stream:store_stream",
     "asc-harness": "hilbench.bench.asc_harness:asc_harness",
     "qubo-cpu": "hilbench.bench.qubo_cpu:qubo_cpu",
     "qubo-generator": "hilbench.bench.qubo_generator:qubo_generator",
-    "xylo": "hilbench.bench.xylo:xylo",
-    "arduino-serial": "hilbench_drivers.arduino.bench:arduino_serial",
     "results": "hilbench.bench.results_scale:results_scale",
     "flat-cost": "hilbench.bench.flat_cost:flat_cost",
     "soak": "hilbench.bench.soak:soak",
@@ -28,6 +27,6 @@ BENCHMARKS: dict[str, str] = {
 }
 
 
-@click.group(cls=LazyGroup, lazy_commands=BENCHMARKS)
+@click.group(cls=LazyGroup, lazy_commands=BENCHMARKS, entry_point_group=BENCHMARKS_GROUP)
 def bench() -> None:
     """Benchmarks: each prints its figures, with the headline figure on the last line."""

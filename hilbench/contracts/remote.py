@@ -4,7 +4,7 @@ A procedure receives a :class:`RemoteDevice`, never the client: ``device.qubo`` 
 :class:`~hilbench.contracts.qubo.QuboSolver`, ``device.asc`` an
 :class:`~hilbench.contracts.asc.AscDevice`. Every request body is built from its Struct and
 every reply decoded against its Struct; a reply that breaks the contract raises
-:class:`~hilbench.orchestrator.client.AgentError` with code ``bad_reply`` naming the key, which
+:class:`~hilbench.wire.link.AgentError` with code ``bad_reply`` naming the key, which
 fails that run and lets the campaign go on.
 
 The link is anything with the client's ``name``, ``capabilities``, ``request`` and
@@ -25,8 +25,8 @@ from hilbench.contracts import asc, qubo
 from hilbench.contracts.base import ContractError, Reply, decode, to_wire
 from hilbench.contracts.capabilities import Capabilities
 from hilbench.contracts.messages import reply_type
-from hilbench.orchestrator.client import AgentError, ClockOffset
-from hilbench.orchestrator.link_probe import Echo, LinkBound
+from hilbench.wire.link import AgentError, ClockOffset
+from hilbench.wire.link_probe import Echo, LinkBound
 
 R = TypeVar("R", bound=Reply)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -21,20 +20,33 @@ from hilbench.clock import now
 from hilbench.documents import Event, Samples
 from hilbench.orchestrator.spawn import SpawnedProcess, SpawnError, spawn_announcing
 from hilbench.power.align import IntervalEstimate
-from hilbench.power.source import PowerSource, PowerSourceError, SampleBatch, SourceInfo
+from hilbench.power.registry import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
+from hilbench.power.registry import instrument_class
+from hilbench.power.source import (
+    InstrumentFault,
+    PowerSource,
+    PowerSourceError,
+    SampleBatch,
+    SourceInfo,
+)
+
+# Where these names stood before issue 32 moved them down to power/ (the power arithmetic and
+# the instrument registry); kept importable from here until their users import them there.
+from hilbench.power.timing import DEFAULT_START_UNCERTAINTY_S as DEFAULT_START_UNCERTAINTY_S
+from hilbench.power.timing import aperture_s as aperture_s
+from hilbench.power.timing import drift_residual_s as drift_residual_s
+from hilbench.power.timing import timing_uncertainty_s as timing_uncertainty_s
+from hilbench.power.timing import to_watts as to_watts
 from hilbench.sim.power_model import ARDUINO_NANO_33_BLE, SIMULATED_CPU, DevicePowerModel
 from hilbench.sim.xylo_power import XYLO_AUDIO_2
 
 log = logging.getLogger(__name__)
 
-ENTRY_POINT_GROUP = "hilbench.instruments"
+_instrument_class = instrument_class  # the name cassette/runs.py imports (re-export)
+
 POWER_MODELS: dict[str, DevicePowerModel] = {
     m.name: m for m in (ARDUINO_NANO_33_BLE, SIMULATED_CPU, XYLO_AUDIO_2)
 }
-
-
-class InstrumentFault(RuntimeError):
-    """An instrument could not deliver trustworthy samples; the run is marked invalid."""
 
 
 @dataclass(frozen=True)
@@ -48,14 +60,6 @@ class InstrumentSpec:
     noise_std_w: float = 0.0
     drift_ppm: float = 0.0  # the simulated meter's timebase error
     settings: dict[str, Any] = field(default_factory=dict)
-
-
-def _instrument_class(name: str) -> Any:
-    matches = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
-    if not matches:
-        known = sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
-        raise InstrumentFault(f"no instrument driver named {name!r} (installed: {known})")
-    return matches[0].load()
 
 
 @dataclass
@@ -114,7 +118,7 @@ def check_instrument_settings(spec: InstrumentSpec) -> str | None:
     if spec.simulate is not None and spec.simulate not in POWER_MODELS:
         return f"unknown power model {spec.simulate!r} (known: {sorted(POWER_MODELS)})"
     try:
-        cls = _instrument_class(spec.driver)
+        cls = instrument_class(spec.driver)
     except InstrumentFault as exc:
         return str(exc)
     # The simulated meter's address is known only once it runs; the driver only stores it here.
@@ -136,7 +140,7 @@ def open_instrument(spec: InstrumentSpec, log_dir: Path | None = None) -> Instru
         meter = _start_simulated_meter(spec, log_dir)
         host, _, port = meter.address.rpartition(":")
         resource, library = f"TCPIP::{host}::{port}::SOCKET", "@py"
-    cls = _instrument_class(spec.driver)
+    cls = instrument_class(spec.driver)
     try:
         source = cls.from_config(resource, spec.settings, visa_library=library)
         source.configure()
@@ -145,50 +149,6 @@ def open_instrument(spec: InstrumentSpec, log_dir: Path | None = None) -> Instru
             meter.stop()
         raise InstrumentFault(f"instrument {spec.id} ({spec.driver}): {exc}") from exc
     return Instrument(spec, source, meter)
-
-
-# Used when a source does not state how well it knows its first sample's time.
-DEFAULT_START_UNCERTAINTY_S = 1e-3
-
-
-def aperture_s(inst: Instrument) -> float | None:
-    """Integration time per reading, where the instrument driver states it."""
-    settings = getattr(inst.source, "settings", None)
-    aperture = getattr(settings, "aperture_s", None)
-    return float(aperture) if aperture else None
-
-
-def timing_uncertainty_s(
-    inst: Instrument,
-    clock_offset_uncertainty_s: float,
-    start_uncertainty_s: float | None = None,
-    drift_residual_s: float = 0.0,
-) -> float:
-    """How far a device window may sit from where the instrument's samples say it is: the
-    agent's clock-offset uncertainty (of that phase's probe) plus the acquisition-start
-    uncertainty of that phase's acquisition (default: the instrument's latest) plus what the
-    estimate of the instrument's real sample interval leaves open at the window
-    (:func:`drift_residual_s`)."""
-    start = start_uncertainty_s
-    if start is None:
-        start = getattr(inst.source, "t0_uncertainty_s", None)
-    return (clock_offset_uncertainty_s + (start if start else DEFAULT_START_UNCERTAINTY_S)
-            + drift_residual_s)
-
-
-def drift_residual_s(estimate: IntervalEstimate | None, t: float) -> float:
-    """How far a restamped reading at orchestrator time ``t`` may still be off because the
-    real interval is only known within the estimate's half-width (0 without an estimate)."""
-    return 0.0 if estimate is None or estimate.t0 is None else estimate.stamp_half_width_s(t)
-
-
-def to_watts(info: SourceInfo, values: np.ndarray) -> np.ndarray:
-    """Readings in watts: amps are multiplied by the declared supply voltage."""
-    if info.unit == "W":
-        return values
-    if info.unit == "A" and info.supply_voltage_v:
-        return values * info.supply_voltage_v
-    raise InstrumentFault(f"{info.name}: readings in {info.unit} cannot be turned into watts")
 
 
 class PhaseAcquisition:

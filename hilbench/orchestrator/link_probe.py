@@ -1,144 +1,16 @@
-"""What one agent link costs, measured: echoes of a command's size through the agent's worker
-path, before a timed phase, so that the time an agent may spend outside its claimed region is a
-figure of this link, not a constant.
-
-An echo is the protocol's ``noop``: a device command that goes the way ``run`` goes (header
-codec and checks, session and busy rules, memory budget, the driver thread's turn at the socket)
-without touching a device, and comes back with its body and payloads. It carries the real
-request's body and a payload as large as the reply the real request will bring back, both ways,
-so each echo costs at least what the link adds to the real exchange.
-
-Cost per phase: a phase takes ``FRESH_ECHOES`` new echoes (half as many as the clock-offset
-probe's pings; 8 took 1.4 ms median on the loaded 2-core test VM, 3-5 % of a 1 ms QUBO unit's
-30-50 ms, 4 take 0.8 ms) and states its bound from the newest ``POOL_ECHOES`` of this link and
-payload size, at least ``MIN_ECHOES`` (a first phase takes that many; a burst right after a
-late reply adds more). The bound is the pool's 99th percentile, plus the pool's spread (99th
-percentile − median) once more, plus its fastest echo:
-
-* a run meets a delay from the same distribution as the echoes, and an exponential tail through
-  the median and the 99th percentile reaches the quantile plus the spread at its 99.98th
-  percentile (on a quiet link the spread is tens of µs);
-* a real request does an echo's work and about as much again that the echo skips: its body
-  decoded against its contract, the driver's own calls around its timed region, a fresh reply
-  encoded, and after a command longer than the agent's follower check (0.25 s) a turn back to
-  the thread that holds the socket. The fastest echo, the link's fixed cost without any
-  delay, counts that once (on the 2-core test VM the cpu driver spent 0.06 ms median around its
-  region in-process, the fastest echo took 0.1 ms).
-"""
+"""What one agent link costs, measured: now :mod:`hilbench.wire.link_probe`, below both the
+orchestrator and the contracts' device handles (issue 32). These names stay importable from
+here until their users import them there."""
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
-
-QUANTILE = 0.99
-# A hilbench agent hands a command that runs longer than this to its calling thread, which
-# serves the socket meanwhile and sends the reply (hilbench.agent.turns.FOLLOWER_CHECK_S): such a
-# reply takes one more turn between threads than an echo, of the same kind the echo takes.
-LONG_COMMAND_S = 0.25
-FRESH_ECHOES = 4
-MIN_ECHOES = 24
-POOL_ECHOES = 48
-MIN_PAYLOAD_BYTES = 1024
-
-
-def payload_bucket(nbytes: int) -> int:
-    """The echo's payload for a reply of ``nbytes``: the next power of two (at least 1 KiB),
-    so that the phases of a campaign share a few pools and never echo less than they carry."""
-    return 1 << max(int(nbytes) - 1, MIN_PAYLOAD_BYTES - 1).bit_length()
-
-
-@dataclass(frozen=True)
-class Echo:
-    """The shape of the request a phase times: its body (sent as the echo's body) and the
-    bytes its reply will carry (sent as the echo's payload, rounded up to a pool size)."""
-
-    reply_bytes: int
-    body: dict[str, Any] | None = None
-
-    @property
-    def payload_bytes(self) -> int:
-        return payload_bucket(self.reply_bytes)
-
-
-@dataclass(frozen=True)
-class LinkBound:
-    """Round trips of echoes on one link before a phase, and the bound taken from them."""
-
-    payload_bytes: int
-    echoes: int  # in the pool the bound is taken from
-    fresh: int  # of them taken just before this phase
-    median_s: float
-    q99_s: float
-    max_s: float
-    min_s: float = 0.0
-    quantile: float = QUANTILE
-
-    @property
-    def spread_s(self) -> float:
-        return self.q99_s - self.median_s
-
-    @property
-    def bound_s(self) -> float:
-        """The link's share of a request's window the orchestrator accepts: the quantile, the
-        spread once more, and the fastest echo (module doc)."""
-        return self.q99_s + self.spread_s + self.min_s
-
-    @classmethod
-    def of(cls, round_trips: list[float], payload_bytes: int, fresh: int) -> LinkBound:
-        rtt = np.asarray(round_trips, dtype=np.float64)
-        return cls(payload_bytes, int(rtt.size), fresh, float(np.median(rtt)),
-                   float(np.quantile(rtt, QUANTILE)), float(rtt.max()), float(rtt.min()))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"bound_s": self.bound_s, "quantile": self.quantile,
-                "quantile_s": self.q99_s, "median_s": self.median_s, "spread_s": self.spread_s,
-                "min_s": self.min_s, "max_s": self.max_s, "echoes": self.echoes,
-                "fresh": self.fresh, "payload_bytes": self.payload_bytes,
-                "path": "noop (worker thread)"}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LinkBound:
-        return cls(int(data["payload_bytes"]), int(data["echoes"]), int(data.get("fresh", 0)),
-                   float(data["median_s"]), float(data["quantile_s"]), float(data["max_s"]),
-                   float(data.get("min_s", 0.0)), float(data.get("quantile", QUANTILE)))
-
-    def describe(self) -> str:
-        """One line: the bound and how it was measured."""
-        return (f"{self.bound_s * 1e3:.3f} ms = {self.quantile * 100:g}th percentile "
-                f"{self.q99_s * 1e3:.3f} ms + spread {self.spread_s * 1e3:.3f} ms + fastest "
-                f"{self.min_s * 1e3:.3f} ms of {self.echoes} echoes ({self.fresh} before this "
-                f"phase) of {self.payload_bytes} bytes through the agent's worker path; median "
-                f"{self.median_s * 1e3:.3f} ms, slowest {self.max_s * 1e3:.3f} ms")
-
-
-class EchoPool:
-    """The newest echo round trips of one link, one pool per payload size."""
-
-    def __init__(self) -> None:
-        self._pools: dict[int, deque[float]] = {}
-
-    def measure(self, payload_bytes: int, echo: Callable[[int], float],
-                fresh: int = FRESH_ECHOES) -> LinkBound:
-        """Take ``fresh`` echoes (more while the pool is short of MIN_ECHOES); the bound."""
-        pool = self._pools.setdefault(payload_bytes, deque(maxlen=POOL_ECHOES))
-        taken = max(fresh, MIN_ECHOES - len(pool))
-        for _ in range(taken):
-            pool.append(echo(payload_bytes))
-        return LinkBound.of(list(pool), payload_bytes, taken)
-
-    def burst(self, payload_bytes: int, echo: Callable[[int], float],
-              count: int = FRESH_ECHOES) -> float:
-        """The slowest of ``count`` echoes now (kept in the pool too): how loaded the link is
-        right after a reply that came late."""
-        pool = self._pools.setdefault(payload_bytes, deque(maxlen=POOL_ECHOES))
-        slowest = 0.0
-        for _ in range(count):
-            rtt = echo(payload_bytes)
-            pool.append(rtt)
-            slowest = max(slowest, rtt)
-        return slowest
+from hilbench.wire.link_probe import FRESH_ECHOES as FRESH_ECHOES
+from hilbench.wire.link_probe import LONG_COMMAND_S as LONG_COMMAND_S
+from hilbench.wire.link_probe import MIN_ECHOES as MIN_ECHOES
+from hilbench.wire.link_probe import MIN_PAYLOAD_BYTES as MIN_PAYLOAD_BYTES
+from hilbench.wire.link_probe import POOL_ECHOES as POOL_ECHOES
+from hilbench.wire.link_probe import QUANTILE as QUANTILE
+from hilbench.wire.link_probe import Echo as Echo
+from hilbench.wire.link_probe import EchoPool as EchoPool
+from hilbench.wire.link_probe import LinkBound as LinkBound
+from hilbench.wire.link_probe import payload_bucket as payload_bucket

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hilbench.cassette import tap
 from hilbench.lifeline import dies_with_parent, stop_process_group
+from hilbench.orchestrator import tap
 from hilbench.private_files import private_dir
 from hilbench.safe_paths import safe_name
 from hilbench.wire import keys

@@ -72,6 +72,10 @@ class Health:
         return not (self.overloads or self.dropped or self.overflow or self.messages)
 
 
+class InstrumentFault(RuntimeError):
+    """An instrument could not deliver trustworthy samples; the run is marked invalid."""
+
+
 class PowerSourceError(RuntimeError):
     """An instrument or counter could not deliver trustworthy samples; the message says why."""
 

@@ -1,7 +1,7 @@
 """What a simulated device tells its instruments: its power state and its marker line, over time.
 
-The simulated fast instruments (:mod:`hilbench.sim.js220`, :mod:`hilbench.sim.lpm01a`) follow a
-device through a :class:`DeviceFeed`: a state timeline on the bench clock
+The simulated fast instruments (:mod:`hilbench.sim.js220`, and the LPM01A's emulator in its
+plugin) follow a device through a :class:`DeviceFeed`: a state timeline on the bench clock
 (:func:`hilbench.clock.bench_now`), priced by a :class:`~hilbench.sim.power_model.DevicePowerModel`
 as the simulated DMM does, plus the device's marker pin (the GPIO it toggles around a timed
 region). Devices reach it as they reach the simulated meter: through

@@ -37,8 +37,8 @@ from collections.abc import Callable
 
 # The meter shares the bench's physical clock with the devices it measures (never offset).
 from hilbench.clock import bench_now as now
+from hilbench.sim.instrument_facts import meter_facts
 from hilbench.sim.meter_acquisition import (
-    NPLC_RESOLUTION_PPM,
     QUES_MEMORY_OVERFLOW,
     MeterAcquisition,
     MeterSettings,
@@ -53,10 +53,6 @@ from hilbench.sim.scpi_syntax import (
     parse_bool,
     parse_number,
 )
-
-# The instrument's own facts (ranges) are the driver's: one description of the 34465A serves
-# the driver that talks to it and the simulator that imitates it.
-from hilbench_drivers.keysight34465a.settings import CURRENT_RANGES_A, VOLTAGE_RANGES_V
 
 IDN = "Keysight Technologies,34465A,SIM0000001,hilbench-sim"
 ERROR_QUEUE_LENGTH = 20
@@ -415,7 +411,9 @@ class SimulatedMeter(MeterAcquisition):
 
 def _pick_range(function: str, value: str) -> float:
     """The smallest range that holds ``value``, as the instrument selects it."""
-    ranges = CURRENT_RANGES_A if function == "CURR" else VOLTAGE_RANGES_V
+    # The ranges are the instrument plugin's (hilbench.sim.instrument_facts).
+    facts = meter_facts()
+    ranges = facts.current_ranges_a if function == "CURR" else facts.voltage_ranges_v
     wanted = abs(parse_number(value, -ranges[-1], ranges[-1], default=ranges[-1]))
     i = bisect.bisect_left(ranges, wanted * (1 - 1e-9))
     return ranges[min(i, len(ranges) - 1)]
@@ -423,7 +421,7 @@ def _pick_range(function: str, value: str) -> float:
 
 def _pick_nplc(value: str) -> float:
     """The smallest allowed NPLC setting not below ``value`` (the instrument rounds up)."""
-    settings = sorted(NPLC_RESOLUTION_PPM)
+    settings = sorted(meter_facts().nplc_resolution_ppm)
     wanted = parse_number(value, settings[0], settings[-1], default=10.0)
     i = bisect.bisect_left(settings, wanted * (1 - 1e-9))
     return settings[min(i, len(settings) - 1)]

@@ -34,16 +34,16 @@ import numpy as np
 
 # The meter shares the bench's physical clock with the devices it measures (never offset).
 from hilbench.clock import bench_now as now
+
+# The instrument's own facts (ranges, reading time) are the instrument plugin's: one description
+# of the 34465A serves the driver that talks to it and the simulator that imitates it.
+from hilbench.sim.instrument_facts import meter_facts
 from hilbench.sim.power_model import (
     DevicePowerModel,
     StateTimeline,
     quantise,
     simulate_readings,
 )
-
-# The instrument's own facts (ranges, reading time) are the driver's: one description of the
-# 34465A serves the driver that talks to it and the simulator that imitates it.
-from hilbench_drivers.keysight34465a.settings import NPLC_RESOLUTION_PPM, min_sample_interval_s
 
 OVERLOAD = 9.9e37  # what a Keysight DMM returns for an over-range reading
 OVERRANGE_FACTOR = 1.2  # readings up to 120 % of range are valid
@@ -349,7 +349,7 @@ class MeterAcquisition:
 
     def _min_interval(self) -> float:
         fn = self._settings.active
-        return min_sample_interval_s(fn.nplc, self.line_frequency_hz, fn.autozero)
+        return meter_facts().min_sample_interval_s(fn.nplc, self.line_frequency_hz, fn.autozero)
 
     def _start_acquisition(self, t_init: float) -> None:
         """Begin the acquisition INIT asks for, with the current settings, at ``t_init``."""
@@ -369,7 +369,7 @@ class MeterAcquisition:
             aperture_s=fn.nplc / self.line_frequency_hz,
             interval_s=interval,
             total=settings.sample_count * settings.trigger_count,
-            resolution=NPLC_RESOLUTION_PPM[fn.nplc] * 1e-6 * fn.range,
+            resolution=meter_facts().nplc_resolution_ppm[fn.nplc] * 1e-6 * fn.range,
             t_init=t_init,
             t_first=start if settings.trigger_source == "IMM" else None,
         )

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from hilbench.bench.power_accuracy import power_accuracy
+from hilbench.bench.power_accuracy_command import power_accuracy
 from hilbench.bench.power_accuracy_meter import METER_CASES, meter_trials
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]

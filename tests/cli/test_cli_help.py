@@ -10,9 +10,10 @@ from hilbench.cli import SUBCOMMANDS, cli
 
 
 def all_command_paths() -> list[list[str]]:
+    """Every command and sub-command, the core's and those drivers register by entry point."""
     ctx = click.Context(cli)
     paths = []
-    for name in SUBCOMMANDS:
+    for name in cli.list_commands(ctx):
         cmd = cli.get_command(ctx, name)
         paths.append([name])
         if isinstance(cmd, click.Group):
@@ -34,3 +35,13 @@ def test_top_level_help_lists_every_command():
     result = CliRunner().invoke(cli, ["--help"])
     for name in SUBCOMMANDS:
         assert name in result.output
+
+
+def test_driver_commands_join_by_entry_point():
+    """`hilbench arduino` and `hilbench xylo` are the drivers' own, found in the
+    hilbench.commands entry points; the core's table does not name them."""
+    ctx = click.Context(cli)
+    assert {"arduino", "xylo"} <= set(cli.list_commands(ctx))
+    assert not {"arduino", "xylo"} & set(SUBCOMMANDS)
+    assert cli.get_command(ctx, "arduino").callback.__module__ == "hilbench_drivers.arduino.cli"
+    assert cli.get_command(ctx, "xylo").callback.__module__ == "hilbench_drivers.xylo.cli"

@@ -12,13 +12,12 @@ import pytest
 from hilbench.clock import now
 from hilbench.sim import SimulatedMeter
 from hilbench.sim.meter_acquisition import (
-    NPLC_RESOLUTION_PPM,
     OVERLOAD,
     QUES_CURRENT_OVERLOAD,
     QUES_MEMORY_OVERFLOW,
 )
 from hilbench.sim.power_model import ARDUINO_NANO_33_BLE, DevicePowerModel
-from hilbench_drivers.keysight34465a.settings import min_sample_interval_s
+from hilbench_drivers.keysight34465a.settings import NPLC_RESOLUTION_PPM, min_sample_interval_s
 
 
 class Client:

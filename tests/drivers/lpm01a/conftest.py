@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from hilbench.sim.device_feed import DeviceFeed
-from hilbench.sim.lpm01a import Lpm01aEmulator
 from hilbench.sim.power_model import ARDUINO_NANO_33_BLE
+from hilbench_drivers.lpm01a.emulator import Lpm01aEmulator
 
 
 @pytest.fixture

@@ -10,11 +10,11 @@ import pytest
 
 from hilbench.power.source import PowerSourceError
 from hilbench.sim.device_feed import DeviceFeed
-from hilbench.sim.lpm01a import Lpm01aEmulator
 from hilbench.sim.power_model import ARDUINO_NANO_33_BLE
 from hilbench_drivers.lpm01a import Lpm01a, Lpm01aSettings
 from hilbench_drivers.lpm01a.cassette import RecordingSerial
 from hilbench_drivers.lpm01a.driver import open_serial
+from hilbench_drivers.lpm01a.emulator import Lpm01aEmulator
 from tests.drivers.lpm01a.conftest import timed_regions
 from tests.instrument_cassettes import acquire, run_without, use_instrument_cassette
 

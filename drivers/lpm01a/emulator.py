@@ -26,7 +26,8 @@ import numpy as np
 
 from hilbench.clock import bench_now
 from hilbench.sim.device_feed import DeviceFeed
-from hilbench_drivers.lpm01a import protocol as p
+
+from . import protocol as p
 
 BOARD_ID = "hilbench-sim"
 FIRMWARE_VERSION = "1.0.6"

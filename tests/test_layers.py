@@ -1,0 +1,145 @@
+"""The floors of hilbench/ hold: a module imports only from its own floor or the floors below
+(every import that runs counts, those inside functions too; tests/import_graph.py reads them),
+and the core imports no driver — drivers, instruments and their commands join through entry
+points (DESIGN.md, "Floors that hold").
+
+Same-floor imports between packages are allowed here; the import-circle test keeps them from
+going round."""
+
+from __future__ import annotations
+
+import ast
+
+from tests.import_graph import ROOT, graph, modules
+
+# Lowest first. A module belongs to the longest name listed here that it is, or lies inside.
+FLOORS: list[tuple[str, set[str]]] = [
+    ("base: small helpers with no hilbench import of their own but these",
+     {"hilbench", "hilbench.clock", "hilbench.loglimit", "hilbench.private_files",
+      "hilbench.safe_paths", "hilbench.bounded_parse", "hilbench.confined_read",
+      "hilbench.filehash", "hilbench.lifeline", "hilbench.documents", "hilbench.simulation"}),
+    ("wire and contracts: codec, sockets, keys, typed messages",
+     {"hilbench.wire", "hilbench.contracts"}),
+    ("store, power arithmetic, workloads' pure parts, models",
+     {"hilbench.store", "hilbench.power", "hilbench.workloads", "hilbench.nir",
+      "hilbench.complexity"}),
+    ("agent runtime and simulated devices (which are drivers of the agent)",
+     {"hilbench.agent", "hilbench.sim"}),
+    ("orchestrator", {"hilbench.orchestrator"}),
+    ("procedure SDK", {"hilbench.sdk"}),
+    ("workload procedures", {"hilbench.procedures"}),
+    ("daemon, cassette, report", {"hilbench.daemon", "hilbench.cassette", "hilbench.report"}),
+    ("commands, benchmarks, testing kit",
+     {"hilbench.cli", "hilbench.bench", "hilbench.testing", "hilbench.launch",
+      "hilbench.__main__", "hilbench.campaigns"}),
+]
+
+# Arrows up that another part of issue 32 owns, with its owner; the lead removes an entry once
+# that part is merged (the test fails when a listed arrow is gone, so none stays stale).
+KNOWN_ARROWS_UP: dict[tuple[str, str], str] = {
+    # The conformance kit moves to hilbench/testing/ (issue 32 item 4, workload side).
+    ("hilbench.contracts.conformance", "hilbench.orchestrator.client"): "plugins",
+    ("hilbench.contracts.conformance", "hilbench.orchestrator.local"): "plugins",
+    ("hilbench.contracts.conformance", "hilbench.orchestrator.timing_check"): "plugins",
+    ("hilbench.contracts.conformance", "hilbench.procedures.asc_device"): "plugins",
+    ("hilbench.contracts.conformance", "hilbench.procedures.qubo_solve"): "plugins",
+    # Reanalysis reads recorded runs through the cassette layer (workloads as plugins).
+    ("hilbench.procedures.asc_reanalysis", "hilbench.cassette.runs"): "plugins",
+    ("hilbench.procedures.qubo_reanalysis", "hilbench.cassette.runs"): "plugins",
+}
+
+
+
+def floor_of(module: str) -> int:
+    """The index in FLOORS of ``module``'s floor; ValueError for a module placed nowhere."""
+    name = module
+    while name:
+        for level, (_, members) in enumerate(FLOORS):
+            if name in members:
+                return level
+        name = name.rpartition(".")[0]
+    raise ValueError(f"{module} is on no floor: add its package to FLOORS")
+
+
+def arrows_up() -> set[tuple[str, str]]:
+    return {(source, target) for source, targets in graph().items() for target in targets
+            if floor_of(target) > floor_of(source)}
+
+
+def test_every_module_has_a_floor():
+    unplaced = []
+    for module in modules():
+        try:
+            floor_of(module)
+        except ValueError:
+            unplaced.append(module)
+    assert unplaced == []
+
+
+def test_no_arrow_up_but_the_listed_ones():
+    found = arrows_up()
+    unexpected = sorted(found - KNOWN_ARROWS_UP.keys())
+    assert unexpected == [], "imports from a higher floor:\n" + "\n".join(
+        f"  {a} (floor {floor_of(a)}) -> {b} (floor {floor_of(b)})" for a, b in unexpected)
+    stale = sorted(KNOWN_ARROWS_UP.keys() - found)
+    assert stale == [], f"listed arrows up that no longer exist (remove them): {stale}"
+
+
+def test_the_check_sees_an_arrow_up():
+    assert floor_of("hilbench.wire.codec") < floor_of("hilbench.orchestrator.client")
+    assert floor_of("hilbench.cli.run") == floor_of("hilbench.bench.soak")
+    assert floor_of("hilbench.store.schema") > floor_of("hilbench.contracts.base")
+
+
+def _driver_references(path) -> list[str]:
+    """Imports of ``hilbench_drivers`` and strings that name one of its modules (an entry
+    point, an ``importlib.import_module`` argument) in the file at ``path``; docstrings and
+    comments may mention a driver."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef
+                                | ast.AsyncFunctionDef)
+                  and node.body and isinstance(node.body[0], ast.Expr)
+                  and isinstance(node.body[0].value, ast.Constant)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.split(".")[0] == "hilbench_drivers"]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == \
+                "hilbench_drivers":
+            found.append(node.module)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                id(node) not in docstrings and "hilbench_drivers" in node.value:
+            found.append(repr(node.value))
+    return [f"{path.name}: {ref}" if not path.is_relative_to(ROOT) else
+            f"{path.relative_to(ROOT)}: {ref}" for ref in found]
+
+
+def test_the_core_imports_no_driver():
+    found = [ref for path in modules().values() for ref in _driver_references(path)]
+    assert found == [], "hilbench/ names hilbench_drivers (drivers join by entry point):\n" + \
+        "\n".join(found)
+
+
+def test_the_driver_check_sees_imports_and_entry_point_strings(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text('"""Mentions hilbench_drivers.xylo in a docstring: fine."""\n'
+                      "def f():\n    from hilbench_drivers.xylo import network\n"
+                      "COMMANDS = {'x': 'hilbench_drivers.arduino.cli:arduino'}\n")
+    found = _driver_references(sample)
+    assert len(found) == 2
+    assert any("hilbench_drivers.xylo" in f for f in found)
+    assert any("arduino.cli:arduino" in f for f in found)
+
+
+def test_names_moved_down_stay_importable_where_they_stood():
+    """Re-exports left for the other parts of issue 32 (the lead removes them after merging):
+    one object under both names, so a tap installed through either is the one seen."""
+    from hilbench.cassette import tap as cassette_tap
+    from hilbench.orchestrator import client, link_probe, tap
+    from hilbench.wire import link
+    from hilbench.wire import link_probe as wire_link_probe
+
+    assert cassette_tap.installed is tap.installed and cassette_tap.active is tap.active
+    assert client.AgentError is link.AgentError and client.ClockOffset is link.ClockOffset
+    assert link_probe.LinkBound is wire_link_probe.LinkBound
