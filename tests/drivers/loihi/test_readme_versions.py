@@ -17,9 +17,11 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 def readme_section() -> str:
-    text = (REPO / "README.md").read_text()
+    """The manual's Loihi host set-up (README's, before the manual moved to docs/)."""
+    text = (REPO / "docs/benches/loihi.md").read_text()
     start = text.index("## Loihi host set-up")
-    return text[start : text.index("\n## ", start + 1)]
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else len(text)]
 
 
 def readme_versions() -> dict[str, str]:
