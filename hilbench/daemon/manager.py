@@ -594,7 +594,8 @@ class Daemon:
         db = self._status_db
         with self._lock:
             w = self.worker
-            current = w.progress.to_dict() if w is not None else None
+            current = ({**w.progress.to_dict(), "rejected_reports": w.decoder.rejected}
+                       if w is not None else None)
             health = dict(w.progress.health) if w is not None else {"agents": [],
                                                                       "instruments": []}
             state, detail = self.state, self.detail

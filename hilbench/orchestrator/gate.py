@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hilbench.orchestrator.bounds import CampaignBounds, bound_campaign
 from hilbench.orchestrator.campaign import Campaign, parse_campaign, read_campaign_file
@@ -54,4 +55,10 @@ def gate_snapshot(content: str, source_path: str, trials: int | None = None) -> 
         data = toml_document(raw, where)
     except InputError as exc:
         raise CampaignRefused([str(exc)]) from None
+    return gate_document(data, source_path, raw, trials)
+
+
+def gate_document(data: dict[str, Any], source_path: str, raw: bytes = b"",
+                  trials: int | None = None) -> Gated:
+    """Check a campaign document already read within bounds (a cassette's recorded one)."""
     return _bounded(raw, parse_campaign(data, source_path), trials)
