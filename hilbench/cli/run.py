@@ -114,24 +114,26 @@ def _run_campaign(
         runner.on_unit_done = on_unit_done
         runner.on_plan = on_plan
 
+    ran = (Outcome.COMPLETED, Outcome.FAILED_RUNS, Outcome.NOTHING_TO_DO)
     try:
         with signals_interrupt(), progress:
             outcome = run_session(campaign, db, wire, again=again or not resume,
                                   made=lambda r: progress.update(task, total=len(r.units)))
+        if outcome.outcome not in ran:
+            error(outcome.message)
+            said = outcome.message
+            if outcome.resumable:
+                errors.print(hint, highlight=False, soft_wrap=True, markup=False)
+                said += f"; {hint}"
+            runlog.note(said)
     finally:
         runlog.close()
         if recorder:
             recorder.close()
+    if outcome.outcome not in ran:
+        raise SystemExit(outcome.exit_code)
     if outcome.outcome is Outcome.NOTHING_TO_DO:
         return  # said so above; nothing ran
-    if outcome.outcome not in (Outcome.COMPLETED, Outcome.FAILED_RUNS):
-        error(outcome.message)
-        said = outcome.message
-        if outcome.resumable:
-            errors.print(hint, highlight=False, soft_wrap=True, markup=False)
-            said += f"; {hint}"
-        runlog.note(said)
-        raise SystemExit(outcome.exit_code)
     # Piped or logged output is not cut to 80 columns: the tables are the result.
     out = Console() if sys.stdout.isatty() else Console(width=160)
     try:

@@ -53,7 +53,7 @@ OUTCOMES: dict[Outcome, OutcomeRule] = {
     Outcome.NOTHING_TO_DO: OutcomeRule(0, False),
     Outcome.INTERRUPTED: OutcomeRule(130, True),
     Outcome.PAUSED: OutcomeRule(EXIT_PAUSED, True),
-    Outcome.BENCH_BUSY: OutcomeRule(2, True),
+    Outcome.BENCH_BUSY: OutcomeRule(2, False),  # nothing started: nothing to resume
     Outcome.STORE_UNWRITABLE: OutcomeRule(4, True),
     Outcome.AGENT_LOST: OutcomeRule(3, True),
     Outcome.INSTRUMENT_LOST: OutcomeRule(3, True),
