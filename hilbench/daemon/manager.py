@@ -21,11 +21,10 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from sqlalchemy.exc import DBAPIError
 
@@ -40,22 +39,18 @@ from hilbench.daemon.messages import (
     Ended,
     Health,
     Pause,
-    Report,
-    ReportReader,
-    RunItem,
     UnitEnded,
     UnitStarted,
-    encode,
     health_dict,
 )
 from hilbench.daemon.notify import Notifier
-from hilbench.daemon.progress import CampaignProgress
 from hilbench.daemon.push import Pusher
 from hilbench.daemon.queue_db import Item, QueueDB
 from hilbench.daemon.sdnotify import SystemdNotifier
-from hilbench.lifeline import call_on_signal, dies_with_parent, pid_alive
+from hilbench.daemon.supervised import WorkerProcess, start_worker
+from hilbench.lifeline import call_on_signal, pid_alive
 from hilbench.orchestrator.locks import Held, LockRefused, hold
-from hilbench.orchestrator.session import Outcome, SessionOutcome
+from hilbench.orchestrator.session import Outcome
 from hilbench.private_files import open_private, private_dir
 from hilbench.store.paths import logs_dir
 
@@ -89,55 +84,6 @@ def share_logs_folder(logs: Path, group: int | None) -> None:
     os.chmod(logs, 0o710 if group is not None else 0o700)
 
 
-def start_worker(db: Path, log_file: IO[str], queue_url: str | None) -> subprocess.Popen:
-    """A worker process without its item yet (see :mod:`hilbench.daemon.worker`): started
-    ahead while the bench is idle, it is given an item with ``item ID`` on stdin."""
-    cmd = [sys.executable, "-m", "hilbench.daemon.worker", "--db", str(db),
-           *(["--queue", queue_url] if queue_url else [])]
-    return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=log_file, text=True, **dies_with_parent())
-
-
-class _Worker:
-    """A running worker process and the reports it sends; ``ended`` is called when its
-    output closes (it exited), so the loop takes its end at once, not at the next poll."""
-
-    def __init__(self, item: Item, proc: subprocess.Popen, ended: Any = None) -> None:
-        self.item = item
-        self.progress = CampaignProgress(item.id, item.name)
-        self.pause_sent = False
-        self.term_sent = False
-        self.end: SessionOutcome | None = None
-        self.reports: queue.Queue[Report] = queue.Queue()
-        self.proc = proc
-        self.decoder = ReportReader(proc.pid)  # counts the lines that are not reports
-        self._ended = ended
-        self._reader = threading.Thread(target=self._read, daemon=True, name="worker-reports")
-        self._reader.start()
-        self.command(RunItem(id=item.id))
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            report = self.decoder.decode(line)
-            if report is not None:
-                self.reports.put(report)
-        if self._ended is not None:
-            self._ended()
-
-    def command(self, message: RunItem | Pause) -> None:
-        with contextlib.suppress(BrokenPipeError, OSError, ValueError):
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(encode(message) + "\n")
-            self.proc.stdin.flush()
-
-    def finished(self) -> int | None:
-        code = self.proc.poll()
-        if code is not None:
-            self._reader.join(5)  # every report the worker wrote is read before its exit counts
-        return code
-
-
 class Daemon:
     def __init__(self, config: DaemonConfig, db: Path, clock: Any = time.time) -> None:
         self.config = config
@@ -155,8 +101,8 @@ class Daemon:
         self._worker_pid: int | None = None
         self.pusher = Pusher(self.db, d.push_to, d.push_interval_s) if d.push_to else None
         self._status_db: QueueDB | None = None
-        self.worker: _Worker | None = None
-        self._unfiled: tuple[_Worker, int] | None = None  # an end not written yet (disk full)
+        self.worker: WorkerProcess | None = None
+        self._unfiled: tuple[WorkerProcess, int] | None = None  # an end not written yet (disk full)
         self._spare: subprocess.Popen | None = None  # a worker waiting for its item
         self.last_error = ""
         self.state = "idle"
@@ -371,7 +317,7 @@ class Daemon:
                                  f"campaign {item.campaign_uid[:8]} had ended ({status}) when "
                                  "the daemon restarted")
                 return
-        self.worker = _Worker(item, self._take_spare() or self._new_worker(), self.wake.set)
+        self.worker = WorkerProcess(item, self._take_spare() or self._new_worker(), self.wake.set)
         self._publish_info(self.worker.proc.pid)
         log.info("queue item %d (%s) started: worker pid %d", item.id, item.name,
                  self.worker.proc.pid)
@@ -413,7 +359,7 @@ class Daemon:
             spare.kill()
             spare.wait()
 
-    def _supervise(self, w: _Worker) -> None:
+    def _supervise(self, w: WorkerProcess) -> None:
         self._drain(w)
         mode = self.queue.mode()
         if mode == "pause" and not w.pause_sent:
@@ -446,7 +392,7 @@ class Daemon:
             log.warning("%s", self.last_error)
             return False
 
-    def _file_end(self, w: _Worker, code: int) -> None:
+    def _file_end(self, w: WorkerProcess, code: int) -> None:
         """File the worker's end; while that cannot be written (the store's disk is full),
         keep it, start nothing, say why, and try again each turn of the loop."""
         if self._recorded(lambda: self._after(w, code)):
@@ -458,7 +404,7 @@ class Daemon:
                                    f"{history_message(ended)} (its end is not in the queue yet: "
                                    f"{self.last_error})")
 
-    def _drain(self, w: _Worker) -> None:
+    def _drain(self, w: WorkerProcess) -> None:
         while True:
             try:
                 report = w.reports.get_nowait()
@@ -477,7 +423,7 @@ class Daemon:
                     w.end = report.session
 
     # -- a worker's end ------------------------------------------------------------------------
-    def _after(self, w: _Worker, code: int) -> None:
+    def _after(self, w: WorkerProcess, code: int) -> None:
         """File the worker's outcome by the one table (:data:`FILING`)."""
         item = self.queue.item(w.item.id)
         ended = outcome_of_end(w.end, code, w.term_sent or self.stopping.is_set())
@@ -508,7 +454,7 @@ class Daemon:
         log.log(logging.INFO if code == 0 else logging.WARNING, "%s: worker exited %d (%s): %s",
                 name, code, kind, message)
 
-    def _retry(self, item: Item, w: _Worker, message: str, delay: float, lost: str | None,
+    def _retry(self, item: Item, w: WorkerProcess, message: str, delay: float, lost: str | None,
                fields: dict[str, Any]) -> None:
         """An agent or instrument lost, a crash: again after ``delay``, until ``retries``
         starts in a row finished no unit."""

@@ -8,7 +8,6 @@ import subprocess
 import sys
 import time
 
-from hilbench.daemon.manager import _Worker
 from hilbench.daemon.messages import (
     MAX_LINE,
     CampaignStarted,
@@ -21,6 +20,7 @@ from hilbench.daemon.messages import (
     encode,
 )
 from hilbench.daemon.queue_db import Item
+from hilbench.daemon.supervised import WorkerProcess
 from hilbench.orchestrator.session import Outcome, SessionOutcome
 
 GOOD = [
@@ -66,7 +66,7 @@ def test_a_worker_writing_garbage_is_read_to_its_end_by_the_daemon():
                 content="", content_hash="h", trials=None, record=None, schedule_id=None,
                 added_at=time.time(), started_at=None, campaign_uid=None, attempts=0,
                 not_before=0.0, message="")
-    w = _Worker(item, proc)
+    w = WorkerProcess(item, proc)
     deadline = time.monotonic() + 30
     while w.finished() is None:
         assert time.monotonic() < deadline
