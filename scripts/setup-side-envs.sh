@@ -22,7 +22,7 @@ setup_xylo() {
 }
 
 setup_loihi() {
-    # README "Loihi host set-up": pyenv's 3.10 first, else python3.10 on PATH.
+    # docs/benches/loihi.md "Loihi host set-up": pyenv's 3.10 first, else python3.10 on PATH.
     local py310=""
     if command -v pyenv >/dev/null 2>&1; then
         for candidate in "$(pyenv root)"/versions/3.10*/bin/python3; do

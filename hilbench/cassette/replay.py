@@ -337,7 +337,7 @@ def load_recorded_campaign(folder: Path, *, stand_ins: bool = False) -> Any:
     """The campaign as recorded, read as if from where it was (relative paths resolve there,
     or in the cassette when that folder is gone). ``stand_ins``: a spawned agent's ``python``
     (another environment, e.g. a vendor SDK's) is not needed, as its stand-in replaces it."""
-    from hilbench.orchestrator.campaign import parse_campaign
+    from hilbench.orchestrator.gate import gate_document
 
     files = confined(folder)
     if not files.exists(CAMPAIGN):
@@ -352,12 +352,13 @@ def load_recorded_campaign(folder: Path, *, stand_ins: bool = False) -> Any:
         for agent in data.get("agents", []):
             if isinstance(agent, dict) and "python" in agent:
                 agent["python"] = sys.executable
-    return parse_campaign(data, source=source)
+    return gate_document(data, source).campaign  # the gate `hilbench run` passed
 
 
 def replay_cassette(folder: str | Path, *, strict: bool = True) -> ReplayOutcome:
     """Run the cassette's campaign against stand-ins and compare every figure."""
-    from hilbench.orchestrator.runner import CampaignAborted, CampaignRunner
+    from hilbench.orchestrator.interrupt import Interrupted
+    from hilbench.orchestrator.session import Outcome, run_session
 
     folder = Path(folder)
     started = time.monotonic()
@@ -377,20 +378,28 @@ def replay_cassette(folder: str | Path, *, strict: bool = True) -> ReplayOutcome
         except (KeyError, TypeError, AttributeError) as exc:  # a channel's line, not a bug
             raise ValueError(f"{folder}: an agent channel cannot be played back "
                              f"({type(exc).__name__}: {exc})") from None
-        with tempfile.TemporaryDirectory(prefix="hilbench-replay-") as tmp:
-            runner = CampaignRunner(campaign, Path(tmp) / "replay.sqlite",
-                                    consumers=[collector], again=True)
+        def wire(runner: Any) -> None:
+            runner.extra_consumers = [collector]
             runner.lock_bench = False
+
+        with tempfile.TemporaryDirectory(prefix="hilbench-replay-") as tmp:
             with replay_tap.installed():
                 try:
-                    runner.run()
+                    ended = run_session(campaign, Path(tmp) / "replay.sqlite", wire, again=True)
                 except ReplayMismatch:
-                    pass  # in failures already
-                except CampaignAborted as exc:  # as the recording may have been: compared below
-                    stopped = str(exc)
+                    ended = None  # in failures already
                 except Exception as exc:
+                    ended = None
                     if not failures.lines:
                         failures.add(f"the replay stopped: {type(exc).__name__}: {exc}")
+            if ended is None or ended.outcome in (Outcome.COMPLETED, Outcome.FAILED_RUNS):
+                pass
+            elif ended.outcome is Outcome.INTERRUPTED:
+                raise Interrupted((ended.signal_exit or 130) - 128)
+            elif ended.outcome in (Outcome.AGENT_LOST, Outcome.INSTRUMENT_LOST):
+                stopped = ended.message  # as the recording may have been: compared below
+            elif not failures.lines:
+                failures.add(f"the replay stopped: {ended.outcome.value}: {ended.message}")
     finally:
         replay_tap.close()
     differences = list(dict.fromkeys(failures.lines))

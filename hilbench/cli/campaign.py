@@ -72,17 +72,16 @@ def check(files: tuple[Path, ...], every_run: bool) -> None:
     each run's unit key (the first 20; --all: every one). Exit status 0 when every file is
     valid, 2 otherwise.
     """
-    from hilbench.orchestrator.bounds import bound_campaign
-    from hilbench.orchestrator.campaign import CampaignError, load_campaign
+    from hilbench.orchestrator.gate import CampaignRefused, gate_file
     from hilbench.orchestrator.procedure import expand_all
 
     bad = 0
     for path in files:
         try:
-            loaded = load_campaign(path)
-            bounds = bound_campaign(loaded)
+            gated = gate_file(path)
+            loaded, bounds = gated.campaign, gated.bounds
             units = expand_all(loaded)
-        except CampaignError as exc:
+        except CampaignRefused as exc:
             echo_campaign_error(exc)
             bad += 1
             continue

@@ -20,7 +20,7 @@ from hilbench.lifeline import pid_alive
 
 _CONFIG = click.option(
     "--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None, help="Daemon configuration (TOML; see README 'Daemon').",
+    default=None, help="Daemon configuration (TOML; see the manual, docs/operation/daemon.md).",
 )
 
 

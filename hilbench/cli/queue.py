@@ -37,17 +37,19 @@ def _nudge(queue: Any, bench: str | None = None) -> None:
     wake(queue, bench)
 
 
-def _snapshot(path: Path) -> tuple[str, str, Any]:
-    """The campaign file's text, name and campaign, checked as `hilbench run` checks it."""
+def _snapshot(path: Path, trials: int | None) -> tuple[str, str, Any]:
+    """The campaign file's text, name and campaign, through the gate `hilbench run` passes
+    (exit 2 with one line per problem: nothing is queued)."""
     from hilbench.cli.campaign import echo_campaign_error
-    from hilbench.orchestrator.campaign import CampaignError, read_campaign_file
+    from hilbench.orchestrator.gate import CampaignRefused, gate_file
 
     try:
-        raw, campaign = read_campaign_file(path)
-    except CampaignError as exc:
+        gated = gate_file(path, trials)
+    except CampaignRefused as exc:
         echo_campaign_error(exc)
         raise SystemExit(EXIT_USAGE) from None
-    return raw.decode("utf-8"), campaign.name, campaign  # UTF-8: checked as it was read
+    # UTF-8: checked as it was read
+    return gated.raw.decode("utf-8"), gated.campaign.name, gated.campaign
 
 
 def bench_for(queue: Any, campaign: Any, given: str | None) -> str | None:
@@ -127,7 +129,7 @@ def queue() -> None:
 def queue_add(file: Path, db: Path | None, trials: int | None, record: Path | None,
               priority: int, bench: str | None) -> None:
     """Queue a campaign FILE (checked now, as `hilbench run` checks it)."""
-    text, name, campaign = _snapshot(file)
+    text, name, campaign = _snapshot(file, trials)
     if record is not None and record.exists() and any(record.iterdir()):
         raise click.BadParameter(f"{record} is not empty: a cassette is written into a new or "
                                  "empty folder", param_hint="--record")
@@ -155,10 +157,25 @@ def queue_list(db: Path | None, as_json: bool) -> None:
         return
     click.echo(f"queue: {len(items)} item(s), mode {mode}")
     for i in items:
-        extra = f"  ({i.message})" if i.message else ""
+        extra = f"  ({i.outcome + ': ' if i.outcome else ''}{i.message})" if i.message else ""
+        if i.state == "running":
+            extra += _daemon_says(db, i)
         click.echo(f"{i.id:>5}  {i.state:<8} p{i.priority:<3} {i.name:<24} "
                    f"{('bench ' + i.bench) if i.bench else 'any bench':<16} "
                    f"added {_when(i.added_at)}  {i.content_hash[:12]}{extra}")
+
+
+def _daemon_says(db: Path | None, item: Any) -> str:
+    """What the daemon running ``item`` says of it when that is not in the store yet (its
+    disk is full: the item's end could not be written)."""
+    from hilbench.cli.daemon import fetch_status
+
+    daemon = fetch_status(_db_path(db), None, None, None, timeout_s=1.0,
+                          bench=item.bench).get("daemon", {})
+    detail = str(daemon.get("detail") or "")
+    if daemon.get("state") == "waiting" and detail.startswith(f"item {item.id}: "):
+        return f"  (daemon: {detail.removeprefix(f'item {item.id}: ')})"
+    return ""
 
 
 @queue.command("remove")
@@ -202,10 +219,14 @@ def queue_pause(now: bool, db: Path | None) -> None:
 @_DB_OPTION
 def queue_resume(db: Path | None) -> None:
     """Run the queue again after pause or stop (the paused campaign resumes where it was)."""
+    from hilbench.orchestrator.session import Outcome
+
     with _open(db) as q:
         q.set_mode("run")
+        waited = q.release_waits(Outcome.STORE_UNWRITABLE.value)
         _nudge(q)
-    click.echo("queue running")
+    click.echo("queue running" + (f"; {waited} item(s) waiting for the store's disk are tried "
+                                  "now" if waited else ""))
 
 
 @queue.command("stop")
@@ -223,8 +244,9 @@ def queue_stop(db: Path | None) -> None:
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="One JSON array, with every run id.")
 def queue_history(db: Path | None, limit: int, as_json: bool) -> None:
-    """Finished items, newest first: exit status, runs, how often the campaign started
-    (restarts after a kill or stop, retries), start and stop times, message."""
+    """Finished items, newest first: exit status, how it ended (the outcome: completed with
+    failed runs, invalid campaign, …), runs, how often the campaign started (restarts after a
+    kill or stop, retries), start and stop times, and why (message)."""
     with _open(db) as q:
         rows = q.history(limit)
     if as_json:
@@ -232,10 +254,11 @@ def queue_history(db: Path | None, limit: int, as_json: bool) -> None:
         return
     for r in rows:
         campaign = (r["campaign_uid"] or "-")[:8]
+        outcome = f" ({r['outcome']})" if r.get("outcome") else ""
         click.echo(f"{r['id']:>5}  {r['exit_status']:<9} {r['name']:<24} campaign {campaign} "
                    f"{len(r['run_uids'])} run(s) in {r['starts']} start(s)  "
                    f"{_when(r['started_at'])} -> "
-                   f"{_when(r['stopped_at'])}  {r['message']}")
+                   f"{_when(r['stopped_at'])}{outcome}  {r['message']}")
 
 
 def _local_zone() -> str:
@@ -284,7 +307,7 @@ def schedule_add(file: Path, cron: str, tz: str | None, missed: str, trials: int
         check(cron, tz, missed)
     except ScheduleError as exc:
         _fail(exc)
-    text, name, campaign = _snapshot(file)
+    text, name, campaign = _snapshot(file, trials)
     with _open(db) as q:
         bench = bench_for(q, campaign, bench)
         sid = q.add_schedule(name=name, source_path=str(file.resolve()), content=text, cron=cron,

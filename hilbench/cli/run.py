@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import shlex
 import sys
@@ -14,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from hilbench.cli import EXIT_RUN_FAILED, EXIT_STORE_FAULT, EXIT_UNREACHABLE, EXIT_USAGE
+from hilbench.cli import EXIT_RUN_FAILED, EXIT_STORE_FAULT, EXIT_USAGE
 from hilbench.cli.campaign import echo_campaign_error
 from hilbench.cli.options import DB_OPTION, db_path
 
@@ -32,17 +31,12 @@ def _run_campaign(
     again: bool = False,
 ) -> None:
     from hilbench.cassette.recorder import CassetteRecorder
-    from hilbench.orchestrator.bounds import bound_campaign
-    from hilbench.orchestrator.campaign import CampaignError, load_campaign
-    from hilbench.orchestrator.client import AgentUnreachable
-    from hilbench.orchestrator.instruments import InstrumentFault
+    from hilbench.orchestrator.gate import CampaignRefused, gate_file
     from hilbench.orchestrator.interrupt import Interrupted, signals_interrupt
     from hilbench.orchestrator.runlog import RunLog
-    from hilbench.orchestrator.runner import CampaignAborted, CampaignRunner, CampaignSetupError
-    from hilbench.orchestrator.spawn import SpawnError
+    from hilbench.orchestrator.session import Outcome, run_session
     from hilbench.report.summary import print_summary
     from hilbench.store import StoreError, StoreFault
-    from hilbench.store.errors import is_storage_fault
     from hilbench.store.paths import logs_dir
     from hilbench.store.schema import check_store_path
 
@@ -51,15 +45,12 @@ def _run_campaign(
 
     def error(message: str) -> None:
         errors.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
-    try:
-        campaign = load_campaign(campaign_path)
-        if trials is not None:
-            # Every unit `trials` times, stored as repetitions; tables check the 5 % rule.
-            campaign = dataclasses.replace(campaign, repetitions=trials)
-        bounds = bound_campaign(campaign)  # refuse what cannot be held, before anything starts
-    except CampaignError as exc:
+    try:  # refuse what cannot be run or held, before anything starts
+        gated = gate_file(campaign_path, trials)
+    except CampaignRefused as exc:
         echo_campaign_error(exc)
         raise SystemExit(EXIT_USAGE) from None
+    campaign, bounds = gated.campaign, gated.bounds
     hint = f"to resume: {shlex.join(resume_command)}"
     try:  # before anything is created beside it
         if check_store_path(db):
@@ -83,7 +74,6 @@ def _run_campaign(
         logs_dir(db), campaign.name, None if sys.stdout.isatty() else sys.stdout
     )
     consumers = [runlog, *([recorder] if recorder else [])]
-    runner = CampaignRunner(campaign, db, consumers=consumers, again=again or not resume)
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -93,7 +83,7 @@ def _run_campaign(
         console=console,
         transient=False,
     )
-    task = progress.add_task(campaign.name, total=len(runner.units), last="")
+    task = progress.add_task(campaign.name, total=None, last="")
 
     def on_unit_done(unit, status: str, run_uid: str | None) -> None:
         # "retried": an unverified run whose unit runs again; the unit is not done yet
@@ -119,48 +109,30 @@ def _run_campaign(
             progress.update(task, visible=False)  # no bar stuck at 0/N for what will not run
         runlog.note(plan.message(str(campaign_path)))
 
-    runner.on_unit_done = on_unit_done
-    runner.on_plan = on_plan
+    def wire(runner) -> None:
+        runner.extra_consumers = list(consumers)
+        runner.on_unit_done = on_unit_done
+        runner.on_plan = on_plan
+
+    ran = (Outcome.COMPLETED, Outcome.FAILED_RUNS, Outcome.NOTHING_TO_DO)
     try:
         with signals_interrupt(), progress:
-            outcome = runner.run()
-    except Interrupted as exc:
-        error(
-            f"campaign {campaign.name} {exc}: the run in progress is marked aborted, the "
-            f"processes hilbench started are stopped; completed runs are in {db}"
-        )
-        errors.print(hint, highlight=False, soft_wrap=True, markup=False)
-        runlog.note(f"campaign {campaign.name} {exc}; {hint}")
-        raise SystemExit(exc.exit_code) from None
-    except CampaignAborted as exc:
-        error(str(exc))
-        errors.print(hint, highlight=False, soft_wrap=True, markup=False)
-        runlog.note(f"{exc}; {hint}")
-        raise SystemExit(EXIT_UNREACHABLE) from None
-    except (AgentUnreachable, SpawnError, InstrumentFault) as exc:
-        error(f"campaign {campaign.name} could not start: {exc}")
-        errors.print(hint, highlight=False, soft_wrap=True, markup=False)
-        runlog.note(f"campaign {campaign.name} could not start: {exc}; {hint}")
-        raise SystemExit(EXIT_UNREACHABLE) from None
-    except (StoreFault, OSError) as exc:
-        if not is_storage_fault(exc):
-            raise
-        # Disk full, I/O error, read-only: committed runs are intact; the same command
-        # completes the statuses left open and goes on once the disk is fixed.
-        error(f"campaign {campaign.name} stopped: {exc}; free space or fix the disk, then "
-              "resume")
-        errors.print(hint, highlight=False, soft_wrap=True, markup=False)
-        runlog.note(f"campaign {campaign.name} stopped: {exc}; {hint}")
-        raise SystemExit(EXIT_STORE_FAULT) from None
-    except (StoreError, CampaignSetupError) as exc:
-        error(str(exc))
-        runlog.note(f"campaign {campaign.name} stopped: {exc}")
-        raise SystemExit(EXIT_USAGE) from None
+            outcome = run_session(campaign, db, wire, again=again or not resume,
+                                  made=lambda r: progress.update(task, total=len(r.units)))
+        if outcome.outcome not in ran:
+            error(outcome.message)
+            said = outcome.message
+            if outcome.resumable:
+                errors.print(hint, highlight=False, soft_wrap=True, markup=False)
+                said += f"; {hint}"
+            runlog.note(said)
     finally:
         runlog.close()
         if recorder:
             recorder.close()
-    if outcome.finished_before:
+    if outcome.outcome not in ran:
+        raise SystemExit(outcome.exit_code)
+    if outcome.outcome is Outcome.NOTHING_TO_DO:
         return  # said so above; nothing ran
     # Piped or logged output is not cut to 80 columns: the tables are the result.
     out = Console() if sys.stdout.isatty() else Console(width=160)
@@ -176,7 +148,7 @@ def _run_campaign(
         error(f"{exc} while printing the summary; the campaign had ended and every run is "
               f"in {db} (`hilbench results` shows them)")
         raise SystemExit(exc.exit_code) from None
-    if outcome.failed:
+    if outcome.outcome is Outcome.FAILED_RUNS:
         raise SystemExit(EXIT_RUN_FAILED)
 
 

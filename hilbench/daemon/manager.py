@@ -2,7 +2,8 @@
 
 States (bluesky-queueserver's): ``idle`` (nothing to run, or the queue stopped), ``running``,
 ``paused`` (by `queue pause`; the item waits at its place), ``stopping`` (`queue stop`: the
-current campaign finishes, then nothing more starts; or the daemon itself is stopping).
+current campaign finishes, then nothing more starts; or the daemon itself is stopping), and
+``waiting`` (an item's end could not be written: the store's disk is full; tried each turn).
 
 Restart safety: every transition is in the store first. An item left 'running' by a killed
 daemon is taken up again before anything else; if its campaign had already ended (killed in the
@@ -13,7 +14,6 @@ history without running again; otherwise the runner resumes it, each unit exactl
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import queue
@@ -21,11 +21,10 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from sqlalchemy.exc import DBAPIError
 
@@ -34,14 +33,24 @@ from hilbench.daemon import schedule as sched
 from hilbench.daemon.askers import group_id
 from hilbench.daemon.config import DaemonConfig
 from hilbench.daemon.control import ControlServer
+from hilbench.daemon.filing import FILING, history_message, outcome_of_end
+from hilbench.daemon.messages import (
+    CampaignStarted,
+    Ended,
+    Health,
+    Pause,
+    UnitEnded,
+    UnitStarted,
+    health_dict,
+)
 from hilbench.daemon.notify import Notifier
-from hilbench.daemon.progress import CampaignProgress
 from hilbench.daemon.push import Pusher
 from hilbench.daemon.queue_db import Item, QueueDB
 from hilbench.daemon.sdnotify import SystemdNotifier
-from hilbench.daemon.worker import EXIT_BUSY, EXIT_PAUSED
-from hilbench.lifeline import call_on_signal, dies_with_parent, pid_alive
+from hilbench.daemon.supervised import WorkerProcess, start_worker
+from hilbench.lifeline import call_on_signal, pid_alive
 from hilbench.orchestrator.locks import Held, LockRefused, hold
+from hilbench.orchestrator.session import Outcome
 from hilbench.private_files import open_private, private_dir
 from hilbench.store.paths import logs_dir
 
@@ -53,6 +62,10 @@ HEARTBEAT_S = 2.0  # how often the bench's row in the queue database is refreshe
 
 
 CONTROL_SOCKET = "control.sock"  # in the store's logs folder: the default control address
+
+
+_VERB = {"campaign.finished": "finished", "campaign.failed": "failed",
+         "campaign.aborted": "stopped"}
 
 
 class DaemonError(RuntimeError):
@@ -69,55 +82,6 @@ def share_logs_folder(logs: Path, group: int | None) -> None:
     if group is not None:
         os.chown(logs, -1, group)
     os.chmod(logs, 0o710 if group is not None else 0o700)
-
-
-def start_worker(db: Path, log_file: IO[str], queue_url: str | None) -> subprocess.Popen:
-    """A worker process without its item yet (see :mod:`hilbench.daemon.worker`): started
-    ahead while the bench is idle, it is given an item with ``item ID`` on stdin."""
-    cmd = [sys.executable, "-m", "hilbench.daemon.worker", "--db", str(db),
-           *(["--queue", queue_url] if queue_url else [])]
-    return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=log_file, text=True, **dies_with_parent())
-
-
-class _Worker:
-    """A running worker process and the reports it sends; ``ended`` is called when its
-    output closes (it exited), so the loop takes its end at once, not at the next poll."""
-
-    def __init__(self, item: Item, proc: subprocess.Popen, ended: Any = None) -> None:
-        self.item = item
-        self.progress = CampaignProgress(item.id, item.name)
-        self.pause_sent = False
-        self.term_sent = False
-        self.end: dict[str, Any] | None = None
-        self.reports: queue.Queue[dict[str, Any]] = queue.Queue()
-        self.proc = proc
-        self._ended = ended
-        self._reader = threading.Thread(target=self._read, daemon=True, name="worker-reports")
-        self._reader.start()
-        self.command(f"item {item.id}")
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                self.reports.put(json.loads(line))
-            except ValueError:
-                log.warning("worker %d said something unreadable: %.200s", self.proc.pid, line)
-        if self._ended is not None:
-            self._ended()
-
-    def command(self, text: str) -> None:
-        with contextlib.suppress(BrokenPipeError, OSError, ValueError):
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(text + "\n")
-            self.proc.stdin.flush()
-
-    def finished(self) -> int | None:
-        code = self.proc.poll()
-        if code is not None:
-            self._reader.join(5)  # every report the worker wrote is read before its exit counts
-        return code
 
 
 class Daemon:
@@ -137,7 +101,8 @@ class Daemon:
         self._worker_pid: int | None = None
         self.pusher = Pusher(self.db, d.push_to, d.push_interval_s) if d.push_to else None
         self._status_db: QueueDB | None = None
-        self.worker: _Worker | None = None
+        self.worker: WorkerProcess | None = None
+        self._unfiled: tuple[WorkerProcess, int] | None = None  # an end not written yet (disk full)
         self._spare: subprocess.Popen | None = None  # a worker waiting for its item
         self.last_error = ""
         self.state = "idle"
@@ -228,6 +193,9 @@ class Daemon:
         call_on_signal(lambda: on_signal(signal.SIGTERM), signal.SIGTERM)
         call_on_signal(lambda: on_signal(signal.SIGINT), signal.SIGINT)
         self._wait_for_old_worker()
+        # an item that waited for its store's disk is tried at once: the restart may be the
+        # signal that space is back
+        self._recorded(lambda: self.queue.release_waits(Outcome.STORE_UNWRITABLE.value))
         self.control.start()
         self._publish_info(None)
         if self.pusher is not None:
@@ -305,10 +273,13 @@ class Daemon:
     def _step(self) -> None:
         now = self.clock()
         if time.monotonic() - self._last_beat >= HEARTBEAT_S:
-            self._beat()
+            self._last_beat = time.monotonic()
+            self._recorded(self._beat)  # a store that cannot be written stops no supervision
         if self.worker is not None:
             self._supervise(self.worker)
-        if self.worker is None:
+        if self._unfiled is not None:
+            self._file_end(*self._unfiled)
+        if self.worker is None and self._unfiled is None:
             self._maybe_start(now)
         if self.worker is None and not self.stopping.is_set():
             self._keep_spare()
@@ -335,8 +306,8 @@ class Daemon:
         item = self.queue.claim(self.bench, now)
         if item is None:
             waiting = self.queue.items(self.bench)
-            self._set_state("idle", f"{len(waiting)} item(s) waiting to retry" if waiting
-                            else "queue empty")
+            self._set_state("idle", (f"{len(waiting)} item(s) waiting; item {waiting[0].id}: "
+                                     f"{waiting[0].message}") if waiting else "queue empty")
             return
         if item.state == "running" and item.campaign_uid:
             status = self.queue.campaign_status(item.campaign_uid)
@@ -346,7 +317,7 @@ class Daemon:
                                  f"campaign {item.campaign_uid[:8]} had ended ({status}) when "
                                  "the daemon restarted")
                 return
-        self.worker = _Worker(item, self._take_spare() or self._new_worker(), self.wake.set)
+        self.worker = WorkerProcess(item, self._take_spare() or self._new_worker(), self.wake.set)
         self._publish_info(self.worker.proc.pid)
         log.info("queue item %d (%s) started: worker pid %d", item.id, item.name,
                  self.worker.proc.pid)
@@ -388,11 +359,11 @@ class Daemon:
             spare.kill()
             spare.wait()
 
-    def _supervise(self, w: _Worker) -> None:
+    def _supervise(self, w: WorkerProcess) -> None:
         self._drain(w)
         mode = self.queue.mode()
         if mode == "pause" and not w.pause_sent:
-            w.command("pause")
+            w.command(Pause())
             w.pause_sent = True
             self._set_state("paused", f"item {w.item.id}: pausing after the current unit")
         elif mode == "pause_now" and not w.term_sent:
@@ -406,77 +377,105 @@ class Daemon:
             return
         self._drain(w)
         self.worker = None
-        self._publish_info(None)
-        self._after(w, code)
+        self._worker_pid = None
+        self._file_end(w, code)
+        self._recorded(lambda: self._publish_info(None))
 
-    def _drain(self, w: _Worker) -> None:
+    def _recorded(self, write: Any) -> bool:
+        """Do a write to the queue's database; one that fails (its disk full, out of reach) is
+        logged and said in `status`, and the loop goes on."""
+        try:
+            write()
+            return True
+        except DBAPIError as exc:
+            self.last_error = f"queue database {self.queue.describe()}: {exc.orig}"
+            log.warning("%s", self.last_error)
+            return False
+
+    def _file_end(self, w: WorkerProcess, code: int) -> None:
+        """File the worker's end; while that cannot be written (the store's disk is full),
+        keep it, start nothing, say why, and try again each turn of the loop."""
+        if self._recorded(lambda: self._after(w, code)):
+            self._unfiled = None
+            return
+        self._unfiled = (w, code)
+        ended = outcome_of_end(w.end, code, w.term_sent or self.stopping.is_set())
+        self._set_state("waiting", f"item {w.item.id}: {FILING[ended.outcome].says}"
+                                   f"{history_message(ended)} (its end is not in the queue yet: "
+                                   f"{self.last_error})")
+
+    def _drain(self, w: WorkerProcess) -> None:
         while True:
             try:
                 report = w.reports.get_nowait()
             except queue.Empty:
                 return
-            kind = report.get("event")
             with self._lock:
-                if kind == "campaign":
+                if isinstance(report, CampaignStarted):
                     w.progress.on_campaign(report)
-                elif kind == "unit_start":
+                elif isinstance(report, UnitStarted):
                     w.progress.on_unit_start(report)
-                elif kind == "unit":
+                elif isinstance(report, UnitEnded):
                     w.progress.on_unit(report)
-                elif kind == "health":
-                    w.progress.health = {"agents": report["agents"],
-                                         "instruments": report["instruments"]}
-                elif kind == "end":
-                    w.end = report
+                elif isinstance(report, Health):
+                    w.progress.health = health_dict(report)
+                elif isinstance(report, Ended):
+                    w.end = report.session
 
     # -- a worker's end ------------------------------------------------------------------------
-    def _after(self, w: _Worker, code: int) -> None:
+    def _after(self, w: WorkerProcess, code: int) -> None:
+        """File the worker's outcome by the one table (:data:`FILING`)."""
         item = self.queue.item(w.item.id)
-        end = w.end or {}
-        message = end.get("message") or f"worker exited with code {code} and no report"
+        ended = outcome_of_end(w.end, code, w.term_sent or self.stopping.is_set())
+        filing = FILING[ended.outcome]
+        message = filing.says + history_message(ended)
         name = f"queue item {item.id} ({item.name})"
         fields = {"item": item.id, "campaign": item.name, "campaign_uid": item.campaign_uid,
-                  "exit_code": code}
-        d = self.config.daemon
-        if code == 0:
-            self._close_item(item, "completed", message)
-            self.notify("campaign.finished", f"{name} finished: {message}", **fields)
-        elif code in (1, 2):
-            self._close_item(item, "failed", message)
+                  "exit_code": code, "outcome": ended.outcome.value}
+        kind = ended.outcome.value
+        delay = getattr(self.config.daemon, filing.delay) if filing.delay else 0.0
+        if filing.status == "failed" or filing.action in ("wait", "retry"):
             self.last_error = f"{name}: {message}"
-            self.notify("campaign.failed", f"{name} failed: {message}", **fields)
-        elif code == EXIT_PAUSED or (code >= 128 and (w.term_sent or self.stopping.is_set())):
+        if filing.action == "close":
+            self._close_item(item, filing.status or "failed", message, kind)
+        elif filing.action == "requeue":
             if not self.stopping.is_set():  # a stopping daemon leaves it 'running': resumed first
                 self.queue.requeue(item.id, attempts=item.attempts, not_before=0,
-                                   message=f"paused: {message}")
-            if code != EXIT_PAUSED:
-                self.notify("campaign.aborted", f"{name} stopped: {message}", **fields)
-        elif code == EXIT_BUSY:
+                                   message=message, outcome=kind)
+        elif filing.action == "wait":
             self.queue.requeue(item.id, attempts=item.attempts,
-                               not_before=self.clock() + d.busy_delay_s, message=message)
-            self.last_error = f"{name}: {message}"
-        else:  # 3 (agent or instrument lost or unreachable), a crash, a signal from elsewhere
-            attempts = 0 if w.progress.done_this_start else item.attempts + 1
-            self.last_error = f"{name}: {message}"
-            lost = end.get("lost")
-            if lost:
-                self.notify(f"{lost}.lost", f"{name}: {message}", **fields)
-            if attempts > d.retries:
-                self._close_item(item, "failed", f"{message} (gave up after {attempts} "
-                                                 "start(s) in a row that finished no unit)")
-                self.notify("campaign.failed", f"{name} failed: {message}", **fields)
-            else:
-                self.queue.requeue(item.id, attempts=attempts,
-                                   not_before=self.clock() + d.retry_delay_s,
-                                   message=f"retrying in {d.retry_delay_s:g} s: {message}")
-                self.notify("campaign.aborted", f"{name} aborted, will resume: {message}",
-                            **fields)
-        log.log(logging.INFO if code == 0 else logging.WARNING, "%s: worker exited %d: %s",
-                name, code, message)
+                               not_before=self.clock() + delay, message=message, outcome=kind)
+        else:  # retry: counted unless this start finished a unit
+            self._retry(item, w, message, delay, filing.event, fields)
+            filing = FILING[Outcome.CRASHED]  # notified there
+        if filing.event:
+            self.notify(filing.event, f"{name} {_VERB.get(filing.event, 'ended')}: {message}",
+                        **fields)
+        log.log(logging.INFO if code == 0 else logging.WARNING, "%s: worker exited %d (%s): %s",
+                name, code, kind, message)
 
-    def _close_item(self, item: Item, status: str, message: str) -> None:
+    def _retry(self, item: Item, w: WorkerProcess, message: str, delay: float, lost: str | None,
+               fields: dict[str, Any]) -> None:
+        """An agent or instrument lost, a crash: again after ``delay``, until ``retries``
+        starts in a row finished no unit."""
+        name = f"queue item {item.id} ({item.name})"
+        if lost:
+            self.notify(lost, f"{name}: {message}", **fields)
+        kind = fields["outcome"]
+        attempts = 0 if w.progress.done_this_start else item.attempts + 1
+        if attempts > self.config.daemon.retries:
+            self._close_item(item, "failed", f"{message} (gave up after {attempts} start(s) "
+                                             "in a row that finished no unit)", kind)
+            self.notify("campaign.failed", f"{name} failed: {message}", **fields)
+        else:
+            self.queue.requeue(item.id, attempts=attempts, not_before=self.clock() + delay,
+                               message=f"retrying in {delay:g} s: {message}", outcome=kind)
+            self.notify("campaign.aborted", f"{name} aborted, will resume: {message}", **fields)
+
+    def _close_item(self, item: Item, status: str, message: str,
+                    outcome: str | None = None) -> None:
         runs = self.queue.run_uids(item.campaign_uid) if item.campaign_uid else []
-        self.queue.finish(item.id, status, message, runs)  # type: ignore[arg-type]
+        self.queue.finish(item.id, status, message, runs, outcome)  # type: ignore[arg-type]
 
     # -- schedules and disk --------------------------------------------------------------------
     def _tick_schedules(self, now: float) -> None:
@@ -490,6 +489,8 @@ class Daemon:
             if plan is not None:
                 item_id = self.queue.record_fires(s["id"], plan.last_fire, plan.fires,
                                                   plan.queue_item)
+                if item_id is not None:
+                    self._gate_fire(s, item_id)
                 for t, outcome, note in plan.fires:
                     log.info("schedule %d (%s) fire at %s: %s%s", s["id"], s["name"],
                              time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)), outcome,
@@ -499,6 +500,23 @@ class Daemon:
                 last = s["last_fire"]
             upcoming = sched.fires_after(s["cron"], s["tz"], last, 1)
             self._next_fire[s["id"]] = (last, upcoming[0] if upcoming else None)
+
+    def _gate_fire(self, s: dict[str, Any], item_id: int) -> None:
+        """The gate `schedule add` passed, again at the fire: an interpreter, a driver or the
+        memory the campaign needs may be gone. A refused fire's item goes to the history as
+        failed, with the reason."""
+        from hilbench.orchestrator.gate import CampaignRefused, gate_snapshot
+
+        try:
+            gate_snapshot(s["content"], s["source_path"], s["trials"])
+        except CampaignRefused as exc:
+            reason = "; ".join(exc.problems)
+            log.warning("schedule %d (%s): fire refused: %s", s["id"], s["name"], reason)
+            self._close_item(self.queue.item(item_id), "failed",
+                             f"refused at the fire of schedule {s['id']}: {reason}",
+                             Outcome.INVALID_CAMPAIGN.value)
+            self.last_error = f"schedule {s['id']} ({s['name']}): fire refused: {reason}"
+            self.notify("campaign.failed", self.last_error, schedule=s["id"], item=item_id)
 
     def _check_disk(self, now: float) -> None:
         if now < self._next_disk_check:
@@ -522,7 +540,8 @@ class Daemon:
         db = self._status_db
         with self._lock:
             w = self.worker
-            current = w.progress.to_dict() if w is not None else None
+            current = ({**w.progress.to_dict(), "rejected_reports": w.decoder.rejected}
+                       if w is not None else None)
             health = dict(w.progress.health) if w is not None else {"agents": [],
                                                                       "instruments": []}
             state, detail = self.state, self.detail

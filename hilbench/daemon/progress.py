@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hilbench.store.groups import replicate_key
+
+if TYPE_CHECKING:
+    from hilbench.daemon.messages import CampaignStarted, UnitEnded, UnitStarted
 
 OWN_RUNS_TRUSTED = 3
 
@@ -43,33 +46,34 @@ class CampaignProgress:
     health: dict[str, Any] = field(default_factory=lambda: {"agents": [], "instruments": []})
     kinds: dict[tuple[str, str], _Kind] = field(default_factory=dict)
 
-    def on_campaign(self, report: dict[str, Any]) -> None:
-        self.campaign_uid = report["uid"]
-        self.total = int(report["total"])
-        self.done = int(report["done"])
-        self.kinds = {(p, g): _Kind(n, mean, stored) for p, g, n, mean, stored in report["plan"]}
+    def on_campaign(self, report: CampaignStarted) -> None:
+        self.campaign_uid = report.uid
+        self.total = report.total
+        self.done = report.done
+        self.kinds = {(p, g): _Kind(n, mean, stored) for p, g, n, mean, stored in report.plan}
 
-    def on_unit_start(self, report: dict[str, Any]) -> None:
-        self.unit = report["key"]
+    def on_unit_start(self, report: UnitStarted) -> None:
+        self.unit = report.key
 
-    def on_unit(self, report: dict[str, Any]) -> None:
+    def on_unit(self, report: UnitEnded) -> None:
         self.unit = None
-        self.last_unit = {k: report[k] for k in ("key", "status", "run_uid", "duration_s")}
-        if report["status"] == "abort":
+        self.last_unit = {"key": report.key, "status": report.status, "run_uid": report.run_uid,
+                          "duration_s": report.duration_s}
+        if report.status == "abort":
             return
-        if report["status"] == "unverified":  # tried again, unless no attempt was left
+        if report.status == "unverified":  # tried again, unless no attempt was left
             self.unverified += 1
-            if "no attempt left" not in str(report.get("reason", "")):
+            if "no attempt left" not in report.reason:
                 return
         self.done += 1
         self.done_this_start += 1
-        if report["status"] == "fail":
+        if report.status == "fail":
             self.failed += 1
-        kind = self.kinds.get((report["procedure"], replicate_key(report["key"])))
+        kind = self.kinds.get((report.procedure, replicate_key(report.key)))
         if kind is not None:
             kind.left = max(0, kind.left - 1)
             kind.seen_n += 1
-            kind.seen_sum_s += float(report["duration_s"])
+            kind.seen_sum_s += report.duration_s
 
     def eta(self) -> tuple[float | None, str]:
         """Seconds left and what the figure is based on."""

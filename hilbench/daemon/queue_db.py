@@ -81,6 +81,7 @@ _queue = Table(
     Column("message", Text, nullable=False, server_default=""),
     Column("bench", Text),                               # needed / claimed by; NULL: any
     Column("starts", Integer, nullable=False, server_default="0"),  # its campaign's starts
+    Column("outcome", Text),                             # how its last start ended (session)
     CheckConstraint("state IN ('queued', 'running')", name="daemon_queue_state"),
     sqlite_autoincrement=True,
 )
@@ -101,6 +102,7 @@ _history = Table(
     Column("run_uids", Text, nullable=False, server_default="[]"),  # JSON
     Column("starts", Integer, nullable=False, server_default="0"),
     Column("bench", Text),
+    Column("outcome", Text),  # why it ended: the session's outcome, or why it was refused
     CheckConstraint("exit_status IN ('completed', 'failed', 'aborted', 'stopped', 'removed')",
                     name="daemon_history_exit_status"),
 )
@@ -158,10 +160,12 @@ _benches = Table(
     Column("push", Text, nullable=False, server_default="{}"),    # JSON: push-to progress
     Column("last_seen", Float, nullable=False),
 )
-# Added after the first release: existing store files get them by ALTER TABLE.
+# Added after the first release: existing store files get them by ALTER TABLE (``outcome``:
+# issue 32, why an item waits or failed; until the queue's tables move to Alembic).
 _ADDED_COLUMNS = (("daemon_queue", "bench", "TEXT"), ("daemon_history", "bench", "TEXT"),
-                  ("daemon_schedules", "bench", "TEXT"),
-                  ("daemon_queue", "starts", "INTEGER NOT NULL DEFAULT 0"))
+                  ("daemon_schedules", "bench", "TEXT"), ("daemon_queue", "outcome", "TEXT"),
+                  ("daemon_queue", "starts", "INTEGER NOT NULL DEFAULT 0"),
+                  ("daemon_history", "outcome", "TEXT"))
 _INDEXES = (
     "CREATE UNIQUE INDEX IF NOT EXISTS daemon_fires_once ON daemon_fires (schedule_id, fire_time)",
     "CREATE INDEX IF NOT EXISTS daemon_queue_claim ON daemon_queue (state, bench, priority)",
@@ -194,6 +198,7 @@ class Item:
     message: str
     bench: str | None = None
     starts: int = 0  # how often its campaign has started (restarts and retries included)
+    outcome: str | None = None  # how its last start ended (a session outcome), if it did
 
     def summary(self) -> dict[str, Any]:
         """The item as `queue list --json` and `status` show it (no file content)."""
@@ -290,18 +295,9 @@ class QueueDB:
         return self._runs_conn.execute(sql, args).fetchall()
 
     # -- queue ---------------------------------------------------------------------------------
-    def add(
-        self,
-        source_path: str,
-        content: str,
-        name: str,
-        *,
-        trials: int | None = None,
-        record: str | None = None,
-        priority: int = 0,
-        schedule_id: int | None = None,
-        bench: str | None = None,
-    ) -> int:
+    def add(self, source_path: str, content: str, name: str, *, trials: int | None = None,
+            record: str | None = None, priority: int = 0, schedule_id: int | None = None,
+            bench: str | None = None) -> int:
         with self._tx() as c:
             return self._insert_item(c, dict(
                 priority=priority, name=name, source_path=source_path, content=content,
@@ -384,17 +380,27 @@ class QueueDB:
             c.execute(update(_queue).where(_queue.c.id == item_id).values(
                 campaign_uid=campaign_uid, starts=_queue.c.starts + 1))
 
-    def requeue(self, item_id: int, *, attempts: int, not_before: float, message: str) -> None:
-        """Back to 'queued' at its place (a retry after a lost agent, a pause, a stop); it
-        stays bound to the bench that started it."""
+    def requeue(self, item_id: int, *, attempts: int, not_before: float, message: str,
+                outcome: str | None = None) -> None:
+        """Back to 'queued' at its place, bound to the bench that started it."""
         with self._tx() as c:
             c.execute(update(_queue).where(_queue.c.id == item_id).values(
-                state="queued", attempts=attempts, not_before=not_before, message=message))
+                state="queued", attempts=attempts, not_before=not_before, message=message,
+                outcome=outcome))
 
-    def finish(self, item_id: int, status: ExitStatus, message: str, run_uids: list[str]) -> None:
-        self._finish(self.item(item_id), status, message, run_uids)
+    def release_waits(self, outcome: str) -> int:
+        """Items waiting after ``outcome`` may start now (a daemon start, `queue resume`)."""
+        q = _queue.c
+        with self._tx() as c:
+            return c.execute(update(_queue).where(q.state == "queued", q.outcome == outcome)
+                             .values(not_before=0)).rowcount
 
-    def _finish(self, item: Item, status: ExitStatus, message: str, run_uids: list[str]) -> None:
+    def finish(self, item_id: int, status: ExitStatus, message: str, run_uids: list[str],
+               outcome: str | None = None) -> None:
+        self._finish(self.item(item_id), status, message, run_uids, outcome)
+
+    def _finish(self, item: Item, status: ExitStatus, message: str, run_uids: list[str],
+                outcome: str | None = None) -> None:
         with self._tx() as c:
             c.execute(insert(_history).values(
                 id=item.id, name=item.name, source_path=item.source_path,
@@ -402,22 +408,21 @@ class QueueDB:
                 schedule_id=item.schedule_id, added_at=item.added_at,
                 started_at=item.started_at, stopped_at=time.time(), exit_status=status,
                 message=message, campaign_uid=item.campaign_uid,
-                run_uids=json.dumps(run_uids), starts=item.starts, bench=item.bench))
+                run_uids=json.dumps(run_uids), starts=item.starts, bench=item.bench,
+                outcome=outcome))
             c.execute(delete(_queue).where(_queue.c.id == item.id))
 
-    def history(self, limit: int = 50) -> list[dict[str, Any]]:
-        rows = self._rows(select(_history).order_by(_history.c.stopped_at.desc(),
-                                                    _history.c.id.desc()).limit(limit))
+    def history(self, limit: int = 50, item_id: int | None = None) -> list[dict[str, Any]]:
+        stmt = select(_history).order_by(_history.c.stopped_at.desc(), _history.c.id.desc())
+        if item_id is not None:
+            stmt = stmt.where(_history.c.id == item_id)
+        rows = self._rows(stmt.limit(limit))
         for d in rows:
             d["run_uids"] = json.loads(d["run_uids"])
         return rows
 
     def history_of(self, item_id: int) -> dict[str, Any] | None:
-        rows = self._rows(select(_history).where(_history.c.id == item_id))
-        if not rows:
-            return None
-        rows[0]["run_uids"] = json.loads(rows[0]["run_uids"])
-        return rows[0]
+        return next(iter(self.history(1, item_id)), None)
 
     # -- what the store says about a campaign (read-only, the runner's tables) -----------------
     def campaign_status(self, campaign_uid: str) -> str | None:

@@ -78,7 +78,7 @@ def agent_unit(spec: AgentSpec, campaign: Campaign, keys_dir: str, user: str) ->
                 if keyed else " --insecure")
     note = "" if keyed else (
         "# WARNING: this campaign gives the agent no key; it would serve in plaintext.\n"
-        "# Give it one (`hilbench keys generate`), see README 'Agents on a network'.\n")
+        "# Give it one (`hilbench keys generate`), see docs/operation/network.md.\n")
     options = "".join(f" -o {k}={v}" for k, v in spec.options.items())
     return f"""# hilbench-agent-{spec.id}.service  (on the host of agent {spec.id})
 {note}[Unit]

@@ -1,30 +1,29 @@
 """The daemon's worker: one process per queue item, running it with the campaign runner.
 
 The daemon starts ``python -m hilbench.daemon.worker --db STORE --item ID`` for the item at
-the head of its queue. The worker runs the item's campaign snapshot with the same runner,
-resume rule and exit codes as ``hilbench run`` (0, 1, 2, 3, 128 + signal), plus two of its own
-(``EXIT_PAUSED``: stopped after a unit because the queue was paused; ``EXIT_BUSY``: the bench
-was held by another campaign, nothing started). A separate process keeps the daemon small and
+the head of its queue. The worker runs the item's campaign snapshot through the same
+session runner as ``hilbench run`` (:mod:`hilbench.orchestrator.session`): the same resume rule,
+the same typed outcome and exit code, which the daemon files by one table
+(:mod:`hilbench.daemon.filing`). A separate process keeps the daemon small and
 responsive whatever the campaign does, and a SIGKILLed daemon's worker is told to stop by the
 kernel (parent-death signal), aborting the run in progress with the reason, as ``hilbench run``
 does on SIGTERM.
 
-It reports to the daemon on stdout, one JSON object per line: ``campaign`` (uid, units),
-``unit`` (each finished run), ``health`` (agents and instruments, every second) and ``end``.
-It reads ``pause`` lines on stdin: stop after the unit in progress.
+It reports to the daemon on stdout, one typed message per line (:mod:`hilbench.daemon.messages`):
+``campaign`` (uid, units), ``unit`` (each finished run), ``health`` (agents and instruments,
+every second) and ``end`` (the session's outcome). It reads ``pause`` commands on stdin: stop
+after the unit in progress.
 
 Started without ``--item``, it is the daemon's spare: it imports what running an item needs
 (Python, SQLAlchemy, the runner: ~0.6 s) while the bench is idle, then waits for an
-``item ID`` line on stdin, so a queued campaign starts without that delay. An empty stdin
+``item`` command on stdin, so a queued campaign starts without that delay. An empty stdin
 (the daemon closed it) ends it having done nothing.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import gc
-import json
 import logging
 import os
 import sys
@@ -33,30 +32,46 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from hilbench.clock import now
+from hilbench.daemon.messages import (
+    AgentHealth,
+    CampaignStarted,
+    Ended,
+    Health,
+    InstrumentHealth,
+    Pause,
+    Report,
+    RunItem,
+    UnitEnded,
+    UnitStarted,
+    decode_command,
+    encode,
+)
 from hilbench.documents import DocumentRouter, PhaseStart, RunStart, RunStop, Samples
+from hilbench.orchestrator.session import (
+    EXIT_PAUSED,
+    Outcome,
+    PauseRequested,
+    SessionOutcome,
+    run_session,
+)
 
 log = logging.getLogger("hilbench.daemon.worker")
 
-EXIT_PAUSED = 10
-EXIT_BUSY = 11
-EXIT_INTERNAL = 70
-
-
-class PauseRequested(BaseException):
-    """The queue was paused: stop after the unit that just finished (a BaseException, like a
-    signal, so the runner ends the campaign row with 'abort' and stops its processes)."""
+__all__ = ["EXIT_PAUSED", "PauseRequested", "Reporter", "main", "run_item"]
 
 
 class Reporter:
-    """One JSON line per event on the daemon's pipe; a lock keeps lines whole."""
+    """One typed message per line on the daemon's pipe; a lock keeps lines whole."""
 
     def __init__(self, out: Any) -> None:
         self._out = out
         self._lock = threading.Lock()
 
-    def __call__(self, event: str, **fields: Any) -> None:
-        line = json.dumps({"event": event, "t": time.time(), **fields}, default=str)
+    def __call__(self, message: Report) -> None:
+        line = encode(message)
         with self._lock:
             try:
                 self._out.write(line + "\n")
@@ -93,14 +108,16 @@ class Progress(DocumentRouter):
         self.skipped = set(plan.done)
         with QueueDB(self.queue, store=self.db) as queue:
             queue.set_campaign(self.item_id, plan.campaign_uid)
-        self.report("campaign", uid=plan.campaign_uid, total=len(self.units),
-                    done=len(plan.done), plan=self._plan(), message=plan.message(self.source))
+        self.report(CampaignStarted(uid=plan.campaign_uid, total=len(self.units),
+                                    done=len(plan.done), plan=self._plan(),
+                                    message=plan.message(self.source)))
 
     def run_start(self, doc: RunStart) -> None:
         self._starts[doc.uid] = (str(doc.unit_key), doc.procedure, doc.t)
-        self.report("unit_start", key=str(doc.unit_key), procedure=doc.procedure, run_uid=doc.uid)
+        self.report(UnitStarted(key=str(doc.unit_key), procedure=doc.procedure,
+                                run_uid=doc.uid))
 
-    def _plan(self) -> list[list[Any]]:
+    def _plan(self) -> list[tuple[str, str, int, float | None, int]]:
         """[procedure, unit group, units left, mean stored duration s or None, stored runs]
         per kind of unit still to run: what the daemon's ETA is computed from."""
         from hilbench.daemon.queue_db import QueueDB
@@ -113,7 +130,7 @@ class Progress(DocumentRouter):
                 left[kind] = left.get(kind, 0) + 1
         with QueueDB(self.queue, store=self.db) as queue:
             stored = queue.unit_durations(list(left))
-        return [[p, g, n, *stored.get((p, g), (None, 0))] for (p, g), n in left.items()]
+        return [(p, g, n, *stored.get((p, g), (None, 0))) for (p, g), n in left.items()]
 
     def phase_start(self, doc: PhaseStart) -> None:
         self.offsets.update(doc.clock_offsets)
@@ -123,35 +140,41 @@ class Progress(DocumentRouter):
 
     def run_stop(self, doc: RunStop) -> None:
         key, procedure, t0 = self._starts.pop(doc.run_uid, ("?", "?", doc.t))
-        self.report("unit", key=key, procedure=procedure, run_uid=doc.run_uid,
-                    status=doc.exit_status, duration_s=doc.t - t0, reason=doc.reason)
+        self.report(UnitEnded(key=key, procedure=procedure, run_uid=doc.run_uid,
+                              status=doc.exit_status, duration_s=doc.t - t0,
+                              reason=doc.reason or ""))
 
 
-def _health(runner: Any, progress: Progress) -> dict[str, Any]:
+def _text(value: Any) -> str | None:
+    """An agent's claim about itself, as text (it crosses in untyped)."""
+    return None if value is None else str(value)
+
+
+def _health(runner: Any, progress: Progress) -> Health:
     t = now()
     agents = []
     for spec_id, client in list(runner.clients.items()):
         info = client.info or {}
         offset = progress.offsets.get(info.get("agent_id", spec_id)) or progress.offsets.get(
             spec_id, {})
-        agents.append({
-            "id": spec_id, "host": info.get("host"), "driver": info.get("driver"),
-            "address": client.address, "agent_id": info.get("agent_id"),
-            "last_heard_s_ago": round(t - client.last_heard, 3),
-            "clock_offset_s": offset.get("offset_s"),
-            "clock_offset_uncertainty_s": offset.get("uncertainty_s"),
-        })
+        agents.append(AgentHealth(
+            id=str(spec_id), host=_text(info.get("host")), driver=_text(info.get("driver")),
+            address=_text(client.address), agent_id=_text(info.get("agent_id")),
+            last_heard_s_ago=round(t - client.last_heard, 3),
+            clock_offset_s=offset.get("offset_s"),
+            clock_offset_uncertainty_s=offset.get("uncertainty_s"),
+        ))
     instruments = []
     for inst_id, inst in list(runner.instruments.instruments.items()):
         source_info = inst.info
         last = progress.last_reading.get(inst_id) or progress.last_reading.get(source_info.name)
-        instruments.append({
-            "id": inst_id, "identity": source_info.name, "driver": inst.spec.driver,
-            "resource": inst.spec.resource or (f"simulated: {inst.spec.simulate}"
-                                               if inst.spec.simulate else None),
-            "last_reading": last, "simulated": inst.simulated,
-        })
-    return {"agents": agents, "instruments": instruments}
+        instruments.append(InstrumentHealth(
+            id=str(inst_id), identity=_text(source_info.name), driver=_text(inst.spec.driver),
+            resource=inst.spec.resource or (f"simulated: {inst.spec.simulate}"
+                                            if inst.spec.simulate else None),
+            last_reading=last, simulated=bool(inst.simulated),
+        ))
+    return Health(agents=agents, instruments=instruments)
 
 
 def cassette_folder(item: Any) -> Path | None:
@@ -164,42 +187,31 @@ def cassette_folder(item: Any) -> Path | None:
 
 def run_item(db: Path, item_id: int, report: Reporter, queue: str | None = None) -> int:
     """Run queue item ``item_id`` of ``queue`` (default: the store ``db``, where its runs
-    go); returns the exit code (see the module docstring)."""
-    from hilbench.bounded_parse import InputError, toml_document
-    from hilbench.cassette.recorder import CassetteRecorder
+    go); reports its outcome to the daemon and returns its exit code."""
     from hilbench.daemon.queue_db import QueueDB
-    from hilbench.orchestrator.campaign import CampaignError, parse_campaign
-    from hilbench.orchestrator.client import AgentUnreachable
-    from hilbench.orchestrator.instruments import InstrumentFault
-    from hilbench.orchestrator.interrupt import Interrupted, signals_interrupt
-    from hilbench.orchestrator.locks import BenchBusy
-    from hilbench.orchestrator.runlog import RunLog
-    from hilbench.orchestrator.runner import (
-        CampaignAborted,
-        CampaignRunner,
-        CampaignSetupError,
-    )
-    from hilbench.orchestrator.spawn import SpawnError
-    from hilbench.store import StoreError
-    from hilbench.store.paths import logs_dir
 
-    def end(code: int, message: str, lost: str | None = None) -> int:
-        report("end", code=code, message=message, lost=lost,
-               campaign_uid=progress.campaign_uid if progress else None)
-        return code
-
-    progress: Progress | None = None
     with QueueDB(queue or db, store=db) as q:
         item = q.item(item_id)
     try:
-        data = toml_document(item.content.encode("utf-8"), f"{item.source_path} (as queued)")
-        campaign = parse_campaign(data, item.source_path)
-    except InputError as exc:
-        return end(2, str(exc))
-    except CampaignError as exc:
-        return end(2, str(exc))
-    if item.trials is not None:
-        campaign = dataclasses.replace(campaign, repetitions=item.trials)
+        ended = _run_item(db, item, report, queue)
+    except Exception as exc:  # reported to the daemon, which keeps going
+        log.exception("queue item %d: internal error", item_id)
+        ended = SessionOutcome(Outcome.INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
+    report(Ended(session=ended))
+    return ended.exit_code
+
+
+def _run_item(db: Path, item: Any, report: Reporter, queue: str | None) -> SessionOutcome:
+    from hilbench.cassette.recorder import CassetteRecorder
+    from hilbench.orchestrator.gate import CampaignRefused, gate_snapshot
+    from hilbench.orchestrator.interrupt import signals_interrupt
+    from hilbench.orchestrator.runlog import RunLog
+    from hilbench.store.paths import logs_dir
+
+    try:  # the gate `hilbench run` passes, again now: drivers, memory or limits may have changed
+        campaign = gate_snapshot(item.content, item.source_path, item.trials).campaign
+    except CampaignRefused as exc:
+        return SessionOutcome(Outcome.INVALID_CAMPAIGN, str(exc))
     runlog = RunLog.for_campaign(logs_dir(db), campaign.name, None)
     folder = cassette_folder(item)
     # The cassette `hilbench run --record` writes, channels included; a restarted item goes on
@@ -211,16 +223,29 @@ def run_item(db: Path, item_id: int, report: Reporter, queue: str | None = None)
                                     owner=f"queue item {item.id} of {db.resolve()}",
                                     channels=True) if folder else None
     except (FileExistsError, NotADirectoryError) as exc:
-        return end(2, f"--record {folder}: {exc}")
+        return SessionOutcome(Outcome.INVALID_CAMPAIGN, f"--record {folder}: {exc}")
     pause = threading.Event()
     stop_health = threading.Event()
+    progress: Progress | None = None
+    runner: Any = None
 
-    def wired(runner: CampaignRunner) -> CampaignRunner:
+    def made(first: Any) -> None:
+        nonlocal progress, runner
+        runner = first
+        progress = Progress(report, first.units, db, item.id, item.source_path, queue)
+        runlog.note(f"campaign {campaign.name} starting from the daemon's queue item {item.id}: "
+                    f"{len(first.units)} unit(s), store {db}")
+        threading.Thread(target=send_health, daemon=True, name="health").start()
+
+    def wire(r: Any) -> None:
+        nonlocal progress, runner
+        if progress is None:
+            made(r)
         assert progress is not None
-        runner.extra_consumers = [runlog, progress, *([recorder] if recorder else [])]
-        runner.on_plan = progress.on_plan
-        runner.on_unit_done = on_unit_done
-        return runner
+        runner = r
+        r.extra_consumers = [runlog, progress, *([recorder] if recorder else [])]
+        r.on_plan = progress.on_plan
+        r.on_unit_done = on_unit_done
 
     def on_unit_done(unit: Any, status: str, run_uid: str | None) -> None:
         if pause.is_set() and status in ("success", "fail"):
@@ -228,62 +253,34 @@ def run_item(db: Path, item_id: int, report: Reporter, queue: str | None = None)
 
     def read_commands() -> None:
         for line in sys.stdin:
-            if line.strip() == "pause":
+            if isinstance(decode_command(line), Pause):
                 pause.set()
 
     def send_health() -> None:
         while not stop_health.wait(1.0):
             try:
-                report("health", **_health(runner, progress))
+                report(_health(runner, progress))
             except (RuntimeError, AttributeError, KeyError) as exc:  # mid start-up: next time
                 log.debug("health not available yet: %s", exc)
 
+    threading.Thread(target=read_commands, daemon=True, name="commands").start()
     # As `hilbench run`: an unfinished attempt of this campaign resumes. An item's first start
     # whose campaign had already finished runs it again as a new campaign (queueing it asked
     # for that); a started item (its campaign recorded) never does: it resumes or is done.
-    runner = CampaignRunner(campaign, db, consumers=[])
-    progress = Progress(report, runner.units, db, item_id, item.source_path, queue)
-    wired(runner)
-    threading.Thread(target=read_commands, daemon=True, name="commands").start()
-    threading.Thread(target=send_health, daemon=True, name="health").start()
-    runlog.note(f"campaign {campaign.name} starting from the daemon's queue item {item_id}: "
-                f"{len(runner.units)} unit(s), store {db}")
     try:
         with signals_interrupt():
-            outcome = runner.run()
-            if outcome.finished_before and item.campaign_uid is None:
-                runner = wired(CampaignRunner(campaign, db, consumers=[], again=True))
-                outcome = runner.run()
-    except PauseRequested:
-        return end(EXIT_PAUSED, "paused after a unit; `hilbench queue resume` goes on")
-    except Interrupted as exc:
-        return end(exc.exit_code, f"campaign {campaign.name} {exc}; the run in progress is "
-                                  "marked aborted")
-    except CampaignAborted as exc:
-        lost = "instrument" if isinstance(exc.__cause__, InstrumentFault) else "agent"
-        return end(3, str(exc), lost=lost)
-    except (AgentUnreachable, SpawnError, InstrumentFault) as exc:
-        lost = "instrument" if isinstance(exc, InstrumentFault) else "agent"
-        return end(3, f"campaign {campaign.name} could not start: {exc}", lost=lost)
-    except CampaignSetupError as exc:
-        if isinstance(exc.__cause__, BenchBusy) or "already running" in str(exc):
-            return end(EXIT_BUSY, str(exc))
-        return end(2, str(exc))
-    except StoreError as exc:
-        return end(2, str(exc))
-    except Exception as exc:  # reported to the daemon, which keeps going
-        log.exception("queue item %d: internal error", item_id)
-        return end(EXIT_INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
+            ended = run_session(campaign, db, wire,
+                                again_if_finished=item.campaign_uid is None)
     finally:
         stop_health.set()
         runlog.close()
         if recorder:
             recorder.close()
-    message = (f"{outcome.completed} run(s) completed, {outcome.skipped} resumed from earlier, "
-               f"{outcome.failed} failed, {outcome.unverified} unverified")
-    if outcome.finished_before:
-        message = f"campaign {outcome.campaign_uid[:8]} had already finished; nothing ran"
-    return end(1 if outcome.failed else 0, message)
+    if progress is not None and progress.campaign_uid and not ended.campaign_uid:
+        ended = msgspec.structs.replace(ended, campaign_uid=progress.campaign_uid)
+    if ended.outcome in (Outcome.COMPLETED, Outcome.FAILED_RUNS):
+        ended = msgspec.structs.replace(ended, message=ended.counts())
+    return ended
 
 
 def preload() -> None:
@@ -298,12 +295,12 @@ def preload() -> None:
 
 
 def wait_for_item(lines: Any) -> int | None:
-    """The spare's item: the id on the first ``item ID`` line; None when the input ends."""
+    """The spare's item: the id of the first ``item`` command; None when the input ends."""
     for line in lines:
-        word, _, value = line.strip().partition(" ")
-        if word == "item":
-            return int(value)
-        if word:
+        command = decode_command(line) if line.strip() else None
+        if isinstance(command, RunItem):
+            return command.id
+        if command is not None:
             log.warning("spare worker: ignoring %r before its item", line.strip()[:80])
     return None
 

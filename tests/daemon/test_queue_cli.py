@@ -113,3 +113,24 @@ def test_the_history_counts_the_starts_of_a_store_made_before_they_were_counted(
     assert row["starts"] == 2
     shown = hilbench("queue", "history", "--db", db).stdout
     assert "0 run(s) in 2 start(s)" in shown
+
+
+def test_a_store_made_before_outcomes_were_kept_gains_them_in_place(tmp_path):
+    db = tmp_path / "q.sqlite"
+    path = qubo_campaign(tmp_path, "older", 1)
+    assert hilbench("queue", "add", path, "--db", db).returncode == 0
+    conn = sqlite3.connect(db)  # the queue's tables as a store before issue 32 has them
+    conn.execute("ALTER TABLE daemon_queue DROP COLUMN outcome")
+    conn.execute("ALTER TABLE daemon_history DROP COLUMN outcome")
+    conn.commit()
+    conn.close()
+    with QueueDB(db) as q:
+        [item] = q.items()
+        assert item.outcome is None and item.content == path.read_text()
+        q.requeue(item.id, attempts=0, not_before=1e12, message="waiting for the disk",
+                  outcome="store unwritable")
+        assert q.release_waits("store unwritable") == 1 and q.items()[0].not_before == 0
+        q.finish(item.id, "failed", "3 run(s) failed; first failure: MemoryError", [],
+                 "completed with failed runs")
+    shown = hilbench("queue", "history", "--db", db).stdout
+    assert "(completed with failed runs)  3 run(s) failed; first failure: MemoryError" in shown

@@ -12,6 +12,7 @@ from hilbench.daemon.config import DaemonConfig
 from hilbench.daemon.manager import Daemon
 from hilbench.daemon.queue_db import QueueDB
 from hilbench.daemon.schedule import ScheduleError, check, plan
+from tests.daemon.conftest import qubo_campaign
 
 BERLIN = ZoneInfo("Europe/Berlin")
 
@@ -86,7 +87,9 @@ def test_the_daemon_on_an_injected_clock_queues_then_coalesces_while_the_item_wa
     daemon = Daemon(DaemonConfig(), db, clock=lambda: clock[0])
     try:
         with QueueDB(db) as q:
-            sid = q.add_schedule(name="nightly", source_path="/x.toml", content="",
+            path = qubo_campaign(tmp_path, "nightly", 1)  # valid: the fire gate passes it
+            sid = q.add_schedule(name="nightly", source_path=str(path),
+                                 content=path.read_text(),
                                  cron="* * * * *", tz="Europe/Berlin", missed="skip",
                                  trials=None, record=None,
                                  priority=0, now=start)

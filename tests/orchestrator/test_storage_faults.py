@@ -6,7 +6,6 @@ and CI run as root, so it is mounted here), the campaign a real `hilbench run`."
 from __future__ import annotations
 
 import sqlite3
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from click.testing import CliRunner
 
 from hilbench.store import Store, StoreWriter
 from tests.campaign_toml import agent, campaign, qubo, write_campaign
+from tests.disks import remount, small_tmpfs
 from tests.subprocesses import hilbench, unit_runs
 
 pytestmark = pytest.mark.slow
@@ -22,30 +22,11 @@ pytestmark = pytest.mark.slow
 UNITS = 40  # 20 seeds x SA and Tabu on 10 nodes, 1 ms each
 
 
-def _mount(mountpoint: Path, options: str) -> None:
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mountpoint)],
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
-
-
-def _remount(mountpoint: Path, options: str) -> None:
-    subprocess.run(["mount", "-o", f"remount,{options}", str(mountpoint)], check=True)
-
-
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 2 MiB tmpfs: a campaign's write-ahead log fills it after a few runs."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    _mount(disk, "size=2m,mode=0755")
-    try:
+    with small_tmpfs(tmp_path / "disk") as disk:
         yield disk
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 def _campaign(tmp_path: Path) -> Path:
@@ -80,7 +61,7 @@ def test_a_full_disk_stops_with_exit_4_and_the_next_run_completes_every_status(
         kept = {r["uid"][:8]: r for r in unit_runs(store) if r["status"] == "success"}
     assert set(kept) == reported
 
-    _remount(small_disk, "size=32m")  # space returns
+    remount(small_disk, "size=32m")  # space returns
     second = hilbench("run", path, "--db", db, "-q")
     assert second.returncode == 0, second.stderr
     with Store(db) as store:
@@ -102,12 +83,12 @@ def test_a_full_disk_stops_with_exit_4_and_the_next_run_completes_every_status(
 def test_a_store_on_a_read_only_file_system_exits_4_before_anything_starts(tmp_path, small_disk):
     db = small_disk / "s.sqlite"
     StoreWriter(db).close()
-    _remount(small_disk, "ro")
+    remount(small_disk, "ro")
     try:
         path = _campaign(tmp_path)
         done = hilbench("run", path, "--db", db, "-q")
     finally:
-        _remount(small_disk, "rw")
+        remount(small_disk, "rw")
     assert done.returncode == 4, done.stderr
     assert "read-only file system" in done.stderr and "Traceback" not in done.stderr
     assert _resume_line_last(done.stderr, path, db)

@@ -1,0 +1,78 @@
+"""Daemon ↔ worker messages are typed: what the worker writes decodes to the same Structs on
+the daemon's side, and a line that is not a report (garbage, an unknown event, a wrong type, a
+runaway line) is logged and counted, never trusted and never fatal."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+from hilbench.daemon.messages import (
+    MAX_LINE,
+    CampaignStarted,
+    Ended,
+    Pause,
+    ReportReader,
+    RunItem,
+    UnitEnded,
+    decode_command,
+    encode,
+)
+from hilbench.daemon.queue_db import Item
+from hilbench.daemon.supervised import WorkerProcess
+from hilbench.orchestrator.session import Outcome, SessionOutcome
+
+GOOD = [
+    CampaignStarted(uid="c1", total=3, done=1, plan=[("qubo", "g", 2, 0.5, 4)], message="m"),
+    UnitEnded(key="k", procedure="qubo", run_uid="r", status="success", duration_s=0.1),
+    Ended(session=SessionOutcome(Outcome.STORE_UNWRITABLE, "disk is full", "c1", completed=5)),
+]
+BAD = [
+    "not json at all",
+    '{"event": "launch_missiles", "t": 1}',
+    '{"event": "unit", "t": 1, "key": "k", "procedure": "q", "run_uid": "r", '
+    '"status": "success", "duration_s": "slow"}',
+    '{"event": "end", "t": 1, "session": {"outcome": "exploded", "message": ""}}',
+    '{"event": "campaign", "t": 1, "uid": "c", "total": 1, "done": 0, "plan": [], '
+    '"message": "", "extra": 1}',
+    "[" * 100,
+    "x" * (MAX_LINE + 1),
+]
+
+
+def test_reports_decode_to_what_was_sent_and_bad_lines_are_counted():
+    reader = ReportReader(pid=1)
+    assert [reader.decode(encode(m) + "\n") for m in GOOD] == GOOD
+    assert [reader.decode(line) for line in BAD] == [None] * len(BAD)
+    assert reader.rejected == len(BAD)
+    assert reader.decode("\n") is None and reader.rejected == len(BAD)  # blank: nothing
+
+
+def test_commands_round_trip_and_anything_else_is_ignored():
+    assert decode_command(encode(RunItem(id=7))) == RunItem(id=7)
+    assert decode_command(encode(Pause()) + "\n") == Pause()
+    assert decode_command("pause") is None and decode_command('{"command": "rm"}') is None
+
+
+def test_a_worker_writing_garbage_is_read_to_its_end_by_the_daemon():
+    """A real process on the daemon's pipe: the garbage is counted, the reports and the end
+    get through, the reader thread survives."""
+    lines = [*BAD[:5], encode(GOOD[0]), encode(GOOD[2])]
+    script = "import sys\nfor line in sys.argv[1:]:\n    print(line, flush=True)\n"
+    proc = subprocess.Popen([sys.executable, "-c", script, *lines], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    item = Item(id=1, priority=0, position=1.0, state="running", name="n", source_path="p",
+                content="", content_hash="h", trials=None, record=None, schedule_id=None,
+                added_at=time.time(), started_at=None, campaign_uid=None, attempts=0,
+                not_before=0.0, message="")
+    w = WorkerProcess(item, proc)
+    deadline = time.monotonic() + 30
+    while w.finished() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    got = []
+    while not w.reports.empty():
+        got.append(w.reports.get())
+    assert got == [GOOD[0], GOOD[2]]
+    assert w.decoder.rejected == 5
