@@ -5,6 +5,8 @@ the same messages an orchestrator sends."""
 from __future__ import annotations
 
 import contextlib
+import functools
+import gc
 import multiprocessing
 import threading
 from collections.abc import Callable, Iterator
@@ -45,14 +47,38 @@ def served(driver: Any, agent_id: str, liveness: int = 50) -> Iterator[AgentClie
 
 @contextmanager
 def serving_apart(make_runtime: Callable[[], AgentRuntime]) -> Iterator[str]:
-    """The runtime ``make_runtime()`` builds, serving in a forked child process until the block
-    ends; yields its endpoint. Used where the run's timing is checked: an agent in the test's
-    own process shares its GIL with the orchestrator, and a reply waited several milliseconds
-    for it (0.5-8 ms past the link's measured bound), which no separate agent process does."""
-    fork = multiprocessing.get_context("fork")
+    """The runtime ``make_runtime()`` builds, serving in a child process until the block ends;
+    yields its endpoint. Used where the run's timing is checked: an agent in the test's own
+    process shares its GIL with the orchestrator, and a reply waited several milliseconds for
+    it (0.5-8 ms past the link's measured bound), which no separate agent process does. A
+    ``functools.partial`` of a module-level factory starts in a fresh interpreter (spawn), as
+    a real agent does: a forked copy of a pytest worker still spent ~4 ms before each solve."""
+    fork = multiprocessing.get_context("spawn" if isinstance(make_runtime, functools.partial)
+                                       else "fork")
     ours, theirs = fork.Pipe()
 
-    def child() -> None:
+    process = fork.Process(target=_serve_child, args=(make_runtime, theirs), daemon=True)
+    process.start()
+    try:
+        if not ours.poll(60):
+            raise RuntimeError("the test agent did not start in 60 s")
+        endpoint = ours.recv()
+        if endpoint is None:
+            raise RuntimeError("the test agent's runtime was not ready in 30 s")
+        yield endpoint
+    finally:
+        with contextlib.suppress(OSError):
+            ours.send("stop")
+        process.join(10)
+        if process.is_alive():
+            process.kill()
+            process.join(5)
+
+
+def _serve_child(make_runtime: Callable[[], AgentRuntime], theirs: Any) -> None:
+    """The child's side of :func:`serving_apart`."""
+    if True:
+        gc.freeze()  # a forked copy of the test's heap stays out of the collector
         runtime = make_runtime()
         thread = threading.Thread(target=runtime.serve, daemon=True)
         thread.start()
@@ -62,19 +88,3 @@ def serving_apart(make_runtime: Callable[[], AgentRuntime]) -> Iterator[str]:
         runtime.request_shutdown()
         thread.join(5)
 
-    process = fork.Process(target=child, daemon=True)
-    process.start()
-    try:
-        if not ours.poll(60):
-            raise RuntimeError("the forked test agent did not start in 60 s")
-        endpoint = ours.recv()
-        if endpoint is None:
-            raise RuntimeError("the forked test agent's runtime was not ready in 30 s")
-        yield endpoint
-    finally:
-        with contextlib.suppress(OSError):
-            ours.send("stop")
-        process.join(10)
-        if process.is_alive():
-            process.kill()
-            process.join(5)

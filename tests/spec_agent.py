@@ -183,6 +183,9 @@ class SpecAgent:
             "cost": int(wide @ self.matrix.astype(np.int64) @ wide), "requested_s": timeout,
             "actual_s": t_end - arrived, "t_start": arrived, "t_end": t_end,
             "power": {"measured": True, "avg_power_w": watts, "source": "spec"}}
+        if mode not in ("forged", "lag", "untimed"):  # honest: the region holds its own work
+            t_end = max(t_end, time.monotonic())
+            reply.update(actual_s=t_end - arrived, t_end=t_end)
         if untimed is not None:
             reply["untimed_s"] = untimed
         above = self.faulty_above_nodes

@@ -30,7 +30,7 @@ def daemon_row(db: Path | str, bench: str | None = None) -> dict[str, Any] | Non
         sql = "SELECT bench, host, pid, control, last_seen FROM daemon_benches"
         rows = conn.execute(sql + (" WHERE bench = ?" if bench else ""),
                             (bench,) if bench else ()).fetchall()
-    except sqlite3.Error:
+    except (sqlite3.Error, UnicodeDecodeError):  # a damaged row's text: the full way says so
         return None
     finally:
         conn.close()

@@ -394,7 +394,7 @@ def damage_file(draw: Any, path: Path, outside: Path) -> str:
                 value = mutate_json(draw, json.loads(raw))
                 text = json.dumps(value) if draw(st.booleans()) else \
                     json.dumps(value)[:-1] + ', "x": ' + draw(deep_json()) + "}"
-            except ValueError:
+            except (ValueError, RecursionError):  # damaged before (deep nesting, say)
                 text = draw(deep_json())
             path.write_text(text, "utf-8", "surrogatepass")
         else:

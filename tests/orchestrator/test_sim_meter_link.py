@@ -12,13 +12,14 @@ from hilbench.sim.power_model import SIMULATED_CPU
 from hilbench.store import Store
 from hilbench_drivers.cpu import CpuDriver
 from tests.agent.conftest import SleepyDriver
-from tests.agent_thread import serving
+from tests.agent_thread import serving, serving_apart
 from tests.campaign_toml import keysight, write_campaign
 from tests.subprocesses import unit_runs
 
 CAMPAIGN = """
 [campaign]
 name = "address-sim"
+timing_attempts = 10
 
 [[agents]]
 id = "cpu0"
@@ -47,10 +48,12 @@ def campaign_file(tmp_path, address):
 def test_an_agent_started_by_hand_drives_the_simulated_meter(tmp_path):
     from hilbench.agent.runtime import AgentRuntime
 
-    runtime = AgentRuntime(CpuDriver(rapl_root=str(tmp_path / "no-powercap")), "cpu0",
-                           bind="tcp://127.0.0.1:*")
-    with serving(runtime):
-        campaign = load_campaign(campaign_file(tmp_path, runtime.endpoint))
+    def runtime() -> AgentRuntime:  # in a process of its own, as a hand-started agent is
+        return AgentRuntime(CpuDriver(rapl_root=str(tmp_path / "no-powercap")), "cpu0",
+                            bind="tcp://127.0.0.1:*")
+
+    with serving_apart(runtime) as endpoint:
+        campaign = load_campaign(campaign_file(tmp_path, endpoint))
         outcome = CampaignRunner(campaign, tmp_path / "a.sqlite").run()
     assert outcome.completed == 1
     with Store(tmp_path / "a.sqlite") as store:

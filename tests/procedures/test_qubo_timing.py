@@ -75,7 +75,8 @@ def test_an_overrun_is_kept_out_of_its_nominal_timeout_everywhere(tmp_path):
     runs = runs_by_seed(db)
     assert [runs[s]["metrics"]["overrun"]["value"] for s in range(4)] == [0.0, 1.0, 0.0, 1.0]
     late = runs[1]["metrics"]
-    assert late["overrun_actual_s"]["value"] == pytest.approx(10 * TIMEOUT_S)
+    # its honest region ends when its sleep did (a little past 10 × the timeout)
+    assert late["overrun_actual_s"]["value"] == pytest.approx(10 * TIMEOUT_S, abs=5e-3)
     for name in ("bks_gap", "agent_avg_power_w", "agent_energy_j"):
         assert late[name]["value"] is None, name
         assert late[name]["meta"]["excluded"] == "overrun"
@@ -97,7 +98,7 @@ def test_an_overrun_is_kept_out_of_its_nominal_timeout_everywhere(tmp_path):
     assert on_time[1]["agent_energy_j"]["value"] == pytest.approx(12.0 * TIMEOUT_S)
     assert row.mean_actual_s == pytest.approx(
         sum(m["actual_s"]["value"] for m in on_time) / 2)
-    assert row.overrun_actual_s == pytest.approx((1.06 * TIMEOUT_S, 10 * TIMEOUT_S))
+    assert row.overrun_actual_s == pytest.approx((1.06 * TIMEOUT_S, 10 * TIMEOUT_S), abs=5e-3)
     frame = metrics_frame(db, campaign_uid)
     frame = frame[frame["status"] != "unverified"].set_index("param.seed")
     assert frame.loc[[0, 2], "bks_gap"].tolist() == [1.0, 1.0]
