@@ -35,6 +35,7 @@ CLAIM = "0.001000"
 RUNTIME_S = 0.2  # the claimed watts as the summary prints them (4 significant digits)
 
 
+@DOUBLE_UNVERIFIED
 def test_an_agents_power_claim_without_an_instrument_is_labelled_everywhere(tmp_path):
     """Both seeds solve for the whole timeout (a claim covering the fixed runtime; one that
     does not is left out, test_qubo_timing). The orchestrator stores no power of its own
