@@ -5,8 +5,6 @@ the same messages an orchestrator sends."""
 from __future__ import annotations
 
 import contextlib
-import functools
-import gc
 import multiprocessing
 import threading
 from collections.abc import Callable, Iterator
@@ -50,12 +48,9 @@ def serving_apart(make_runtime: Callable[[], AgentRuntime]) -> Iterator[str]:
     """The runtime ``make_runtime()`` builds, serving in a child process until the block ends;
     yields its endpoint. Used where the run's timing is checked: an agent in the test's own
     process shares its GIL with the orchestrator, and a reply waited several milliseconds for
-    it (0.5-8 ms past the link's measured bound). A ``functools.partial`` of a module-level
-    factory starts in a fresh interpreter (spawn), as a real agent does; anything else is
-    forked. (The cpu driver behind a test wrapper still ends 2-4 ms outside its claim either
-    way: tests/known.py, issue 30.)"""
-    context = multiprocessing.get_context(
-        "spawn" if isinstance(make_runtime, functools.partial) else "fork")
+    it (0.5-8 ms past the link's measured bound). (The cpu driver behind a test wrapper still
+    ends 2-4 ms outside its claim here, forked or spawned alike: tests/known.py, issue 30.)"""
+    context = multiprocessing.get_context("fork")
     ours, theirs = context.Pipe()
     process = context.Process(target=_serve_child, args=(make_runtime, theirs), daemon=True)
     process.start()
@@ -77,7 +72,6 @@ def serving_apart(make_runtime: Callable[[], AgentRuntime]) -> Iterator[str]:
 
 def _serve_child(make_runtime: Callable[[], AgentRuntime], theirs: Any) -> None:
     """The child's side of :func:`serving_apart`: serve until the parent says stop."""
-    gc.freeze()  # a forked copy of the test's heap stays out of the collector
     runtime = make_runtime()
     thread = threading.Thread(target=runtime.serve, daemon=True)
     thread.start()
