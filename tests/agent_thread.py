@@ -48,8 +48,7 @@ def serving_apart(make_runtime: Callable[[], AgentRuntime]) -> Iterator[str]:
     """The runtime ``make_runtime()`` builds, serving in a child process until the block ends;
     yields its endpoint. Used where the run's timing is checked: an agent in the test's own
     process shares its GIL with the orchestrator, and a reply waited several milliseconds for
-    it (0.5-8 ms past the link's measured bound). (The cpu driver behind a test wrapper still
-    ends 2-4 ms outside its claim here, forked or spawned alike: tests/known.py, issue 30.)"""
+    it (0.5-8 ms past the link's measured bound)."""
     context = multiprocessing.get_context("fork")
     ours, theirs = context.Pipe()
     process = context.Process(target=_serve_child, args=(make_runtime, theirs), daemon=True)

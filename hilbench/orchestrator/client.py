@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -251,15 +252,21 @@ class AgentClient:
         before link probes, which is checked by the rule then in force."""
         if not _probes_recorded():
             return None
-        return self._echoes.measure(echo.payload_bytes, lambda n: self._echo(n, echo.body))
+        return self._echoes.measure(echo.payload_bytes,
+                                    lambda n: self._echo(n, echo.body, echo.idle_s),
+                                    idle_s=echo.idle_s)
 
     def link_burst(self, echo: Echo) -> float:
         """The slowest of a few echoes now: the link's load right after a late reply."""
         if not _probes_recorded():
             return 0.0
-        return self._echoes.burst(echo.payload_bytes, lambda n: self._echo(n, echo.body))
+        return self._echoes.burst(echo.payload_bytes,
+                                  lambda n: self._echo(n, echo.body, echo.idle_s),
+                                  idle_s=echo.idle_s)
 
-    def _echo(self, nbytes: int, body: dict[str, Any] | None) -> float:
+    def _echo(self, nbytes: int, body: dict[str, Any] | None, idle_s: float = 0.0) -> float:
+        if idle_s:  # the link sits idle as it does while a device works (link_probe's doc)
+            time.sleep(idle_s)
         pad = self._pads.get(nbytes)
         if pad is None:
             pad = self._pads[nbytes] = np.zeros(nbytes, dtype=np.uint8)

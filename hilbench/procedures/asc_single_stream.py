@@ -79,7 +79,8 @@ def run_single_stream_phase(ctx: RunContext, res: AscResources, device: RemoteDe
             "note": "untimed warm-up run, in no figure"}))
     labels = test.labels
 
-    echo = single_stream_echo(device, len(test), sample_list_size(test.slices[0]))
+    echo = single_stream_echo(device, len(test), sample_list_size(test.slices[0]),
+                              warm.round_trip_s)
     with ctx.phase("single_stream", [device], echo=echo) as phase:
         timing = PhaseTiming(device.name, phase.offsets[device.name],
                              sample_untimed(device.capabilities),

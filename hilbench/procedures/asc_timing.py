@@ -27,6 +27,8 @@ from hilbench.procedures.asc_device import load_sample, unload_sample, uses_samp
 # the reply of a power window (its loop and, from an on-board monitor, its readings).
 RESULT_BYTES = 256
 WINDOW_REPLY_BYTES = 4096
+# Work long enough that echoes wait the longest idle step before them (link_probe's doc).
+LONG_WORK_S = 1.0
 
 
 def sample_untimed(caps: Any) -> UntimedWork | None:
@@ -35,22 +37,28 @@ def sample_untimed(caps: Any) -> UntimedWork | None:
     return asc.sample_untimed if isinstance(asc, AscCapabilities) else None
 
 
-def samples_echo(indices: Sequence[int]) -> Echo:
-    """A sample list run's shape: its body and one result per sample coming back."""
+def samples_echo(indices: Sequence[int], sample_s: float = LONG_WORK_S) -> Echo:
+    """A sample list run's shape: its body and one result per sample coming back, after the
+    link sat idle as long as the list works (``sample_s`` a sample)."""
     return Echo(len(indices) * RESULT_BYTES, {"workload": "asc", "mode": "samples",
-                                               "indices": [int(i) for i in indices]})
+                                               "indices": [int(i) for i in indices]},
+                work_s=len(indices) * sample_s)
 
 
-def single_stream_echo(device: Any, count: int, per_list: int) -> Echo:
+def single_stream_echo(device: Any, count: int, per_list: int, sample_s: float) -> Echo:
     """The shape of the requests that run single stream on ``device``: sample lists of
-    ``per_list`` samples where the agent offers them, else one run request per sample."""
+    ``per_list`` samples where the agent offers them, else one run request per sample;
+    ``sample_s``: how long a sample's request took the orchestrator (the warm-up's round
+    trip), how long the link sits idle while one works."""
     if uses_sample_lists(device):
-        return samples_echo(range(min(count, per_list)))
-    return Echo(RESULT_BYTES, {"workload": "asc", "mode": "single_stream", "index": 0})
+        return samples_echo(range(min(count, per_list)), sample_s)
+    return Echo(RESULT_BYTES, {"workload": "asc", "mode": "single_stream", "index": 0},
+                work_s=sample_s)
 
 
 def window_echo(body: dict[str, Any]) -> Echo:
-    return Echo(WINDOW_REPLY_BYTES, body)
+    """A power window's shape: a loop of many samples, long past the last idle step."""
+    return Echo(WINDOW_REPLY_BYTES, body, work_s=LONG_WORK_S)
 
 
 @dataclass

@@ -218,8 +218,10 @@ def run_unit(
     body = run_body(unit.scenario, unit.solver, unit.seed, timeout_s=unit.timeout_s,
                     target=target.cost, gaps=unit.gaps, max_time_s=unit.max_time_s)
     # The link is measured with requests of this run's shape: its body, and its reply's state
-    # (one byte a node) with the reply's map.
-    echo = Echo(unit.nodes + REPLY_MAP_BYTES, to_wire(body))
+    # (one byte a node) with the reply's map, each after the link sat idle as it will while the
+    # solver works.
+    echo = Echo(unit.nodes + REPLY_MAP_BYTES, to_wire(body),
+                work_s=unit.timeout_s or unit.max_time_s or 0.0)
     with ctx.phase("solve", [device], instruments, echo=echo) as phase:
         with device.waiting(phase.poll):
             solved = solver.solve(body)

@@ -24,6 +24,17 @@ percentile − median) once more, plus its fastest echo:
   the thread that holds the socket. The fastest echo, the link's fixed cost without any
   delay, counts that once (on the 2-core test VM the cpu driver spent 0.06 ms median around its
   region in-process, the fastest echo took 0.1 ms).
+
+Echoes wait as the real reply waits. A reply that comes after its device worked for a while
+finds the orchestrator's receiving thread asleep, and waking it costs more than a round trip
+taken back to back: on the 2-core test VM an honest agent's reply after 1 ms of work spent
+0.36 ms outside its claim (median), after 30-100 ms 0.8 ms (99th percentile 2-3.2 ms), while
+back-to-back echoes took 0.13 ms (99th percentile 0.2 ms). So each echo of a phase is sent
+after the link sat idle for as long as the phase's request is expected to work (``idle_s``,
+rounded up to one of ``IDLE_STEPS_S``; past the last one the wake-up costs no more: echoes
+after 10, 30 and 100 ms idle had 99th percentiles of 3.4, 3.6 and 4.2 ms), and each idle step
+keeps its own pool. A long step's fresh echoes are fewer (``FRESH_IDLE_ECHOES``): they cost
+their idle time each.
 """
 
 from __future__ import annotations
@@ -44,6 +55,17 @@ FRESH_ECHOES = 4
 MIN_ECHOES = 24
 POOL_ECHOES = 48
 MIN_PAYLOAD_BYTES = 1024
+# The idle times echoes are sent after (s): a phase's expected work rounds up to one of them.
+IDLE_STEPS_S = (0.0, 1e-3, 2e-3, 5e-3, 10e-3, 20e-3)
+FRESH_IDLE_ECHOES = 2  # fresh echoes a phase takes after idle steps of 5 ms and more
+
+
+def idle_step(work_s: float) -> float:
+    """The idle step echoes of a request expected to work ``work_s`` are sent after: the
+    smallest step at least as long (the last one for anything longer); 0 below 0.1 ms."""
+    if work_s < 1e-4:
+        return 0.0
+    return next((step for step in IDLE_STEPS_S if step >= work_s), IDLE_STEPS_S[-1])
 
 
 def payload_bucket(nbytes: int) -> int:
@@ -59,10 +81,16 @@ class Echo:
 
     reply_bytes: int
     body: dict[str, Any] | None = None
+    work_s: float = 0.0  # how long the device is expected to work before it replies
 
     @property
     def payload_bytes(self) -> int:
         return payload_bucket(self.reply_bytes)
+
+    @property
+    def idle_s(self) -> float:
+        """How long the link sits idle before each echo (module doc)."""
+        return idle_step(self.work_s)
 
 
 @dataclass(frozen=True)
@@ -77,6 +105,7 @@ class LinkBound:
     max_s: float
     min_s: float = 0.0
     quantile: float = QUANTILE
+    idle_s: float = 0.0  # each echo was sent after the link sat idle this long
 
     @property
     def spread_s(self) -> float:
@@ -89,53 +118,64 @@ class LinkBound:
         return self.q99_s + self.spread_s + self.min_s
 
     @classmethod
-    def of(cls, round_trips: list[float], payload_bytes: int, fresh: int) -> LinkBound:
+    def of(cls, round_trips: list[float], payload_bytes: int, fresh: int,
+           idle_s: float = 0.0) -> LinkBound:
         rtt = np.asarray(round_trips, dtype=np.float64)
         return cls(payload_bytes, int(rtt.size), fresh, float(np.median(rtt)),
-                   float(np.quantile(rtt, QUANTILE)), float(rtt.max()), float(rtt.min()))
+                   float(np.quantile(rtt, QUANTILE)), float(rtt.max()), float(rtt.min()),
+                   idle_s=idle_s)
 
     def to_dict(self) -> dict[str, Any]:
         return {"bound_s": self.bound_s, "quantile": self.quantile,
                 "quantile_s": self.q99_s, "median_s": self.median_s, "spread_s": self.spread_s,
                 "min_s": self.min_s, "max_s": self.max_s, "echoes": self.echoes,
                 "fresh": self.fresh, "payload_bytes": self.payload_bytes,
-                "path": "noop (worker thread)"}
+                "idle_s": self.idle_s, "path": "noop (worker thread)"}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LinkBound:
         return cls(int(data["payload_bytes"]), int(data["echoes"]), int(data.get("fresh", 0)),
                    float(data["median_s"]), float(data["quantile_s"]), float(data["max_s"]),
-                   float(data.get("min_s", 0.0)), float(data.get("quantile", QUANTILE)))
+                   float(data.get("min_s", 0.0)), float(data.get("quantile", QUANTILE)),
+                   float(data.get("idle_s", 0.0)))
 
     def describe(self) -> str:
         """One line: the bound and how it was measured."""
         return (f"{self.bound_s * 1e3:.3f} ms = {self.quantile * 100:g}th percentile "
                 f"{self.q99_s * 1e3:.3f} ms + spread {self.spread_s * 1e3:.3f} ms + fastest "
                 f"{self.min_s * 1e3:.3f} ms of {self.echoes} echoes ({self.fresh} before this "
-                f"phase) of {self.payload_bytes} bytes through the agent's worker path; median "
+                f"phase) of {self.payload_bytes} bytes{self._after_idle()} through the agent's "
+                f"worker path; median "
                 f"{self.median_s * 1e3:.3f} ms, slowest {self.max_s * 1e3:.3f} ms")
 
 
+    def _after_idle(self) -> str:
+        return f" each after {self.idle_s * 1e3:g} ms idle" if self.idle_s else ""
+
+
 class EchoPool:
-    """The newest echo round trips of one link, one pool per payload size."""
+    """The newest echo round trips of one link, one pool per payload size and idle step."""
 
     def __init__(self) -> None:
-        self._pools: dict[int, deque[float]] = {}
+        self._pools: dict[tuple[int, float], deque[float]] = {}
 
     def measure(self, payload_bytes: int, echo: Callable[[int], float],
-                fresh: int = FRESH_ECHOES) -> LinkBound:
-        """Take ``fresh`` echoes (more while the pool is short of MIN_ECHOES); the bound."""
-        pool = self._pools.setdefault(payload_bytes, deque(maxlen=POOL_ECHOES))
+                fresh: int | None = None, idle_s: float = 0.0) -> LinkBound:
+        """Take ``fresh`` echoes (more while the pool is short of MIN_ECHOES), each after the
+        link sat ``idle_s`` idle (``echo`` waits it); the bound."""
+        if fresh is None:
+            fresh = FRESH_IDLE_ECHOES if idle_s >= 5e-3 else FRESH_ECHOES
+        pool = self._pools.setdefault((payload_bytes, idle_s), deque(maxlen=POOL_ECHOES))
         taken = max(fresh, MIN_ECHOES - len(pool))
         for _ in range(taken):
             pool.append(echo(payload_bytes))
-        return LinkBound.of(list(pool), payload_bytes, taken)
+        return LinkBound.of(list(pool), payload_bytes, taken, idle_s)
 
     def burst(self, payload_bytes: int, echo: Callable[[int], float],
-              count: int = FRESH_ECHOES) -> float:
+              count: int = FRESH_ECHOES, idle_s: float = 0.0) -> float:
         """The slowest of ``count`` echoes now (kept in the pool too): how loaded the link is
         right after a reply that came late."""
-        pool = self._pools.setdefault(payload_bytes, deque(maxlen=POOL_ECHOES))
+        pool = self._pools.setdefault((payload_bytes, idle_s), deque(maxlen=POOL_ECHOES))
         slowest = 0.0
         for _ in range(count):
             rtt = echo(payload_bytes)

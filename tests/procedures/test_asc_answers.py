@@ -16,7 +16,6 @@ from hilbench.agent.driver import DriverResult
 from hilbench.store import Store
 from hilbench.wire import codec
 from tests.cpu_wrapper import CpuWrapper, run_asc_unit
-from tests.known import DOUBLE_UNVERIFIED
 
 LIAR_SAMPLE = 3
 
@@ -42,8 +41,7 @@ class WrongAnswers(CpuWrapper):
         return DriverResult(body, reply.arrays)
 
 
-@pytest.mark.parametrize("path", ["sample lists", pytest.param(
-    "one request per sample", marks=DOUBLE_UNVERIFIED)])
+@pytest.mark.parametrize("path", ["sample lists", "one request per sample"])
 @pytest.mark.parametrize(("lie", "expected"), [
     ("index", f"is sample {LIAR_SAMPLE + 1}, not {LIAR_SAMPLE}"),
     ("class", "predicts class 9, not one of the task's 4 classes (0 … 3)"),

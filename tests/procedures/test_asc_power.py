@@ -18,7 +18,6 @@ from hilbench.sim.power_model import SIMULATED_CPU
 from hilbench.store import Store
 from hilbench.workloads.asc.vectors import fixed_model
 from tests.campaign_toml import agent, campaign, keysight, measured_agent, table
-from tests.known import DOUBLE_UNVERIFIED
 from tests.subprocesses import unit_runs
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
@@ -127,7 +126,6 @@ def test_dynamic_power_and_energy_match_the_simulated_truth(tmp_path, asc_cache,
         meter.stop()
 
 
-@DOUBLE_UNVERIFIED
 def test_without_an_instrument_power_is_not_measured_and_says_why(tmp_path, asc_cache,
                                                                    model_path):
     db, campaign_uid = run_campaign(tmp_path, asc_power_campaign(

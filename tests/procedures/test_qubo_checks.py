@@ -26,7 +26,6 @@ from tests.agent_thread import serving_apart
 from tests.campaign_toml import TEST_TIMING_ATTEMPTS
 from tests.cpu_wrapper import CpuWrapper
 from tests.figures import measured
-from tests.known import DOUBLE_UNVERIFIED
 from tests.subprocesses import unit_runs
 
 pytestmark = pytest.mark.serial  # asserts honest runs verified on time: alone (tests/alone.py)
@@ -107,7 +106,6 @@ def test_a_wrong_claimed_cost_fails_the_run_and_names_both_costs(tmp_path, tampe
         assert store.events(run["uid"], name="solve_result")  # the raw reply is kept
 
 
-@DOUBLE_UNVERIFIED
 @pytest.mark.parametrize("tampering_agent", ["infeasible"], indirect=True)
 def test_an_infeasible_state_has_its_own_status_and_no_gap(tmp_path, tampering_agent):
     db, outcome = run_campaign(tmp_path, tampering_agent, timeout_s=0.1)
@@ -130,7 +128,6 @@ def test_an_infeasible_state_has_its_own_status_and_no_gap(tmp_path, tampering_a
     assert row.mean_gap == row.worst_gap == expected
 
 
-@DOUBLE_UNVERIFIED
 @pytest.mark.parametrize("tampering_agent", ["slow"], indirect=True)
 def test_an_overrun_is_flagged_in_the_run_and_the_table(tmp_path, tampering_agent):
     db, outcome = run_campaign(tmp_path, tampering_agent, seeds=(0,))

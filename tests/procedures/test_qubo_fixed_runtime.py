@@ -28,7 +28,6 @@ from hilbench.store import Store
 from hilbench_drivers.cpu import CpuDriver
 from tests.agent_thread import serving_apart
 from tests.campaign_toml import agent, campaign, keysight, qubo, write_campaign
-from tests.known import DOUBLE_UNVERIFIED
 from tests.subprocesses import unit_runs
 
 pytestmark = pytest.mark.serial  # asserts honest runs verified on time: alone (tests/alone.py)
@@ -95,7 +94,6 @@ def stored_runs(db: Path) -> list[dict]:
     return runs
 
 
-@DOUBLE_UNVERIFIED
 def test_power_over_the_fixed_runtime_makes_energy_repeatable_when_only_the_end_varies(tmp_path):
     """SA stops at 50-75 % of its timeout, differently in each of 5 trials, on a device that
     draws its solving power until the timeout: every run is labelled stopped_early with its
@@ -137,7 +135,6 @@ def test_power_over_the_fixed_runtime_makes_energy_repeatable_when_only_the_end_
     assert not any("FLAG not repeatable" in note and "energy" in note for note in table.notes)
 
 
-@DOUBLE_UNVERIFIED
 def test_a_device_that_idles_after_an_early_answer_is_measured_idling_until_the_timeout(
         tmp_path):
     """SA stops at 50 % of its timeout and the device idles: the fixed runtime's power holds

@@ -25,7 +25,6 @@ from hilbench.store import Store
 from hilbench_drivers.cpu import CpuDriver
 from tests.agent_thread import serving
 from tests.campaign_toml import agent, campaign, keysight, qubo, write_campaign
-from tests.known import DOUBLE_UNVERIFIED
 from tests.procedures.test_qubo_timing import TIMEOUT_S, runs_by_seed, spec_agent, spec_campaign
 from tests.subprocesses import hilbench, run_campaign, unit_runs
 
@@ -35,7 +34,6 @@ CLAIM = "0.001000"
 RUNTIME_S = 0.2  # the claimed watts as the summary prints them (4 significant digits)
 
 
-@DOUBLE_UNVERIFIED
 def test_an_agents_power_claim_without_an_instrument_is_labelled_everywhere(tmp_path):
     """Both seeds solve for the whole timeout (a claim covering the fixed runtime; one that
     does not is left out, test_qubo_timing). The orchestrator stores no power of its own
@@ -95,7 +93,6 @@ class ReportingDriver(CpuDriver):
         return solved
 
 
-@DOUBLE_UNVERIFIED
 def test_an_agents_report_beside_an_instrument_is_shown_with_their_agreement(tmp_path):
     """The simulated meter reads the truth (38 W while solving, 12 W idle); the agent reports
     38 W for seed 0 and 60 W for seed 1, each ± 5 % stated. The instrument's figure over the
