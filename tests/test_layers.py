@@ -136,10 +136,8 @@ def test_names_moved_down_stay_importable_where_they_stood():
     """Re-exports left for the other parts of issue 32 (the lead removes them after merging):
     one object under both names, so a tap installed through either is the one seen."""
     from hilbench.cassette import tap as cassette_tap
-    from hilbench.orchestrator import client, link_probe, tap
+    from hilbench.orchestrator import client, tap
     from hilbench.wire import link
-    from hilbench.wire import link_probe as wire_link_probe
 
     assert cassette_tap.installed is tap.installed and cassette_tap.active is tap.active
     assert client.AgentError is link.AgentError and client.ClockOffset is link.ClockOffset
-    assert link_probe.LinkBound is wire_link_probe.LinkBound

@@ -248,7 +248,7 @@ class AgentClient:
 
     def link_bound(self, echo: Echo) -> LinkBound | None:
         """What this link costs a request shaped like ``echo``, measured (see
-        :mod:`hilbench.orchestrator.link_probe`); None in the replay of a cassette recorded
+        :mod:`hilbench.wire.link_probe`); None in the replay of a cassette recorded
         before link probes, which is checked by the rule then in force."""
         if not _probes_recorded():
             return None

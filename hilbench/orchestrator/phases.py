@@ -16,9 +16,9 @@ from hilbench.documents import Document, DocumentStream, PhaseStart, PhaseStop, 
 from hilbench.orchestrator.client import ClockOffset
 from hilbench.orchestrator.instruments import Instrument, PhaseAcquisition, drift_residual_s
 from hilbench.orchestrator.interrupt import raise_if_interrupted
-from hilbench.orchestrator.link_probe import Echo, LinkBound
 from hilbench.power.align import IntervalEstimate
 from hilbench.power.source import SampleBatch
+from hilbench.wire.link_probe import Echo, LinkBound
 
 
 class Clocked(Protocol):

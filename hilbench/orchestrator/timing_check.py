@@ -5,7 +5,7 @@ An agent reports what it timed on its own clock: a QUBO reply its region (``t_st
 window its region. The orchestrator cannot see the device's timers, but it knows when it sent
 the request and when the reply arrived (``sent``, ``received``, its clock), and before each
 timed phase it measures what this link adds to such a request: echoes of the request's size
-through the agent's worker path (:mod:`hilbench.orchestrator.link_probe`).
+through the agent's worker path (:mod:`hilbench.wire.link_probe`).
 
 The rule, with ``outside = (received − sent) − claimed`` (claimed: ``actual_s``; an ASC
 request's stage times added up; a power window's region)::
@@ -53,7 +53,7 @@ from typing import Any, Literal
 
 from hilbench.contracts.base import UntimedWork
 from hilbench.orchestrator.client import AgentError, ClockOffset
-from hilbench.orchestrator.link_probe import LONG_COMMAND_S, LinkBound
+from hilbench.wire.link_probe import LONG_COMMAND_S, LinkBound
 
 # The allowance for transport before it was measured on the link (hilbench ≤ issue 30): used
 # only for phases recorded without link probes, and named in every figure it allows for.

@@ -32,7 +32,6 @@ from hilbench.orchestrator.instruments import (
     Instrument,
     aperture_s,
 )
-from hilbench.orchestrator.link_probe import Echo
 from hilbench.orchestrator.phases import Phase, RunContext
 from hilbench.orchestrator.timing_check import check_region
 from hilbench.power.estimators import (
@@ -68,6 +67,7 @@ from hilbench.procedures.asc_single_stream import (
     stage_times,
 )
 from hilbench.procedures.asc_timing import PhaseTiming, sample_untimed, window_echo
+from hilbench.wire.link_probe import Echo
 
 if TYPE_CHECKING:
     from hilbench.procedures.asc import AscResources, AscSpec

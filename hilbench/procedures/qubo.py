@@ -22,7 +22,6 @@ from hilbench.documents import Event, Metric
 from hilbench.orchestrator.bounds import UnitNeeds
 from hilbench.orchestrator.client import AgentError
 from hilbench.orchestrator.instruments import Instrument
-from hilbench.orchestrator.link_probe import Echo
 from hilbench.orchestrator.phases import Phase, RunContext
 from hilbench.orchestrator.procedure import Procedure, UnitKey
 from hilbench.orchestrator.timing_check import (
@@ -39,6 +38,7 @@ from hilbench.procedures.qubo_power import (
 )
 from hilbench.procedures.qubo_solve import QuboWorkload, check_solution, load, run_body
 from hilbench.procedures.qubo_table import QuboTable
+from hilbench.wire.link_probe import Echo
 from hilbench.workloads.qubo import Target, bks_gap, find_target
 from hilbench.workloads.qubo.best_known import BestKnownStore
 from hilbench.workloads.qubo.check import (

@@ -10,14 +10,6 @@ import pytest
 
 from hilbench.contracts.base import UntimedWork
 from hilbench.orchestrator.client import AgentError, ClockOffset
-from hilbench.orchestrator.link_probe import (
-    FRESH_ECHOES,
-    MIN_ECHOES,
-    POOL_ECHOES,
-    EchoPool,
-    LinkBound,
-    payload_bucket,
-)
 from hilbench.orchestrator.timing_check import (
     LEGACY_LINK_S,
     LOAD_FACTOR,
@@ -27,6 +19,18 @@ from hilbench.orchestrator.timing_check import (
     check_timed_region,
     check_work,
     raise_unless_on_time,
+)
+from hilbench.wire.link_probe import (
+    FRESH_ECHOES,
+    FRESH_IDLE_ECHOES,
+    IDLE_STEPS_S,
+    MIN_ECHOES,
+    POOL_ECHOES,
+    Echo,
+    EchoPool,
+    LinkBound,
+    idle_step,
+    payload_bucket,
 )
 
 MS = 1e-3
@@ -75,6 +79,39 @@ def test_a_phase_takes_fresh_echoes_and_states_the_bound_of_the_newest():
     assert set(calls) == {4096}
     assert payload_bucket(10) == 1024 and payload_bucket(2298) == 4096
     assert payload_bucket(4096) == 4096 and payload_bucket(4097) == 8192
+
+
+@pytest.mark.parametrize(("work_s", "step"), [
+    (0.0, 0.0), (5e-5, 0.0), (1e-3, 1e-3), (1.2e-3, 2e-3), (3e-3, 5e-3), (0.1, 20e-3),
+    (100.0, IDLE_STEPS_S[-1]),
+])
+def test_echoes_wait_the_idle_step_of_the_requests_expected_work(work_s, step):
+    assert idle_step(work_s) == step
+    assert Echo(64, None, work_s=work_s).idle_s == step
+
+
+def test_each_idle_step_keeps_its_own_pool_and_says_so():
+    """A phase of 100 ms requests is bounded by echoes that waited 20 ms each, never by the
+    back-to-back echoes of a 0.1 ms request, and fewer fresh ones are taken (they cost their
+    idle time each)."""
+    pool, calls = EchoPool(), []
+
+    def echo(idle_s: float):
+        def take(nbytes: int) -> float:
+            calls.append(idle_s)
+            return 1e-4 if idle_s == 0 else 3e-3
+        return take
+
+    hot = pool.measure(4096, echo(0.0), idle_s=0.0)
+    cold = pool.measure(4096, echo(0.02), idle_s=0.02)
+    assert (hot.echoes, cold.echoes) == (MIN_ECHOES, MIN_ECHOES)
+    assert hot.max_s == 1e-4 and cold.min_s == 3e-3
+    again = pool.measure(4096, echo(0.02), idle_s=0.02)
+    assert again.fresh == FRESH_IDLE_ECHOES and again.idle_s == 0.02
+    assert "each after 20 ms idle" in again.describe()
+    assert "idle" not in hot.describe()
+    assert LinkBound.from_dict(again.to_dict()) == again
+    assert LinkBound.from_dict({**LINK.to_dict(), "idle_s": None} | {"idle_s": 0.0}) == LINK
 
 
 def test_inside_the_allowance_is_on_time_and_the_margin_is_stated():
