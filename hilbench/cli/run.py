@@ -120,12 +120,12 @@ def _run_campaign(
             outcome = run_session(campaign, db, wire, again=again or not resume,
                                   made=lambda r: progress.update(task, total=len(r.units)))
         if outcome.outcome not in ran:
+            # The log first: on a full disk its own failure is logged, and the line that
+            # resumes must stay the last one printed.
+            runlog.note(outcome.message + (f"; {hint}" if outcome.resumable else ""))
             error(outcome.message)
-            said = outcome.message
             if outcome.resumable:
                 errors.print(hint, highlight=False, soft_wrap=True, markup=False)
-                said += f"; {hint}"
-            runlog.note(said)
     finally:
         runlog.close()
         if recorder:
