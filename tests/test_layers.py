@@ -38,7 +38,6 @@ FLOORS: list[tuple[str, set[str]]] = [
 # that part is merged (the test fails when a listed arrow is gone, so none stays stale).
 KNOWN_ARROWS_UP: dict[tuple[str, str], str] = {
     # The conformance kit moves to hilbench/testing/ (issue 32 item 4, workload side).
-    ("hilbench.contracts.conformance", "hilbench.orchestrator.client"): "plugins",
     ("hilbench.contracts.conformance", "hilbench.orchestrator.local"): "plugins",
     ("hilbench.contracts.conformance", "hilbench.orchestrator.timing_check"): "plugins",
     ("hilbench.contracts.conformance", "hilbench.procedures.asc_device"): "plugins",
@@ -132,12 +131,30 @@ def test_the_driver_check_sees_imports_and_entry_point_strings(tmp_path):
     assert any("arduino.cli:arduino" in f for f in found)
 
 
-def test_names_moved_down_stay_importable_where_they_stood():
-    """Re-exports left for the other parts of issue 32 (the lead removes them after merging):
-    one object under both names, so a tap installed through either is the one seen."""
-    from hilbench.cassette import tap as cassette_tap
-    from hilbench.orchestrator import client, tap
-    from hilbench.wire import link
+# Names that moved down a floor (issue 32), with the module that defines them.
+MOVED_DOWN = {
+    "AgentError": "hilbench.wire.link", "ClockOffset": "hilbench.wire.link",
+    "LinkBound": "hilbench.wire.link_probe", "Echo": "hilbench.wire.link_probe",
+    "EchoPool": "hilbench.wire.link_probe", "InstrumentFault": "hilbench.power.source",
+    "to_watts": "hilbench.power.timing", "timing_uncertainty_s": "hilbench.power.timing",
+    "drift_residual_s": "hilbench.power.timing", "aperture_s": "hilbench.power.timing",
+    "instrument_class": "hilbench.power.registry",
+}
 
-    assert cassette_tap.installed is tap.installed and cassette_tap.active is tap.active
-    assert client.AgentError is link.AgentError and client.ClockOffset is link.ClockOffset
+
+def test_moved_names_are_imported_from_where_they_live():
+    """No module reaches a moved name through its old home: one name, one place, so the old
+    homes hold no re-exports to drift (hilbench.orchestrator.link_probe and
+    hilbench.cassette.tap are gone)."""
+    wrong = []
+    for path in [*ROOT.joinpath("hilbench").rglob("*.py"), *ROOT.joinpath("tests").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ImportFrom) or not node.module:
+                continue
+            for alias in node.names:
+                home = MOVED_DOWN.get(alias.name)
+                if home is not None and node.module.startswith("hilbench") \
+                        and node.module != home:
+                    wrong.append(f"{path.relative_to(ROOT)}:{node.lineno} imports "
+                                 f"{alias.name} from {node.module}, not {home}")
+    assert not wrong, "\n".join(wrong)

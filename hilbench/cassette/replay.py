@@ -29,7 +29,6 @@ import numpy as np
 
 from hilbench import clock
 from hilbench.bounded_parse import MAX_TOML_BYTES, toml_document
-from hilbench.cassette import tap
 from hilbench.cassette.channels import CHANNELS, CLOCK, SPAWNED, visa_hook
 from hilbench.cassette.manifest import read_manifest
 from hilbench.cassette.reader import Cassette, channel_files, jsonl
@@ -43,6 +42,7 @@ from hilbench.cassette.standins import (
     nearest,
 )
 from hilbench.confined_read import confined
+from hilbench.orchestrator import tap
 
 
 @dataclasses.dataclass

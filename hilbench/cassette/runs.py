@@ -23,11 +23,12 @@ from hilbench.cassette.reader import Cassette, Stream, read_json_object
 from hilbench.cassette.recorder import DOCUMENTS
 from hilbench.confined_read import ConfinedFolder
 from hilbench.documents import DocumentStream, Metric
-from hilbench.orchestrator.client import ClockOffset
-from hilbench.orchestrator.instruments import Instrument, InstrumentSpec, _instrument_class
+from hilbench.orchestrator.instruments import Instrument, InstrumentSpec
 from hilbench.orchestrator.phases import Phase, RunContext
 from hilbench.power.align import IntervalEstimate
+from hilbench.power.registry import instrument_class
 from hilbench.power.source import SampleBatch
+from hilbench.wire.link import ClockOffset
 
 CAMPAIGN_ROW = "campaign.json"  # an audit bundle's campaign row
 
@@ -208,7 +209,7 @@ class RecordedSource:
 
 def recorded_instrument(spec: InstrumentSpec) -> Instrument:
     try:
-        driver = _instrument_class(spec.driver).from_config(
+        driver = instrument_class(spec.driver).from_config(
             spec.resource or f"recorded:{spec.id}", spec.settings, visa_library="@py")
     except Exception as exc:  # a driver plugin missing here, or settings it refuses
         raise NotReanalysable(f"instrument {spec.id} ({spec.driver}) cannot be rebuilt from "

@@ -278,8 +278,8 @@ def solve(
     with its sampler seed shown.
     """
     from hilbench.agent.driver import DriverError, load_driver
-    from hilbench.orchestrator.client import AgentError
     from hilbench.procedures.qubo_local import load_workload, solve_fixed_timeout
+    from hilbench.wire.link import AgentError
     from hilbench.workloads.qubo.check import SolutionError
 
     _check_workload(nodes, density, seed)

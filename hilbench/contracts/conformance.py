@@ -50,7 +50,7 @@ class _Suite:
 
 
 def _refused(device: Any, code: str, call: Callable[[], Any]) -> None:
-    from hilbench.orchestrator.client import AgentError
+    from hilbench.wire.link import AgentError
 
     try:
         call()
@@ -160,7 +160,7 @@ def _reached(reply: qubo.QuboRunReply) -> None:
 
 
 def _refused_key(device: Any, cmd: str, body: dict[str, Any], key: str) -> None:
-    from hilbench.orchestrator.client import AgentError
+    from hilbench.wire.link import AgentError
 
     try:
         device.link.request(cmd, body)

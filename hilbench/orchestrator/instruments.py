@@ -33,16 +33,10 @@ from hilbench.power.source import (
 # Where these names stood before issue 32 moved them down to power/ (the power arithmetic and
 # the instrument registry); kept importable from here until their users import them there.
 from hilbench.power.timing import DEFAULT_START_UNCERTAINTY_S as DEFAULT_START_UNCERTAINTY_S
-from hilbench.power.timing import aperture_s as aperture_s
-from hilbench.power.timing import drift_residual_s as drift_residual_s
-from hilbench.power.timing import timing_uncertainty_s as timing_uncertainty_s
-from hilbench.power.timing import to_watts as to_watts
 from hilbench.sim.power_model import ARDUINO_NANO_33_BLE, SIMULATED_CPU, DevicePowerModel
 from hilbench.sim.xylo_power import XYLO_AUDIO_2
 
 log = logging.getLogger(__name__)
-
-_instrument_class = instrument_class  # the name cassette/runs.py imports (re-export)
 
 POWER_MODELS: dict[str, DevicePowerModel] = {
     m.name: m for m in (ARDUINO_NANO_33_BLE, SIMULATED_CPU, XYLO_AUDIO_2)

@@ -17,7 +17,8 @@ from hilbench.agent.dispatch import Dispatcher
 from hilbench.agent.driver import DriverError
 from hilbench.clock import now
 from hilbench.contracts.capabilities import Capabilities
-from hilbench.orchestrator.client import AgentError, ClockOffset, Reply
+from hilbench.orchestrator.client import Reply
+from hilbench.wire.link import AgentError, ClockOffset
 
 
 class LocalLink:

@@ -13,11 +13,12 @@ from typing import Protocol
 
 from hilbench.clock import now
 from hilbench.documents import Document, DocumentStream, PhaseStart, PhaseStop, new_uid
-from hilbench.orchestrator.client import ClockOffset
-from hilbench.orchestrator.instruments import Instrument, PhaseAcquisition, drift_residual_s
+from hilbench.orchestrator.instruments import Instrument, PhaseAcquisition
 from hilbench.orchestrator.interrupt import raise_if_interrupted
 from hilbench.power.align import IntervalEstimate
 from hilbench.power.source import SampleBatch
+from hilbench.power.timing import drift_residual_s
+from hilbench.wire.link import ClockOffset
 from hilbench.wire.link_probe import Echo, LinkBound
 
 

@@ -33,8 +33,8 @@ from hilbench.documents import (
     new_uid,
 )
 from hilbench.orchestrator.campaign import AgentSpec, Campaign
-from hilbench.orchestrator.client import AgentClient, AgentError, AgentLost
-from hilbench.orchestrator.instruments import InstrumentFault, InstrumentSet
+from hilbench.orchestrator.client import AgentClient, AgentLost
+from hilbench.orchestrator.instruments import InstrumentSet
 from hilbench.orchestrator.interrupt import (
     Interrupted,
     deferred_interrupts,
@@ -47,12 +47,14 @@ from hilbench.orchestrator.procedure import Unit, expand_all
 from hilbench.orchestrator.resume import ResumePlan, plan_resume
 from hilbench.orchestrator.spawn import SpawnedProcess, spawn_agent
 from hilbench.orchestrator.timing_check import TimingUnverified
+from hilbench.power.source import InstrumentFault
 from hilbench.private_files import private_dir
 from hilbench.simulation import run_simulation
 from hilbench.store import StoreError, StoreFault, StoreWriter
 from hilbench.store.errors import is_storage_fault
 from hilbench.store.paths import logs_dir
 from hilbench.wire import keys
+from hilbench.wire.link import AgentError
 
 log = logging.getLogger(__name__)
 

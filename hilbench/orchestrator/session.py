@@ -153,11 +153,11 @@ def outcome_of_exception(exc: BaseException, name: str, db: Path) -> SessionOutc
     """The one table from an exception that ended a campaign to its outcome; None for one
     that is not an expected end (a bug: it goes on up)."""
     from hilbench.orchestrator.client import AgentUnreachable
-    from hilbench.orchestrator.instruments import InstrumentFault
     from hilbench.orchestrator.interrupt import Interrupted
     from hilbench.orchestrator.locks import BenchBusy
     from hilbench.orchestrator.runner import CampaignAborted, CampaignSetupError
     from hilbench.orchestrator.spawn import SpawnError
+    from hilbench.power.source import InstrumentFault
     from hilbench.store import StoreError, StoreFault
     from hilbench.store.errors import is_storage_fault
 

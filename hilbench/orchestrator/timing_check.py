@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from hilbench.contracts.base import UntimedWork
-from hilbench.orchestrator.client import AgentError, ClockOffset
+from hilbench.wire.link import AgentError, ClockOffset
 from hilbench.wire.link_probe import LONG_COMMAND_S, LinkBound
 
 # The allowance for transport before it was measured on the link (hilbench ≤ issue 30): used

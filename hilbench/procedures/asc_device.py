@@ -31,7 +31,7 @@ from hilbench.contracts.asc import (
 )
 from hilbench.contracts.base import to_wire
 from hilbench.contracts.remote import RemoteDevice
-from hilbench.orchestrator.client import AgentError
+from hilbench.wire.link import AgentError
 from hilbench.workloads.asc.dataset import CLASSES
 
 # Where a sample's device time of each stage is kept (SampleRecord, a sample's reply, events).

@@ -29,17 +29,13 @@ import numpy as np
 
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event
-from hilbench.orchestrator.client import AgentError
-from hilbench.orchestrator.instruments import (
-    Instrument,
-    aperture_s,
-    timing_uncertainty_s,
-)
+from hilbench.orchestrator.instruments import Instrument
 from hilbench.orchestrator.phases import Phase, RunContext
 from hilbench.orchestrator.timing_check import check_region
 from hilbench.power.estimators import PowerEstimate
 from hilbench.power.source import SampleBatch
 from hilbench.power.stage_attribution import StageSchedule, attribute_stage_power
+from hilbench.power.timing import aperture_s, timing_uncertainty_s
 from hilbench.power.uncertainty import InstrumentAccuracy
 from hilbench.procedures.asc_device import (
     STAGE_FIELDS,
@@ -62,6 +58,7 @@ from hilbench.procedures.asc_timing import (
     sample_untimed,
     samples_echo,
 )
+from hilbench.wire.link import AgentError
 
 if TYPE_CHECKING:
     from hilbench.procedures.asc import AscResources

@@ -28,16 +28,14 @@ from hilbench.contracts.base import to_wire
 from hilbench.contracts.power import power_report
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event, Metric
-from hilbench.orchestrator.instruments import (
-    Instrument,
-    aperture_s,
-)
+from hilbench.orchestrator.instruments import Instrument
 from hilbench.orchestrator.phases import Phase, RunContext
 from hilbench.orchestrator.timing_check import check_region
 from hilbench.power.estimators import (
     PowerEstimate,
 )
 from hilbench.power.provenance import META_KEY, PowerOrigin, agreement, stated_uncertainty95
+from hilbench.power.timing import aperture_s
 from hilbench.procedures.asc_device import (
     load_sample,
     load_stream,

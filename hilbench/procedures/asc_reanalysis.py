@@ -15,7 +15,6 @@ import numpy as np
 from hilbench.contracts.asc import AscCapabilities
 from hilbench.contracts.base import decode
 from hilbench.contracts.capabilities import Capabilities
-from hilbench.orchestrator.client import AgentError
 from hilbench.orchestrator.timing_check import check_region
 from hilbench.procedures.asc_device import SampleRecord
 from hilbench.procedures.asc_figures import PowerWindow, phase_readings
@@ -35,6 +34,7 @@ from hilbench.procedures.asc_timing import (
     request_groups,
     sample_untimed,
 )
+from hilbench.wire.link import AgentError
 
 if TYPE_CHECKING:
     from hilbench.cassette.runs import RecordedRun, Recording

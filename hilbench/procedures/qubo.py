@@ -20,7 +20,6 @@ from hilbench.contracts.qubo import QuboCapabilities, QuboLimits, QuboRunReply
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event, Metric
 from hilbench.orchestrator.bounds import UnitNeeds
-from hilbench.orchestrator.client import AgentError
 from hilbench.orchestrator.instruments import Instrument
 from hilbench.orchestrator.phases import Phase, RunContext
 from hilbench.orchestrator.procedure import Procedure, UnitKey
@@ -38,6 +37,7 @@ from hilbench.procedures.qubo_power import (
 )
 from hilbench.procedures.qubo_solve import QuboWorkload, check_solution, load, run_body
 from hilbench.procedures.qubo_table import QuboTable
+from hilbench.wire.link import AgentError
 from hilbench.wire.link_probe import Echo
 from hilbench.workloads.qubo import Target, bks_gap, find_target
 from hilbench.workloads.qubo.best_known import BestKnownStore

@@ -31,11 +31,11 @@ from pydantic import Field
 from hilbench.contracts.base import to_wire
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event, Metric
-from hilbench.orchestrator.client import AgentError
 from hilbench.orchestrator.instruments import Instrument
 from hilbench.orchestrator.phases import RunContext
 from hilbench.orchestrator.procedure import CampaignTable, Procedure, UnitKey
 from hilbench.procedures.qubo_solve import QuboWorkload, check_solution, load, run_body
+from hilbench.wire.link import AgentError
 from hilbench.workloads.qubo import edges_in_graph
 from hilbench.workloads.qubo.check import SolutionError
 

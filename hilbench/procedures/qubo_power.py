@@ -24,15 +24,11 @@ from typing import Any
 from hilbench import clock
 from hilbench.contracts.power import PowerReport
 from hilbench.contracts.qubo import QuboRunReply
-from hilbench.orchestrator.instruments import (
-    Instrument,
-    aperture_s,
-    timing_uncertainty_s,
-    to_watts,
-)
+from hilbench.orchestrator.instruments import Instrument
 from hilbench.orchestrator.phases import Phase
 from hilbench.power.estimators import PhaseWindow, phase_power
 from hilbench.power.provenance import META_KEY, PowerOrigin, agreement, stated_uncertainty95
+from hilbench.power.timing import aperture_s, timing_uncertainty_s, to_watts
 from hilbench.workloads.qubo.check import overrun_tolerance_s
 
 POLL_S = 0.05

@@ -11,8 +11,9 @@ import zmq
 
 from hilbench.agent.guard import COUNTED_FROM_BYTES, BadMessageLog, Connection, MemoryBudget
 from hilbench.agent.runtime import AgentRuntime
-from hilbench.orchestrator.client import AgentClient, AgentError, AgentLost
+from hilbench.orchestrator.client import AgentClient, AgentLost
 from hilbench.wire import codec
+from hilbench.wire.link import AgentError
 from tests.agent import zmtp_raw
 from tests.agent.conftest import SleepyDriver
 from tests.agent.test_runtime import raw_socket, recv_non_heartbeat

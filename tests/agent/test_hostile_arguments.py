@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from hilbench.orchestrator.client import AgentError
+from hilbench.wire.link import AgentError
 from hilbench.workloads.qubo import SparseQubo, generate_qubo
 from hilbench_drivers.cpu import CpuDriver
 from tests.agent_thread import served

@@ -16,9 +16,10 @@ import zmq
 
 from hilbench.agent.driver import DriverResult
 from hilbench.agent.runtime import AgentRuntime
-from hilbench.orchestrator.client import AgentClient, AgentError
+from hilbench.orchestrator.client import AgentClient
 from hilbench.wire import codec
 from hilbench.wire.codec import Message
+from hilbench.wire.link import AgentError
 from tests.agent.conftest import SleepyDriver
 from tests.agent.test_runtime import raw_socket, recv_non_heartbeat
 from tests.agent_thread import serving

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 import zmq
 
-from hilbench.orchestrator.client import AgentClient, AgentError, AgentLost, AgentUnreachable
+from hilbench.orchestrator.client import AgentClient, AgentLost, AgentUnreachable
 from hilbench.wire import codec
 from hilbench.wire.codec import Message
+from hilbench.wire.link import AgentError
 
 PROTO_V = codec.PROTOCOL_VERSION  # the protocol version these messages speak
 

@@ -8,9 +8,10 @@ import time
 import numpy as np
 import pytest
 
-from hilbench.orchestrator.client import AgentClient, AgentError, AgentLost
+from hilbench.orchestrator.client import AgentClient, AgentLost
 from hilbench.wire import codec
 from hilbench.wire.codec import Message
+from hilbench.wire.link import AgentError
 from tests.agent.test_runtime import raw_socket
 
 

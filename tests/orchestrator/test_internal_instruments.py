@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from hilbench.orchestrator.campaign import CampaignError, parse_campaign
-from hilbench.orchestrator.instruments import InstrumentFault
 from hilbench.orchestrator.runner import CampaignRunner
+from hilbench.power.source import InstrumentFault
 from hilbench.store import Store
 from tests.figures import measured
 from tests.power.conftest import FakePowercap

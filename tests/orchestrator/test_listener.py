@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 from hilbench.agent.runtime import AgentRuntime
-from hilbench.orchestrator.client import AgentError, AgentLost, AgentUnreachable
+from hilbench.orchestrator.client import AgentLost, AgentUnreachable
 from hilbench.orchestrator.listener import AgentListener
 from hilbench.wire import codec
 from hilbench.wire.codec import Message
+from hilbench.wire.link import AgentError
 from tests.agent.conftest import SleepyDriver
 
 BEAT_S = 0.1

@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 
 from hilbench.contracts.base import UntimedWork
-from hilbench.orchestrator.client import AgentError, ClockOffset
 from hilbench.orchestrator.timing_check import (
     LEGACY_LINK_S,
     LOAD_FACTOR,
@@ -20,6 +19,7 @@ from hilbench.orchestrator.timing_check import (
     check_work,
     raise_unless_on_time,
 )
+from hilbench.wire.link import AgentError, ClockOffset
 from hilbench.wire.link_probe import (
     FRESH_ECHOES,
     FRESH_IDLE_ECHOES,

@@ -8,7 +8,6 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from hilbench.orchestrator import instruments
 from hilbench.power import timing
 from hilbench.power.source import InstrumentFault, SourceInfo
 
@@ -46,10 +45,3 @@ def test_aperture_is_the_drivers_where_it_says():
 
 def test_no_estimate_leaves_no_drift_residual():
     assert timing.drift_residual_s(None, 12.0) == 0.0
-
-
-def test_the_orchestrator_names_stay_importable():
-    """Procedures import these from the orchestrator until they use the SDK (issue 32)."""
-    assert instruments.to_watts is timing.to_watts
-    assert instruments.timing_uncertainty_s is timing.timing_uncertainty_s
-    assert instruments.InstrumentFault is InstrumentFault

@@ -14,9 +14,9 @@ from hilbench.agent.dispatch import Dispatcher
 from hilbench.agent.driver import DriverError, DriverResult
 from hilbench.clock import now
 from hilbench.contracts.remote import RemoteDevice
-from hilbench.orchestrator.client import AgentError
 from hilbench.procedures.asc_device import run_single_stream
 from hilbench.wire import codec
+from hilbench.wire.link import AgentError
 from tests.agent_thread import served
 
 

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from hilbench.contracts.remote import RemoteDevice
-from hilbench.orchestrator.client import AgentClient, AgentError
+from hilbench.orchestrator.client import AgentClient
 from hilbench.procedures import asc_device
+from hilbench.wire.link import AgentError
 from hilbench.workloads.asc.vectors import fixed_model
 from hilbench_drivers.cpu import CpuDriver
 from tests.agent_thread import served

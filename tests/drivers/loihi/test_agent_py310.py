@@ -9,7 +9,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from hilbench.orchestrator.client import AgentClient, AgentError
+from hilbench.orchestrator.client import AgentClient
+from hilbench.wire.link import AgentError
 from hilbench.workloads.qubo import SparseQubo, generate_qubo
 from tests.subprocesses import announced_agent
 

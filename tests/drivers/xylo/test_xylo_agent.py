@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hilbench.orchestrator.client import AgentClient, AgentError
+from hilbench.orchestrator.client import AgentClient
 from hilbench.orchestrator.spawn import spawn_announcing
+from hilbench.wire.link import AgentError
 from tests import side_envs
 from tests.drivers.xylo.conftest import REPO, tiny_network_parts
 
