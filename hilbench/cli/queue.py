@@ -7,7 +7,6 @@ running daemon so it acts at once.
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -17,17 +16,40 @@ import click
 from hilbench.cli import EXIT_USAGE
 from hilbench.cli.options import DB_OPTION as _DB_OPTION
 from hilbench.cli.options import db_path as _db_path
-from hilbench.cli.options import store_failed
+from hilbench.cli.options import existing_store, store_failed, store_named
 
 
-def _open(db: Path | None):
+def _open(db: Path | None, create: bool = False):
+    """The queue of ``db`` (the default store without --db); only the commands that add to it
+    (``create``) make a store that is not there yet."""
     from hilbench.daemon.queue_db import QueueDB
     from hilbench.store import StoreError
 
     try:
-        return QueueDB(_db_path(db))
+        return QueueDB(_db_path(db) if create else existing_store(db))
     except StoreError as exc:
         store_failed(exc)
+
+
+def _warn_unwatched(queue: Any, bench: str | None, waits: str) -> None:
+    """Say on stderr when no daemon serves this queue (or ``bench`` on it): what ``waits``
+    for one, and the command that starts one."""
+    import shlex
+
+    from hilbench.cli.run import invoked_program
+    from hilbench.daemon.locate import is_up
+
+    row = queue.daemon_info(bench)
+    if is_up(row):
+        return
+    where = queue.describe() if queue.shared else str(Path(queue.describe()).resolve())
+    start = [*invoked_program(), "daemon", "--queue" if queue.shared else "--db", where,
+             *(["--bench", bench] if bench and queue.shared else [])]
+    seen = (f" (the last one, pid {row['pid']} on {row['host']}, "
+            f"{'stopped' if row.get('state') == 'stopped' else 'is gone'})" if row else "")
+    whose = f"bench {bench} on " if bench else ""
+    click.echo(f"{click.style('warning:', fg='yellow')} no daemon serves {whose}{where}{seen}: "
+               f"{waits}; start one with: {shlex.join(start)}", err=True)
 
 
 def _nudge(queue: Any, bench: str | None = None) -> None:
@@ -84,7 +106,9 @@ _BENCH = click.option(
 
 
 def _when(t: float | None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else "-"
+    from hilbench.daemon.localtime import local_when
+
+    return local_when(t)
 
 
 def _fail(exc: Exception) -> None:
@@ -133,15 +157,17 @@ def queue_add(file: Path, db: Path | None, trials: int | None, record: Path | No
     if record is not None and record.exists() and any(record.iterdir()):
         raise click.BadParameter(f"{record} is not empty: a cassette is written into a new or "
                                  "empty folder", param_hint="--record")
-    with _open(db) as q:
+    with _open(db, create=True) as q:
         bench = bench_for(q, campaign, bench)
         item_id = q.add(str(file.resolve()), text, name, trials=trials,
                         record=str(record.resolve()) if record else None, priority=priority,
                         bench=bench)
         position = [i.id for i in q.items(bench)].index(item_id) + 1
         _nudge(q, bench)
-    where = f"bench {bench}, " if bench else ""
-    click.echo(f"queued item {item_id}: {name} ({file}), {where}position {position}")
+        where = f"bench {bench}, " if bench else ""
+        click.echo(f"queued item {item_id}: {name} ({file}), {where}position {position}; "
+                   f"{store_named(db)}")
+        _warn_unwatched(q, bench, f"item {item_id} waits until one starts")
 
 
 @queue.command("list")
@@ -155,6 +181,7 @@ def queue_list(db: Path | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps([i.summary() for i in items], indent=2))
         return
+    click.echo(store_named(db))
     click.echo(f"queue: {len(items)} item(s), mode {mode}")
     for i in items:
         extra = f"  ({i.outcome + ': ' if i.outcome else ''}{i.message})" if i.message else ""
@@ -252,6 +279,7 @@ def queue_history(db: Path | None, limit: int, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
+    click.echo(store_named(db))
     for r in rows:
         campaign = (r["campaign_uid"] or "-")[:8]
         outcome = f" ({r['outcome']})" if r.get("outcome") else ""
@@ -259,17 +287,6 @@ def queue_history(db: Path | None, limit: int, as_json: bool) -> None:
                    f"{len(r['run_uids'])} run(s) in {r['starts']} start(s)  "
                    f"{_when(r['started_at'])} -> "
                    f"{_when(r['stopped_at'])}{outcome}  {r['message']}")
-
-
-def _local_zone() -> str:
-    tz = os.environ.get("TZ", "").lstrip(":")
-    if tz and "/" in tz:
-        return tz
-    try:
-        target = os.readlink("/etc/localtime")
-    except OSError:
-        return "UTC"
-    return target.split("zoneinfo/", 1)[1] if "zoneinfo/" in target else "UTC"
 
 
 @click.group()
@@ -287,7 +304,9 @@ def schedule() -> None:
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--cron", "cron", required=True,
               help='Five-field cron expression, e.g. "0 22 * * *" (22:00 every day).')
-@click.option("--tz", "tz", default=None, help="IANA time zone [default: this host's].")
+@click.option("--tz", "tz", default=None,
+              help="IANA time zone the cron expression is read in [default: this host's]; "
+                   "times are shown in this host's zone, named.")
 @click.option("--missed", type=click.Choice(["skip", "run-once"]), default="skip",
               show_default=True, help="What a fire missed while the daemon was down does.")
 @click.option("--trials", type=click.IntRange(min=1), default=None)
@@ -300,23 +319,26 @@ def schedule_add(file: Path, cron: str, tz: str | None, missed: str, trials: int
                  record: Path | None, priority: int, bench: str | None,
                  db: Path | None) -> None:
     """Queue FILE at every fire of a cron expression."""
+    from hilbench.daemon.localtime import zone_name
     from hilbench.daemon.schedule import ScheduleError, check, fires_after
 
-    tz = tz or _local_zone()
+    tz = tz or zone_name()
     try:
         check(cron, tz, missed)
     except ScheduleError as exc:
         _fail(exc)
     text, name, campaign = _snapshot(file, trials)
-    with _open(db) as q:
+    with _open(db, create=True) as q:
         bench = bench_for(q, campaign, bench)
         sid = q.add_schedule(name=name, source_path=str(file.resolve()), content=text, cron=cron,
                              tz=tz, missed=missed, trials=trials,
                              record=str(record.resolve()) if record else None,
                              priority=priority, now=time.time(), bench=bench)
         _nudge(q, bench)
-    nxt = fires_after(cron, tz, time.time(), 1)
-    click.echo(f"schedule {sid}: {name} at {cron!r} ({tz}), next fire {_when(nxt[0])}")
+        nxt = fires_after(cron, tz, time.time(), 1)
+        click.echo(f"schedule {sid}: {name} at {cron!r} ({tz}), next fire {_when(nxt[0])}; "
+                   f"{store_named(db)}")
+        _warn_unwatched(q, bench, f"schedule {sid} fires only while one runs")
 
 
 @schedule.command("list")
