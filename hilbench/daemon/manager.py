@@ -30,7 +30,7 @@ from sqlalchemy.exc import DBAPIError
 
 from hilbench import __version__
 from hilbench.daemon import schedule as sched
-from hilbench.daemon.access import share_logs_folder, share_store
+from hilbench.daemon.access import default_control, share_logs_folder, share_store
 from hilbench.daemon.askers import group_id
 from hilbench.daemon.config import DaemonConfig
 from hilbench.daemon.control import ControlServer
@@ -62,9 +62,6 @@ log = logging.getLogger(__name__)
 DISK_CHECK_S = 30.0
 SCHEDULE_LOOKAHEAD = 3
 HEARTBEAT_S = 2.0  # how often the bench's row in the queue database is refreshed
-
-
-CONTROL_SOCKET = "control.sock"  # in the store's logs folder: the default control address
 
 
 _VERB = {"campaign.finished": "finished", "campaign.failed": "failed",
@@ -115,7 +112,7 @@ class Daemon:
         self._hold_daemon_lock()
         self._check_bench_free()
         self.control = ControlServer(
-            d.control or f"ipc://{self.logs / CONTROL_SOCKET}",
+            d.control or default_control(self.logs, group),
             {"ping": lambda: "pong", "status": self.status, "wake": self._wake},
             key=d.key, authorized=d.authorized, insecure=d.insecure, group=group,
         )

@@ -154,3 +154,27 @@ def test_an_item_queued_where_no_daemon_serves_says_how_to_start_one_and_every_s
     # the stopped daemon's store warns again
     again = _in(folder, "queue", "add", str(qubo_campaign(tmp_path, "waits", 1)))
     assert "warning: no daemon serves" in again.stderr and "stopped)" in again.stderr
+
+
+def test_a_store_too_deep_for_a_socket_beside_it_gets_one_in_the_runtime_folder(tmp_path):
+    folder = tmp_path.joinpath(*["a-folder-deep-in-a-lab-tree"] * 3)
+    folder.mkdir(parents=True)
+    beside = folder / f"{STORE}.logs" / "control.sock"
+    assert len(str(beside).encode()) > 107  # the longest name a Unix socket may have
+    proc = _start(hilbench_command("daemon"), folder)
+    try:
+        _answers(proc, folder / STORE)
+        out = _in(folder, "status")
+        assert out.returncode == 0 and f"pid {proc.pid} " in out.stdout.splitlines()[1]
+        with QueueDB(folder / STORE) as q:
+            address = q.daemon_info()["control"]
+        runtime = Path(os.environ.get("XDG_RUNTIME_DIR") or "/tmp")
+        home = runtime / "hilbench" if "XDG_RUNTIME_DIR" in os.environ else (
+            runtime / f"hilbench-{os.geteuid()}")
+        assert address.startswith(f"ipc://{home}/") and address.endswith(".sock")
+        st = home.stat()
+        assert st.st_uid == os.geteuid() and st.st_mode & 0o777 == 0o700
+        assert not beside.exists()
+    finally:
+        assert _stop(proc, signal.SIGTERM)[0] == 143
+    assert not Path(address.removeprefix("ipc://")).exists()  # gone with its daemon
