@@ -211,7 +211,7 @@ def _daemon_says(db: Path | None, item: Any) -> str:
 def queue_remove(item_id: int, db: Path | None) -> None:
     """Take a waiting item off the queue (it goes to the history as 'removed')."""
     _change(db, lambda q: q.remove(item_id))
-    click.echo(f"removed item {item_id}")
+    click.echo(f"removed item {item_id}; {store_named(db)}")
 
 
 @queue.command("move")
@@ -226,7 +226,8 @@ def queue_move(item_id: int, before: int, db: Path | None) -> None:
         return [i.id for i in q.items()]
 
     order = _change(db, move)
-    click.echo(f"moved item {item_id}; queue order: {' '.join(map(str, order))}")
+    click.echo(f"moved item {item_id}; queue order: {' '.join(map(str, order))}; "
+               f"{store_named(db)}")
 
 
 @queue.command("pause")
@@ -239,7 +240,8 @@ def queue_pause(now: bool, db: Path | None) -> None:
     with _open(db) as q:
         q.set_mode("pause_now" if now else "pause")
         _nudge(q)
-    click.echo("queue paused" + (" now" if now else " after the current unit"))
+    click.echo("queue paused" + (" now" if now else " after the current unit")
+               + f"; {store_named(db)}")
 
 
 @queue.command("resume")
@@ -253,7 +255,7 @@ def queue_resume(db: Path | None) -> None:
         waited = q.release_waits(Outcome.STORE_UNWRITABLE.value)
         _nudge(q)
     click.echo("queue running" + (f"; {waited} item(s) waiting for the store's disk are tried "
-                                  "now" if waited else ""))
+                                  "now" if waited else "") + f"; {store_named(db)}")
 
 
 @queue.command("stop")
@@ -263,7 +265,7 @@ def queue_stop(db: Path | None) -> None:
     with _open(db) as q:
         q.set_mode("stop")
         _nudge(q)
-    click.echo("queue stops after the current campaign")
+    click.echo(f"queue stops after the current campaign; {store_named(db)}")
 
 
 @queue.command("history")
@@ -372,4 +374,4 @@ def schedule_list(db: Path | None, as_json: bool) -> None:
 def schedule_remove(schedule_id: int, db: Path | None) -> None:
     """Delete a schedule (items it queued stay queued)."""
     _change(db, lambda q: q.remove_schedule(schedule_id))
-    click.echo(f"removed schedule {schedule_id}")
+    click.echo(f"removed schedule {schedule_id}; {store_named(db)}")

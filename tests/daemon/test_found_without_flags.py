@@ -142,7 +142,10 @@ def test_an_item_queued_where_no_daemon_serves_says_how_to_start_one_and_every_s
     # SIGTERM (systemctl stop) likewise; and the queue stop command is logged as it is seen.
     proc = _start(command, tmp_path)
     _answers(proc, store)
-    assert _in(folder, "queue", "stop").returncode == 0
+    stopped = _in(folder, "queue", "stop")
+    assert stopped.returncode == 0 and stopped.stdout == (
+        f"queue stops after the current campaign; store {store.resolve()} (the default: "
+        f"./{STORE} in the working directory)\n")
     deadline = time.monotonic() + 30
     while "queue mode stop" not in (folder / f"{STORE}.logs" / "daemon.log").read_text():
         assert time.monotonic() < deadline, "the queue stop was not logged"
