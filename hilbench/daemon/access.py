@@ -3,10 +3,8 @@ where its control socket is when nobody says."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from hilbench.private_files import private_dir
@@ -25,6 +23,9 @@ def default_control(logs: Path, group: int | None) -> str:
     beside = logs / CONTROL_SOCKET
     if len(os.fsencode(str(beside))) <= MAX_IPC_PATH:
         return f"ipc://{beside}"
+    import hashlib
+    import tempfile  # only here: `hilbench status` imports this module and stays light
+
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     folder = (Path(runtime) / "hilbench" if runtime
               else Path(tempfile.gettempdir()) / f"hilbench-{os.geteuid()}")
