@@ -190,7 +190,7 @@ def figure_cell(fig: Figure | None, simulated: bool, *, zero_note: str = "") -> 
                 label=origin.mark() if origin is not None else "")
 
 
-def _accuracy_cell(group: AscGroup) -> Cell:
+def accuracy_cell(group: AscGroup) -> Cell:
     """Accuracy with its clip-aware 95 % interval, shown as an interval (it is not symmetric
     near 100 %: ``100 % (68–100 %)``, never ``100.00 ± 16.22 %``)."""
     fig = combine(group.single, "accuracy")
@@ -233,7 +233,7 @@ def asc_table(group: AscGroup, title: str) -> Table:
     """One agent's ASC figures in the layout of NeuroBench's Table 6."""
     table = Table(f"asc.table6/{group.agent}", title, list(COLUMNS))
     sim = group.simulated("single")
-    table.add(Cell.of_text("accuracy (test split)"), _accuracy_cell(group), Cell.of_text(""),
+    table.add(Cell.of_text("accuracy (test split)"), accuracy_cell(group), Cell.of_text(""),
               ident="accuracy")
     zero = _zero_time_note(sim)
     table.add(Cell.of_text("execution time (mean ± s.e.)"),
