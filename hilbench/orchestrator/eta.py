@@ -151,7 +151,10 @@ class Estimate:
         return f"about {duration_text(self.seconds)} left ({self.basis})"
 
     def short(self) -> str:
-        """For a progress line: the figure and how many units each basis covered."""
+        """For a progress line: the figure and how many units each basis covered ("" when
+        nothing is left)."""
+        if not any(self.units_by_basis.values()):
+            return ""
         figure = "ETA ?" if self.seconds is None else f"~{duration_text(self.seconds)} left"
         counts = ", ".join(f"{n} {SHORT[b]}" for b, n in self.units_by_basis.items() if n)
         return f"{figure} ({counts})" if counts else figure

@@ -73,7 +73,10 @@ def test_own_runs_then_stored_runs_of_the_same_shape_come_before_the_model(tmp_p
     for unit in [u for u in units if u.timeout_s == 0.1][:3]:  # its own three count now
         estimator.done(unit_shape(unit), 0.3)
     assert estimator.estimate().seconds == pytest.approx(1 * 0.3)
+    assert estimator.estimate().short() == "~300 ms left (1 measured)"
     assert "from 3 run(s) of this campaign of the same unit shape" in estimator.estimate().basis
+    estimator.done(unit_shape(units[-1]), 0.3)
+    assert estimator.estimate().short() == "" and estimator.estimate().basis == "nothing left"
 
 
 def test_a_unit_without_budget_or_history_is_unknown_until_runs_were_seen():
