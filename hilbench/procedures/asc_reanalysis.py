@@ -204,3 +204,4 @@ def _check_regions(run: RecordedRun) -> None:
         records = [r for r, _ in held]
         for window, group, bodies in request_groups(records, [b for _, b in held]):
             check_request(timing, window, group, bodies)
+        timing.check_typical()

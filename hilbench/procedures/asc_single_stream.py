@@ -133,6 +133,7 @@ def run_single_stream_phase(ctx: RunContext, res: AscResources, device: RemoteDe
         try:
             records = run_single_stream(device, test.slices, on_sample)
             check_pending()
+            timing.check_typical()
         finally:
             timing.emit(ctx, phase.uid)
     return records

@@ -1,7 +1,12 @@
 """ASC stage times forged 10× short (tests/short_claim_agent.py: each sample occupies 2 ms of
 its request's window, claims 0.1 + 0.1 ms) never become a clean success, on the sample-list
 path and on the one-request-per-sample path: the window's time outside the claimed stages is
-held against the link's measured bound, and the run is unverified or inconsistent by name."""
+held against the link's measured bound (and, one request per sample, the median request against
+the echoes' 99th percentile), and the run is unverified or inconsistent by name.
+
+Serial: the bound is measured on the link, so a host loaded by other tests widens it for the
+liar as for anyone (the sample-list liar passed a bound widened past its 18 ms beside the
+parallel suite in CI)."""
 
 from __future__ import annotations
 
@@ -17,9 +22,10 @@ AGENT = Path(__file__).resolve().parents[1] / "short_claim_agent.py"
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 @pytest.mark.parametrize(("path", "args", "what"), [
-    ("sample lists", (), "sample list of 10"),
-    ("one request per sample", ("--version", "2"), ": sample "),
+    ("sample lists", (), ("sample list of 10",)),
+    ("one request per sample", ("--version", "2"), (": sample ", "the median of ")),
 ])
 def test_stages_forged_short_are_never_a_clean_success(tmp_path, asc_cache, path, args, what):
     db = tmp_path / "short.sqlite"
@@ -38,8 +44,13 @@ def test_stages_forged_short_are_never_a_clean_success(tmp_path, asc_cache, path
     assert [r["status"] for r in runs] in (["unverified", "unverified"], ["fail"]), runs
     for run in runs:
         assert "timing_unverified" in run["reason"] or "timing_inconsistent" in run["reason"]
-        assert what in run["reason"], run["reason"]
+        assert any(w in run["reason"] for w in what), run["reason"]
     assert "inference_time_s" not in metrics  # no figure from stages nobody can verify
     worst = checks[0]
-    assert worst["outside_claim_s"] > 1.5e-3 * worst["samples"]  # 1.8 ms a sample unclaimed
-    assert worst["margin_s"] < 0
+    typical = worst.get("typical")
+    if typical and typical["median_outside_s"] > typical["limit_s"]:
+        # every request within its bound, the median request past the echoes'
+        assert typical["median_outside_s"] > 1.5e-3  # 1.8 ms a sample unclaimed
+    else:
+        assert worst["outside_claim_s"] > 1.5e-3 * worst["samples"]
+        assert worst["margin_s"] < 0
