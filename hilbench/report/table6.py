@@ -6,13 +6,15 @@ inference in mJ — so that systems compare at a glance and a figure is never re
 Execution times are the single-stream mean over the test set ± its standard error; power and
 energy come from each system's power runs with the shortest stream (one sample repeated where
 measured, as Table 6 reports them; :func:`hilbench.report.figures.asc.asc_systems` picks them),
-± their 95 % expanded uncertainty, which the row label says. A figure that is the mean of
-several trials carries them, so the 5-trial rule is checked on this table as on the others.
+± their standard (k = 1) uncertainty, the counterpart of a standard error, from each run's
+stored uncertainty budget (a figure without a budget, such as an agent's own report, keeps its
+95 % expanded uncertainty and its cell says so). A figure that is the mean of several trials
+carries them, so the 5-trial rule is checked on this table as on the others.
 """
 
 from __future__ import annotations
 
-from hilbench.report.asc_table import accuracy_cell, figure_cell
+from hilbench.report.asc_table import accuracy_cell, figure_cell, mean_standard_uncertainty
 from hilbench.report.figures.asc import AscSystem
 from hilbench.report.table import Cell, Column, Table
 
@@ -25,16 +27,19 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     ("accuracy (%)", "accuracy", "%"),
     ("execution time, pre-processing (ms, mean ± s.e.)", "preprocess_time_s", TIME),
     ("execution time, inference (ms, mean ± s.e.)", "inference_time_s", TIME),
-    ("idle power (mW, ± 95 %)", "idle_power_w", POWER),
-    ("active power, pre-processing (mW, ± 95 %)", "active_power_w.preprocessing", POWER),
-    ("active power, inference (mW, ± 95 %)", "active_power_w.inference", POWER),
-    ("dynamic power, pre-processing (mW, ± 95 %)", "dynamic_power_w.preprocessing", POWER),
-    ("dynamic power, inference (mW, ± 95 %)", "dynamic_power_w.inference", POWER),
-    ("dynamic energy per inference, pre-processing (mJ, ± 95 %)",
+    ("idle power (mW, mean ± s.u.)", "idle_power_w", POWER),
+    ("active power, pre-processing (mW, mean ± s.u.)", "active_power_w.preprocessing", POWER),
+    ("active power, inference (mW, mean ± s.u.)", "active_power_w.inference", POWER),
+    ("dynamic power, pre-processing (mW, mean ± s.u.)", "dynamic_power_w.preprocessing",
+     POWER),
+    ("dynamic power, inference (mW, mean ± s.u.)", "dynamic_power_w.inference", POWER),
+    ("dynamic energy per inference, pre-processing (mJ, mean ± s.u.)",
      "energy_per_inference_j.preprocessing", ENERGY),
-    ("dynamic energy per inference, inference (mJ, ± 95 %)",
+    ("dynamic energy per inference, inference (mJ, mean ± s.u.)",
      "energy_per_inference_j.inference", ENERGY),
 )
+EXPANDED_NOTE = ("± 95 % expanded uncertainty: the run stored no uncertainty budget to give "
+                 "the standard one")
 
 
 def table6(systems: list[AscSystem]) -> Table | None:
@@ -47,6 +52,10 @@ def table6(systems: list[AscSystem]) -> Table | None:
     for label, metric, unit in ROWS:
         table.add(Cell.of_text(label), *(_cell(s, metric, unit) for s in systems),
                   ident=label)
+    table.notes.append("s.e.: standard error of the mean over the test samples; s.u.: standard "
+                       "(k = 1) uncertainty of the mean over trials, from each run's stored "
+                       "budget (the instrument's calibration errors do not average out); the "
+                       "95 % expanded figures are in each system's own table")
     for system in systems:
         table.notes.append(f"{system.label}: {_power_basis(system)}")
     return table
@@ -59,7 +68,15 @@ def _cell(system: AscSystem, metric: str, unit: str) -> Cell:
     simulated = (system.group.simulated("single") if single
                  else bool(system.simulated_power))
     cell = figure_cell(system.figure(metric), simulated)
-    return Cell(cell.value, cell.uncertainty, cell.unit, cell.kind, cell.simulated, cell.note,
+    uncertainty, note = cell.uncertainty, cell.note
+    if not single and cell.value is not None:
+        standard = mean_standard_uncertainty(
+            [r[metric] for r in system.power_runs if metric in r])
+        if standard is not None:
+            uncertainty = standard
+        elif uncertainty is not None:
+            note = "; ".join(n for n in (note, EXPANDED_NOTE) if n)
+    return Cell(cell.value, uncertainty, cell.unit, cell.kind, cell.simulated, note,
                 cell.trials, cell.missing or ("" if cell.value is not None or single
                                               or system.stream is not None
                                               else "power not measured"),

@@ -36,6 +36,17 @@ IDLE_META = {"instrument": "Keysight 34465A", "source": "bench meter", "domains"
              "idle_s": 2.0, "active_s": 2.0, "repetitions": 1, "method": "repeat"}
 
 
+def _budget(system: str, expanded: float) -> dict:
+    """The arduino-like system's runs store their uncertainty budget (k = 2 here), the
+    xylo-like one's do not (as an agent's own report)."""
+    if system != "arduino-like":
+        return {}
+    return {"budget": {"combined_standard_uncertainty": expanded / 2,
+                       "expanded_uncertainty_95": expanded,
+                       "components": [{"name": "statistical",
+                                       "standard_uncertainty": expanded / 2}]}}
+
+
 @pytest.fixture
 def store(tmp_path):
     path = tmp_path / "t6.sqlite"
@@ -50,8 +61,9 @@ def store(tmp_path):
                   ("inference_time_s", f["inf"], "s", f["inf"] / 300, {})])
             _run(writer, name, "asc/power/dev0/abc/stream=1/rep=0", "asc.power",
                  {"agent": "dev0", "stream_samples": 1, "repetition": 0},
-                 [("idle_power_w", f["idle"], "W", f["idle"] / 400, IDLE_META),
-                  *[(f"{metric}.{stage}", value, unit, value / 50, {})
+                 [("idle_power_w", f["idle"], "W", f["idle"] / 400,
+                   {**IDLE_META, **_budget(name, f["idle"] / 400)}),
+                  *[(f"{metric}.{stage}", value, unit, value / 50, _budget(name, value / 50))
                     for stage, active, energy in zip(("preprocessing", "inference"),
                                                      f["active"], f["energy"], strict=True)
                     for metric, value, unit in (("active_power_w", active, "W"),
@@ -78,9 +90,16 @@ def test_the_asc_table_has_table_6s_rows_columns_and_units(store, tmp_path):
                 unit == "%" and cell.text.endswith("%)")), (label, cell.text)
             assert printed_matches(cell), cell
     xylo = {r[0].text: r[1].text for r in rows}
+    arduino = {r[0].text: r[2] for r in rows}
+    idle = arduino["idle power (mW, mean ± s.u.)"]
+    assert idle.text == "79.400 ± 0.099 mW"  # the standard uncertainty: U95 / 2 here
+    assert idle.uncertainty == pytest.approx(0.0794 / 400 / 2)
     assert xylo["execution time, inference (ms, mean ± s.e.)"] == "0.4100 ± 0.0014 ms"
-    assert xylo["dynamic energy per inference, inference (mJ, ± 95 %)"] == (
+    # no budget stored: the 95 % figure stays, and the cell says why
+    assert xylo["dynamic energy per inference, inference (mJ, mean ± s.u.)"] == (
         "0.00001000 ± 0.00000020 mJ")
+    html = (tmp_path / "report.html").read_text()
+    assert "the run stored no uncertainty budget to give the standard one" in html  # a footnote
     assert not any(u in c.text for c in cells for u in ("µs", "µJ", "nJ", "µW"))
 
 
