@@ -20,15 +20,25 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests import alone
+from tests import alone, cassette_recording, durations
 
-# the cassette fixture and its --record-mode option
-from tests.cassette_recording import cassette, pytest_addoption  # noqa: F401
+# the cassette fixture (its --record-mode option is added below)
+from tests.cassette_recording import cassette  # noqa: F401
 
 _MADE_HERE: list[str] = []
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    cassette_recording.pytest_addoption(parser)
+    durations.add_option(parser)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    durations.mark_slow(items)  # the slow tier as recorded (tests/durations.py)
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    durations.register(config)
     # Bench locks (hilbench.orchestrator.locks) of this process only: the campaigns of another
     # worker, or of another suite on the same machine, are not this one's bench.
     lock_dir = tempfile.mkdtemp(prefix="hilbench-test-locks-")
