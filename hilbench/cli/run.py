@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from hilbench.cli import EXIT_RUN_FAILED, EXIT_STORE_FAULT, EXIT_USAGE
 from hilbench.cli.campaign import echo_campaign_error
@@ -31,6 +31,7 @@ def _run_campaign(
     again: bool = False,
 ) -> None:
     from hilbench.cassette.recorder import CassetteRecorder
+    from hilbench.orchestrator.eta import LiveEstimate
     from hilbench.orchestrator.gate import CampaignRefused, gate_file
     from hilbench.orchestrator.interrupt import Interrupted, signals_interrupt
     from hilbench.orchestrator.runlog import RunLog
@@ -79,16 +80,22 @@ def _run_campaign(
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("{task.fields[last]}"),
-        TimeRemainingColumn(),
+        TextColumn("{task.fields[eta]}"),
         console=console,
         transient=False,
     )
-    task = progress.add_task(campaign.name, total=None, last="")
+    task = progress.add_task(campaign.name, total=None, last="", eta="")
+    units: list = []
+    live: list[LiveEstimate] = []  # made once the plan says which units are left
 
     def on_unit_done(unit, status: str, run_uid: str | None) -> None:
         # "retried": an unverified run whose unit runs again; the unit is not done yet
+        eta = ""
+        if live:
+            live[0].unit_done(unit, status)
+            eta = live[0].estimate().short()
         progress.update(task, advance=0 if status == "retried" else 1,
-                        last=f"{status}: {unit.key!s}")
+                        last=f"{status}: {unit.key!s}", eta=eta)
         if status in ("retried", "unverified"):
             errors.print(
                 f"[cyan]run {run_uid[:8] if run_uid else ''} unverified[/cyan] "
@@ -104,7 +111,11 @@ def _run_campaign(
         errors.print(plan.message(str(campaign_path)), highlight=False, soft_wrap=True,
                      markup=False)
         if plan.action != "finished":
-            runlog.note(f"campaign {campaign.name} starting: {bounds.summary()}; store {db}")
+            live[:] = [LiveEstimate(units, plan.done, db)]
+            first = live[0].estimate()
+            progress.update(task, eta=first.short())
+            runlog.note(f"campaign {campaign.name} starting: {bounds.summary()}; store {db}; "
+                        f"estimate {first.text()}")
         else:
             progress.update(task, visible=False)  # no bar stuck at 0/N for what will not run
         runlog.note(plan.message(str(campaign_path)))
@@ -113,6 +124,7 @@ def _run_campaign(
         runner.extra_consumers = list(consumers)
         runner.on_unit_done = on_unit_done
         runner.on_plan = on_plan
+        units[:] = runner.units
 
     ran = (Outcome.COMPLETED, Outcome.FAILED_RUNS, Outcome.NOTHING_TO_DO)
     try:

@@ -27,7 +27,8 @@ class _Msg(msgspec.Struct, tag_field="event", forbid_unknown_fields=True, kw_onl
 
 class CampaignStarted(_Msg, tag="campaign"):
     """The item's campaign is known (before its first unit); ``plan``: [procedure, unit group,
-    units left, mean stored duration s or None, stored runs] per kind of unit still to run."""
+    units left, expected slot s or None, stored runs (0: the model's slot)] per kind of unit
+    still to run (hilbench.orchestrator.eta.plan_entries)."""
 
     uid: str
     total: int

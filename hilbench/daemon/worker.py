@@ -118,19 +118,12 @@ class Progress(DocumentRouter):
                                 run_uid=doc.uid))
 
     def _plan(self) -> list[tuple[str, str, int, float | None, int]]:
-        """[procedure, unit group, units left, mean stored duration s or None, stored runs]
-        per kind of unit still to run: what the daemon's ETA is computed from."""
-        from hilbench.daemon.queue_db import QueueDB
-        from hilbench.store.groups import replicate_key
+        """[procedure, unit group, units left, expected slot s or None, stored runs] per kind
+        of unit still to run: what the daemon's ETA starts from (hilbench.orchestrator.eta)."""
+        from hilbench.orchestrator.eta import plan_entries, store_history
 
-        left: dict[tuple[str, str], int] = {}
-        for unit in self.units:
-            if str(unit.key) not in self.skipped:
-                kind = (unit.procedure, replicate_key(str(unit.key)))
-                left[kind] = left.get(kind, 0) + 1
-        with QueueDB(self.queue, store=self.db) as queue:
-            stored = queue.unit_durations(list(left))
-        return [(p, g, n, *stored.get((p, g), (None, 0))) for (p, g), n in left.items()]
+        left = [u for u in self.units if str(u.key) not in self.skipped]
+        return plan_entries(left, store_history(self.db))
 
     def phase_start(self, doc: PhaseStart) -> None:
         self.offsets.update(doc.clock_offsets)

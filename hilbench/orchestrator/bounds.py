@@ -26,6 +26,7 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 from hilbench.orchestrator.campaign_errors import CampaignError
+from hilbench.orchestrator.eta import OVERHEAD_PER_RUN_S, duration_text
 from hilbench.orchestrator.procedure import load_procedure
 
 if TYPE_CHECKING:
@@ -36,9 +37,6 @@ log = logging.getLogger(__name__)
 # What the orchestrator holds per run whatever the workload: the unit, its key, the resume
 # set (about 400 bytes measured for a QUBO unit and its key; this leaves a margin).
 BYTES_PER_RUN = 1024
-# The orchestrator's own time per run beside the unit's budget: start and stop documents,
-# load, reply, cost check (about 14 ms for a 1 ms QUBO unit on the simulated bench, 2 cores).
-OVERHEAD_PER_RUN_S = 0.015
 DRIVER_GROUP = "hilbench.drivers"
 
 
@@ -60,17 +58,28 @@ class CampaignBounds:
     budget_s: float  # the units' own budgets, summed
     unit_memory: int  # the most any one unit needs
     bookkeeping: int  # what the orchestrator holds for all runs
+    unbudgeted: int = 0  # runs whose unit states no time budget (ASC, a search to a limit)
 
     @property
     def seconds(self) -> float:
-        return self.budget_s + self.runs * OVERHEAD_PER_RUN_S
+        """The model's figure for the runs that state a budget (the others are not known)."""
+        return self.budget_s + (self.runs - self.unbudgeted) * OVERHEAD_PER_RUN_S
 
     def summary(self) -> str:
-        return (
-            f"{self.runs} run(s), about {duration_text(self.seconds)} (budgets "
-            f"{duration_text(self.budget_s)} + ~{OVERHEAD_PER_RUN_S * 1e3:.0f} ms per run), "
-            f"a unit needs up to {bytes_text(self.unit_memory)}"
-        )
+        """Before anything runs, a model only: `run` refines it from the store's history of
+        the same unit shapes and from its own runs (:mod:`hilbench.orchestrator.eta`)."""
+        model = (f"model: budgets {duration_text(self.budget_s)} + ~"
+                 f"{OVERHEAD_PER_RUN_S * 1e3:.0f} ms per run")
+        if self.unbudgeted == self.runs:
+            time = ("duration not known before they run (no unit states a time budget; `run` "
+                    "estimates it from stored runs of the same shape, else from its first runs)")
+        elif self.unbudgeted:
+            time = (f"at least {duration_text(self.seconds)} ({model} for the "
+                    f"{self.runs - self.unbudgeted} that state a budget; {self.unbudgeted} "
+                    "state none)")
+        else:
+            time = f"about {duration_text(self.seconds)} ({model})"
+        return f"{self.runs} run(s), {time}, a unit needs up to {bytes_text(self.unit_memory)}"
 
 
 def host_memory() -> int:
@@ -109,6 +118,7 @@ def bound_campaign(campaign: Campaign, *, memory: int | None = None) -> Campaign
         )
         raise CampaignError(problems)
     budget = 0.0
+    unbudgeted = 0
     largest = 0
     for name, i, table, _ in per_table:
         limits = _limits_for(campaign, table.agent)
@@ -118,9 +128,11 @@ def bound_campaign(campaign: Campaign, *, memory: int | None = None) -> Campaign
         for unit in load_procedure(name).expand([table], one_rep):
             needs_of = getattr(unit, "needs", None)
             if needs_of is None:
+                unbudgeted += reps
                 continue
             needs = needs_of(limits)
             budget += needs.seconds * reps
+            unbudgeted += reps if needs.seconds <= 0 else 0
             where = f"{source} [[{name}]] #{i + 1} {needs.key}".rstrip()
             if needs.refusal and needs.key not in named:
                 named.add(needs.key)
@@ -134,7 +146,7 @@ def bound_campaign(campaign: Campaign, *, memory: int | None = None) -> Campaign
             largest = max(largest, needs.memory_bytes)
     if problems:
         raise CampaignError(problems)
-    return CampaignBounds(runs, budget, largest, bookkeeping)
+    return CampaignBounds(runs, budget, largest, bookkeeping, unbudgeted)
 
 
 def _limits_for(campaign: Campaign, agent_id: str) -> Mapping[str, Any] | None:
@@ -158,16 +170,6 @@ def driver_limits(driver: str) -> Mapping[str, Any] | None:
             log.info("driver %s: no declared limits here (%s)", driver, exc)
             return None
     return None
-
-
-def duration_text(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s" if seconds >= 1 else f"{seconds * 1e3:.0f} ms"
-    minutes = seconds / 60
-    if minutes < 120:
-        return f"{minutes:.0f} min"
-    hours = minutes / 60
-    return f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} days"
 
 
 def bytes_text(n: float) -> str:

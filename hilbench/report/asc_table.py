@@ -111,10 +111,30 @@ def _device_timing(run: dict[str, Any], agent: str) -> str:
     return str(timing) if timing else DEFAULT_TIMING
 
 
-def _budget(metric: dict[str, Any]) -> list[dict[str, Any]] | None:
+def _budget_of(metric: dict[str, Any]) -> dict[str, Any] | None:
     meta = metric.get("meta") or {}
-    budget = meta.get("budget") or (meta.get("estimate") or {}).get("budget")
+    return meta.get("budget") or (meta.get("estimate") or {}).get("budget") or None
+
+
+def _budget(metric: dict[str, Any]) -> list[dict[str, Any]] | None:
+    budget = _budget_of(metric)
     return None if not budget else budget.get("components")
+
+
+def mean_standard_uncertainty(found: list[dict[str, Any]]) -> float | None:
+    """The standard (k = 1) uncertainty of the mean over runs: :func:`mean_uncertainty` over
+    each run's own coverage factor (its budget's 95 % expanded / combined standard); None when
+    a run stored no budget to say it."""
+    expanded = mean_uncertainty(found)
+    ratios = []
+    for metric in found:
+        budget = _budget_of(metric) or {}
+        u = budget.get("combined_standard_uncertainty")
+        big_u = budget.get("expanded_uncertainty_95")
+        if expanded is None or u is None or not big_u:
+            return None
+        ratios.append(float(u) / float(big_u))
+    return expanded * statistics.fmean(ratios) if ratios else None
 
 
 def mean_uncertainty(found: list[dict[str, Any]]) -> float | None:
@@ -190,7 +210,7 @@ def figure_cell(fig: Figure | None, simulated: bool, *, zero_note: str = "") -> 
                 label=origin.mark() if origin is not None else "")
 
 
-def _accuracy_cell(group: AscGroup) -> Cell:
+def accuracy_cell(group: AscGroup) -> Cell:
     """Accuracy with its clip-aware 95 % interval, shown as an interval (it is not symmetric
     near 100 %: ``100 % (68–100 %)``, never ``100.00 ± 16.22 %``)."""
     fig = combine(group.single, "accuracy")
@@ -233,7 +253,7 @@ def asc_table(group: AscGroup, title: str) -> Table:
     """One agent's ASC figures in the layout of NeuroBench's Table 6."""
     table = Table(f"asc.table6/{group.agent}", title, list(COLUMNS))
     sim = group.simulated("single")
-    table.add(Cell.of_text("accuracy (test split)"), _accuracy_cell(group), Cell.of_text(""),
+    table.add(Cell.of_text("accuracy (test split)"), accuracy_cell(group), Cell.of_text(""),
               ident="accuracy")
     zero = _zero_time_note(sim)
     table.add(Cell.of_text("execution time (mean ± s.e.)"),

@@ -34,7 +34,8 @@ from hilbench.report.methodology import campaign_methodology
 from hilbench.report.summary import summary_tables
 from hilbench.report.system import SystemDescription
 from hilbench.report.table import Table
-from hilbench.report.trials import ReportedFigures
+from hilbench.report.table6 import table6
+from hilbench.report.trials import ReportedFigures, apply_trial_rule
 from hilbench.report.workflow import Workflow, campaign_workflows, stage_lines, workflow_svg
 from hilbench.safe_paths import safe_name, write_inside
 from hilbench.store import Store
@@ -79,6 +80,20 @@ class CampaignSection:
     versions: list[str]  # hilbench versions of the runs and agents, with their hosts
     simulation: list[str]  # what is simulated in the campaign's runs
 
+    @property
+    def main_tables(self) -> list[Table]:
+        """The tables printed in the results; an ASC system's own table (every power stream,
+        power-window times, the agent's report) goes in a folded detail under them, since the
+        report's ASC table is the Table 6 layout across systems (:attr:`Report.asc_table`)."""
+        return [t for t in self.tables if not t.key.startswith(ASC_DETAIL)]
+
+    @property
+    def detail_tables(self) -> list[Table]:
+        return [t for t in self.tables if t.key.startswith(ASC_DETAIL)]
+
+
+ASC_DETAIL = "asc.table6/"
+
 
 @dataclass
 class Report:
@@ -91,10 +106,24 @@ class Report:
     ratios: list[Ratio] = field(default_factory=list)
     reference: str = ""
     software: list[str] = field(default_factory=list)
+    asc_table: Table | None = None  # NeuroBench Table 6: metrics × systems, fixed units
 
     @property
     def simulated(self) -> bool:
         return any(c.simulation for c in self.campaigns)
+
+    @property
+    def system_sections(self) -> list[tuple[list[str], SystemDescription | None]]:
+        """Each distinct system description once, with the campaigns it describes (one
+        ``--system`` given for several campaigns is printed once, not once per campaign)."""
+        sections: list[tuple[list[str], SystemDescription | None]] = []
+        for campaign, system in zip(self.campaigns, self.systems, strict=True):
+            same = next((names for names, known in sections if known == system), None)
+            if same is None:
+                sections.append(([campaign.name], system))
+            else:
+                same.append(campaign.name)
+        return sections
 
 
 def _utc(seconds: float | None) -> str:
@@ -227,13 +256,16 @@ def build_report(
     progress("figures across campaigns")
     common = _common_figures(sources, fig_dir, out, reference)
     systems_asc = asc_systems(sources)
+    asc_table = table6(systems_asc)
+    if asc_table is not None:
+        apply_trial_rule(asc_table, reported)
     ended = [c["wall_stop"] or c["wall_start"] for c in campaign_rows]
     return Report(
         title=_title(systems, campaigns), generated=_utc(max(ended)),
         store=str(store_path), systems=systems, campaigns=sections, figures=common,
         ratios=ratios([s for s in systems_asc if s.stream is not None], reference),
         reference=reference or (systems_asc[0].label if len(systems_asc) > 1 else ""),
-        software=_software())
+        software=_software(), asc_table=asc_table)
 
 
 def _title(systems: list[SystemDescription | None], campaigns: list[tuple[str, str]]) -> str:

@@ -46,6 +46,9 @@ class Cell:
     # what the figure must never be shown without, e.g. "agent report, uncertainty not
     # stated" (:meth:`hilbench.power.provenance.PowerOrigin.mark`)
     label: str = ""
+    # a prefixed unit the figure is always printed in ("ms", "mW", "mJ"), as a paper's table
+    # prints a row; ``value`` stays in SI units
+    fixed_unit: str = ""
 
     @classmethod
     def of_text(cls, text: str, note: str = "") -> Cell:
@@ -74,6 +77,8 @@ class Cell:
                 text = format_value(100 * float(self.value),
                                     None if self.uncertainty is None else 100 * self.uncertainty)
             return f"{text} %" if unit else text
+        if self.fixed_unit and self.unit and unit:
+            return format_fixed(float(self.value), self.uncertainty, self.fixed_unit)
         return format_quantity(float(self.value), self.uncertainty,
                                self.unit if unit else "", prefix=self.prefix and unit)
 
@@ -273,6 +278,15 @@ def format_quantity(value: float, uncertainty: float | None, unit: str, *,
     scale, pre = _prefix(value) if prefix and unit else (1.0, "")
     text = format_value(value / scale, None if uncertainty is None else uncertainty / scale)
     return f"{text} {pre}{unit}" if unit else text
+
+
+def format_fixed(value: float, uncertainty: float | None, unit: str) -> str:
+    """``0.052 ± 0.004 mJ``: the value in ``unit`` (an SI prefix and a base unit) whatever its
+    size, as a paper's table row prints every system in one unit."""
+    scales = {prefix: scale for scale, prefix in _PREFIXES if prefix}
+    scale = scales.get(unit[0], 1.0) if len(unit) > 1 else 1.0
+    text = format_value(value / scale, None if uncertainty is None else uncertainty / scale)
+    return f"{text} {unit}"
 
 
 def format_value(value: float, uncertainty: float | None) -> str:

@@ -46,24 +46,24 @@ class StagePlan:
 
 STAGE_PLANS: dict[str, tuple[StagePlan, ...]] = {
     "asc": (
-        StagePlan("host", "clips read and cut into 1 s samples, sent as raw audio; untimed"),
+        StagePlan("host", "clips read and cut into 1 s samples, sent as raw audio"),
         StagePlan("device", "model loaded, then one sample at a time into device memory "
-                  "(load), untimed", phases=("load",)),
+                  "(load)", phases=("load",)),
         StagePlan("device", "MFE features on the device", "device timer per sample",
                   ("single_stream",), ("active_preprocessing",), "preprocess_time_s"),
         StagePlan("device", "CNN inference on the device", "device timer per sample",
                   ("single_stream",), ("active_inference",), "inference_time_s"),
-        StagePlan("host", "class = argmax, scored on the orchestrator; not timed"),
+        StagePlan("host", "class = argmax, scored on the orchestrator"),
     ),
     "qubo": (
-        StagePlan("host", "graph drawn from (n, density, seed), Q matrix built; untimed"),
+        StagePlan("host", "graph drawn from (n, density, seed), Q matrix built"),
         StagePlan("device", "Q sent to the agent; solver set-up that does not depend on "
-                  "the deadline (load), untimed", phases=("load",)),
+                  "the deadline (load)", phases=("load",)),
         StagePlan("none", "none: set-up belongs to loading"),
         StagePlan("device", "solving plus the cost check until the deadline",
                   "agent clock: requested and actual time", ("solve",), ("solve",),
                   "actual_s"),
-        StagePlan("host", "orchestrator re-checks feasibility and cost, BKS-gap; untimed"),
+        StagePlan("host", "orchestrator re-checks feasibility and cost, BKS-gap"),
     ),
 }
 
@@ -153,7 +153,7 @@ def stage_lines(flow: Workflow, plan: StagePlan) -> list[str]:
     for phase in plan.phases:
         if phase in flow.durations:
             lines.append(f"phase '{phase}': median {_seconds(flow.durations[phase])}")
-    lines.append(f"timed: {plan.timed}" if plan.timed else "not timed")
+    lines.append(f"timed: {plan.timed}" if plan.timed else "untimed")  # said once, here
     if plan.time_metric in flow.times:
         lines.append(f"{plan.time_metric}: median {_seconds(flow.times[plan.time_metric])}")
     powered = [p for p in plan.powered if p in flow.durations]

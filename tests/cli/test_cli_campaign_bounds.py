@@ -92,8 +92,8 @@ def test_check_lists_the_runs_and_the_campaigns_size(tmp_path):
     proc = hilbench("campaign", "check", path)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[1].startswith("  60 run(s), about 31 s (budgets 30 s + ~15 ms per run), a unit "
-                               "needs up to")
+    assert lines[1].startswith("  60 run(s), about 31 s (model: budgets 30 s + ~15 ms per run), a "
+                               "unit needs up to")
     assert lines[2] == "  qubo/fixed_timeout/n=10/d=0.1/seed=0/sa/timeout=0.5/rep=0  (agent cpu0)"
     assert lines[-1] == "  … and 40 more (--all lists every run)"
     every = hilbench("campaign", "check", "--all", path)

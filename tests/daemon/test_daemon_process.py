@@ -163,7 +163,7 @@ def test_status_shows_progress_eta_agent_health_and_queue(tmp_path, daemon_at):
     assert s["daemon"]["state"] == "running"
     c = s["current"]
     assert c["name"] == "watched" and c["total"] == 100
-    assert c["eta_s"] is not None and c["eta_s"] > 0 and "same kind of unit" in c["eta_basis"]
+    assert c["eta_s"] is not None and c["eta_s"] > 0 and "same unit shape" in c["eta_basis"]
     a = s["agents"][0]
     assert a["id"] == "cpu0" and a["driver"] == "cpu" and a["host"]
     assert a["last_heard_s_ago"] < 5 and a["clock_offset_uncertainty_s"] >= 0

@@ -295,7 +295,7 @@ def test_example_campaign_is_the_demo_campaign():
     example = root / "examples" / "qubo-cpu.toml"
     packaged = root / "hilbench" / "campaigns" / "qubo-cpu.toml"
     assert example.read_text() == packaged.read_text()
-    assert len(expand_all(load_campaign(example))) == 180  # 5 × 3 × 3 × 4
+    assert len(expand_all(load_campaign(example))) == 300  # 5 × 5 × 3 × 4
 
 
 @pytest.mark.slow

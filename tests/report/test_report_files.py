@@ -61,7 +61,7 @@ def test_figures_carry_no_date_or_software_stamp_and_label_their_axes(reports):
         assert "<dc:date>" not in text, svg.name
     labels = {
         "qubo-gap.svg": ("timeout (s)", "BKS-gap (%)"),
-        "qubo-power.svg": ("timeout (s)", "average power (W)"),
+        "qubo-power.svg": ("timeout (s)", "average power (W), from 0"),
         "qubo-tts.svg": ("BKS-gap threshold (%)", "time to solution (s)",
                          "energy to solution (J)"),
     }
@@ -71,7 +71,8 @@ def test_figures_carry_no_date_or_software_stamp_and_label_their_axes(reports):
             assert f"<!-- {label} -->" in text, (name, label)
         assert "SIMULATED" in text, name  # the store's runs used a simulated meter
     trace = next((a / "figures").glob("trace-*.svg")).read_text()
-    assert "<!-- power (W) -->" in trace and "<!-- time since run start (s) -->" in trace
+    assert "<!-- power (W), axis from 0 -->" in trace
+    assert "<!-- time since run start (s) -->" in trace
 
 
 def test_every_section_is_there(reports):

@@ -159,7 +159,9 @@ def _timeout_figure(data: FixedTimeout, out_dir: Path, stem: str,
             ax.xaxis.set_minor_locator(NullLocator())  # decades are enough; ticks cost time
             ax.set_title(_panel_title(nodes, density))
             ax.set_xlabel("timeout (s)")
-            ax.set_ylabel("BKS-gap (%)" if what == "gap" else "average power (W)")
+            ax.set_ylabel("BKS-gap (%)" if what == "gap" else "average power (W), from 0")
+            if what == "power":  # from 0 W: a 0.02 W wobble is not drawn as a landscape
+                ax.set_ylim(bottom=0.0, top=max(ax.get_ylim()[1], 1e-3))
         for ax in list(axes.flat)[len(data.panels):]:
             ax.set_visible(False)
         legend_rows = _legend(fig, axes.flat[0], marked)

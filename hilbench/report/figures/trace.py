@@ -5,12 +5,13 @@ Readings are turned into watts as the campaign did (amps × the supply voltage s
 batch) and restamped with the run's ``instrument_interval`` records (the meter's real sample
 interval), so the trace sits where the analysis saw it. Windows come from the metrics' own
 metadata (``windows`` of ASC power figures, ``window`` of a QUBO run's average power). Long
-traces are drawn as a min/max envelope per pixel column, which keeps every peak visible.
+traces are decimated into :data:`BINS` time bins: each bin's min..max band drawn light (every
+peak stays visible) and its mean drawn as a line on it (so the idle and active phases read as
+levels, not as a solid block of noise). The power axis starts at 0 W.
 """
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,9 @@ from hilbench.store import Store
 IDLE_FILL, IDLE_HATCH = "#ececec", "..."
 ACTIVE_FILL = ("#c8c8c8", "#a8a8a8", "#d8d8d8")
 ACTIVE_HATCH = ("///", "\\\\\\", "xx")
-MAX_POINTS = 4000  # per source, before an envelope is drawn instead
+# Time bins of a decimated trace: about one per two pixel columns of the 8 in figure at 100
+# dpi, so the band and the mean line stay apart where the power changes phase.
+BINS = 400
 
 
 @dataclass
@@ -97,20 +100,32 @@ def load_trace(store_path: Path, run_uid: str) -> Trace:
     return trace
 
 
-def envelope(t: np.ndarray, w: np.ndarray, bins: int = MAX_POINTS // 2) -> tuple[np.ndarray,
-                                                                                  np.ndarray]:
-    """At most ``2 × bins`` points: each bin's minimum and maximum, in time order."""
+@dataclass(frozen=True)
+class Envelope:
+    """A trace decimated to time bins: each bin's centre time, minimum, mean and maximum."""
+
+    t: np.ndarray
+    low: np.ndarray
+    mean: np.ndarray
+    high: np.ndarray
+
+
+def envelope(t: np.ndarray, w: np.ndarray, bins: int = BINS) -> Envelope | None:
+    """The trace in ``bins`` equal time bins (empty bins left out); None when it has no more
+    than ``2 × bins`` readings (then it is drawn as it is)."""
     if len(t) <= 2 * bins:
-        return t, w
-    edges = np.linspace(0, len(t), bins + 1).astype(int)
-    ts, ws = [], []
-    for a, b in itertools.pairwise(edges):
-        seg = w[a:b]
-        i, j = int(np.argmin(seg)), int(np.argmax(seg))
-        for k in sorted((i, j)):
-            ts.append(t[a + k])
-            ws.append(seg[k])
-    return np.asarray(ts), np.asarray(ws)
+        return None
+    edges = np.linspace(float(t[0]), float(t[-1]), bins + 1)
+    index = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, bins - 1)
+    count = np.bincount(index, minlength=bins)
+    used = count > 0
+    total = np.bincount(index, weights=w, minlength=bins)
+    low = np.full(bins, np.inf)
+    high = np.full(bins, -np.inf)
+    np.minimum.at(low, index, w)
+    np.maximum.at(high, index, w)
+    centre = (edges[:-1] + edges[1:]) / 2
+    return Envelope(centre[used], low[used], total[used] / count[used], high[used])
 
 
 def trace_figure(trace: Trace, out_dir: Path, stem: str) -> tuple[Path, Path] | None:
@@ -128,13 +143,24 @@ def trace_figure(trace: Trace, out_dir: Path, stem: str) -> tuple[Path, Path] | 
                 ACTIVE_FILL[active.index(label) % 3], ACTIVE_HATCH[active.index(label) % 3])
             ax.axvspan(start - trace.t0, end - trace.t0, facecolor=fill, hatch=hatch,
                        edgecolor="#6e6e6e", linewidth=0.0, alpha=0.6, label=f"{label} window")
+        top = 0.0
         for i, (source, (t, w)) in enumerate(sorted(trace.sources.items())):
-            te, we = envelope(t, w)
-            ax.plot(te - trace.t0, we, color=COLOURS[i % len(COLOURS)],
-                    linestyle=LINESTYLES[i % len(LINESTYLES)], linewidth=0.9,
-                    drawstyle="steps-post", label=f"{source} ({len(t)} readings)")
+            colour = COLOURS[i % len(COLOURS)]
+            style = LINESTYLES[i % len(LINESTYLES)]
+            band = envelope(t, w)
+            top = max(top, float(np.max(w)))
+            if band is None:
+                ax.plot(t - trace.t0, w, color=colour, linestyle=style, linewidth=0.9,
+                        drawstyle="steps-post", label=f"{source} ({len(t)} readings)")
+                continue
+            ax.fill_between(band.t - trace.t0, band.low, band.high, color=colour, alpha=0.18,
+                            linewidth=0, step="mid",
+                            label=f"{source}: min..max per {len(t) / len(band.t):.0f} readings")
+            ax.plot(band.t - trace.t0, band.mean, color=colour, linestyle=style, linewidth=1.1,
+                    drawstyle="steps-mid", label=f"{source}: mean ({len(t)} readings)")
+        ax.set_ylim(0.0, top * 1.08 if top > 0 else 1.0)  # from 0 W: levels read as levels
         ax.set_xlabel("time since run start (s)")
-        ax.set_ylabel("power (W)")
+        ax.set_ylabel("power (W), axis from 0")
         handles, labels = ax.get_legend_handles_labels()
         unique = dict(zip(labels, handles, strict=False))
         fig.legend(unique.values(), unique.keys(), loc="outside lower center", ncols=4)
