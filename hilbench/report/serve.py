@@ -1,9 +1,14 @@
 """`hilbench serve`: a read-only results page per campaign, from the store, in the browser.
 
-Pages: ``/`` lists the campaigns; ``/campaign/<uid>`` shows its summary tables and, when a
-daemon runs on the same store, its live status; ``/campaign/<uid>/report/`` is the full
-NeuroBench report (made on first request and again whenever the campaign has changed);
-``/status.json`` is the daemon's status as JSON.
+Pages: ``/`` lists the campaigns; ``/status`` is the daemon's status as a page (campaign,
+unit, ETA and its basis, agents, instruments, last error, queue, schedules);
+``/campaign/<uid>`` shows its summary tables, its failure reason and each run that did not
+succeed with its reason; ``/run/<uid>`` one run's phases, events, figures and power trace
+(``power.svg``); ``/live`` the running run's last seconds of power (``power-live.svg``);
+``/campaign/<uid>/report/`` is the full NeuroBench report (made on first request and again
+whenever the campaign has changed); ``/status.json`` is the daemon's status as JSON. Live
+pages reload by ``<meta http-equiv="refresh">``: no script. Times are in the server's timezone,
+the zone named (docs/operation/results-page.md).
 
 Owner-only: every request carries the server's token, a random one unless given, as the first
 part of the path (``http://127.0.0.1:8765/TOKEN/``, the URL printed at start; relative links
