@@ -59,19 +59,19 @@ class TraceImages:
         readings."""
         version = self._version(run_uid)
         key = (run_uid, window_s)
-        made = self._made.get(key)
-        if made and made[0] == version:
-            return made[1]
-        trace = load_trace(self.db_path, run_uid)
-        if window_s is not None:
-            trace = last_seconds(trace, window_s)
-        with self._lock:
+        with self._lock:  # one drawing at a time, and the cache changed by one thread
+            made = self._made.get(key)
+            if made and made[0] == version:
+                return made[1]
+            trace = load_trace(self.db_path, run_uid)
+            if window_s is not None:
+                trace = last_seconds(trace, window_s)
             self.root.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryDirectory(dir=self.root) as folder:
                 paths = trace_figure(trace, Path(folder), "trace")
                 body = paths[1].read_bytes() if paths else None
-        if body is not None:
-            if len(self._made) >= MAX_KEPT:
-                self._made.pop(next(iter(self._made)))
-            self._made[key] = (version, body)
-        return body
+            if body is not None:
+                if len(self._made) >= MAX_KEPT:
+                    self._made.pop(next(iter(self._made)))
+                self._made[key] = (version, body)
+            return body

@@ -120,6 +120,8 @@ def test_a_failed_campaign_page_gives_its_reason_and_each_run_s(served: Served,
     assert FAIL_REASON in problems and UNVERIFIED_REASON in problems
     assert pages.failed_run[:8] in problems and pages.unverified_run[:8] in problems
     assert f'href="/{served.token}/run/{pages.failed_run}"' in dom
+    index = get(served, "/")[2].decode()
+    assert f"fail: {CAMPAIGN_REASON}" in index  # the list of campaigns gives it too
     finished = get(served, f"/campaign/{pages.qubo}")[2].decode()
     assert 'id="campaign-reason"' not in finished and 'id="problem-runs"' not in finished
 
