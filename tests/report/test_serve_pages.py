@@ -209,3 +209,38 @@ def test_times_are_in_the_server_s_timezone_with_the_zone_named(
     assert "server's timezone, IST (UTC+0530)." in page
     campaign = get(served, f"/campaign/{pages.qubo}")[2].decode()
     assert "IST (UTC+0530)" in campaign and " UTC<" not in campaign
+
+
+def test_the_live_plot_follows_a_run_as_its_writer_stores_readings(tmp_path: Path) -> None:
+    """A run still being written (a real StoreWriter, committing as a campaign does): the
+    live trace is drawn again once the store holds more readings, and only the last
+    LIVE_WINDOW_S seconds of them."""
+    from hilbench import __version__
+    from hilbench.documents import PhaseStart, RunStart, Samples, new_uid
+    from hilbench.store import StoreWriter
+    from tests.report.qubo_store import SIMULATION, agents, write_qubo_store
+
+    db = tmp_path / "s.sqlite"
+    write_qubo_store(db, sizes=(10,), timeouts=(0.01,), solvers=("sa",), tts=False)
+    campaign, run, phase = new_uid(), new_uid(), new_uid()
+    failing = DaemonStatus(db, [sys.executable, "-c", "import sys; sys.exit(3)"])
+    with StoreWriter(db) as writer, serving(db, tmp_path / "r", status=failing) as server:
+        writer.begin_campaign(campaign, "live", {"name": "live"})
+        writer(RunStart(run, campaign, "k/rep=0", "qubo.fixed_timeout", {}, agents(), 0.0,
+                        time.time(), __version__, True, SIMULATION))
+        writer(PhaseStart(phase, run, "solve", 0.0, {}))
+        seen = []
+        for second in range(0, 90, 30):  # three batches of 30 s at 10 readings a second
+            t = second + np.arange(300) / 10
+            writer(Samples(run, phase, "dmm", "W", t, np.full(300, 5.0 + second), {}))
+            writer.flush()
+            assert f"run {run[:8]}" in get(server, "/live")[2].decode()
+            status, _, body = get(server, f"/run/{run}/power-live.svg")
+            assert status == 200
+            found = re.search(rb"dmm: mean \((\d+) readings\)|dmm \((\d+) readings\)", body)
+            assert found, body[:200]
+            seen.append(int(found.group(1) or found.group(2)))
+        writer.end_campaign(campaign, "abort", "test over")
+    # 300, 600, then not 900 but the last 60 s at 10 a second: 600, the reading exactly on
+    # the window's edge in or out as the last digit of its time falls
+    assert seen[0] == 300 and seen[1] == 600 and abs(seen[2] - 600) <= 1
