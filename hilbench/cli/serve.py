@@ -29,9 +29,12 @@ from hilbench.store import StoreError
                    "[env: HILBENCH_SERVE_TOKEN; prefer it: other users see command lines] "
                    "[default: a random one, printed in the URL].")
 def serve(db_path: Path | None, host: str, port: int, token: str | None) -> None:
-    """Serve a read-only results page per campaign: its summary tables, the full report
-    (figures, workflow, methodology, provenance) and, when a daemon runs on the same store,
-    its live status. The store is only read (SQLite read-only connection); GET and HEAD only.
+    """Serve read-only results pages: per campaign its summary tables, failure reasons and the
+    full report (figures, workflow, methodology, provenance); per run its phases, events,
+    figures and power trace; the daemon's status (campaign, unit, ETA, agents, instruments,
+    last error, schedules) and a live power plot of the running run, which reload themselves.
+    Times are in the server's timezone (set TZ), the zone named. The store is only read
+    (SQLite read-only connection); GET and HEAD only. Pages: docs/operation/results-page.md.
 
     Owner-only: every request must carry a token, a random one unless --token gives it.
     Open the URL printed at start, http://127.0.0.1:8765/TOKEN/ (the token is the first part

@@ -1,9 +1,14 @@
 """`hilbench serve`: a read-only results page per campaign, from the store, in the browser.
 
-Pages: ``/`` lists the campaigns; ``/campaign/<uid>`` shows its summary tables and, when a
-daemon runs on the same store, its live status; ``/campaign/<uid>/report/`` is the full
-NeuroBench report (made on first request and again whenever the campaign has changed);
-``/status.json`` is the daemon's status as JSON.
+Pages: ``/`` lists the campaigns; ``/status`` is the daemon's status as a page (campaign,
+unit, ETA and its basis, agents, instruments, last error, queue, schedules);
+``/campaign/<uid>`` shows its summary tables, its failure reason and each run that did not
+succeed with its reason; ``/run/<uid>`` one run's phases, events, figures and power trace
+(``power.svg``); ``/live`` the running run's last seconds of power (``power-live.svg``);
+``/campaign/<uid>/report/`` is the full NeuroBench report (made on first request and again
+whenever the campaign has changed); ``/status.json`` is the daemon's status as JSON. Live
+pages reload by ``<meta http-equiv="refresh">``: no script. Times are in the server's timezone,
+the zone named (docs/operation/results-page.md).
 
 Owner-only: every request carries the server's token, a random one unless given, as the first
 part of the path (``http://127.0.0.1:8765/TOKEN/``, the URL printed at start; relative links
@@ -39,6 +44,15 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from hilbench.report.markup import CSP_HEADER
+from hilbench.report.serve_trace import LIVE_WINDOW_S, TraceImages
+from hilbench.report.serve_views import (
+    campaign_runs_view,
+    daemon_running,
+    live_run,
+    local_time,
+    run_view,
+    status_view,
+)
 from hilbench.safe_paths import inside, open_inside, safe_name
 from hilbench.store import Store, StoreError
 
@@ -122,7 +136,7 @@ class ReportCache:
     def __init__(self, db_path: Path, root: Path) -> None:
         self.db_path = db_path
         self.root = root
-        self._lock = threading.Lock()  # matplotlib's rc context is process-wide
+        self.lock = threading.Lock()  # matplotlib's rc context is process-wide
         self._made: dict[str, tuple[Any, Path]] = {}
 
     def folder(self, campaign: dict[str, Any]) -> Path:
@@ -131,7 +145,7 @@ class ReportCache:
 
         uid = campaign["uid"]
         version = (campaign["n_runs"], campaign["status"], campaign["wall_stop"])
-        with self._lock:
+        with self.lock:
             made = self._made.get(uid)
             if made and made[0] == version:
                 return made[1]
@@ -153,6 +167,7 @@ class ResultsServer(ThreadingHTTPServer):
         self.token = token
         self.status = status
         self.reports = reports
+        self.traces = TraceImages(db_path, reports.root / "traces", reports.lock)
         super().__init__(address, Handler)
 
     def url(self) -> str:
@@ -160,34 +175,6 @@ class ResultsServer(ThreadingHTTPServer):
         host, port = self.server_address[:2]
         shown = f"[{host}]" if ":" in str(host) else host
         return f"http://{shown}:{port}/{self.token}/"
-
-
-def daemon_running(status: dict[str, Any]) -> bool:
-    """The daemon answered and is not stopped (``hilbench status --json``'s daemon.state)."""
-    if not status["available"]:
-        return False
-    state = ((status["status"] or {}).get("daemon") or {}).get("state")
-    return state not in (None, "not running", "stopped")
-
-
-def status_view(status: dict[str, Any]) -> dict[str, Any]:
-    """What the status block shows: a few plain lines and the whole status as JSON text."""
-    current = status["status"] or {}
-    daemon = current.get("daemon") or {}
-    lines = [f"Daemon: {daemon.get('state', 'unknown')}"
-             + (f" ({daemon['detail']})" if daemon.get("detail") else "")]
-    if current.get("current"):
-        lines.append("now: " + json.dumps(current["current"], ensure_ascii=False,
-                                          default=str)[:300])
-    queue = current.get("queue") or {}
-    if "length" in queue:
-        lines.append(f"queue: {queue['length']} item(s)")
-    if current.get("last_error"):
-        lines.append(f"last error: {current['last_error']}")
-    if daemon_running(status):
-        lines.append(f"(live: this page reloads every {int(STATUS_TTL_S * 2)} s)")
-    return {"status": status, "status_lines": lines,
-            "status_json": json.dumps(current, indent=1, ensure_ascii=False, default=str)}
 
 
 _ENV: Any = None
@@ -202,7 +189,7 @@ def _render(template: str, **values: Any) -> bytes:
         from hilbench.simulation import LABEL
 
         env = html_environment()
-        env.globals.update(table_view=table_view, utc=_utc, simulated_label=LABEL)
+        env.globals.update(table_view=table_view, when=local_time, simulated_label=LABEL)
         _ENV = env
     return _ENV.get_template(template).render(**values).encode()
 
@@ -291,7 +278,13 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/status.json":
             return (HTTPStatus.OK, "application/json",
                     json.dumps(self.server.status.get()).encode())
+        if path == "/status":
+            return HTTPStatus.OK, html_type, self._status(base)
+        if path == "/live":
+            return HTTPStatus.OK, html_type, self._live(base)
         parts = [unquote(p) for p in path.split("/")[1:]]
+        if len(parts) in (2, 3) and parts[0] == "run" and parts[1]:
+            return self._run(parts[1], parts[2:], base)
         if len(parts) >= 2 and parts[0] == "campaign" and parts[1]:
             with Store(self.server.db_path) as store:
                 campaign = store.campaign(store.resolve_campaign_uid(parts[1]))
@@ -320,7 +313,42 @@ class Handler(BaseHTTPRequestHandler):
         status = self.server.status.get()
         return _render("serve_campaign.html.j2", base=base, campaign=campaign, tables=tables,
                        refresh_s=self._refresh(status, campaign["status"] == "incomplete"),
+                       **campaign_runs_view(self.server.db_path, campaign["uid"]),
                        **status_view(status))
+
+    def _status(self, base: str) -> bytes:
+        status = self.server.status.get()
+        view = status_view(status)
+        current = view["current"]
+        running = live_run(self.server.db_path,
+                           current["campaign_uid"] if current else None) if view[
+                               "running"] else None
+        return _render("serve_status_page.html.j2", base=base, live=running,
+                       refresh_s=self._refresh(status), **view)
+
+    def _live(self, base: str) -> bytes:
+        status = self.server.status.get()
+        view = status_view(status)
+        current = view["current"]
+        running = live_run(self.server.db_path, current["campaign_uid"] if current else None)
+        return _render("serve_live.html.j2", base=base, live=running,
+                       window_s=int(LIVE_WINDOW_S), refresh_s=int(STATUS_TTL_S), **view)
+
+    def _run(self, ref: str, rest: list[str], base: str) -> tuple[HTTPStatus, str, bytes]:
+        with Store(self.server.db_path) as store:
+            uid = store.find_run(ref)["uid"]
+        if rest in ([], [""]):
+            view = run_view(self.server.db_path, uid)
+            return HTTPStatus.OK, "text/html; charset=utf-8", _render(
+                "serve_run.html.j2", base=base, refresh_s=int(STATUS_TTL_S * 2) if view[
+                    "running"] else None, **view)
+        if rest[0] in ("power.svg", "power-live.svg"):
+            body = self.server.traces.svg(
+                uid, LIVE_WINDOW_S if rest[0] == "power-live.svg" else None)
+            if body is None:
+                return HTTPStatus.NOT_FOUND, TEXT, b"this run stored no power readings\n"
+            return HTTPStatus.OK, "image/svg+xml", body
+        return HTTPStatus.NOT_FOUND, TEXT, b"no such page\n"
 
     def _report_file(self, campaign: dict[str, Any],
                      rest: list[str]) -> tuple[HTTPStatus, str, bytes]:
@@ -339,12 +367,6 @@ class Handler(BaseHTTPRequestHandler):
                  ".svg": "image/svg+xml", ".md": "text/markdown; charset=utf-8",
                  ".csv": "text/csv; charset=utf-8"}
         return HTTPStatus.OK, types.get(Path(name).suffix, "application/octet-stream"), body
-
-
-def _utc(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(seconds))
 
 
 def make_server(db_path: Path, host: str = "127.0.0.1", port: int = 8765,

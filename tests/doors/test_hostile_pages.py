@@ -5,7 +5,9 @@ the payloads' mark, no Content-Security-Policy refusal is even needed)."""
 
 from __future__ import annotations
 
+import json
 import re
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -18,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hilbench.cli import cli
-from hilbench.report.serve import make_server
+from hilbench.report.serve import DaemonStatus, make_server
 from tests.doors.hostile import (
     COMMENT,
     FRAME,
@@ -37,6 +39,7 @@ from tests.doors.hostile import (
 )
 from tests.report.page_check import browse, open_page
 from tests.report.qubo_store import write_qubo_store
+from tests.report.serve_store import PagesStore, write_pages_store
 
 pytest.importorskip("matplotlib")
 pytest.importorskip("jinja2")
@@ -170,3 +173,60 @@ def test_generated_markup_in_every_name_and_field_reaches_no_page_raw(generated:
             for address in (url, f"{url}campaign/{uid}"):
                 body = _fetch(address)
                 assert raw_in(body, names) == [] and inert_problems(body) == [], address
+
+
+def _hostile_status(pages: PagesStore) -> dict[str, object]:
+    """`hilbench status --json` as a daemon with markup in every name would print it."""
+    return {
+        "daemon": {"state": f"running{IMG}", "detail": COMMENT, "pid": SCRIPT, "host": HOST},
+        "current": {"item": SVG, "name": CAMPAIGN, "campaign_uid": pages.running,
+                    "started_at": 0.0, "unit": FRAME, "done": 1, "total": 2, "failed": IMG,
+                    "unverified": SVG, "eta_s": 12.0, "eta_basis": SCRIPT,
+                    "last_unit": {"key": COMMENT, "status": IMG, "run_uid": LINK}},
+        "agents": [{"id": AGENT, "driver": SCRIPT, "host": HOST, "address": LINK,
+                    "last_heard_s_ago": 1.0, "clock_offset_s": None}],
+        "instruments": [{"id": METER, "identity": IMG, "resource": FRAME,
+                         "last_reading": SCRIPT}],
+        "last_error": f"{SCRIPT} failed",
+        "queue": {"length": SVG, "head": [{"id": IMG, "name": CAMPAIGN, "state": COMMENT}]},
+        "schedules": [{"id": SCRIPT, "name": IMG, "cron": FRAME, "tz": SVG,
+                       "next": [1.8e9, SCRIPT]}],
+    }
+
+
+@pytest.mark.slow  # headless Chromium on six pages and two trace figures
+def test_no_script_of_theirs_runs_in_the_status_run_and_live_pages(tmp_path: Path) -> None:
+    """The results pages an operator keeps open: the daemon's status, a failed campaign with
+    a hostile reason, a finished and a running run, the live plot and the trace figures."""
+    reason = f"{SCRIPT}{SVG} agent died"
+    pages = write_pages_store(tmp_path / "s.sqlite", CAMPAIGN, agent=AGENT, host=HOST,
+                              meter=METER, reason=reason)
+    names = [*NAMES, reason]
+    printed = json.dumps(_hostile_status(pages))
+    status = DaemonStatus(pages.path, [sys.executable, "-c", f"print({printed!r})"])
+    server = make_server(pages.path, "127.0.0.1", 0, report_dir=tmp_path / "r", status=status)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = server.url()
+    try:
+        visits = {"hilbench: daemon status": "status", "hilbench: live power": "live",
+                  f"hilbench: {CAMPAIGN} failed": f"campaign/{pages.failed}",
+                  f"hilbench: run {pages.failed_run[:8]}": f"run/{pages.failed_run}",
+                  f"hilbench: run {pages.running_run[:8]}": f"run/{pages.running_run}",
+                  "hilbench results": ""}
+        for title, path in visits.items():
+            body = _fetch(url + path)
+            assert raw_in(body, names) == [] and inert_problems(body) == [], path
+            dom, console = browse(url + path, "--virtual-time-budget=3000")
+            shown = re.search(r"<title>(.*?)</title>", dom, re.S)
+            assert shown and _unescape(shown.group(1)) == title, path
+            assert inert_problems(dom) == [] and console == [], (path, console)
+        assert "&lt;script&gt;" in _fetch(url + "status")  # the values are there, as text
+        for path in (f"run/{pages.failed_run}/power.svg",
+                     f"run/{pages.running_run}/power-live.svg"):
+            svg = _fetch(url + path)
+            assert raw_in(svg, names, "<") == [] and inert_problems(svg, None) == [], path
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

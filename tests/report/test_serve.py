@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from hilbench.report.serve import DaemonStatus, is_loopback, make_server
+from hilbench.store import Store
 from tests.report.qubo_store import write_qubo_store
 from tests.subprocesses import hilbench
 
@@ -128,16 +129,21 @@ def test_every_request_needs_the_token(served: Served, store: tuple[Path, str]) 
     """Another local user reaching the port without the token gets 403 and no data, whatever
     the path or method; the token in the path or as a bearer header opens every page."""
     wrong = "x" * len(served.token)
+    with Store(store[0]) as db:
+        run = db.runs(store[1])[0]["uid"]
     for path in ("/", "/status.json", f"/campaign/{store[1]}", f"/{wrong}/",
-                 f"/{served.token[:-1]}/", f"/campaign/{store[1]}/report/"):
+                 f"/{served.token[:-1]}/", f"/campaign/{store[1]}/report/", "/status",
+                 "/live", f"/run/{run}", f"/run/{run}/power.svg"):
         for method in ("GET", "HEAD", "POST"):
             status, _, body = get(served, path, method, token=False)
             assert status == 403, (path, method)
             assert b"qubo" not in body and store[1].encode() not in body
+            assert run.encode() not in body
     assert get(served, "/", headers={"Authorization": "Bearer wrong"}, token=False)[0] == 403
     bearer = {"Authorization": f"Bearer {served.token}"}
     assert get(served, "/status.json", headers=bearer, token=False)[0] == 200
     assert get(served, f"/campaign/{store[1]}", headers=bearer, token=False)[0] == 200
+    assert get(served, f"/run/{run}", headers=bearer, token=False)[0] == 200
     assert get(served, "/")[0] == 200
 
 
