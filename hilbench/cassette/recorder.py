@@ -51,7 +51,12 @@ class CassetteRecorder:
         self.manifest = base_manifest(campaign_file, campaign, content)
         self.manifest["owner"] = owner
         self._count = 0
+        self._documents_seen = 0
+        self._made_folder = not self.folder.exists()
+        self.fresh = True  # a new or empty folder, not a cassette continued
+        self.discarded = False
         if self.folder.exists() and any(self.folder.iterdir()):
+            self.fresh = False
             self._continue(owner)
             if channels:
                 # One clock channel cannot span a restart: the first attempt's channels are kept
@@ -119,6 +124,7 @@ class CassetteRecorder:
         if isinstance(doc, Samples):
             self.samples(doc)
             return
+        self._documents_seen += 1
         self._documents(doc)
         if isinstance(doc, RunStart):
             self._note_agents(doc)
@@ -129,6 +135,7 @@ class CassetteRecorder:
                 self._seal(key)
 
     def samples(self, doc: Samples) -> None:
+        self._documents_seen += 1
         key = (doc.phase_uid, doc.source)
         stream = self._streams.get(key)
         if stream is None:
@@ -192,9 +199,10 @@ class CassetteRecorder:
             entry["identity"] = identity
             write_manifest(self.folder, self.manifest)
 
-    def close(self) -> None:
+    def close(self, discard_empty: bool = False) -> None:
         """Stop recording channels, seal open streams and close; a failing write (disk full)
-        is logged: the campaign reported it."""
+        is logged: the campaign reported it. ``discard_empty``: a new cassette that got no
+        document is removed (see :meth:`_discard`), as `hilbench run --record` wants."""
         try:
             self._tapping.close()
             for key in list(self._streams):
@@ -203,6 +211,27 @@ class CassetteRecorder:
         except OSError as exc:
             log.error("cassette %s could not be written: %s", self.folder, exc)
         self._documents.close()
+        if discard_empty and self.fresh and not self._documents_seen:
+            self._discard()
+
+    def _discard(self) -> None:
+        """A new cassette that got no document (the campaign had finished already, or stopped
+        before its first run) is removed, so that it does not block the next ``--record`` into
+        the same folder: what this recorder wrote into the folder, and the folder if it made
+        it."""
+        import shutil
+
+        try:
+            for entry in list(self.folder.iterdir()):
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
+            if self._made_folder:
+                self.folder.rmdir()
+            self.discarded = True
+        except OSError as exc:
+            log.warning("the empty cassette %s could not be removed: %s", self.folder, exc)
 
 
 def _drop_cut_line(path: Path) -> None:

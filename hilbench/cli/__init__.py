@@ -47,7 +47,7 @@ SUBCOMMANDS: dict[str, str] = {
     "cassette": "hilbench.cli.cassette:cassette",
     "daemon": "hilbench.cli.daemon:daemon",
     "status": "hilbench.cli.daemon:status",
-    "systemd": "hilbench.cli.daemon:systemd",
+    "systemd": "hilbench.cli.systemd:systemd",
     "queue": "hilbench.cli.queue:queue",
     "schedule": "hilbench.cli.queue:schedule",
     "report": "hilbench.cli.report:report",

@@ -1,4 +1,4 @@
-"""`hilbench daemon`, `hilbench status` and `hilbench systemd`."""
+"""`hilbench daemon` and `hilbench status` (`hilbench systemd`: :mod:`hilbench.cli.systemd`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import click
 from hilbench.cli import EXIT_UNREACHABLE, EXIT_USAGE
 from hilbench.cli.options import DB_OPTION as _DB_OPTION
 from hilbench.cli.options import db_path as _db_path
-from hilbench.cli.options import store_failed
+from hilbench.cli.options import existing_store, store_failed, store_named
 from hilbench.lifeline import pid_alive
 
 _CONFIG = click.option(
@@ -53,8 +53,14 @@ def _config(config_path: Path | None):
               help="Copy every finished run of the store to this PostgreSQL database, by run "
                    "id, continuously (the store file stays the bench's journal through any "
                    "network outage) [default: the config's].")
+@click.option("--group", default=None, metavar="GROUP",
+              help="A local group whose members may use this daemon as its owner does: "
+                   "`status` and `wake` over the control socket, and the store (made "
+                   "group-readable and writable, for `queue`) [default: the config's, else "
+                   "none: owner only]. `hilbench systemd` sets it to the service's group.")
 def daemon(config_path: Path | None, db: Path | str | None, control: str | None,
-           bench: str | None, queue_url: str | None, push_to: str | None) -> None:
+           bench: str | None, queue_url: str | None, push_to: str | None,
+           group: str | None) -> None:
     """Run queued campaigns one at a time, fire schedules, answer `hilbench status`.
 
     One daemon per bench host (by hand, or under systemd: `hilbench systemd`). Each queue item
@@ -71,7 +77,9 @@ def daemon(config_path: Path | None, db: Path | str | None, control: str | None,
 
     Logs: STORE.logs/daemon.log, STORE.logs/worker.log, and the campaign logs beside them
     (0600). `hilbench status` asks over STORE.logs/control.sock, which tells other users only
-    that a daemon runs: the owner, root and the members of [daemon] group may ask more.
+    that a daemon runs: the owner, root and the members of --group may ask more. Every stop
+    (Ctrl-C, SIGTERM, an error, and `queue stop`/`pause`/`resume` as they are seen) is said
+    on stderr and in daemon.log with its reason.
     """
     from sqlalchemy.exc import DBAPIError
 
@@ -90,6 +98,7 @@ def daemon(config_path: Path | None, db: Path | str | None, control: str | None,
     d.bench = bench or d.bench
     d.queue = queue_url or d.queue
     d.push_to = push_to or d.push_to
+    d.group = group or d.group
     if is_url(db):
         click.echo(f"{click.style('error:', fg='red')} the daemon's --db is its own store file "
                    "(its journal: runs are written there first); give the shared database as "
@@ -132,6 +141,8 @@ def daemon(config_path: Path | None, db: Path | str | None, control: str | None,
 
         why = redact(str(getattr(exc, "orig", None) or exc)).strip()
         click.echo(f"{click.style('error:', fg='red')} {why}", err=True)
+        handler.handle(root.makeRecord("hilbench.daemon", logging.ERROR, __file__, 0,
+                                       "the daemon did not start: %s", (why,), None))
         raise SystemExit(EXIT_USAGE) from None
     raise SystemExit(d.run())
 
@@ -179,6 +190,7 @@ def fetch_status(db: Path | str, connect: str | None, key: Path | None,
 def all_benches(db: Path | str, down_after_s: float) -> dict[str, Any]:
     """Every bench that has served this queue, from the heartbeat rows its daemons write (no
     control socket needed: a bench on another host answers through the database)."""
+    from hilbench.daemon.locate import is_up
     from hilbench.daemon.queue_db import QueueDB
 
     now = time.time()
@@ -188,8 +200,7 @@ def all_benches(db: Path | str, down_after_s: float) -> dict[str, Any]:
         where = q.describe()
     for b in benches:
         b["last_seen_s_ago"] = round(now - b["last_seen"], 1)
-        gone = b["host"] == socket.gethostname() and not pid_alive(b["pid"])
-        b["up"] = b["state"] != "stopped" and not gone and now - b["last_seen"] <= down_after_s
+        b["up"] = is_up(b, down_after_s, now)
         b["queued"] = sum(1 for i in items if i.bench == b["bench"] and i.state == "queued")
     return {"queue": where, "down_after_s": down_after_s, "benches": benches,
             "items": {"total": len(items),
@@ -241,6 +252,8 @@ def _ago(t: float | None) -> str:
 
 
 def render(status: dict[str, Any]) -> str:
+    from hilbench.daemon.localtime import local_when
+
     d = status["daemon"]
     lines = [f"daemon: {d['state']}" + (f" ({d['detail']})" if d.get("detail") else "")
              + (f", pid {d['pid']} on {d['host']}" if d.get("pid") else "")]
@@ -272,7 +285,7 @@ def render(status: dict[str, Any]) -> str:
     head = ", ".join(f"{i['id']} {i['name']} ({i['state']})" for i in q["head"]) or "empty"
     lines.append(f"queue: {q['length']} item(s): {head}")
     for s in status.get("schedules", []):
-        nxt = ", ".join(time.strftime("%Y-%m-%d %H:%M", time.localtime(t)) for t in s["next"])
+        nxt = ", ".join(local_when(t, seconds=False) for t in s["next"])
         lines.append(f"schedule {s['id']} {s['name']} {s['cron']!r} ({s['tz']}): next {nxt}")
     return "\n".join(lines)
 
@@ -303,22 +316,26 @@ def status(db: Path | str | None, as_json: bool, watch: bool, interval: float,
     """What the daemon is doing: state, campaign and unit, progress and ETA, agents and
     instruments, the last error, the queue head and the next schedule fires.
 
+    The first line names the store read and how it was chosen (--db, $HILBENCH_DB, else
+    ./hilbench.sqlite in the working directory: run it in the store's folder). The daemon is
+    the one that serves that store (its control socket is recorded there), so two daemons on
+    two stores are each found from their own folder. A store that does not exist is refused
+    (exit 2), not made.
+
     Exit status 3 when a daemon given with --connect does not answer.
     """
     from hilbench.daemon.control import ControlError
     from hilbench.store.errors import StoreError
 
-    db = _db_path(db)
+    named = store_named(db)
+    db = existing_store(db)
     while True:
         try:
-            if all_benches_:
-                report = all_benches(db, down_after)
-                text = (json.dumps(report, indent=2, default=str) if as_json
-                        else render_all(report))
-            else:
-                current = fetch_status(db, connect, key, daemon_key, bench=bench)
-                text = (json.dumps(current, indent=2, default=str) if as_json
-                        else render(current))
+            report = (all_benches(db, down_after) if all_benches_ else
+                      fetch_status(db, connect, key, daemon_key, bench=bench))
+            report["read"] = named
+            text = (json.dumps(report, indent=2, default=str) if as_json else
+                    f"{named}\n" + (render_all(report) if all_benches_ else render(report)))
         except ControlError as exc:
             click.echo(f"{click.style('error:', fg='red')} {exc}", err=True)
             raise SystemExit(EXIT_UNREACHABLE) from None
@@ -334,47 +351,3 @@ def status(db: Path | str | None, as_json: bool, watch: bool, interval: float,
             time.sleep(interval)
         except KeyboardInterrupt:
             return
-
-
-@click.command()
-@_CONFIG
-@click.option("--campaign", "campaigns", multiple=True,
-              type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Also print a unit for each agent of this campaign that hilbench does not "
-                   "spawn (repeatable).")
-@click.option("--keys-dir", default="/etc/hilbench/keys", show_default=True,
-              help="Where the agent hosts keep their keys.")
-@click.option("--user", "service_user", default="hilbench", show_default=True)
-@click.option("--watchdog-s", type=click.IntRange(min=5), default=60, show_default=True)
-@click.option("--db", "db", default=None, envvar="HILBENCH_DB", metavar="FILE|URL",
-              help="The daemon's store [default: the config's store, else "
-                   "/var/lib/hilbench/hilbench.sqlite in the unit's own state directory].")
-def systemd(config_path: Path | None, campaigns: tuple[Path, ...], keys_dir: str,
-            service_user: str, watchdog_s: int, db: str | None) -> None:
-    """Print systemd unit files: the daemon (Type=notify, watchdog, restart on failure) and
-    one per network agent of the given campaigns, with its keys.
-
-    Save each block under the name in its first comment line (units in /etc/systemd/system/),
-    then `systemctl daemon-reload && systemctl enable --now NAME`. The first block makes the
-    bench lock folder at boot (root's, mode 1777), so that the daemon's user and every other
-    user lock the bench in the same trusted folder.
-    """
-    from hilbench.daemon.systemd import agent_unit, daemon_unit, lock_folder_tmpfiles
-    from hilbench.orchestrator.campaign import CampaignError, load_campaign
-    from hilbench.store.engine import is_url
-
-    if db is None and config_path is not None and _config(config_path).daemon.store is not None:
-        db = ""  # the config names it
-    elif db is not None and not is_url(db):
-        db = str(Path(db).resolve())
-    click.echo(lock_folder_tmpfiles())
-    click.echo(daemon_unit(config_path, service_user, watchdog_s, db))
-    for path in campaigns:
-        try:
-            campaign = load_campaign(path)
-        except CampaignError as exc:
-            click.echo(f"{click.style('error:', fg='red')} {exc}", err=True)
-            raise SystemExit(EXIT_USAGE) from None
-        for spec in campaign.agents:
-            if not spec.spawn:
-                click.echo(agent_unit(spec, campaign, keys_dir, service_user))

@@ -52,6 +52,48 @@ def db_path(db: Any) -> Any:
     return parse_db(env) if is_url(env) else default_db_path()
 
 
+def store_origin(db: Any) -> str:
+    """How a command's store was chosen (``db``: the ``--db`` value as given), for the line
+    that names the store it reads."""
+    if db is not None:
+        return "--db"
+    if os.environ.get("HILBENCH_DB"):
+        return "$HILBENCH_DB"
+    from hilbench.store.paths import DEFAULT_DB_NAME
+
+    return f"the default: ./{DEFAULT_DB_NAME} in the working directory"
+
+
+def store_named(db: Any) -> str:
+    """``store PATH (how it was chosen)``: what `status` and `queue` say before anything else,
+    so a store read by mistake (another folder, a forgotten --db) shows at once."""
+    store = db_path(db)
+    where = store.resolve() if isinstance(store, Path) else store
+    return f"store {where} ({store_origin(db)})"
+
+
+def existing_store(db: Any) -> Any:
+    """:func:`db_path`, refused in one line (exit 2) when it names a file that does not exist:
+    a command that reads the queue never leaves an empty store in the wrong folder."""
+    store = db_path(db)
+    if not isinstance(store, Path):
+        return store
+    try:
+        store.stat()
+    except FileNotFoundError:
+        why = "no store at"
+    except OSError as exc:  # a folder on the way is not ours to pass
+        why = f"{exc.strerror or exc}: cannot look for the store"
+    else:
+        return store
+    from hilbench.cli import EXIT_USAGE
+
+    click.echo(f"{click.style('error:', fg='red')} {why} {store.absolute()} "
+               f"({store_origin(db)}); give --db FILE or set HILBENCH_DB, or run this in the "
+               "store's folder", err=True)
+    raise SystemExit(EXIT_USAGE)
+
+
 def store_failed(exc: Exception) -> NoReturn:
     """Say a store error in one line and exit: 4 when the store could not be written (a full
     disk, an I/O error, a read-only file or folder), else 2 (the file given is not one this

@@ -7,7 +7,6 @@ running daemon so it acts at once.
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -17,17 +16,40 @@ import click
 from hilbench.cli import EXIT_USAGE
 from hilbench.cli.options import DB_OPTION as _DB_OPTION
 from hilbench.cli.options import db_path as _db_path
-from hilbench.cli.options import store_failed
+from hilbench.cli.options import existing_store, store_failed, store_named
 
 
-def _open(db: Path | None):
+def _open(db: Path | None, create: bool = False):
+    """The queue of ``db`` (the default store without --db); only the commands that add to it
+    (``create``) make a store that is not there yet."""
     from hilbench.daemon.queue_db import QueueDB
     from hilbench.store import StoreError
 
     try:
-        return QueueDB(_db_path(db))
+        return QueueDB(_db_path(db) if create else existing_store(db))
     except StoreError as exc:
         store_failed(exc)
+
+
+def _warn_unwatched(queue: Any, bench: str | None, waits: str) -> None:
+    """Say on stderr when no daemon serves this queue (or ``bench`` on it): what ``waits``
+    for one, and the command that starts one."""
+    import shlex
+
+    from hilbench.cli.run import invoked_program
+    from hilbench.daemon.locate import is_up
+
+    row = queue.daemon_info(bench)
+    if is_up(row):
+        return
+    where = queue.describe() if queue.shared else str(Path(queue.describe()).resolve())
+    start = [*invoked_program(), "daemon", "--queue" if queue.shared else "--db", where,
+             *(["--bench", bench] if bench and queue.shared else [])]
+    seen = (f" (the last one, pid {row['pid']} on {row['host']}, "
+            f"{'stopped' if row.get('state') == 'stopped' else 'is gone'})" if row else "")
+    whose = f"bench {bench} on " if bench else ""
+    click.echo(f"{click.style('warning:', fg='yellow')} no daemon serves {whose}{where}{seen}: "
+               f"{waits}; start one with: {shlex.join(start)}", err=True)
 
 
 def _nudge(queue: Any, bench: str | None = None) -> None:
@@ -84,7 +106,9 @@ _BENCH = click.option(
 
 
 def _when(t: float | None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else "-"
+    from hilbench.daemon.localtime import local_when
+
+    return local_when(t)
 
 
 def _fail(exc: Exception) -> None:
@@ -133,15 +157,17 @@ def queue_add(file: Path, db: Path | None, trials: int | None, record: Path | No
     if record is not None and record.exists() and any(record.iterdir()):
         raise click.BadParameter(f"{record} is not empty: a cassette is written into a new or "
                                  "empty folder", param_hint="--record")
-    with _open(db) as q:
+    with _open(db, create=True) as q:
         bench = bench_for(q, campaign, bench)
         item_id = q.add(str(file.resolve()), text, name, trials=trials,
                         record=str(record.resolve()) if record else None, priority=priority,
                         bench=bench)
         position = [i.id for i in q.items(bench)].index(item_id) + 1
         _nudge(q, bench)
-    where = f"bench {bench}, " if bench else ""
-    click.echo(f"queued item {item_id}: {name} ({file}), {where}position {position}")
+        where = f"bench {bench}, " if bench else ""
+        click.echo(f"queued item {item_id}: {name} ({file}), {where}position {position}; "
+                   f"{store_named(db)}")
+        _warn_unwatched(q, bench, f"item {item_id} waits until one starts")
 
 
 @queue.command("list")
@@ -155,6 +181,7 @@ def queue_list(db: Path | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps([i.summary() for i in items], indent=2))
         return
+    click.echo(store_named(db))
     click.echo(f"queue: {len(items)} item(s), mode {mode}")
     for i in items:
         extra = f"  ({i.outcome + ': ' if i.outcome else ''}{i.message})" if i.message else ""
@@ -184,7 +211,7 @@ def _daemon_says(db: Path | None, item: Any) -> str:
 def queue_remove(item_id: int, db: Path | None) -> None:
     """Take a waiting item off the queue (it goes to the history as 'removed')."""
     _change(db, lambda q: q.remove(item_id))
-    click.echo(f"removed item {item_id}")
+    click.echo(f"removed item {item_id}; {store_named(db)}")
 
 
 @queue.command("move")
@@ -199,7 +226,8 @@ def queue_move(item_id: int, before: int, db: Path | None) -> None:
         return [i.id for i in q.items()]
 
     order = _change(db, move)
-    click.echo(f"moved item {item_id}; queue order: {' '.join(map(str, order))}")
+    click.echo(f"moved item {item_id}; queue order: {' '.join(map(str, order))}; "
+               f"{store_named(db)}")
 
 
 @queue.command("pause")
@@ -212,7 +240,8 @@ def queue_pause(now: bool, db: Path | None) -> None:
     with _open(db) as q:
         q.set_mode("pause_now" if now else "pause")
         _nudge(q)
-    click.echo("queue paused" + (" now" if now else " after the current unit"))
+    click.echo("queue paused" + (" now" if now else " after the current unit")
+               + f"; {store_named(db)}")
 
 
 @queue.command("resume")
@@ -226,7 +255,7 @@ def queue_resume(db: Path | None) -> None:
         waited = q.release_waits(Outcome.STORE_UNWRITABLE.value)
         _nudge(q)
     click.echo("queue running" + (f"; {waited} item(s) waiting for the store's disk are tried "
-                                  "now" if waited else ""))
+                                  "now" if waited else "") + f"; {store_named(db)}")
 
 
 @queue.command("stop")
@@ -236,7 +265,7 @@ def queue_stop(db: Path | None) -> None:
     with _open(db) as q:
         q.set_mode("stop")
         _nudge(q)
-    click.echo("queue stops after the current campaign")
+    click.echo(f"queue stops after the current campaign; {store_named(db)}")
 
 
 @queue.command("history")
@@ -252,6 +281,7 @@ def queue_history(db: Path | None, limit: int, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
+    click.echo(store_named(db))
     for r in rows:
         campaign = (r["campaign_uid"] or "-")[:8]
         outcome = f" ({r['outcome']})" if r.get("outcome") else ""
@@ -259,17 +289,6 @@ def queue_history(db: Path | None, limit: int, as_json: bool) -> None:
                    f"{len(r['run_uids'])} run(s) in {r['starts']} start(s)  "
                    f"{_when(r['started_at'])} -> "
                    f"{_when(r['stopped_at'])}{outcome}  {r['message']}")
-
-
-def _local_zone() -> str:
-    tz = os.environ.get("TZ", "").lstrip(":")
-    if tz and "/" in tz:
-        return tz
-    try:
-        target = os.readlink("/etc/localtime")
-    except OSError:
-        return "UTC"
-    return target.split("zoneinfo/", 1)[1] if "zoneinfo/" in target else "UTC"
 
 
 @click.group()
@@ -287,7 +306,9 @@ def schedule() -> None:
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--cron", "cron", required=True,
               help='Five-field cron expression, e.g. "0 22 * * *" (22:00 every day).')
-@click.option("--tz", "tz", default=None, help="IANA time zone [default: this host's].")
+@click.option("--tz", "tz", default=None,
+              help="IANA time zone the cron expression is read in [default: this host's]; "
+                   "times are shown in this host's zone, named.")
 @click.option("--missed", type=click.Choice(["skip", "run-once"]), default="skip",
               show_default=True, help="What a fire missed while the daemon was down does.")
 @click.option("--trials", type=click.IntRange(min=1), default=None)
@@ -300,23 +321,26 @@ def schedule_add(file: Path, cron: str, tz: str | None, missed: str, trials: int
                  record: Path | None, priority: int, bench: str | None,
                  db: Path | None) -> None:
     """Queue FILE at every fire of a cron expression."""
+    from hilbench.daemon.localtime import zone_name
     from hilbench.daemon.schedule import ScheduleError, check, fires_after
 
-    tz = tz or _local_zone()
+    tz = tz or zone_name()
     try:
         check(cron, tz, missed)
     except ScheduleError as exc:
         _fail(exc)
     text, name, campaign = _snapshot(file, trials)
-    with _open(db) as q:
+    with _open(db, create=True) as q:
         bench = bench_for(q, campaign, bench)
         sid = q.add_schedule(name=name, source_path=str(file.resolve()), content=text, cron=cron,
                              tz=tz, missed=missed, trials=trials,
                              record=str(record.resolve()) if record else None,
                              priority=priority, now=time.time(), bench=bench)
         _nudge(q, bench)
-    nxt = fires_after(cron, tz, time.time(), 1)
-    click.echo(f"schedule {sid}: {name} at {cron!r} ({tz}), next fire {_when(nxt[0])}")
+        nxt = fires_after(cron, tz, time.time(), 1)
+        click.echo(f"schedule {sid}: {name} at {cron!r} ({tz}), next fire {_when(nxt[0])}; "
+                   f"{store_named(db)}")
+        _warn_unwatched(q, bench, f"schedule {sid} fires only while one runs")
 
 
 @schedule.command("list")
@@ -350,4 +374,4 @@ def schedule_list(db: Path | None, as_json: bool) -> None:
 def schedule_remove(schedule_id: int, db: Path | None) -> None:
     """Delete a schedule (items it queued stay queued)."""
     _change(db, lambda q: q.remove_schedule(schedule_id))
-    click.echo(f"removed schedule {schedule_id}")
+    click.echo(f"removed schedule {schedule_id}; {store_named(db)}")

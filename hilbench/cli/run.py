@@ -141,7 +141,10 @@ def _run_campaign(
     finally:
         runlog.close()
         if recorder:
-            recorder.close()
+            recorder.close(discard_empty=True)
+            if recorder.discarded:
+                errors.print(f"--record {record}: no run was recorded, so no cassette was "
+                             "left there", highlight=False, soft_wrap=True, markup=False)
     if outcome.outcome not in ran:
         raise SystemExit(outcome.exit_code)
     if outcome.outcome is Outcome.NOTHING_TO_DO:

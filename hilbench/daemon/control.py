@@ -26,6 +26,7 @@ from typing import Any
 
 import zmq
 
+from hilbench.daemon.access import MAX_IPC_PATH
 from hilbench.daemon.askers import (
     ZAP_DOMAIN,
     Askers,
@@ -39,7 +40,6 @@ log = logging.getLogger(__name__)
 COMMANDS = ("ping", "status", "wake")
 FOR_ANYONE = ("ping",)  # tells nothing beyond "a daemon runs here"
 MAX_REQUEST = 64 * 1024
-MAX_IPC_PATH = 107  # sun_path holds 108 bytes with the final NUL
 
 
 class ControlError(RuntimeError):
@@ -155,6 +155,10 @@ class ControlServer:
         if self._gate is not None:
             self._gate.stop()
         self._ctx.term()
+        bound = getattr(self, "endpoint", "")
+        if bound.startswith("ipc://"):  # ours alone (one daemon per store): not left behind
+            with contextlib.suppress(OSError):
+                os.unlink(bound[len("ipc://"):])
 
 
 def request(

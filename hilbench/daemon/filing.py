@@ -61,10 +61,27 @@ def outcome_of_end(end: SessionOutcome | None, code: int, stopped_by_daemon: boo
     return end
 
 
-def history_message(ended: SessionOutcome) -> str:
-    """What the history keeps as the item's message: the counts, and for failed runs the
-    first failure's reason (not only "12 failed")."""
-    message = ended.message or ended.counts()
+_RAN = (Outcome.COMPLETED, Outcome.FAILED_RUNS, Outcome.NOTHING_TO_DO)
+_SAID = (("success", "completed"), ("fail", "failed"), ("unverified", "unverified"),
+         ("abort", "aborted and run again"), ("incomplete", "left unfinished"))
+
+
+def campaign_counts(counts: dict[str, int]) -> str:
+    """What a campaign's runs ended as, over all its starts (``counts``: runs by exit status,
+    'incomplete' for none), e.g. ``2 run(s): 2 completed``."""
+    parts = [f"{counts[key]} {said}" for key, said in _SAID if counts.get(key)]
+    return f"{sum(counts.values())} run(s): {', '.join(parts) or 'none'}"
+
+
+def history_message(ended: SessionOutcome, runs: dict[str, int] | None = None) -> str:
+    """What the history keeps as the item's message: for a campaign that ran to its end, what
+    its runs ended as over every start (``runs``, by exit status) — not the last start's
+    "0 completed, 2 resumed" —, else the session's message; for failed runs the first
+    failure's reason (not only "12 failed")."""
+    if runs is not None and ended.outcome in _RAN:
+        message = campaign_counts(runs)
+    else:
+        message = ended.message or ended.counts()
     if ended.outcome is Outcome.FAILED_RUNS and ended.first_failure:
         message += f"; first failure: {ended.first_failure}"
     return message

@@ -9,11 +9,16 @@ read-only. A PostgreSQL queue, or a file without the table yet, goes the full wa
 
 from __future__ import annotations
 
+import socket
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
+from hilbench.lifeline import pid_alive
 from hilbench.store.engine import is_url
+
+DOWN_AFTER_S = 30.0  # a daemon beats every 2 s (manager.HEARTBEAT_S): 15 missed beats is down
 
 
 def daemon_row(db: Path | str, bench: str | None = None) -> dict[str, Any] | None:
@@ -27,7 +32,7 @@ def daemon_row(db: Path | str, bench: str | None = None) -> dict[str, Any] | Non
         return None
     try:
         conn.row_factory = sqlite3.Row
-        sql = "SELECT bench, host, pid, control, last_seen FROM daemon_benches"
+        sql = "SELECT bench, host, pid, control, state, last_seen FROM daemon_benches"
         rows = conn.execute(sql + (" WHERE bench = ?" if bench else ""),
                             (bench,) if bench else ()).fetchall()
     except (sqlite3.Error, UnicodeDecodeError):  # a damaged row's text: the full way says so
@@ -35,3 +40,14 @@ def daemon_row(db: Path | str, bench: str | None = None) -> dict[str, Any] | Non
     finally:
         conn.close()
     return dict(max(rows, key=lambda r: r["last_seen"])) if rows else {}
+
+
+def is_up(row: dict[str, Any], down_after_s: float = DOWN_AFTER_S,
+          now: float | None = None) -> bool:
+    """Whether the daemon of heartbeat ``row`` still serves its bench: not stopped, its pid
+    alive when it is of this host, and seen within ``down_after_s``."""
+    if not row or row.get("state") == "stopped":
+        return False
+    if row.get("host") == socket.gethostname() and not pid_alive(row.get("pid")):
+        return False
+    return (time.time() if now is None else now) - float(row["last_seen"]) <= down_after_s

@@ -30,10 +30,12 @@ from sqlalchemy.exc import DBAPIError
 
 from hilbench import __version__
 from hilbench.daemon import schedule as sched
+from hilbench.daemon.access import default_control, share_logs_folder, share_store
 from hilbench.daemon.askers import group_id
 from hilbench.daemon.config import DaemonConfig
 from hilbench.daemon.control import ControlServer
 from hilbench.daemon.filing import FILING, history_message, outcome_of_end
+from hilbench.daemon.localtime import local_when
 from hilbench.daemon.messages import (
     CampaignStarted,
     Ended,
@@ -46,12 +48,13 @@ from hilbench.daemon.messages import (
 from hilbench.daemon.notify import Notifier
 from hilbench.daemon.push import Pusher
 from hilbench.daemon.queue_db import Item, QueueDB
+from hilbench.daemon.said import MODE_SAID, signal_said
 from hilbench.daemon.sdnotify import SystemdNotifier
 from hilbench.daemon.supervised import WorkerProcess, start_worker
 from hilbench.lifeline import call_on_signal, pid_alive
 from hilbench.orchestrator.locks import Held, LockRefused, hold
 from hilbench.orchestrator.session import Outcome
-from hilbench.private_files import open_private, private_dir
+from hilbench.private_files import open_private
 from hilbench.store.paths import logs_dir
 
 log = logging.getLogger(__name__)
@@ -61,27 +64,12 @@ SCHEDULE_LOOKAHEAD = 3
 HEARTBEAT_S = 2.0  # how often the bench's row in the queue database is refreshed
 
 
-CONTROL_SOCKET = "control.sock"  # in the store's logs folder: the default control address
-
-
 _VERB = {"campaign.finished": "finished", "campaign.failed": "failed",
          "campaign.aborted": "stopped"}
 
 
 class DaemonError(RuntimeError):
     """The daemon cannot start; the message says why."""
-
-
-def share_logs_folder(logs: Path, group: int | None) -> None:
-    """The store's logs folder (made if missing): the owner's only (0700), or, with a group
-    that may ask the daemon, one its members can pass through to the control socket but not
-    list (0710; the logs in it stay 0600)."""
-    private_dir(logs, parents=True)
-    if os.stat(logs).st_uid != os.geteuid():
-        return
-    if group is not None:
-        os.chown(logs, -1, group)
-    os.chmod(logs, 0o710 if group is not None else 0o700)
 
 
 class Daemon:
@@ -97,6 +85,7 @@ class Daemon:
         self.bench = d.bench or socket.gethostname()
         self.queue_location: str | Path = d.queue if d.queue else self.db
         self.queue = QueueDB(self.queue_location, store=self.db)
+        share_store(self.db, group)
         self._last_beat = 0.0
         self._worker_pid: int | None = None
         self.pusher = Pusher(self.db, d.push_to, d.push_interval_s) if d.push_to else None
@@ -113,6 +102,7 @@ class Daemon:
         self._next_fire: dict[int, tuple[float, float | None]] = {}
         self._stop_signal: int = signal.SIGTERM  # the one received, passed on to the worker
         self._disk_low = False
+        self._seen_mode: str | None = None
         self._next_disk_check = 0.0
         self._worker_log = open_private(self.logs / "worker.log", "a")
         self.sd = SystemdNotifier()
@@ -122,7 +112,7 @@ class Daemon:
         self._hold_daemon_lock()
         self._check_bench_free()
         self.control = ControlServer(
-            d.control or f"ipc://{self.logs / CONTROL_SOCKET}",
+            d.control or default_control(self.logs, group),
             {"ping": lambda: "pong", "status": self.status, "wake": self._wake},
             key=d.key, authorized=d.authorized, insecure=d.insecure, group=group,
         )
@@ -180,6 +170,10 @@ class Daemon:
         def on_signal(signum: int) -> None:
             received.append(signum)
             self._stop_signal = received[0]
+            if len(received) == 1:
+                log.info("%s received: the daemon is stopping (%s)", signal_said(signum),
+                         "the run in progress is aborted and resumed at the next start"
+                         if self.worker is not None else "no run in progress")
             self.stopping.set()
             # As the signal stops `hilbench run`: at once, not after the loop's current step (a
             # short unit could end and the next begin meanwhile, leaving no run to abort). The
@@ -205,6 +199,7 @@ class Daemon:
                  self.control.endpoint,
                  f", pushing finished runs to {self.pusher.target}" if self.pusher else "")
         self.sd.ready(f"idle; control {self.control.endpoint}")
+        failed = False
         try:
             while not self.stopping.is_set():
                 try:
@@ -215,9 +210,21 @@ class Daemon:
                     self.stopping.wait(min(5.0, 10 * self.config.daemon.poll_s))
                 self.wake.wait(self.config.daemon.poll_s)
                 self.wake.clear()
+        except Exception as exc:  # a bug: said and logged here, the traceback kept by launch
+            failed = True
+            log.error("the daemon is stopping on an internal error, %s: %s",
+                      type(exc).__name__, exc)
+            raise
         finally:
             self._shutdown()
-        return 128 + (received[0] if received else signal.SIGTERM)
+            code = 128 + (received[0] if received else signal.SIGTERM)
+            if failed:
+                log.error("hilbench daemon (pid %d) stopped: an internal error (above)",
+                          os.getpid())
+            else:
+                log.info("hilbench daemon (pid %d) stopped: %s; exit %d", os.getpid(),
+                         signal_said(received[0]) if received else "a stop request", code)
+        return code
 
     def _shutdown(self) -> None:
         self.sd.stopping("stopping")
@@ -296,8 +303,17 @@ class Daemon:
         if changed:
             self.sd.status(f"{state}: {detail}" if detail else state)
 
-    def _maybe_start(self, now: float) -> None:
+    def _mode(self) -> str:
+        """The queue's mode; a change (`queue pause`, `stop`, `resume`) is logged once."""
         mode = self.queue.mode()
+        if mode != self._seen_mode:
+            if self._seen_mode is not None or mode != "run":
+                log.info("queue mode %s: %s", mode, MODE_SAID.get(mode, mode))
+            self._seen_mode = mode
+        return mode
+
+    def _maybe_start(self, now: float) -> None:
+        mode = self._mode()
         if mode != "run":
             self._set_state("paused" if mode.startswith("pause") else "idle",
                             {"stop": "queue stopped; `hilbench queue resume` starts it"}.get(
@@ -361,7 +377,7 @@ class Daemon:
 
     def _supervise(self, w: WorkerProcess) -> None:
         self._drain(w)
-        mode = self.queue.mode()
+        mode = self._mode()
         if mode == "pause" and not w.pause_sent:
             w.command(Pause())
             w.pause_sent = True
@@ -428,7 +444,9 @@ class Daemon:
         item = self.queue.item(w.item.id)
         ended = outcome_of_end(w.end, code, w.term_sent or self.stopping.is_set())
         filing = FILING[ended.outcome]
-        message = filing.says + history_message(ended)
+        uid = item.campaign_uid or ended.campaign_uid
+        message = filing.says + history_message(ended, self.queue.run_counts(uid) if uid
+                                                else None)
         name = f"queue item {item.id} ({item.name})"
         fields = {"item": item.id, "campaign": item.name, "campaign_uid": item.campaign_uid,
                   "exit_code": code, "outcome": ended.outcome.value}
@@ -493,7 +511,7 @@ class Daemon:
                     self._gate_fire(s, item_id)
                 for t, outcome, note in plan.fires:
                     log.info("schedule %d (%s) fire at %s: %s%s", s["id"], s["name"],
-                             time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)), outcome,
+                             local_when(t), outcome,
                              f" (item {item_id})" if outcome == "queued" else f": {note}")
                 last = plan.last_fire
             else:

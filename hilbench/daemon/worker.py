@@ -268,7 +268,7 @@ def _run_item(db: Path, item: Any, report: Reporter, queue: str | None) -> Sessi
         stop_health.set()
         runlog.close()
         if recorder:
-            recorder.close()
+            recorder.close(discard_empty=True)
     if progress is not None and progress.campaign_uid and not ended.campaign_uid:
         ended = msgspec.structs.replace(ended, campaign_uid=progress.campaign_uid)
     if ended.outcome in (Outcome.COMPLETED, Outcome.FAILED_RUNS):

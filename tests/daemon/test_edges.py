@@ -102,23 +102,30 @@ def test_systemd_prints_a_notify_unit_and_keyed_agent_units(tmp_path):
     keys.generate("cpu0", tmp_path)
     out = hilbench("systemd", "--campaign", campaign, "--keys-dir", "/etc/hb")
     assert out.returncode == 0, out.stderr
-    tmpfiles, daemon_unit, agent_unit = re.split("# hilbench-daemon.service|# hilbench-agent-",
-                                                 out.stdout)
+    blocks = {b.split()[0]: b for b in re.split(r"^# /", out.stdout, flags=re.M)[1:]}
+    assert set(blocks) == {"etc/profile.d/hilbench.sh", "etc/sysusers.d/hilbench.conf",
+                           "etc/systemd/system/hilbench-agent-cpu0.service",
+                           "etc/systemd/system/hilbench-daemon.service",
+                           "etc/tmpfiles.d/hilbench.conf"}
+    tmpfiles = blocks["etc/tmpfiles.d/hilbench.conf"]
+    daemon_unit = blocks["etc/systemd/system/hilbench-daemon.service"]
+    agent_unit = blocks["etc/systemd/system/hilbench-agent-cpu0.service"]
     assert "d /run/lock/hilbench 1777 root root -" in tmpfiles.splitlines()
     for line in ("Type=notify", "WatchdogSec=60", "Restart=on-failure", "SuccessExitStatus=143"):
         assert line in daemon_unit
     # systemd starts services in /: the store is named, in the unit's own state directory
     assert daemon_unit.split("ExecStart=")[1].splitlines()[0].endswith(
-        " daemon --db /var/lib/hilbench/hilbench.sqlite")
+        " daemon --db /var/lib/hilbench/hilbench.sqlite --group hilbench")
     assert "StateDirectory=hilbench" in daemon_unit
     store = tmp_path / "bench.sqlite"
     named = hilbench("systemd", "--db", store).stdout.split("ExecStart=")[1].splitlines()[0]
-    assert named.endswith(f" daemon --db {store}")
+    assert named.endswith(f" daemon --db {store} --group hilbench")
     config = tmp_path / "daemon.toml"
     config.write_text("[daemon]\nstore = 'bench.sqlite'\n")
     unit = hilbench("systemd", "--config", config).stdout
-    assert unit.split("ExecStart=")[1].splitlines()[0].endswith(f" daemon --config {config}")
-    assert "StateDirectory" not in unit
+    assert unit.split("ExecStart=")[1].splitlines()[0].endswith(
+        f" daemon --config {config} --group hilbench")
+    assert "HILBENCH_DB" not in unit  # the config names the store: no profile line guesses it
     exec_line = agent_unit.split("ExecStart=")[1].splitlines()[0]
     assert "agent --driver cpu --id cpu0 --bind tcp://0.0.0.0:5555" in exec_line
     assert "--key /etc/hb/cpu0.key_secret --authorized /etc/hb/orchestrators" in exec_line

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import sqlite3
 
 import pytest
@@ -63,10 +65,15 @@ def test_a_bad_campaign_is_refused_naming_file_and_key(tmp_path):
 def test_schedule_add_list_remove_with_next_fires(tmp_path):
     db = tmp_path / "q.sqlite"
     path = qubo_campaign(tmp_path, "nightly", 1)
+    server = {**os.environ, "TZ": "Asia/Tokyo"}  # the server's zone: JST, no summer time
     out = hilbench("schedule", "add", path, "--cron", "0 22 * * *", "--tz", "Europe/Berlin",
-                   "--missed", "run-once", "--db", db)
+                   "--missed", "run-once", "--db", db, env=server)
     assert out.returncode == 0, out.stderr
     assert "schedule 1: nightly at '0 22 * * *' (Europe/Berlin), next fire" in out.stdout
+    # 22:00 in Berlin is 06:00 (winter) or 05:00 (summer) in Tokyo, said with the zone
+    assert re.search(r"next fire \d{4}-\d\d-\d\d 0[56]:00:00 JST;", out.stdout), out.stdout
+    listed = hilbench("schedule", "list", "--db", db, env=server).stdout
+    assert len(re.findall(r" 0[56]:00:00 JST", listed)) == 3, listed
     [row] = json.loads(hilbench("schedule", "list", "--db", db, "--json").stdout)
     assert row["missed"] == "run-once" and len(row["next"]) == 3
     assert all(b - a == 86400 or abs(b - a - 86400) == 3600  # a day, or a day across DST
