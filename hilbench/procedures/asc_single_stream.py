@@ -79,8 +79,12 @@ def run_single_stream_phase(ctx: RunContext, res: AscResources, device: RemoteDe
             "note": "untimed warm-up run, in no figure"}))
     labels = test.labels
 
+    # The link idles while a sample works: as long as the device says its warm-up sample
+    # took, and never longer than the orchestrator saw it take. A device that claims short
+    # gets echoes as warm as its claim (a tighter bound); one that claims long gets no colder
+    # echoes than its round trip.
     echo = single_stream_echo(device, len(test), sample_list_size(test.slices[0]),
-                              warm.round_trip_s)
+                              min(warm.device_s, warm.round_trip_s))
     with ctx.phase("single_stream", [device], echo=echo) as phase:
         timing = PhaseTiming(device.name, phase.offsets[device.name],
                              sample_untimed(device.capabilities),

@@ -56,8 +56,8 @@ def samples_echo(indices: Sequence[int], sample_s: float = LONG_WORK_S) -> Echo:
 def single_stream_echo(device: Any, count: int, per_list: int, sample_s: float) -> Echo:
     """The shape of the requests that run single stream on ``device``: sample lists of
     ``per_list`` samples where the agent offers them, else one run request per sample;
-    ``sample_s``: how long a sample's request took the orchestrator (the warm-up's round
-    trip), how long the link sits idle while one works."""
+    ``sample_s``: how long the link sits idle while one sample works (the warm-up sample's
+    claimed device time, at most its round trip)."""
     if uses_sample_lists(device):
         return samples_echo(range(min(count, per_list)), sample_s)
     return Echo(RESULT_BYTES, {"workload": "asc", "mode": "single_stream", "index": 0},
