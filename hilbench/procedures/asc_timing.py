@@ -156,7 +156,9 @@ LOAD_PROBES = 4  # load + unload pairs the orchestrator times before a phase of 
 def observe_load_unload(ctx: Any, phase: Any, device: Any, index: int, audio: Any) -> float:
     """Before a phase of sample lists: time ``LOAD_PROBES`` loads and unloads of one sample as
     requests of their own (no claim of the agent's in them, only the orchestrator's windows)
-    and keep the slowest pair, which a list's sample may add to the list's window: in a list
+    and keep the median pair (two round trips each, far more than a load and unload beside the
+    device cost; the slowest let a slow pair widen a 10-sample list's allowance tenfold), which
+    a list's sample may add to the list's window: in a list
     the agent loads and unloads each sample beside the device, where the orchestrator cannot
     see it. Stored as an event (``load_unload_probe``) for reanalysis; none without a link
     probe (the replay of a cassette recorded before them)."""
@@ -172,9 +174,9 @@ def observe_load_unload(ctx: Any, phase: Any, device: Any, index: int, audio: An
         pairs.append((loaded[1] - loaded[0]) + (unloaded[1] - unloaded[0]))
     ctx.emit(Event(ctx.run_uid, phase.uid, "load_unload_probe", unloaded[1],
                    {"pairs_s": pairs, "index": int(index),
-                    "rule": "the slowest load + unload pair, each a request of its own, may be "
+                    "rule": "the median load + unload pair, each a request of its own, may be "
                             "spent per sample of a sample list outside its stages"}))
-    return max(pairs)
+    return float(statistics.median(pairs))
 
 
 def request_groups(records: Sequence[Any], bodies: Sequence[dict[str, Any]]
