@@ -57,7 +57,8 @@ POOL_ECHOES = 48
 MIN_PAYLOAD_BYTES = 1024
 # The idle times echoes are sent after (s): a phase's expected work rounds up to one of them.
 IDLE_STEPS_S = (0.0, 1e-3, 2e-3, 5e-3, 10e-3, 20e-3)
-FRESH_IDLE_ECHOES = 2  # fresh echoes a phase takes after idle steps of 5 ms and more
+FRESH_IDLE_ECHOES = 2  # fresh echoes a phase takes after idle steps of COLD_STEP_S and more
+COLD_STEP_S = 5e-3
 
 
 def idle_step(work_s: float) -> float:
@@ -145,9 +146,8 @@ class LinkBound:
                 f"{self.q99_s * 1e3:.3f} ms + spread {self.spread_s * 1e3:.3f} ms + fastest "
                 f"{self.min_s * 1e3:.3f} ms of {self.echoes} echoes ({self.fresh} before this "
                 f"phase) of {self.payload_bytes} bytes{self._after_idle()} through the agent's "
-                f"worker path; median "
-                f"{self.median_s * 1e3:.3f} ms, slowest {self.max_s * 1e3:.3f} ms")
-
+                f"worker path; median {self.median_s * 1e3:.3f} ms, slowest "
+                f"{self.max_s * 1e3:.3f} ms")
 
     def _after_idle(self) -> str:
         return f" each after {self.idle_s * 1e3:g} ms idle" if self.idle_s else ""
@@ -159,13 +159,16 @@ class EchoPool:
     def __init__(self) -> None:
         self._pools: dict[tuple[int, float], deque[float]] = {}
 
+    def _pool(self, payload_bytes: int, idle_s: float) -> deque[float]:
+        return self._pools.setdefault((payload_bytes, idle_s), deque(maxlen=POOL_ECHOES))
+
     def measure(self, payload_bytes: int, echo: Callable[[int], float],
                 fresh: int | None = None, idle_s: float = 0.0) -> LinkBound:
         """Take ``fresh`` echoes (more while the pool is short of MIN_ECHOES), each after the
         link sat ``idle_s`` idle (``echo`` waits it); the bound."""
         if fresh is None:
-            fresh = FRESH_IDLE_ECHOES if idle_s >= 5e-3 else FRESH_ECHOES
-        pool = self._pools.setdefault((payload_bytes, idle_s), deque(maxlen=POOL_ECHOES))
+            fresh = FRESH_IDLE_ECHOES if idle_s >= COLD_STEP_S else FRESH_ECHOES
+        pool = self._pool(payload_bytes, idle_s)
         taken = max(fresh, MIN_ECHOES - len(pool))
         for _ in range(taken):
             pool.append(echo(payload_bytes))
@@ -175,7 +178,7 @@ class EchoPool:
               count: int = FRESH_ECHOES, idle_s: float = 0.0) -> float:
         """The slowest of ``count`` echoes now (kept in the pool too): how loaded the link is
         right after a reply that came late."""
-        pool = self._pools.setdefault((payload_bytes, idle_s), deque(maxlen=POOL_ECHOES))
+        pool = self._pool(payload_bytes, idle_s)
         slowest = 0.0
         for _ in range(count):
             rtt = echo(payload_bytes)
