@@ -30,6 +30,9 @@ from hilbench.wire.message_socket import NOBLOCK, MessageSocket
 
 log = logging.getLogger(__name__)
 
+#: Heartbeats an agent may miss before an overdue reply is blamed on its death, not its lateness.
+MISSED_BEATS = 2
+
 
 class AgentUnreachable(ConnectionError):
     """No handshake: nothing listens there, or it is not a hilbench agent of our version."""
@@ -324,11 +327,16 @@ class AgentClient:
         # The agent gets a full liveness window from now: idle time before this call is no silence.
         t = started = self._last_heard = now()
         deadline = None if timeout_s is None else started + timeout_s
+        limit_s = silence_limit_s or self.heartbeat_s * self.liveness
         while True:  # ``t`` is the time at the last wake-up: one clock read per message
-            if deadline is not None and t >= deadline:
+            overdue = deadline is not None and t >= deadline
+            if overdue and started < self._last_heard >= t - self.heartbeat_s * MISSED_BEATS:
                 raise TimeoutError(
                     f"agent {self.name} did not answer {_what(msg)} within {t - started:.1f} s"
                 )
+            # Overdue with no word from the agent lately (or none since the request went out):
+            # wait for a beat (alive, so late) or the end of the liveness window (lost), so a
+            # dead agent is named lost, not late.
             if unsent is not None:
                 unsent = self._try_send(unsent)
             if t >= self._next_beat:
@@ -338,10 +346,10 @@ class AgentClient:
                     while_waiting()
                     t = now()
             silent = t - self._last_heard
-            if silent > (silence_limit_s or self.heartbeat_s * self.liveness):
+            if silent > limit_s:
                 raise AgentLost(self.name, silent, _what(msg))
-            wait = min(self._next_beat - t, self.heartbeat_s)
-            if deadline is not None:
+            wait = min(self._next_beat - t, self.heartbeat_s, limit_s - silent + 0.001)
+            if deadline is not None and not overdue:
                 wait = min(wait, deadline - t)
             # A blocking receive with a timeout: one call on the hot path instead of poll + recv.
             self._sock.limit_receive_wait(max(1, int(wait * 1000)))

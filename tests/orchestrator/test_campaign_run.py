@@ -160,7 +160,8 @@ def test_killing_the_agent_names_agent_and_run_and_keeps_completed_runs(tmp_path
         done = [r for r in runs if r["status"] == "success"]
         failed = [r for r in runs if r["status"] == "fail"]
         assert done, "completed runs must remain in the store"
-        assert len(failed) == 1 and "cpu0" in failed[0]["reason"]
+        assert len(failed) == 1 and "cpu0" in failed[0]["reason"], [
+            (r["unit_key"], r["reason"]) for r in failed]
         assert failed[0]["uid"][:8] in err
         assert store.campaigns()[0]["status"] == "abort"
 

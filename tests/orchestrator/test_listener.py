@@ -156,6 +156,14 @@ def test_an_agent_that_shuts_down_is_lost_and_can_reconnect(listener, start_agen
     assert again.request("status", timeout_s=5).body["agent_id"] == "dev-a"
 
 
+def test_an_agent_alive_but_late_times_out_and_is_not_called_lost(listener, start_agent):
+    start_agent("dev-a")
+    link = listener.wait_for("dev-a", timeout_s=5)
+    with pytest.raises(TimeoutError, match="dev-a"):  # its heartbeats say it lives
+        link.request("run", {"workload": "sleep", "seconds": 2 * BEAT_S * LIVENESS},
+                     timeout_s=3 * BEAT_S)
+
+
 def test_an_agent_that_never_connects_is_unreachable(listener, start_agent):
     start_agent("dev-a")
     with pytest.raises(AgentUnreachable) as err:
@@ -191,8 +199,11 @@ def test_a_real_agent_process_connects_serves_and_is_lost_when_killed(listener, 
 
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
+        # Its deadline comes before the liveness window ends (as for the link's echoes): a
+        # dead agent is still named lost, not late (a late reply fails one run; a lost agent
+        # stops the campaign).
         with pytest.raises(AgentLost, match="cpu-x") as lost:
-            link.request("status", timeout_s=10)
+            link.request("status", timeout_s=BEAT_S)
         assert lost.value.agent == "cpu-x"
     finally:
         if proc.poll() is None:
