@@ -92,7 +92,7 @@ def _run_campaign(
         # "retried": an unverified run whose unit runs again; the unit is not done yet
         eta = ""
         if live:
-            live[0].unit_done(unit, status)
+            live[0].unit_done(unit, status, run_uid)
             eta = live[0].estimate().short()
         progress.update(task, advance=0 if status == "retried" else 1,
                         last=f"{status}: {unit.key!s}", eta=eta)

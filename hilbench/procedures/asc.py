@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.filehash import sha256_file
+from hilbench.orchestrator.eta import UnitWork
 from hilbench.orchestrator.instruments import Instrument
 from hilbench.orchestrator.phases import RunContext
 from hilbench.orchestrator.procedure import Procedure, UnitKey
@@ -186,6 +187,11 @@ class AscSingleStreamUnit:
     def prepare(self) -> dict[str, Any]:
         return self.resources.ensure()
 
+    def work(self) -> UnitWork:
+        """For the ETA: one pass over the test samples (their number known once loaded)."""
+        test = self.resources.test
+        return UnitWork(0.0, None if test is None else len(test))
+
     def run(self, ctx: RunContext, device: RemoteDevice, instruments: Sequence[Instrument]
             ) -> None:
         from hilbench.procedures.asc_single_stream import run_single_stream_unit
@@ -221,6 +227,13 @@ class AscPowerUnit:
 
     def prepare(self) -> dict[str, Any]:
         return self.resources.ensure()
+
+    def work(self) -> UnitWork:
+        """For the ETA: the declared windows, ``repetitions`` × (idle + an active window per
+        stage, or one single-stream window), timed by the device's clock."""
+        spec = self.spec
+        actives = 1 if spec.power_method == "single_stream" else 2  # pre-processing, inference
+        return UnitWork(spec.repetitions * (spec.idle_s + actives * spec.active_s), 0)
 
     def run(self, ctx: RunContext, device: RemoteDevice, instruments: Sequence[Instrument]
             ) -> None:
