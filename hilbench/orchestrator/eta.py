@@ -215,6 +215,9 @@ class Estimator:
     works: dict[Shape, Any] = field(default_factory=dict)
     _overheads: list[float] = field(default_factory=list)
     _per_sample: list[float] = field(default_factory=list)  # s per sample, one per run
+    # slot − declared windows of runs of windows alone: the overhead beside them, or less
+    # than none when the device runs fewer windows than declared (a stage it cannot time)
+    _beside_windows: list[float] = field(default_factory=list)
     _variable: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
 
     @classmethod
@@ -267,7 +270,7 @@ class Estimator:
         elif work.samples > 0:
             self._per_sample.append(max(0.0, variable) / work.samples)
         elif is_slot:
-            self._overheads.append(variable)
+            self._beside_windows.append(variable)
 
     def unit_cost(self, shape: Shape) -> tuple[float | None, str]:
         """One unit's expected slot and the basis's name."""
@@ -292,7 +295,9 @@ class Estimator:
         """Declared windows + samples × the measured per-sample cost (overhead included in
         it: it was measured on whole runs), or windows + the overhead per unit."""
         if work.samples == 0:
-            return work.fixed_s + self._overhead(), "work"
+            beside = (statistics.median(self._beside_windows) if self._beside_windows
+                      else self._overhead())
+            return max(0.0, work.fixed_s + beside), "work"
         if work.samples is not None and self._per_sample:
             return work.fixed_s + work.samples * statistics.median(self._per_sample), "work"
         variable = self._variable.get(shape[0])
@@ -356,6 +361,10 @@ class Estimator:
         elif any(w is not None and w.samples is None for w, _ in declared):
             runs = sum(len(v) for v in self._variable.values())
             parts.append(f"a pass over the data as measured over {runs} run(s)")
+        if self._beside_windows:
+            beside = statistics.median(self._beside_windows)
+            overhead = (f"{'+' if beside >= 0 else '−'}{abs(beside) * 1e3:.0f} ms per unit "
+                        f"beside the windows measured over {len(self._beside_windows)} run(s)")
         return " + ".join([*parts, overhead])
 
 

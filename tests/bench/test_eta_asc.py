@@ -53,7 +53,25 @@ def test_power_runs_are_their_declared_windows_and_a_single_stream_waits_for_its
     # A power run's slot measures the overhead beside its windows.
     estimator.done(unit_shape(power[0]), windows + 1.5)
     assert estimator.estimate().seconds == pytest.approx(2 * 0.9 + 2 * (windows + 1.5))
-    assert "overhead 1500 ms per unit measured over 1 run(s)" in estimator.estimate().basis
+    assert "+1500 ms per unit beside the windows measured over 1 run(s)" in (
+        estimator.estimate().basis)
+
+
+def test_a_device_that_times_fewer_stages_than_declared_is_measured_after_its_first_run():
+    """The Arduino method declares an active window per stage; a device that can time only
+    inference (Xylo Audio 2: its analog front end is not timed) runs one per repetition: the
+    first power run's slot says so, and the next power run is estimated from it."""
+    units = expand_all(_campaign("repeat"))
+    power = [u for u in units if u.procedure == "asc.power"]
+    declared_s = power[0].work().fixed_s
+    ran_s = WINDOWS * (IDLE_S + ACTIVE_S) + 0.4  # one active window per repetition
+    estimator = Estimator.for_units(power, {})
+    estimator.done(unit_shape(power[0]), None, ran_s - 0.4)
+    assert estimator.estimate().seconds == pytest.approx(2 * (declared_s + OVERHEAD_PER_RUN_S))
+    estimator.done(unit_shape(power[1]), ran_s)
+    assert estimator.estimate().seconds == pytest.approx(ran_s)
+    assert "−9600 ms per unit beside the windows measured over 1 run(s)" in (
+        estimator.estimate().basis)
 
 
 def test_the_arduino_method_counts_an_active_window_per_stage():
