@@ -27,11 +27,11 @@ import numpy as np
 from hilbench.orchestrator.eta import (
     Estimator,
     StoredRun,
-    UnitWork,
     campaign_slots,
     history_slots,
     stored_costs,
     stored_runs,
+    unit_work,
 )
 
 GOAL_MEDIAN = 0.20  # issue 34: median ETA error after the first tenth of a campaign
@@ -55,11 +55,12 @@ def unit_budgets(config: Mapping[str, Any]) -> dict[str, float]:
     return declared(config)[0]
 
 
-def declared(config: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, UnitWork]]:
-    """Unit key -> the budget it states, and unit key -> the work it declares, rebuilt from a
-    stored campaign's config (both empty when it cannot be rebuilt here)."""
+def declared(config: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, Any]]:
+    """Unit key -> the budget it states, and unit key -> the unit, when it declares its work
+    (:func:`hilbench.orchestrator.eta.unit_work`), rebuilt from a stored campaign's config
+    (both empty when it cannot be rebuilt here)."""
     from hilbench.orchestrator.campaign import Campaign
-    from hilbench.orchestrator.eta import unit_budget, unit_work
+    from hilbench.orchestrator.eta import unit_budget
     from hilbench.orchestrator.procedure import TableContext, load_procedure
 
     try:
@@ -74,11 +75,11 @@ def declared(config: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, Uni
         budgets, works = {}, {}
         for name, procedure_tables in tables.items():
             for unit in load_procedure(name).expand(list(procedure_tables), campaign):
-                budget, work = unit_budget(unit), unit_work(unit)
+                budget = unit_budget(unit)
                 if budget is not None:
                     budgets[str(unit.key)] = budget
-                if work is not None:
-                    works[str(unit.key)] = work
+                if unit_work(unit) is not None:
+                    works[str(unit.key)] = unit
         return budgets, works
     except Exception:  # the replay goes on without them: history and its own runs
         return {}, {}
@@ -86,7 +87,7 @@ def declared(config: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, Uni
 
 def replay_campaign(runs: Sequence[StoredRun], earlier: Sequence[StoredRun],
                     budgets: Mapping[str, float],
-                    works: Mapping[str, UnitWork] | None = None) -> list[float]:
+                    works: Mapping[str, Any] | None = None) -> list[float]:
     """Relative ETA errors at each run from the first tenth of ``runs`` (one campaign, in
     order) on, with ``earlier`` as the store's history and the budgets and work the units
     declare (by unit key)."""
@@ -98,7 +99,8 @@ def replay_campaign(runs: Sequence[StoredRun], earlier: Sequence[StoredRun],
     shape_works: dict[Any, Any] = {}
     for run in runs:
         if run.unit_key in works:
-            shape_works.setdefault(run.shape, lambda w=works[run.unit_key]: w)
+            shape_works.setdefault(run.shape,
+                                   lambda caps, unit=works[run.unit_key]: unit_work(unit, caps))
     estimator = Estimator(Counter(run.shape for run in runs), shape_budgets, history,
                           works=shape_works)
     slots = campaign_slots(runs)
@@ -107,6 +109,7 @@ def replay_campaign(runs: Sequence[StoredRun], earlier: Sequence[StoredRun],
     first = max(1, math.ceil(len(runs) / 10))
     errors = []
     for i, (run, slot) in enumerate(zip(runs, slots, strict=True), start=1):
+        estimator.learn(run.agents)  # what the handshake stored with the run says
         estimator.done(run.shape, slot, run.end - run.start)
         actual = left_after[i]
         if i < first or actual <= 0:

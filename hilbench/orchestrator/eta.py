@@ -76,13 +76,14 @@ class UnitWork:
     samples: int | None = 0
 
 
-def unit_work(unit: Any) -> UnitWork | None:
-    """The work a unit declares (``work()``), else None."""
+def unit_work(unit: Any, capabilities: Mapping[str, Any] | None = None) -> UnitWork | None:
+    """The work a unit declares (``work(capabilities)``: its agent's handshake capabilities
+    once a run has stored them, else None), else None."""
     work = getattr(unit, "work", None)
     if work is None:
         return None
     try:
-        found = work()
+        found = work(capabilities)
     except Exception:  # a unit that cannot say is estimated from history or this campaign
         return None
     return found if isinstance(found, UnitWork) else None
@@ -102,6 +103,7 @@ class StoredRun:
     unit_key: str
     start: float  # wall-clock seconds
     end: float
+    agents: Mapping[str, Any] = field(default_factory=dict, compare=False)  # its handshake
 
 
 def stored_runs(store_path: str | Path | Any) -> list[StoredRun]:
@@ -116,7 +118,8 @@ def stored_runs(store_path: str | Path | Any) -> list[StoredRun]:
             continue
         out.append(StoredRun(r["campaign_uid"],
                              shape_of(r["procedure"], r["unit_key"], run_device(r["agents"])),
-                             r["unit_key"], r["wall_time"], r["wall_time"] + r["duration_s"]))
+                             r["unit_key"], r["wall_time"], r["wall_time"] + r["duration_s"],
+                             r["agents"] if isinstance(r["agents"], Mapping) else {}))
     return out
 
 
@@ -210,9 +213,11 @@ class Estimator:
     budgets: dict[Shape, float | None]
     history: Stored = field(default_factory=dict)
     own: dict[Shape, list[float]] = field(default_factory=lambda: defaultdict(list))
-    # shape -> how to ask a unit of that shape for its declared work (asked when estimating:
-    # a unit's samples are known once its data set has loaded)
+    # shape -> how to ask a unit of that shape for its declared work given its agent's
+    # capabilities (asked when estimating: a unit's samples are known once its data set has
+    # loaded, its agent's capabilities once a run has stored its handshake)
     works: dict[Shape, Any] = field(default_factory=dict)
+    capabilities: dict[str, Mapping[str, Any]] = field(default_factory=dict)  # by agent id
     _overheads: list[float] = field(default_factory=list)
     _per_sample: list[float] = field(default_factory=list)  # s per sample, one per run
     # slot − declared windows of runs of windows alone: the overhead beside them, or less
@@ -232,7 +237,7 @@ class Estimator:
             left[shape] += 1
             budgets.setdefault(shape, unit_budget(unit))
             if getattr(unit, "work", None) is not None:
-                works.setdefault(shape, lambda unit=unit: unit_work(unit))
+                works.setdefault(shape, lambda caps, unit=unit: unit_work(unit, caps))
         return cls(left, budgets, history, works=works)
 
     def done(self, shape: Shape, slot_s: float | None, run_s: float | None = None) -> None:
@@ -254,9 +259,16 @@ class Estimator:
         """The work a unit of ``shape`` declares now (None: it declares none)."""
         return self._work(shape)
 
+    def learn(self, agents: Mapping[str, Any]) -> None:
+        """A stored run's handshake: its agents' capabilities (what a device can time)."""
+        for agent, info in agents.items():
+            caps = info.get("capabilities") if isinstance(info, Mapping) else None
+            if isinstance(caps, Mapping):
+                self.capabilities[str(agent)] = caps
+
     def _work(self, shape: Shape) -> UnitWork | None:
         ask = self.works.get(shape)
-        return None if ask is None else ask()
+        return None if ask is None else ask(self.capabilities.get(shape[2]))
 
     def _measure_work(self, shape: Shape, cost: float | None, is_slot: bool) -> None:
         """What a declared unit's run says of the per-sample cost (or, for windows alone, of
@@ -391,19 +403,26 @@ class LiveEstimate:
         t = self._clock()
         slot = None if self._last is None else t - self._last
         self._last = t
-        run_s = self._run_seconds(run_uid) if slot is None else None
-        self.estimator.done(unit_shape(unit), slot, run_s)
+        run_s = None
+        if slot is None or not self.estimator.capabilities:
+            run_s = self._read_run(run_uid)
+        self.estimator.done(unit_shape(unit), slot, run_s if slot is None else None)
 
-    def _run_seconds(self, run_uid: str | None) -> float | None:
+    def _read_run(self, run_uid: str | None) -> float | None:
+        """The stored run's own start-to-stop; its handshake teaches the estimator what its
+        agents can do."""
         from hilbench.store import Store, StoreError
 
         if not run_uid:
             return None
         try:
             with Store(self._store) as store:
-                seconds = store.run(run_uid).get("duration_s")
+                run = store.run(run_uid)
         except (StoreError, KeyError):
             return None
+        if isinstance(run.get("agents"), Mapping):
+            self.estimator.learn(run["agents"])
+        seconds = run.get("duration_s")
         return None if seconds is None else float(seconds)
 
     def estimate(self) -> Estimate:

@@ -94,10 +94,11 @@ def _write_asc_campaign(writer, config, wall0, single_s, overhead_s, power_s):
     """One ASC campaign as `run` stores it: per trial a single stream, then a power run."""
     uid = new_uid()
     writer.begin_campaign(uid, config["name"], config)
-    budgets, works = declared(config)
-    assert not budgets and len(works) == 2 * TRIALS  # rebuilt from the stored config
+    budgets, units = declared(config)
+    assert not budgets and len(units) == 2 * TRIALS  # rebuilt from the stored config
     t = wall0 + 5.0  # start-up: agent, fixture, model
-    for key, work in works.items():
+    for key, unit in units.items():
+        work = unit.work()
         procedure = "asc.power" if work.samples == 0 else "asc.single_stream"
         seconds = power_s if work.samples == 0 else single_s
         run = new_uid()
@@ -124,3 +125,20 @@ def test_bench_eta_on_asc_campaigns_without_history_is_within_the_goal(tmp_path)
     proc = hilbench("bench", "eta", db)
     assert proc.returncode == 0, proc.stderr
     assert "(goal: median ≤ 20 %)" in proc.stdout
+
+
+def test_a_device_that_times_only_inference_is_modelled_with_the_windows_it_will_run():
+    """Its handshake, stored with the campaign's first run, says which stages it can time
+    (Xylo Audio 2: inference only): from then on its power runs count one active window per
+    repetition, before any of them ran."""
+    power = [u for u in expand_all(_campaign("repeat")) if u.procedure == "asc.power"]
+    estimator = Estimator.for_units(power, {})
+    per_unit = WINDOWS * (IDLE_S + 2 * ACTIVE_S) + OVERHEAD_PER_RUN_S
+    assert estimator.estimate().seconds == pytest.approx(TRIALS * per_unit)
+    estimator.learn({"cpu0": {"driver": "xylo",
+                              "capabilities": {"asc": {"stages": ["inference"]}}}})
+    per_unit = WINDOWS * (IDLE_S + ACTIVE_S) + OVERHEAD_PER_RUN_S
+    assert estimator.estimate().seconds == pytest.approx(TRIALS * per_unit)
+    estimator.learn({"cpu0": {"capabilities": {"asc": {"stages": "garbled"}}}})  # unreadable
+    garbled = power[0].work(estimator.capabilities["cpu0"])
+    assert garbled.fixed_s == WINDOWS * (IDLE_S + 2 * ACTIVE_S)  # both stages, as declared
