@@ -101,7 +101,7 @@ class _Follow:
         # "retried": an unverified run whose unit runs again; the unit is not done yet
         eta = ""
         if self.live is not None:
-            self.live.unit_done(unit, status)
+            self.live.unit_done(unit, status, run_uid)
             eta = self.live.estimate().short()
         self.screen.progress.update(self.task, advance=0 if status == "retried" else 1,
                                     last=f"{status}: {unit.key!s}", eta=eta)
