@@ -6,6 +6,7 @@ imports the other's caller (no import circle)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 import numpy as np
@@ -43,9 +44,14 @@ from hilbench.power.align import BoundaryPolicy
                    "(clock-offset mapping with its stated uncertainty).")
 @click.option("--json", "as_json", is_flag=True, default=False,
               help="Print the comparison's figures as one JSON object.")
+@click.option("--sweep", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write the accuracy map into this folder: median error and coverage against "
+                   "inference length (0.1-100 ms at 1 MS/s) and sample rate (3 Hz-2 MS/s at "
+                   "1 ms), marker against software alignment, --trials trials per point "
+                   "(power-accuracy-sweep.json, .svg, .png).")
 def power_accuracy(trials: int, virtual_trials: int, seed: int, boundary: BoundaryPolicy,
                    inference_ms: float | None, rate: float | None, marker: bool,
-                   as_json: bool) -> None:
+                   as_json: bool, sweep: Path | None) -> None:
     """Relative error of dynamic energy per inference against the simulated truth, and how
     often its stated 95 % interval covers the truth (the target: 90-99 % of trials).
 
@@ -63,6 +69,14 @@ def power_accuracy(trials: int, virtual_trials: int, seed: int, boundary: Bounda
     """
     if trials < 0 or virtual_trials < 0:
         raise click.BadParameter("must not be negative", param_hint="--trials")
+    if sweep is not None:
+        from hilbench.bench.power_accuracy_sweep import write_sweep  # matplotlib: only here
+
+        if trials < 1:
+            raise click.UsageError("--trials must be positive")
+        for path in write_sweep(sweep, trials, seed):
+            click.echo(f"power-accuracy sweep: wrote {path}")
+        return
     if inference_ms is not None or rate is not None or marker or as_json:
         _fast_instrument(1.0 if inference_ms is None else inference_ms,
                          1e6 if rate is None else rate, marker, trials, seed, as_json)

@@ -77,3 +77,46 @@ def test_the_command_prints_json_with_the_simulation_parameters():
 def test_bad_figures_get_one_line(args):
     result = CliRunner().invoke(power_accuracy, [*args, "--trials", "3"])
     assert result.exit_code == 2 and "must be positive" in result.output
+
+
+def test_the_sweep_draws_the_points_its_json_holds(tmp_path):
+    from hilbench.bench.power_accuracy_sweep import SERIES, sweep_figure, write_sweep
+    from hilbench.report.figures.style import figure_context
+
+    paths = write_sweep(tmp_path, 4, 3, inference_ms=(0.3, 30.0), rates=(30.0, 3e4))
+    assert [p.name for p in paths] == ["power-accuracy-sweep.json", "power-accuracy-sweep.png",
+                                       "power-accuracy-sweep.svg"]
+    assert all(p.stat().st_size > 0 for p in paths)
+    points = json.loads(paths[0].read_text())["points"]
+    assert len(points) == 8 and not any("refused" in p for p in points)
+    with figure_context():
+        fig = sweep_figure(points)
+    (error_ms, error_rate), (coverage_ms, coverage_rate) = np.asarray(fig.axes).reshape(2, 2)
+    for ax, axis, key in ((error_ms, "inference_ms", "median_abs_error"),
+                          (error_rate, "rate", "median_abs_error"),
+                          (coverage_ms, "inference_ms", "coverage"),
+                          (coverage_rate, "rate", "coverage")):
+        # error bars: the container carries the label, its first line the points
+        drawn = {line.get_label(): line for line in ax.get_lines()
+                 if line.get_label() in SERIES.values()}
+        drawn.update({c.get_label(): c.lines[0] for c in ax.containers
+                      if c.get_label() in SERIES.values()})
+        assert set(drawn) == set(SERIES.values())
+        for marker, name in SERIES.items():
+            mine = sorted((p for p in points if p["axis"] == axis and p["marker"] == marker),
+                          key=lambda p: p["inference_ms"] if axis == "inference_ms"
+                          else p["rate"])
+            x = [p["inference_ms"] * 1e-3 if axis == "inference_ms" else p["rate"]
+                 for p in mine]
+            assert drawn[name].get_xdata().tolist() == pytest.approx(x)
+            assert drawn[name].get_ydata().tolist() == pytest.approx([p[key] for p in mine])
+
+
+def test_the_command_writes_the_sweep(tmp_path):
+    result = CliRunner().invoke(power_accuracy, ["--sweep", str(tmp_path / "map"),
+                                                 "--trials", "1"])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (tmp_path / "map").iterdir()) == [
+        "power-accuracy-sweep.json", "power-accuracy-sweep.png", "power-accuracy-sweep.svg"]
+    points = json.loads((tmp_path / "map" / "power-accuracy-sweep.json").read_text())["points"]
+    assert {p["axis"] for p in points} == {"inference_ms", "rate"} and len(points) == 30
