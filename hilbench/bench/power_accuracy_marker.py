@@ -5,8 +5,8 @@ fast instrument, against the simulation's truth, in virtual time.
 Each trial simulates a device that marks two regions on a digital line (high while it idles
 for the idle window, high while it runs back-to-back inferences), and a
 JS220-class instrument that samples the supply power gaplessly at ``rate`` and the line in the
-same stream. The active region is at least 10 ms long (10 inferences of 1 ms) and at least
-``MIN_WINDOW_SAMPLES`` samples (more inferences at low rates). What the trial draws, as a real
+same stream. The active region holds 10 inferences, more where that would be fewer than
+``MIN_WINDOW_SAMPLES`` samples (at low rates). What the trial draws, as a real
 bench would have it:
 
 - the instrument's calibration error (gain and offset) uniform within its stated accuracy, its
@@ -55,7 +55,7 @@ class Simulation:
     drift_ppm: float = 20.0  # the timebase runs within ± this (stated; the true drift is drawn)
     marker_latency_s: float = 2e-6  # stated input latency; the true one is drawn in [0, this]
     offset_uncertainty_s: float = 100e-6  # software alignment: ± stated clock mapping error
-    min_active_s: float = 10e-3  # the device infers back to back at least this long
+    inferences: int = 10  # back-to-back inferences in the active window (more at low rates)
     # The true mapping error reaches this times the stated bound: 1 is an honest statement;
     # below-1 statements (> 1 here) show that the coverage catches an understated uncertainty.
     offset_true_scale: float = 1.0
@@ -77,11 +77,10 @@ class Layout:
 
 
 def layout(inference_s: float, period_s: float, sim: Simulation) -> Layout:
-    """Idle and active regions of equal length, each at least ``sim.min_active_s`` and
-    MIN_WINDOW_SAMPLES samples long, with idle gaps around them long enough for an edge's
+    """Idle and active regions of equal length, ``sim.inferences`` inferences long or at least
+    MIN_WINDOW_SAMPLES samples, with idle gaps around them long enough for an edge's
     uncertainty."""
-    shortest = max(sim.min_active_s, MIN_WINDOW_SAMPLES * period_s)
-    count = max(1, math.ceil(shortest / inference_s * (1 - 1e-9)))
+    count = max(sim.inferences, math.ceil(MIN_WINDOW_SAMPLES * period_s / inference_s))
     length = count * inference_s
     gap = max(1e-3, 5 * period_s + sim.marker_latency_s, 3 * sim.offset_uncertainty_s)
     idle_start = gap
