@@ -66,6 +66,8 @@ def power_accuracy(trials: int, virtual_trials: int, seed: int, boundary: Bounda
     inference measured by a simulated JS220-class instrument, its windows cut by marker edges
     or placed by software alignment, over --trials trials in virtual time; prints median
     error, coverage and its Wilson 95 % CI (and with --json, the simulation's parameters).
+    With --sweep DIR: that comparison over inference lengths and sample rates, as JSON and a
+    figure.
     """
     if trials < 0 or virtual_trials < 0:
         raise click.BadParameter("must not be negative", param_hint="--trials")
