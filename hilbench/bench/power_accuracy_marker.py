@@ -9,6 +9,7 @@ same stream. The active region holds 10 inferences, more where that would be few
 ``MIN_WINDOW_SAMPLES`` samples (at low rates). What the trial draws, as a real
 bench would have it:
 
+- the device's inference time within ± 2 % of the nominal one;
 - the instrument's calibration error (gain and offset) uniform within its stated accuracy, its
   reading noise (white, rms growing with the square root of the rate) and quantisation;
 - its timebase drift uniform within the stated bound, and its sample phase;
@@ -34,7 +35,7 @@ import numpy as np
 
 from hilbench.bench.power_accuracy import TrialResult, coverage_interval, score, trial_energy
 from hilbench.power.estimators import PhaseWindow
-from hilbench.power.markers import cut_windows, edges_from_levels, info_edge_uncertainty_s
+from hilbench.power.markers import cut_windows, edges_from_levels
 from hilbench.power.source import SourceInfo
 from hilbench.sim.power_model import ARDUINO_NANO_33_BLE, quantise
 
@@ -56,6 +57,10 @@ class Simulation:
     marker_latency_s: float = 2e-6  # stated input latency; the true one is drawn in [0, this]
     offset_uncertainty_s: float = 100e-6  # software alignment: ± stated clock mapping error
     inferences: int = 10  # back-to-back inferences in the active window (more at low rates)
+    # A trial's true inference time is the nominal one within ± this fraction (a device's
+    # inferences vary from run to run): the window's length then falls anywhere on the
+    # instrument's sample grid, as a real one does, not on a whole number of periods.
+    inference_jitter: float = 0.02
     # The true mapping error reaches this times the stated bound: 1 is an honest statement;
     # below-1 statements (> 1 here) show that the coverage catches an understated uncertainty.
     offset_true_scale: float = 1.0
@@ -76,12 +81,13 @@ class Layout:
     inferences: int
 
 
-def layout(inference_s: float, period_s: float, sim: Simulation) -> Layout:
+def layout(inference_s: float, period_s: float, sim: Simulation,
+           true_inference_s: float | None = None) -> Layout:
     """Idle and active regions of equal length, ``sim.inferences`` inferences long or at least
     MIN_WINDOW_SAMPLES samples, with idle gaps around them long enough for an edge's
-    uncertainty."""
+    uncertainty. The count follows the nominal inference time, the length the true one."""
     count = max(sim.inferences, math.ceil(MIN_WINDOW_SAMPLES * period_s / inference_s))
-    length = count * inference_s
+    length = count * (inference_s if true_inference_s is None else true_inference_s)
     gap = max(1e-3, 5 * period_s + sim.marker_latency_s, 3 * sim.offset_uncertainty_s)
     idle_start = gap
     active_start = idle_start + length + gap
@@ -116,7 +122,8 @@ def run_trial(inference_s: float, rate: float, marker: bool, sim: Simulation,
               rng: np.random.Generator) -> TrialResult:
     """One simulated measurement of dynamic energy per inference, scored against the truth."""
     period = 1.0 / rate
-    lay = layout(inference_s, period, sim)
+    true_inference_s = inference_s * (1.0 + rng.uniform(-1.0, 1.0) * sim.inference_jitter)
+    lay = layout(inference_s, period, sim, true_inference_s)
     drift = rng.uniform(-1.0, 1.0) * sim.drift_ppm * 1e-6
     true_period = period * (1.0 + drift)
     first = rng.uniform(0.0, true_period)  # sample phase
@@ -141,24 +148,28 @@ def run_trial(inference_s: float, rate: float, marker: bool, sim: Simulation,
         timing = sim.offset_uncertainty_s + sim.drift_ppm * 1e-6 * lay.active_end
     energy = trial_energy(t, watts, windows, info, estimate=None, timing_s=timing,
                           aperture_s=period, resolution=sim.resolution_w, boundary="exclude")
-    return score(energy, (INFERENCE_W - IDLE_W) * inference_s)
+    return score(energy, (INFERENCE_W - IDLE_W) * true_inference_s)
 
 
 def marked_windows(levels: np.ndarray, inferences: int, info: SourceInfo, sim: Simulation
                    ) -> tuple[np.ndarray, list[PhaseWindow], float]:
     """Idle and active windows cut by the marker's edges, on the instrument's own sample
-    clock (sample k at k periods), with the timing half-width they leave open.
+    clock (sample k averages periods k..k+1), with the timing half-width they leave open.
 
-    A cut lies after its true edge by up to ``u`` (one period plus the stated latency), so
-    each window is placed ``u / 2`` before its cut, ± ``u / 2``. Both edges are late by the
-    same latency and by their own sample phase: the duration is off by the difference of two
-    phases (standard deviation period / sqrt(6)) and by the timebase's drift; that is the
-    execution time's standard error."""
+    A cut lies after its true edge by the input latency (at most the stated ``L``) plus a
+    sample phase (under one period). So the samples from a window's first cut up to the one
+    before its last begin after the region's true start and end at most ``L`` after its true
+    end: the power means use exactly those samples (the window ends one period before the
+    second cut), ± ``L``. Both edges are late by the same latency and by their own sample
+    phase: the duration (cut to cut) is off by the difference of two phases (standard
+    deviation period / sqrt(6)) and by the timebase's drift; that is the execution time's
+    standard error. (The cutter's bound of one period plus ``L`` per edge holds; this uses
+    how the two edges' errors are distributed.)"""
     period = info.sample_period_s
     assert period is not None
-    u = info_edge_uncertainty_s(info)
+    latency = info.marker_latency_s or 0.0
     cut = cut_windows(edges_from_levels(levels, "gpi0"), sample_period_s=period,
-                      marker_latency_s=info.marker_latency_s or 0.0, n_samples=len(levels))
+                      marker_latency_s=latency, n_samples=len(levels))
     if len(cut) != 2:
         raise ValueError(f"expected an idle and an active marked window, the stream holds "
                          f"{len(cut)}")
@@ -167,12 +178,12 @@ def marked_windows(levels: np.ndarray, inferences: int, info: SourceInfo, sim: S
     execution_se = math.hypot(period / math.sqrt(6.0),
                               active.duration_s * sim.drift_ppm * 1e-6 / math.sqrt(3.0))
     windows = [
-        PhaseWindow("idle", idle.start * period - u / 2, idle.stop * period - u / 2),
-        PhaseWindow("active", active.start * period - u / 2, active.stop * period - u / 2,
+        PhaseWindow("idle", idle.start * period, (idle.stop - 1) * period),
+        PhaseWindow("active", active.start * period, (active.stop - 1) * period,
                     inferences=inferences, mean_execution_s=execution,
                     mean_execution_std_error_s=execution_se / inferences),
     ]
-    return np.arange(len(levels)) * period, windows, u / 2
+    return np.arange(len(levels)) * period, windows, latency
 
 
 @dataclass(frozen=True)
