@@ -53,6 +53,8 @@ def sweep_points(trials: int, seed: int, inference_ms: tuple[float, ...] = INFER
 def sweep_figure(points: list[dict[str, Any]]) -> Figure:
     """Median error (top) and coverage with its Wilson 95 % CI (bottom), against inference
     length (left) and sample rate (right); one series per alignment."""
+    from matplotlib.ticker import LogLocator
+
     styles = series_styles(list(SERIES.values()))
     fig = new_figure(9.0, 6.4)
     axes = fig.subplots(2, 2, sharex="col")
@@ -72,6 +74,7 @@ def sweep_figure(points: list[dict[str, Any]]) -> Figure:
             axes[row][col].set_xscale("log")
             log_ticks(axes[row][col], "x", unit)
         axes[0][col].set_yscale("log")
+        axes[0][col].yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
         _percent(axes[0][col])
         _percent(axes[1][col])
         axes[0][col].set_ylabel("median |error|")
