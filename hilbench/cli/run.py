@@ -38,8 +38,8 @@ def _run_campaign(
     from hilbench.orchestrator.session import Outcome, run_session
     from hilbench.report.summary import print_summary
     from hilbench.store import StoreError, StoreFault
+    from hilbench.store.opening import check_store_path
     from hilbench.store.paths import logs_dir
-    from hilbench.store.schema import check_store_path
 
     console = Console(stderr=True, quiet=quiet)  # progress
     errors = Console(stderr=True)  # errors are printed even with --quiet

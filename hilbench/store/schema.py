@@ -5,7 +5,8 @@ The schema is described once, in :mod:`hilbench.store.tables`, and versioned by 
 revisions named by the schema version (:mod:`hilbench.store.migrations`). SQLite stores made
 before Alembic reach version 4 (the Alembic baseline) by the frozen :data:`LEGACY_MIGRATIONS`
 and are then stamped with revision ``0004``; later versions are Alembic revisions on both back
-ends. PostgreSQL stores are opened by :mod:`hilbench.store.pg_schema`.
+ends. PostgreSQL stores are opened by :mod:`hilbench.store.pg_schema`, and either kind by
+:mod:`hilbench.store.opening`.
 
 A hilbench store is marked by ``PRAGMA application_id`` and versioned by ``PRAGMA user_version``,
 so a file is identified without reading any table: a file that is not SQLite, a SQLite database
@@ -19,7 +20,7 @@ import contextlib
 import os
 import sqlite3
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Literal
 
 from hilbench.store.errors import (
     StoreError,
@@ -29,9 +30,6 @@ from hilbench.store.errors import (
     store_error,
 )
 from hilbench.store.groups import install_functions
-
-if TYPE_CHECKING:
-    from hilbench.store.engine import DbTarget
 
 APPLICATION_ID = 0x48494C42  # "HILB"
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -156,19 +154,6 @@ ALEMBIC_VERSION_TABLE = (
 Mode = Literal["read", "write"]
 
 
-def open_target(target: DbTarget | str | Path, mode: Mode) -> Any:
-    """Open a store of either back end: a ``sqlite3.Connection`` for a file, a
-    :class:`~hilbench.store.backend.PgConnection` for a PostgreSQL URL."""
-    from hilbench.store.engine import parse_db
-
-    target = parse_db(target)
-    if target.path is not None:
-        return open_store(target.path, mode)
-    from hilbench.store.pg_schema import open_pg_store
-
-    return open_pg_store(target, mode)
-
-
 def open_store(path: Path, mode: Mode) -> sqlite3.Connection:
     """Open ``path`` as a hilbench store, creating (``write``) or migrating it when needed.
 
@@ -246,22 +231,10 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
         raise store_error(path, "create or upgrade the store schema", exc) from exc
 
 
-def check_store_path(path: Path | DbTarget) -> bool:
-    """Refuse, before anything is written, a path a campaign could not store into: a folder
-    that does not exist (a mistyped ``--db`` is not silently created), or an existing file
-    that is not a hilbench store. Returns True when the store will be a new file.
-    A PostgreSQL store is opened for writing (its schema created in an empty database);
-    True when it held no store before."""
-    if not isinstance(path, Path):
-        from hilbench.store.engine import parse_db
-        from hilbench.store.pg_schema import has_store
-
-        target = parse_db(path)
-        if target.path is None:
-            new = not has_store(target)
-            open_target(target, "write").close()
-            return new
-        path = target.path
+def check_store_file(path: Path) -> bool:
+    """Refuse, before anything is written, a file a campaign could not store into: a folder
+    that does not exist (a mistyped ``--db`` is not silently created), a read-only file system,
+    or an existing file that is not a hilbench store. True when the store will be a new file."""
     _check_file(path, create=True)
     if os.statvfs(path.parent).f_flag & os.ST_RDONLY:
         raise StoreFault(
