@@ -130,13 +130,13 @@ LEGACY_MIGRATIONS: tuple[tuple[str, ...], ...] = (
 MIGRATIONS = LEGACY_MIGRATIONS  # the name before Alembic
 BASELINE_VERSION = len(LEGACY_MIGRATIONS)
 # The newest schema version = the number of the newest Alembic revision (tests check they agree).
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # SQLITE_MIGRATIONS[v] takes a SQLite store from version v - 1 to v past the baseline, what the
-# Alembic revision of the same number does on PostgreSQL; frozen like the revisions. Each step
+# Alembic revision of the same number does on PostgreSQL; frozen like the revisions. A step that
 # rewrites table definitions in the schema (SQLite's documented way to change a constraint:
-# https://www.sqlite.org/lang_altertable.html, "Making Other Kinds Of Table Schema Changes");
-# migrate() runs it with writable_schema on and the schema cookie raised, in one transaction.
+# https://www.sqlite.org/lang_altertable.html, "Making Other Kinds Of Table Schema Changes") is
+# run by migrate() with writable_schema on and the schema cookie raised; all in one transaction.
 SQLITE_MIGRATIONS: dict[int, tuple[str, ...]] = {
     # 5: a run may end 'unverified'. The new check is looser, so every stored row passes it.
     5: (
@@ -144,6 +144,12 @@ SQLITE_MIGRATIONS: dict[int, tuple[str, ...]] = {
         " 'exit_status IN (''success'', ''fail'', ''abort'')',"
         " 'exit_status IN (''success'', ''fail'', ''abort'', ''unverified'')')"
         " WHERE type = 'table' AND name = 'runs'",
+    ),
+    # 6: the runs_by_group index covers what `hilbench results` groups by (revision 0006).
+    6: (
+        "DROP INDEX runs_by_group",
+        "CREATE INDEX runs_by_group ON runs"
+        " (campaign_uid, procedure, unit_group, exit_status, wall_time, simulated, simulation)",
     ),
 }
 ALEMBIC_VERSION_TABLE = (
@@ -216,12 +222,7 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
             conn.execute(f"PRAGMA user_version = {BASELINE_VERSION}")
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         for step in range(max(version, BASELINE_VERSION) + 1, SCHEMA_VERSION + 1):
-            cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
-            conn.execute("PRAGMA writable_schema = ON")
-            for statement in SQLITE_MIGRATIONS[step]:
-                conn.execute(statement)
-            conn.execute(f"PRAGMA schema_version = {cookie + 1}")
-            conn.execute("PRAGMA writable_schema = OFF")
+            _sqlite_step(conn, SQLITE_MIGRATIONS[step])
             conn.execute("UPDATE alembic_version SET version_num = ?", (f"{step:04d}",))
             conn.execute(f"PRAGMA user_version = {step}")
         conn.execute("COMMIT")
@@ -245,6 +246,22 @@ def check_store_file(path: Path) -> bool:
     if path.stat().st_size:  # an empty file may become a store
         open_store(path, "read").close()
     return False
+
+
+def _sqlite_step(conn: sqlite3.Connection, statements: tuple[str, ...]) -> None:
+    """One schema step; one that edits the schema's table definitions itself runs with
+    writable_schema on and raises the schema cookie, so every connection rereads the schema."""
+    edits_schema = any("sqlite_master" in statement for statement in statements)
+    if not edits_schema:
+        for statement in statements:
+            conn.execute(statement)
+        return
+    cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
+    conn.execute("PRAGMA writable_schema = ON")
+    for statement in statements:
+        conn.execute(statement)
+    conn.execute(f"PRAGMA schema_version = {cookie + 1}")
+    conn.execute("PRAGMA writable_schema = OFF")
 
 
 def _check_file(path: Path, create: bool) -> None:
