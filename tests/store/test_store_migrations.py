@@ -3,7 +3,9 @@ made before Alembic are stamped in place, and foreign or newer databases are ref
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -23,8 +25,8 @@ def _differences(url) -> list:
             sqlite = conn.dialect.name == "sqlite"
 
             def include(obj, name, kind, reflected, compare_to) -> bool:
-                if kind == "table" and name == "alembic_version":
-                    return False
+                if kind == "table" and (name == "alembic_version" or name.startswith("daemon_")):
+                    return False  # the daemon's queue tables are made by hilbench.daemon
                 return not (sqlite and kind == "column" and name == ROWID)  # implicit there
 
             context = MigrationContext.configure(conn, opts={
@@ -121,6 +123,49 @@ def test_a_store_made_before_alembic_is_upgraded_and_stamped_in_place(tmp_path, 
     assert _differences(path) == []
     StoreWriter(path).close()  # opening again changes nothing
     assert sqlite3.connect(path).execute("SELECT COUNT(*) FROM alembic_version").fetchone()[0] == 1
+
+
+SHAPES = Path(__file__).parent / "shapes"
+
+
+def test_a_store_made_by_an_older_hilbench_is_upgraded_in_place(tmp_path):
+    """shapes/v5-main-3b35219.sqlite: a store as main's code (3b35219, schema 5) left it: a
+    campaign of 5 runs (one unverified), a removed queue item, a schedule."""
+    path = tmp_path / "v5.sqlite"
+    shutil.copy(SHAPES / "v5-main-3b35219.sqlite", path)
+    with Store(path) as store:  # reading upgrades it first
+        before = [(run["uid"], run["status"]) for run in store.iter_runs()]
+        total, groups = store.run_groups()
+    assert sorted(status for _, status in before) == ["success"] * 4 + ["unverified"]
+    assert total == 2 and sum(group.n_runs for group in groups) == 5
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [
+        (f"{SCHEMA_VERSION:04d}",)]
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert conn.execute("SELECT COUNT(*) FROM daemon_schedules").fetchone()[0] == 1
+    conn.close()
+    assert _differences(path) == []
+    with Store(path) as store:
+        assert [(run["uid"], run["status"]) for run in store.iter_runs()] == before
+
+
+def test_a_postgresql_store_of_schema_5_is_upgraded_in_place():
+    from tests.postgres import fresh_database
+
+    with fresh_database("hb_test") as url:
+        engine = parse_db(url).engine()
+        try:
+            with engine.begin() as conn:
+                migrations.upgrade(conn, "0005")
+                conn.execute(sa.text(
+                    "INSERT INTO runs (uid, campaign_uid, unit_key, procedure, params, agents,"
+                    " t_start, wall_time, hilbench_version, exit_status) VALUES ('r1', 'c',"
+                    " 'n=10/seed=3', 'qubo', '{}', '{}', 0, 1.0, '0.1', 'unverified')"))
+        finally:
+            engine.dispose()
+        with Store(url) as store:
+            assert store.run("r1")["status"] == "unverified"
+        assert _differences(url) == []
 
 
 def _pg(url):
