@@ -149,7 +149,7 @@ def results_scale(sizes: str, repeats: int, dbs: tuple[Any, ...]) -> None:
     hilbench = [sys.executable, "-m", "hilbench"]
     wall, cpu = _time_command([*hilbench, "--version"], repeats)
     click.echo(f"python start-up + hilbench import: {wall:.2f} s wall, {cpu:.2f} s CPU "
-               "(included below)")
+               f"(included below); {_load_line()}")
     with tempfile.TemporaryDirectory(dir=_scratch_dir()) as tmp:
         files = [db for db in dbs if not isinstance(db, DbTarget)]
         urls = [db for db in dbs if isinstance(db, DbTarget)]
@@ -198,6 +198,14 @@ def results_scale(sizes: str, repeats: int, dbs: tuple[Any, ...]) -> None:
                                              f"{name}: {wall:.2f} s wall, {cpu:.2f} s CPU")
         for line in headlines:
             click.echo(line)
+        click.echo(_load_line())
+
+
+def _load_line() -> str:
+    """The machine's load as the figures were taken: a loaded machine's wall times include
+    waiting for a core."""
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} cores"
 
 
 def _arg(db: Any) -> str:
