@@ -33,6 +33,7 @@ Backend = Literal["sqlite", "postgresql"]
 SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
 HIDDEN = "***"
 CONNECT_TIMEOUT_S = 10
+BUSY_TIMEOUT_S = 10.0  # how long a SQLite connection waits for another's lock
 _SECRET_KEYS = frozenset({"password", "sslpassword"})
 _URL_IN_TEXT = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"]*", re.IGNORECASE)
 
@@ -109,12 +110,32 @@ class DbTarget:
         return conn
 
     def engine(self) -> Engine:
-        """A SQLAlchemy engine for this store (migrations and tools; not the hot path)."""
+        """A SQLAlchemy engine for this store (migrations, the daemon's queue, tools; not the
+        store's hot path, see :mod:`hilbench.store.backend`).
+
+        On SQLite every transaction is begun explicitly, so DDL is transactional too (sqlite3's
+        own implicit transactions leave it out): a write transaction takes the file's write lock
+        at its start (``BEGIN IMMEDIATE``: one writer at a time, no deadlock between two
+        upgraders), and one run with the execution option ``hb_read=True`` takes none."""
         import sqlalchemy
         from sqlalchemy.pool import NullPool
 
         if self.path is not None:
-            return sqlalchemy.create_engine(f"sqlite:///{self.path}", poolclass=NullPool)
+            engine = sqlalchemy.create_engine(
+                f"sqlite:///{self.path}",
+                connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False},
+            )
+
+            @sqlalchemy.event.listens_for(engine, "connect")
+            def _no_implicit_tx(dbapi_conn: Any, _record: Any) -> None:
+                dbapi_conn.isolation_level = None  # the "begin" below decides
+
+            @sqlalchemy.event.listens_for(engine, "begin")
+            def _begin(conn: Any) -> None:
+                read = conn.get_execution_options().get("hb_read", False)
+                conn.exec_driver_sql("BEGIN" if read else "BEGIN IMMEDIATE")
+
+            return engine
         return sqlalchemy.create_engine(
             "postgresql+psycopg://",
             creator=lambda: self.connect_postgresql(autocommit=False),

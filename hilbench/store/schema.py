@@ -4,8 +4,10 @@ checks made before a SQLite file is trusted.
 The schema is described once, in :mod:`hilbench.store.tables`, and versioned by Alembic
 revisions named by the schema version (:mod:`hilbench.store.migrations`). SQLite stores made
 before Alembic reach version 4 (the Alembic baseline) by the frozen :data:`LEGACY_MIGRATIONS`
-and are then stamped with revision ``0004``; later versions are Alembic revisions on both back
-ends. PostgreSQL stores are opened by :mod:`hilbench.store.pg_schema`, and either kind by
+and are then stamped with revision ``0004``, and version 5 by its frozen SQLite step; from
+version 6 (:data:`FIRST_ALEMBIC_STEP`) on, the Alembic revisions themselves run on both back
+ends, the daemon's queue tables included (revision 0007).
+PostgreSQL stores are opened by :mod:`hilbench.store.pg_schema`, and either kind by
 :mod:`hilbench.store.opening`.
 
 A hilbench store is marked by ``PRAGMA application_id`` and versioned by ``PRAGMA user_version``,
@@ -22,6 +24,7 @@ import sqlite3
 from pathlib import Path
 from typing import Literal
 
+from hilbench.store.engine import BUSY_TIMEOUT_S, parse_db
 from hilbench.store.errors import (
     StoreError,
     StoreFault,
@@ -33,7 +36,6 @@ from hilbench.store.groups import install_functions
 
 APPLICATION_ID = 0x48494C42  # "HILB"
 SQLITE_HEADER = b"SQLite format 3\x00"
-BUSY_TIMEOUT_S = 10.0
 
 # LEGACY_MIGRATIONS[i] takes a SQLite store from version i to version i + 1, up to the Alembic
 # baseline (version 4). Frozen: new schema versions are Alembic revisions.
@@ -130,13 +132,13 @@ LEGACY_MIGRATIONS: tuple[tuple[str, ...], ...] = (
 MIGRATIONS = LEGACY_MIGRATIONS  # the name before Alembic
 BASELINE_VERSION = len(LEGACY_MIGRATIONS)
 # The newest schema version = the number of the newest Alembic revision (tests check they agree).
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
-# SQLITE_MIGRATIONS[v] takes a SQLite store from version v - 1 to v past the baseline, what the
-# Alembic revision of the same number does on PostgreSQL; frozen like the revisions. A step that
-# rewrites table definitions in the schema (SQLite's documented way to change a constraint:
-# https://www.sqlite.org/lang_altertable.html, "Making Other Kinds Of Table Schema Changes") is
-# run by migrate() with writable_schema on and the schema cookie raised; all in one transaction.
+# SQLITE_MIGRATIONS[v] took a SQLite store from version v - 1 to v, what the Alembic revision of
+# the same number does on PostgreSQL; frozen like the revisions. It rewrites a table definition
+# in the schema (SQLite's documented way to change a constraint:
+# https://www.sqlite.org/lang_altertable.html, "Making Other Kinds Of Table Schema Changes"), so
+# migrate() runs it with writable_schema on and the schema cookie raised.
 SQLITE_MIGRATIONS: dict[int, tuple[str, ...]] = {
     # 5: a run may end 'unverified'. The new check is looser, so every stored row passes it.
     5: (
@@ -145,13 +147,9 @@ SQLITE_MIGRATIONS: dict[int, tuple[str, ...]] = {
         " 'exit_status IN (''success'', ''fail'', ''abort'', ''unverified'')')"
         " WHERE type = 'table' AND name = 'runs'",
     ),
-    # 6: the runs_by_group index covers what `hilbench results` groups by (revision 0006).
-    6: (
-        "DROP INDEX runs_by_group",
-        "CREATE INDEX runs_by_group ON runs"
-        " (campaign_uid, procedure, unit_group, exit_status, wall_time, simulated, simulation)",
-    ),
 }
+# From this version on the schema evolves one way: each Alembic revision, run on SQLite too.
+FIRST_ALEMBIC_STEP = 6
 ALEMBIC_VERSION_TABLE = (
     "CREATE TABLE IF NOT EXISTS alembic_version (version_num VARCHAR(32) NOT NULL,"
     " CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num))"
@@ -203,7 +201,9 @@ def open_store(path: Path, mode: Mode) -> sqlite3.Connection:
 
 
 def migrate(conn: sqlite3.Connection, path: Path) -> None:
-    """Bring the store to SCHEMA_VERSION in one transaction, safe against a concurrent migrator."""
+    """Bring the store to SCHEMA_VERSION: the frozen steps in one transaction, then the Alembic
+    revisions in another; safe against a concurrent migrator (each waits for the write lock
+    and reads the version again)."""
     try:
         conn.execute("BEGIN IMMEDIATE")
         version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -221,8 +221,13 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
         if version < BASELINE_VERSION:
             conn.execute(f"PRAGMA user_version = {BASELINE_VERSION}")
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-        for step in range(max(version, BASELINE_VERSION) + 1, SCHEMA_VERSION + 1):
-            _sqlite_step(conn, SQLITE_MIGRATIONS[step])
+        for step in range(max(version, BASELINE_VERSION) + 1, FIRST_ALEMBIC_STEP):
+            cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
+            conn.execute("PRAGMA writable_schema = ON")
+            for statement in SQLITE_MIGRATIONS[step]:
+                conn.execute(statement)
+            conn.execute(f"PRAGMA schema_version = {cookie + 1}")
+            conn.execute("PRAGMA writable_schema = OFF")
             conn.execute("UPDATE alembic_version SET version_num = ?", (f"{step:04d}",))
             conn.execute(f"PRAGMA user_version = {step}")
         conn.execute("COMMIT")
@@ -230,6 +235,31 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise store_error(path, "create or upgrade the store schema", exc) from exc
+    if version < SCHEMA_VERSION:
+        _upgrade_by_alembic(path)
+
+
+def _upgrade_by_alembic(path: Path) -> None:
+    """The revisions from FIRST_ALEMBIC_STEP on, run by Alembic in one write transaction that
+    also sets ``user_version`` (a second upgrader waits for the lock, then finds it done).
+    SQLAlchemy is imported only here, when a store is behind."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from hilbench.store import migrations
+
+    engine = parse_db(path).engine()
+    try:
+        with engine.begin() as conn:
+            if conn.exec_driver_sql("PRAGMA user_version").scalar_one() < SCHEMA_VERSION:
+                migrations.upgrade(conn)
+                conn.exec_driver_sql(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    except SQLAlchemyError as exc:
+        orig = getattr(exc, "orig", None)
+        if isinstance(orig, sqlite3.Error):
+            raise store_error(path, "upgrade the store schema", orig) from exc
+        raise StoreError(f"{path}: could not upgrade the store schema: {exc}") from exc
+    finally:
+        engine.dispose()
 
 
 def check_store_file(path: Path) -> bool:
@@ -246,22 +276,6 @@ def check_store_file(path: Path) -> bool:
     if path.stat().st_size:  # an empty file may become a store
         open_store(path, "read").close()
     return False
-
-
-def _sqlite_step(conn: sqlite3.Connection, statements: tuple[str, ...]) -> None:
-    """One schema step; one that edits the schema's table definitions itself runs with
-    writable_schema on and raises the schema cookie, so every connection rereads the schema."""
-    edits_schema = any("sqlite_master" in statement for statement in statements)
-    if not edits_schema:
-        for statement in statements:
-            conn.execute(statement)
-        return
-    cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
-    conn.execute("PRAGMA writable_schema = ON")
-    for statement in statements:
-        conn.execute(statement)
-    conn.execute(f"PRAGMA schema_version = {cookie + 1}")
-    conn.execute("PRAGMA writable_schema = OFF")
 
 
 def _check_file(path: Path, create: bool) -> None:
