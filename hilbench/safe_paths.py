@@ -82,6 +82,27 @@ _WRITE_FLAGS = {
 }
 
 
+def _open_flags(kind: str, mode: str) -> int:
+    """os.open flags for ``kind`` (r, w, x, a): never following a link in the last part."""
+    if kind == "r":
+        flags = os.O_RDONLY
+    elif kind in _WRITE_FLAGS:
+        flags = _WRITE_FLAGS[kind]
+    else:
+        raise ValueError(f"mode {mode!r}: r, w, x or a, with b for binary")
+    # O_NONBLOCK: a FIFO put in the file's place must not hang the open (it is then refused)
+    return flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+def _check_opened(fd: int, path: Any, kind: str) -> None:
+    """What was opened is a regular file, and (to write) has no other hard link."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise OutsideFolder(f"{path}: not a regular file")
+    if kind != "r" and info.st_nlink > 1:  # a hard link: the same file elsewhere too
+        raise OutsideFolder(f"{path}: has other hard links, refused")
+
+
 def open_inside(folder: str | os.PathLike[str], name: str | os.PathLike[str],
                 mode: str = "rb", *, file_mode: int = 0o666, **kw: Any) -> IO[Any]:
     """Open ``name`` in ``folder`` (checked by :func:`inside`) without following a symbolic
@@ -91,14 +112,7 @@ def open_inside(folder: str | os.PathLike[str], name: str | os.PathLike[str],
     path = inside(folder, name)
     kind = mode.replace("b", "")
     binary = "b" in mode
-    if kind == "r":
-        flags = os.O_RDONLY
-    elif kind in _WRITE_FLAGS:
-        flags = _WRITE_FLAGS[kind]
-    else:
-        raise ValueError(f"mode {mode!r}: r, w, x or a, with b for binary")
-    # O_NONBLOCK: a FIFO put in the file's place must not hang the open (it is then refused)
-    flags |= os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    flags = _open_flags(kind, mode)
     try:
         fd = os.open(path, flags, file_mode)
     except OSError as exc:
@@ -108,11 +122,7 @@ def open_inside(folder: str | os.PathLike[str], name: str | os.PathLike[str],
             raise OutsideFolder(f"{path}: not a regular file") from None
         raise
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise OutsideFolder(f"{path}: not a regular file")
-        if kind != "r" and info.st_nlink > 1:  # a hard link: the same file elsewhere too
-            raise OutsideFolder(f"{path}: has other hard links, refused")
+        _check_opened(fd, path, kind)
         if kind == "w":
             os.ftruncate(fd, 0)
         os.set_blocking(fd, True)

@@ -29,6 +29,10 @@ from hilbench_drivers.arduino.protocol import (
 
 log = logging.getLogger(__name__)
 
+
+class _Untagged(str):
+    """An unreadable-frame error not tagged with a request: maybe ours, maybe not."""
+
 READ_SLICE_S = 0.02  # serial read timeout: how often a wait checks its deadline and stop flag
 RETRY_GRACE_S = 0.5  # after the board said it could not read a frame, wait this long, then resend
 
@@ -184,6 +188,37 @@ class SerialLink:
             "flashed with the hilbench firmware, and is this its port?"
         )
 
+    def _answer(self, item: Frame, seq: int, expect: set[MsgType]) -> Frame | str | None:
+        """What a valid frame says about the reply to ``seq``: the reply itself, why it is
+        unreadable (an :class:`_Untagged` one may not be ours), or None (not ours: wait on).
+        A boot banner, a refusal or a reply of the wrong type raises."""
+        if item.type == MsgType.BOOT:
+            raise BoardReset(
+                f"{self.name}: the board reset (boot banner received); whatever it held is lost",
+                parse_identity(item.payload),
+            )
+        if item.type == MsgType.ERROR and item.seq == 0:
+            code, text = parse_error(item.payload)
+            if code in (ErrorCode.BAD_CRC, ErrorCode.BAD_FRAME):
+                return _Untagged(f"unreadable frame ({error_name(code)}: {text})")
+            return None
+        if item.seq != seq:
+            self.stale_replies += 1
+            log.debug("%s: dropped stale reply seq %d (want %d)", self.name, item.seq, seq)
+            return None
+        if item.type == MsgType.ERROR:
+            code, text = parse_error(item.payload)
+            if code in (ErrorCode.BAD_CRC, ErrorCode.BAD_FRAME):
+                return f"unreadable frame ({error_name(code)}: {text})"
+            raise BoardRefused(f"{self.name}: {error_name(code)}: {text}", code)
+        if expect and item.type not in expect:
+            raise BoardError(
+                f"{self.name}: reply of type 0x{item.type:02x} to a request expecting "
+                f"{sorted(t.name for t in expect)}",
+                "protocol_error",
+            )
+        return item
+
     def _wait(
         self,
         seq: int,
@@ -212,36 +247,13 @@ class SerialLink:
                     self.garbage_frames += 1
                     log.debug("%s: dropped %s", self.name, item)
                     continue
-                if item.type == MsgType.BOOT:
-                    identity = parse_identity(item.payload)
-                    raise BoardReset(
-                        f"{self.name}: the board reset (boot banner received); whatever it held "
-                        "is lost",
-                        identity,
-                    )
-                if item.type == MsgType.ERROR and item.seq == 0:
-                    code, text = parse_error(item.payload)
-                    if code in (ErrorCode.BAD_CRC, ErrorCode.BAD_FRAME):
-                        # Maybe our frame, maybe garbage before it: give the reply a moment.
-                        unreadable = f"unreadable frame ({error_name(code)}: {text})"
-                        deadline = min(deadline, time.monotonic() + RETRY_GRACE_S)
-                    continue
-                if item.seq != seq:
-                    self.stale_replies += 1
-                    log.debug("%s: dropped stale reply seq %d (want %d)", self.name, item.seq, seq)
-                    continue
-                if item.type == MsgType.ERROR:
-                    code, text = parse_error(item.payload)
-                    if code in (ErrorCode.BAD_CRC, ErrorCode.BAD_FRAME):
-                        return f"unreadable frame ({error_name(code)}: {text})"
-                    raise BoardRefused(f"{self.name}: {error_name(code)}: {text}", code)
-                if expect and item.type not in expect:
-                    raise BoardError(
-                        f"{self.name}: reply of type 0x{item.type:02x} to a request expecting "
-                        f"{sorted(t.name for t in expect)}",
-                        "protocol_error",
-                    )
-                return item
+                answer = self._answer(item, seq, expect)
+                if isinstance(answer, _Untagged):
+                    # Maybe our frame, maybe garbage before it: give the reply a moment.
+                    unreadable = str(answer)
+                    deadline = min(deadline, time.monotonic() + RETRY_GRACE_S)
+                elif answer is not None:
+                    return answer
         if unreadable:
             return unreadable
         if garbage or self._decoder.pending:

@@ -75,6 +75,46 @@ def _stderr_tail(log_path: Path, limit: int = 1500) -> str:
     return text[-limit:]
 
 
+def _check_time(stop: threading.Event, stage: str, late: bool, limit: float, pid: int,
+                log_path: Path) -> None:
+    """Raise when a stop was asked or the stage is ``late`` (its ``limit`` passed)."""
+    if stop.is_set():
+        raise DriverError(f"stopped on request during {stage}", "stopped")
+    if late:
+        raise DriverError(
+            f"Lava did not finish its {stage} within {limit:.3g} s: killed its process "
+            f"group (pid {pid}); runner log: {_stderr_tail(log_path) or '(empty)'}",
+            "timeout",
+        )
+
+
+def _check_result(result: ChildRun, status: int | None, stage: str, log_path: Path) -> None:
+    """Raise unless the child reported its result (its error, or its exit without one)."""
+    if "error" in result.events:
+        raise DriverError(f"Lava failed: {result.events['error']['message']}", "driver_error")
+    if "done" not in result.events:
+        raise DriverError(
+            f"the Lava process exited with status {status} during {stage} without a "
+            f"result; runner log: {_stderr_tail(log_path) or '(empty)'}",
+            "driver_error",
+        )
+
+
+def _take_event(event: dict[str, Any], result: ChildRun, marks: dict[str, float],
+                deadline: float, stage: str, limits: tuple[float, float]) -> tuple[float, str]:
+    """Record one event of the child; the deadline and stage it starts (``limits``: set-up's
+    and the run's budget)."""
+    setup_timeout_s, run_budget_s = limits
+    result.events[event["event"]] = event
+    marks[event["event"]] = time.monotonic()
+    if event["event"] == "started":
+        return time.monotonic() + run_budget_s, "run"
+    if event["event"] == "solved":
+        # Stopping Lava's runtime is teardown, not solving: it gets set-up's limit.
+        return time.monotonic() + setup_timeout_s, "teardown (stopping Lava's runtime)"
+    return deadline, stage
+
+
 def run_child(
     python: str,
     job_dir: Path,
@@ -120,15 +160,8 @@ def run_child(
     try:
         while True:
             now = time.monotonic()
-            if stop.is_set():
-                raise DriverError(f"stopped on request during {stage}", "stopped")
-            if now >= deadline:
-                limit = run_budget_s if stage == "run" else setup_timeout_s
-                raise DriverError(
-                    f"Lava did not finish its {stage} within {limit:.3g} s: killed its process "
-                    f"group (pid {proc.pid}); runner log: {_stderr_tail(log_path) or '(empty)'}",
-                    "timeout",
-                )
+            _check_time(stop, stage, now >= deadline,
+                        run_budget_s if stage == "run" else setup_timeout_s, proc.pid, log_path)
             if not sel.select(timeout=min(0.05, deadline - now)):
                 # Lava's workers inherit stdout, so a dead runner may never close it.
                 if proc.poll() is not None:
@@ -141,18 +174,9 @@ def run_child(
             buffer += chunk
             *lines, buffer = buffer.split(b"\n")
             for line in lines:
-                if not line.strip():
-                    continue
-                event = json.loads(line)
-                result.events[event["event"]] = event
-                marks[event["event"]] = time.monotonic()
-                if event["event"] == "started":
-                    deadline = time.monotonic() + run_budget_s
-                    stage = "run"
-                elif event["event"] == "solved":
-                    # Stopping Lava's runtime is teardown, not solving: it gets set-up's limit.
-                    deadline = time.monotonic() + setup_timeout_s
-                    stage = "teardown (stopping Lava's runtime)"
+                if line.strip():
+                    deadline, stage = _take_event(json.loads(line), result, marks, deadline,
+                                                  stage, (setup_timeout_s, run_budget_s))
             if "done" in result.events or "error" in result.events:
                 break
     except BaseException:
@@ -165,12 +189,5 @@ def run_child(
     # Lava's own worker processes may linger after the runner returned: end them all.
     _kill_group(proc)
     marks["ended"] = time.monotonic()
-    if "error" in result.events:
-        raise DriverError(f"Lava failed: {result.events['error']['message']}", "driver_error")
-    if "done" not in result.events:
-        raise DriverError(
-            f"the Lava process exited with status {proc.returncode} during {stage} without a "
-            f"result; runner log: {_stderr_tail(log_path) or '(empty)'}",
-            "driver_error",
-        )
+    _check_result(result, proc.returncode, stage, log_path)
     return result

@@ -142,6 +142,10 @@ class XyloNetwork:
                 raise NetworkFileError(
                     f"spec array {name!r} has values {a.min()}..{a.max()} outside {dtype}")
             self.spec[name] = a.astype(dtype)
+        self._check_sizes()
+
+    def _check_sizes(self) -> None:
+        """The network fits Xylo Audio 2, its classes and its AFE."""
         nin, nhid, nout = self.inputs, self.hidden, self.outputs
         if not 1 <= nin <= MAX_INPUT_CHANNELS:
             raise NetworkFileError(f"{nin} input channels; Xylo Audio 2 has {MAX_INPUT_CHANNELS}")

@@ -22,9 +22,8 @@ from typing import Any
 
 import zmq
 
-from hilbench import __version__
 from hilbench.agent.connections import ConnectionGuard
-from hilbench.agent.dispatch import Dispatcher, capabilities_for_version
+from hilbench.agent.dispatch import Dispatcher
 from hilbench.agent.driver import Driver
 from hilbench.agent.guard import (
     DEFAULT_MEMORY_BUDGET_BYTES,
@@ -34,17 +33,15 @@ from hilbench.agent.guard import (
     LogLimiter,
     MemoryBudget,
 )
+from hilbench.agent.handling import MessageHandling, Peer
 from hilbench.agent.turns import Job, SocketTurns
 from hilbench.clock import now
-from hilbench.contracts.base import to_wire
 from hilbench.wire import codec, keys
 from hilbench.wire.codec import Message, ProtocolError
 from hilbench.wire.message_socket import NOBLOCK, MessageSocket
 
 log = logging.getLogger(__name__)
 
-DEVICE_COMMANDS = frozenset({"configure", "load", "run", "noop"})
-INLINE_COMMANDS = frozenset({"status", "stop", "echo", "shutdown"})
 # Socket queues per connection, in messages: few, so ZeroMQ holds little that the agent has
 # not yet seen or that a peer has not yet read.
 RECEIVE_QUEUE = 8
@@ -69,21 +66,6 @@ class InsecureAddress(ValueError):
 
 
 @dataclass
-class _Peer:
-    route: list[bytes]
-    last_seen: float
-    greeted: bool = False
-    session: str = ""  # from its hello (or its routing id): who owns the device's work
-    version: int = codec.PROTOCOL_VERSION  # agreed in the handshake: every message to it says so
-
-
-# Commands that end or replace another client's work: only the session that owns the device
-# may send them while it is known to the agent.
-OWNED_COMMANDS = frozenset({"configure", "load", "run", "noop", "stop", "shutdown"})
-SESSION_MAX_CHARS = 64
-
-
-@dataclass
 class AgentStats:
     served: int = 0
     errors: int = 0
@@ -93,7 +75,7 @@ class AgentStats:
     started: float = field(default_factory=now)
 
 
-class AgentRuntime(SocketTurns):
+class AgentRuntime(MessageHandling, SocketTurns):
     """Serve ``driver`` on a ROUTER bound at ``bind`` or a DEALER connected to ``connect``.
 
     With ``key`` (this agent's pair) the link is CurveZMQ: a bound agent admits only the
@@ -156,13 +138,13 @@ class AgentRuntime(SocketTurns):
         # A message knows the descriptor it came in on, except over inproc (no descriptor).
         self._by_fd = not address.startswith("inproc://")
         self._conn: Connection | None = None  # the connection of the message being handled
-        self._peer: _Peer | None = None  # the greeted peer of the message being handled
+        self._peer: Peer | None = None  # the greeted peer of the message being handled
         self._owner: str | None = None  # the session whose work the device holds
         self.shutdown_by: str | None = None  # who asked for the shutdown, for the log
         # A keyed agent runs its own ZAP authenticator, which needs a context of its own.
         self._own_context = context is None and key is not None
         self._ctx = context or (zmq.Context() if key is not None else zmq.Context.instance())
-        self._peers: dict[bytes, _Peer] = {}
+        self._peers: dict[bytes, Peer] = {}
         # Leader/follower turns at the socket; whoever holds it is the only thread that uses it,
         # and every change of holder goes through this condition's lock (a full memory barrier,
         # which ZeroMQ asks for when a socket moves between threads).
@@ -313,7 +295,7 @@ class AgentRuntime(SocketTurns):
             sock.connect(self.connect_address)
             self.endpoint = self.connect_address
             # A connecting agent speaks first, so the orchestrator's ROUTER learns its identity.
-            self._peers[b""] = _Peer(route=[], last_seen=now())
+            self._peers[b""] = Peer(route=[], last_seen=now())
         sock.copy_threshold = codec.COPY_THRESHOLD_BYTES
         return sock
 
@@ -439,261 +421,3 @@ class AgentRuntime(SocketTurns):
             cid,
             incident=incident,
         )
-
-    # --------------------------------------------------------------- messages
-    def _handle(self, sock: zmq.Socket, route: list[bytes], frames: list[Any]) -> None:
-        """Handle one message; whatever goes wrong, answer and go on serving."""
-        self._current_id = None
-        try:
-            self._handle_message(sock, route, frames)
-        except Exception:
-            cid = self._current_id
-            try:
-                self.stats.errors += 1
-                self._send(sock, route, self._incident(route, cid, "handling a message"))
-            except Exception:  # even the error reply failed: the log has it, serve on
-                self.log_limiter.log(
-                    "unsent internal error",
-                    logging.ERROR,
-                    "could not send an internal-error reply",
-                    exc_info=True,
-                )
-
-    def _handle_message(self, sock: zmq.Socket, route: list[bytes], frames: list[Any]) -> None:
-        key = route[0] if route else b""
-        t_recv = now()
-        try:
-            msg = codec.decode(frames, self.max_payload_bytes)
-        except ProtocolError as exc:
-            self.bad_messages.note(key, exc.code, str(exc))
-            self._send_error(sock, route, exc.code, str(exc), exc.correlation_id)
-            return
-        self._current_id = msg.id
-        peer = self._peers.get(key)
-        if peer is not None:
-            peer.last_seen = t_recv
-            if not peer.greeted:
-                peer = None  # a connecting agent's orchestrator has not said hello yet
-        mtype = msg.type
-        self._peer = peer
-        if mtype == codec.REQUEST and peer is not None:
-            self._handle_request(sock, route, msg, frames)
-        elif mtype == codec.HEARTBEAT:
-            self.stats.heartbeats_received += 1  # from a peer not greeted: no reply, no state
-        elif mtype == codec.PING and peer is not None:
-            body = {"t1": msg.body.get("t1"), "t2": t_recv, "t3": now()}
-            self._send(sock, route, Message(type=codec.PONG, id=msg.id, body=body))
-        elif mtype == codec.HELLO:
-            self._hello(sock, route, key, msg)
-        elif mtype in (codec.REQUEST, codec.PING):
-            self.bad_messages.note(key, "hello_first", mtype)
-            self._send_error(
-                sock,
-                route,
-                "hello_first",
-                f"send hello before any {mtype} (this agent has no handshake with you, "
-                "or forgot it after you were silent for its liveness window)",
-                msg.id,
-            )
-        else:
-            self.bad_messages.note(key, "unexpected_type", mtype)
-            self._send_error(
-                sock, route, "unexpected_type", f"an agent does not accept {mtype} messages", msg.id
-            )
-
-    def _hello(self, sock: zmq.Socket, route: list[bytes], key: bytes, msg: Message) -> None:
-        versions = msg.body.get("versions")
-        if type(versions) is not list or not all(type(v) is int for v in versions):
-            self._send_error(
-                sock, route, "bad_arguments", "hello needs versions: a list of integers", msg.id
-            )
-            return
-        common = [v for v in codec.SUPPORTED_VERSIONS if v in versions]
-        if not common:
-            self._send_error(
-                sock,
-                route,
-                "unsupported_version",
-                f"no common protocol version: you offer {versions[:8]}, this agent speaks "
-                f"{list(codec.SUPPORTED_VERSIONS)}",
-                msg.id,
-                supported=list(codec.SUPPORTED_VERSIONS),
-            )
-            return
-        session = msg.body.get("session")
-        if session is not None and (type(session) is not str or len(session) > SESSION_MAX_CHARS):
-            self._send_error(
-                sock, route, "bad_arguments",
-                f"hello's session must be a string of at most {SESSION_MAX_CHARS} characters",
-                msg.id,
-            )
-            return
-        version = max(common)
-        self._peers[key] = _Peer(
-            route=route, last_seen=now(), greeted=True, session=session or key.hex(),
-            version=version,
-        )
-        body = self._welcome(version)
-        self._send(sock, route, Message(type=codec.WELCOME, id=msg.id, body=body))
-
-    def _handle_request(
-        self, sock: zmq.Socket, route: list[bytes], msg: Message, frames: list[Any]
-    ) -> None:
-        cmd = msg.cmd
-        if cmd in OWNED_COMMANDS and not self._owns(sock, route, msg):
-            return
-        if cmd in DEVICE_COMMANDS:
-            if self._busy_with is not None:
-                self._send_error(
-                    sock,
-                    route,
-                    "busy",
-                    f"agent is busy with {self._busy_with!r}; send stop first",
-                    msg.id,
-                )
-                return
-            reserved = self._admit(sock, route, msg)
-            if reserved < 0:
-                return
-            self._busy_with = cmd
-            if self._stop_run.is_set():  # clearing takes the event's lock: only when needed
-                self._stop_run.clear()
-            self._admitted = Job(route, msg, frames, reserved, self._conn)
-            return
-        if cmd not in INLINE_COMMANDS:
-            known = sorted(DEVICE_COMMANDS | INLINE_COMMANDS)
-            self._send_error(
-                sock, route, "unknown_command", f"unknown command {cmd!r}", msg.id, known=known
-            )
-            return
-        self.stats.served += 1
-        if cmd == "echo":
-            reserved = self._admit(sock, route, msg)
-            if reserved < 0:
-                return
-            reply = Message(type=codec.REPLY, id=msg.id, body=msg.body, arrays=msg.arrays)
-            self._send_reply(sock, route, reply, msg, frames, reserved, self._conn)
-            return
-        if cmd == "status":
-            reply = Message(type=codec.REPLY, id=msg.id, body=self._status())
-        elif cmd == "stop":
-            self._stop_run.set()
-            reply = Message(type=codec.REPLY, id=msg.id, body={"stopping": self._busy_with})
-        else:  # shutdown
-            self.shutdown_by = self._who(route)
-            log.warning("shutdown asked by %s", self.shutdown_by)
-            self._stop_run.set()
-            self._shutdown.set()
-            reply = Message(
-                type=codec.REPLY, id=msg.id, body={"shutdown": True, "by": self.shutdown_by}
-            )
-        self._send(sock, route, reply)
-
-    def _say_who_shut_down(self, sock: zmq.Socket) -> None:
-        """A last heartbeat to every peer, naming who asked for the shutdown (see R11)."""
-        if self.shutdown_by is None:
-            return
-        body = {"busy": None, "shutdown_by": self.shutdown_by}
-        for peer in list(self._peers.values()):
-            if peer.greeted:
-                self._send(sock, peer.route, Message(type=codec.HEARTBEAT, body=body))
-
-    def _who(self, route: list[bytes]) -> str:
-        """A peer as the log names it: routing id, address and session."""
-        conn, peer = self._conn, self._peer
-        where = conn.address if conn is not None and conn.address else "?"
-        session = peer.session if peer is not None else "?"
-        rid = route[0].hex() if route else "-"
-        return f"peer {rid} at {where} (session {session})"
-
-    def _owns(self, sock: zmq.Socket, route: list[bytes], msg: Message) -> bool:
-        """May this peer send ``msg.cmd``? The first device command makes its session the owner;
-        the ownership lasts while that session has a peer the agent knows (see _beat)."""
-        peer = self._peer
-        assert peer is not None
-        owner = self._owner
-        if owner is not None and owner != peer.session:
-            if any(p.session == owner and p.greeted for p in self._peers.values()):
-                self.bad_messages.note(route[0] if route else b"", "not_owner", msg.cmd or "")
-                self._send_error(
-                    sock,
-                    route,
-                    "not_owner",
-                    f"{msg.cmd!r} is refused: another session ({owner[:8]}…) owns this agent's "
-                    "work; it is freed when that client has been silent for the liveness window",
-                    msg.id,
-                )
-                return False
-            owner = None  # its client went away: the work is nobody's
-        if owner is None and msg.cmd in DEVICE_COMMANDS:
-            self._owner = peer.session
-        return True
-
-    def _admit(self, sock: zmq.Socket, route: list[bytes], msg: Message) -> int:
-        """Bytes reserved in the memory budget for ``msg``, or -1 after refusing it."""
-        nbytes = 0
-        for array in msg.arrays:  # a loop, not sum() of a generator: one frame less
-            nbytes += array.nbytes
-        if self.budget.admit(nbytes, self._conn):
-            return nbytes
-        self.bad_messages.note(route[0] if route else b"", "over_budget", msg.cmd or "")
-        self._send_error(
-            sock,
-            route,
-            "over_budget",
-            f"the agent already holds {self.budget.used} bytes of messages in flight; "
-            f"{nbytes} more would pass its budget of {self.budget.limit} bytes and this "
-            "connection's fair share of it: retry later",
-            msg.id,
-        )
-        return -1
-
-    def _beat(self, sock: zmq.Socket) -> None:
-        horizon = now() - self.heartbeat_s * self.liveness
-        for key, peer in list(self._peers.items()):
-            if peer.last_seen < horizon and self.bind_address is not None:
-                del self._peers[key]  # that orchestrator went away; stop talking to it
-                continue
-            beat = Message(type=codec.HEARTBEAT, body={"busy": self._busy_with})
-            self._send(sock, peer.route, beat)
-            self.stats.heartbeats_sent += 1
-
-    def _welcome(self, version: int) -> dict[str, Any]:
-        return {
-            "agent_id": self.agent_id,
-            "driver": self.driver.name,
-            "protocol_version": version,
-            "capabilities": capabilities_for_version(to_wire(self.dispatcher.capabilities()),
-                                                     version),
-            "hilbench_version": __version__,
-            "host": socket.gethostname(),
-            "pid": os.getpid(),
-            "heartbeat_s": self.heartbeat_s,
-            "liveness": self.liveness,
-            "key_fingerprint": self.key.fingerprint if self.key is not None else None,
-        }
-
-    def _status(self) -> dict[str, Any]:
-        self.budget.reap()
-        return {
-            "agent_id": self.agent_id,
-            "driver": self.driver.name,
-            "state": "busy" if self._busy_with else "idle",
-            "busy_with": self._busy_with,
-            "uptime_s": now() - self.stats.started,
-            "served": self.stats.served,
-            "errors": self.stats.errors,
-            "internal_errors": self.stats.internal_errors,
-            "bad_messages": self.bad_messages.total,
-            "peers": len(self._peers),
-            "in_flight_bytes": self.budget.used,
-            "connection_bytes": self.budget.connection_bytes,
-            "memory_budget_bytes": self.budget.limit,
-            # Open and not being dropped (a dropped one stays in the table until ZeroMQ closes it).
-            "connections": sum(1 for c in list(self.budget.connections.values()) if not c.dropped),
-            "max_connections": self.guard.max_connections if self.guard else None,
-            "dropped_connections": self.guard.dropped if self.guard else 0,
-            "accepted_connections": self.guard.accepted if self.guard else 0,
-            "heartbeats_sent": self.stats.heartbeats_sent,
-            "heartbeats_received": self.stats.heartbeats_received,
-        }

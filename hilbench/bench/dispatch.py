@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 import click
 import numpy as np
@@ -78,6 +79,20 @@ def _start_echo_server(code: str) -> tuple[subprocess.Popen, str]:
     return server, f"tcp://127.0.0.1:{int(server.stdout.readline())}"
 
 
+def _take_turns(calls: dict[str, Any], n: int, warmup: int) -> dict[str, list[int]]:
+    """``n`` timed calls per path after ``warmup`` untimed ones, the paths taking turns in
+    blocks so that a slow spell of the machine falls on all of them."""
+    for _ in range(warmup):
+        for call in calls.values():
+            call()
+    times: dict[str, list[int]] = {path: [] for path in PATHS}
+    while len(times["bare"]) < n:
+        size = min(BLOCK, n - len(times["bare"]))
+        for path in PATHS:
+            times[path] += [_timed(calls[path]) for _ in range(size)]
+    return times
+
+
 def measure(payload_kib: tuple[int, ...], n: int, warmup: int) -> dict[int, dict[str, list[int]]]:
     """Round-trip times (ns) per payload size and path, the paths taking turns in blocks."""
     servers: list[subprocess.Popen] = []
@@ -119,15 +134,7 @@ def measure(payload_kib: tuple[int, ...], n: int, warmup: int) -> dict[int, dict
                     assert reply.arrays[0].nbytes == payload.nbytes
 
                 calls = {"bare": bare, "framed": framed, "worker": worker, "inline": inline}
-                for _ in range(warmup):
-                    for call in calls.values():
-                        call()
-                times: dict[str, list[int]] = {path: [] for path in PATHS}
-                while len(times["bare"]) < n:
-                    size = min(BLOCK, n - len(times["bare"]))
-                    for path in PATHS:
-                        times[path] += [_timed(calls[path]) for _ in range(size)]
-                results[kib] = times
+                results[kib] = _take_turns(calls, n, warmup)
             client.request("shutdown", timeout_s=5)
         return results
     finally:

@@ -31,6 +31,7 @@ from hilbench.orchestrator.eta import (
     history_slots,
     stored_costs,
     stored_runs,
+    unit_work,
 )
 
 GOAL_MEDIAN = 0.20  # issue 34: median ETA error after the first tenth of a campaign
@@ -51,6 +52,13 @@ class Replay:
 def unit_budgets(config: Mapping[str, Any]) -> dict[str, float]:
     """Unit key -> the budget it states, rebuilt from a stored campaign's config; empty when
     the config cannot be rebuilt here (a procedure not installed, an older layout)."""
+    return declared(config)[0]
+
+
+def declared(config: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, Any]]:
+    """Unit key -> the budget it states, and unit key -> the unit, when it declares its work
+    (:func:`hilbench.orchestrator.eta.unit_work`), rebuilt from a stored campaign's config
+    (both empty when it cannot be rebuilt here)."""
     from hilbench.orchestrator.campaign import Campaign
     from hilbench.orchestrator.eta import unit_budget
     from hilbench.orchestrator.procedure import TableContext, load_procedure
@@ -64,33 +72,45 @@ def unit_budgets(config: Mapping[str, Any]) -> dict[str, float]:
         campaign = Campaign(name=str(config.get("name", "")),
                             repetitions=int(config.get("repetitions", 1)), agents=(),
                             tables=tables)
-        out = {}
+        budgets, works = {}, {}
         for name, procedure_tables in tables.items():
             for unit in load_procedure(name).expand(list(procedure_tables), campaign):
                 budget = unit_budget(unit)
                 if budget is not None:
-                    out[str(unit.key)] = budget
-        return out
-    except Exception:  # the replay goes on without budgets: history and its own runs
-        return {}
+                    budgets[str(unit.key)] = budget
+                if unit_work(unit) is not None:
+                    works[str(unit.key)] = unit
+        return budgets, works
+    except Exception:  # the replay goes on without them: history and its own runs
+        return {}, {}
 
 
 def replay_campaign(runs: Sequence[StoredRun], earlier: Sequence[StoredRun],
-                    budgets: Mapping[str, float]) -> list[float]:
+                    budgets: Mapping[str, float],
+                    works: Mapping[str, Any] | None = None) -> list[float]:
     """Relative ETA errors at each run from the first tenth of ``runs`` (one campaign, in
-    order) on, with ``earlier`` as the store's history."""
+    order) on, with ``earlier`` as the store's history and the budgets and work the units
+    declare (by unit key)."""
+    works = works or {}
     history = stored_costs(history_slots(earlier))
     shape_budgets: dict[Any, float | None] = {}
     for run in runs:
         shape_budgets.setdefault(run.shape, budgets.get(run.unit_key))
-    estimator = Estimator(Counter(run.shape for run in runs), shape_budgets, history)
+    shape_works: dict[Any, Any] = {}
+    for run in runs:
+        if run.unit_key in works:
+            shape_works.setdefault(run.shape,
+                                   lambda caps, unit=works[run.unit_key]: unit_work(unit, caps))
+    estimator = Estimator(Counter(run.shape for run in runs), shape_budgets, history,
+                          works=shape_works)
     slots = campaign_slots(runs)
     cost = working_costs(runs, slots)
     left_after = [*np.cumsum(cost[::-1])[::-1].tolist(), 0.0]  # left_after[i]: from run i on
     first = max(1, math.ceil(len(runs) / 10))
     errors = []
     for i, (run, slot) in enumerate(zip(runs, slots, strict=True), start=1):
-        estimator.done(run.shape, slot)
+        estimator.learn(run.agents)  # what the handshake stored with the run says
+        estimator.done(run.shape, slot, run.end - run.start)
         actual = left_after[i]
         if i < first or actual <= 0:
             continue
@@ -135,9 +155,9 @@ def replay_store(store_path: str | Path) -> list[Replay]:
         began = campaign_runs[0].start
         earlier = [r for rs in ordered if rs is not campaign_runs
                    and max(x.end for x in rs) <= began for r in rs]
-        budgets = unit_budgets(info.get("config") or {})
+        budgets, works = declared(info.get("config") or {})
         out.append(Replay(uid, str(info.get("name", "?")), len(campaign_runs), len(earlier),
-                          replay_campaign(campaign_runs, earlier, budgets)))
+                          replay_campaign(campaign_runs, earlier, budgets, works)))
     return out
 
 

@@ -67,6 +67,28 @@ def _slope(xs: list[float], ys: list[float]) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else 0.0
 
 
+def _print_memory(rss: list[int], children: dict[int, dict[str, int]], snapshots: list,
+                  tenth: int, total: int) -> None:
+    """RSS over the campaign, per child process, and (traced) the allocation sites that grew."""
+    half = total // 2
+    late = _slope(list(range(half, total)), [float(r) for r in rss[half:]])
+    click.echo(f"RSS after the first tenth {rss[tenth - 1] / 2**20:.1f} MiB, at the end "
+               f"{rss[-1] / 2**20:.1f} MiB ({late:+.0f} B/run over the second half: caches "
+               "that fill up, such as SQLite's 2 MiB page cache, grow early and stop)")
+    for name, start_rss in children.get(tenth, {}).items():
+        end_rss = children.get(total, {}).get(name)
+        if end_rss is not None:
+            click.echo(f"  {name}: RSS {start_rss / 2**20:.1f} → {end_rss / 2**20:.1f} MiB "
+                       f"({(end_rss - start_rss) / (total - tenth):+.0f} B/run)")
+    if len(snapshots) == 2:
+        click.echo("allocation sites that grew most from the first tenth to the end:")
+        for stat in snapshots[1].compare_to(snapshots[0], "traceback")[:8]:
+            frames = " <- ".join(f"{Path(f.filename).name}:{f.lineno}"
+                                 for f in reversed(list(stat.traceback)[-5:]))
+            click.echo(f"  {stat.size_diff / (total - tenth):+8.1f} B/run "
+                       f"({stat.count_diff:+d} blocks)  {frames}")
+
+
 @click.command("flat-cost")
 @click.option("--units", type=click.IntRange(min=100), default=3000, show_default=True,
               help="Runs in the campaign (the issue's soak: 10 200).")
@@ -134,22 +156,6 @@ def flat_cost(units: int, nodes: str, timeout_s: float, meter: bool, trace: bool
     last = tenth / (stamps[-1] - stamps[-1 - tenth])
     growth = _slope(list(range(tenth, total)), [float(r) for r in rss[tenth:]])
     click.echo(f"runs: {total} in {elapsed:.1f} s ({total / elapsed:.1f} runs/s overall)")
-    half = total // 2
-    late = _slope(list(range(half, total)), [float(r) for r in rss[half:]])
-    click.echo(f"RSS after the first tenth {rss[tenth - 1] / 2**20:.1f} MiB, at the end "
-               f"{rss[-1] / 2**20:.1f} MiB ({late:+.0f} B/run over the second half: caches "
-               "that fill up, such as SQLite's 2 MiB page cache, grow early and stop)")
-    for name, start_rss in children.get(tenth, {}).items():
-        end_rss = children.get(total, {}).get(name)
-        if end_rss is not None:
-            click.echo(f"  {name}: RSS {start_rss / 2**20:.1f} → {end_rss / 2**20:.1f} MiB "
-                       f"({(end_rss - start_rss) / (total - tenth):+.0f} B/run)")
-    if trace and len(snapshots) == 2:
-        click.echo("allocation sites that grew most from the first tenth to the end:")
-        for stat in snapshots[1].compare_to(snapshots[0], "traceback")[:8]:
-            frames = " <- ".join(f"{Path(f.filename).name}:{f.lineno}"
-                                 for f in reversed(list(stat.traceback)[-5:]))
-            click.echo(f"  {stat.size_diff / (total - tenth):+8.1f} B/run "
-                       f"({stat.count_diff:+d} blocks)  {frames}")
+    _print_memory(rss, children, snapshots if trace else [], tenth, total)
     click.echo(f"runs/s first tenth {first:.1f}, last tenth {last:.1f} "
                f"({last / first:.0%} of first); RSS growth {growth:+.0f} B/run")

@@ -16,7 +16,8 @@ from hilbench.bench.power_accuracy import (
     run_scenario,
 )
 from hilbench.bench.power_accuracy_meter import METER_CASES, run_meter_case, run_meter_multirun
-from hilbench.power.align import BOUNDARY_POLICIES, BoundaryPolicy
+from hilbench.cli.options import boundary_option
+from hilbench.power.align import BoundaryPolicy
 
 
 @click.command("power-accuracy")
@@ -26,13 +27,7 @@ from hilbench.power.align import BOUNDARY_POLICIES, BoundaryPolicy
 @click.option("--virtual-trials", default=1000, show_default=True,
               help="Trials per scenario of the virtual-time analysis sweep (0: skip it).")
 @click.option("--seed", default=1, show_default=True, help="Random seed (whole run).")
-@click.option(
-    "--boundary",
-    type=click.Choice(BOUNDARY_POLICIES),
-    default="exclude",
-    show_default=True,
-    help="How readings straddling a window boundary are treated.",
-)
+@boundary_option("How readings straddling a window boundary are treated.")
 def power_accuracy(trials: int, virtual_trials: int, seed: int, boundary: BoundaryPolicy) -> None:
     """Relative error of dynamic energy per inference against the simulated truth, and how
     often its stated 95 % interval covers the truth (the target: 90-99 % of trials).

@@ -124,13 +124,7 @@ def check_bag(out: Path) -> list[str]:
     present: dict[str, int] = {}  # payload file -> size
     refused: set[str] = set()  # payload entries that are no regular file: said, never read
     try:
-        for name, kind, size in files.walk(DATA):
-            if kind == "file":
-                present[name] = size
-            elif kind != "folder":
-                refused.add(name)
-                problems.append(f"{files.label(name)}: {kind} in the payload (a bundle holds "
-                                "regular files only; not followed)")
+        _walk_payload(files, present, refused, problems)
     except ConfinedError as exc:
         return [*problems, str(exc)]
     listed = _listed(files, problems)
@@ -144,6 +138,29 @@ def check_bag(out: Path) -> list[str]:
         problems.append(f"{files.label(BAG_INFO)}: Payload-Oxum declares {declared[0]} bytes "
                         f"in {declared[1]} files, {DATA}/ holds {size} bytes in "
                         f"{len(present)}")
+    problems += _hash_listed(files, listed, present, refused)
+    problems += [f"{files.label(name)}: not listed in {MANIFEST}"
+                 for name in present if name not in listed]
+    return problems
+
+
+def _walk_payload(files: ConfinedFolder, present: dict[str, int], refused: set[str],
+                  problems: list[str]) -> None:
+    """Sizes of the payload's regular files into ``present``; anything else refused, said."""
+    for name, kind, size in files.walk(DATA):
+        if kind == "file":
+            present[name] = size
+        elif kind != "folder":
+            refused.add(name)
+            problems.append(f"{files.label(name)}: {kind} in the payload (a bundle holds "
+                            "regular files only; not followed)")
+
+
+def _hash_listed(files: ConfinedFolder, listed: dict[str, str], present: dict[str, int],
+                 refused: set[str]) -> list[str]:
+    """One line per manifest entry that is missing or whose sha256 differs (JSON files
+    hashed with their line length bounded)."""
+    problems: list[str] = []
     for name, digest in listed.items():
         label = files.label(name)
         if name in refused:
@@ -157,8 +174,6 @@ def check_bag(out: Path) -> list[str]:
                 problems.append(f"{label}: sha256 differs from {MANIFEST} (file changed)")
         except ConfinedError as exc:
             problems.append(str(exc))
-    problems += [f"{files.label(name)}: not listed in {MANIFEST}"
-                 for name in present if name not in listed]
     return problems
 
 

@@ -297,6 +297,25 @@ def _same(a: Any, b: Any) -> bool:
         isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b)
 
 
+def _compare_run(label: str, recorded: list[dict], replayed: list[dict]) -> list[str]:
+    """One line per figure of one run that differs, is missing or is new in the replay."""
+    lines: list[str] = []
+    mine = {m["name"]: m for m in replayed}
+    for figure in recorded:
+        other = mine.pop(figure["name"], None)
+        if other is None:
+            lines.append(f"{label}: {figure['name']} = {figure.get('value')!r} recorded, not "
+                         "computed in the replay")
+            continue
+        for key in ("value", "uncertainty", "unit"):
+            if not _same(figure.get(key), other.get(key)):
+                lines.append(f"{label}: {figure['name']} {key}: {figure.get(key)!r} "
+                             f"recorded, {other.get(key)!r} replayed")
+    for name, other in mine.items():
+        lines.append(f"{label}: {name} = {other['value']!r} replayed, not in the recording")
+    return lines
+
+
 def compare_figures(recorded: tuple[list, dict], replayed: FigureCollector) -> tuple[list[str],
                                                                                       int]:
     """One line per figure (or run) that differs; and how many figures were compared."""
@@ -314,20 +333,9 @@ def compare_figures(recorded: tuple[list, dict], replayed: FigureCollector) -> t
             continue
         if again["status"] != run["status"]:
             lines.append(f"{label}: status {run['status']} recorded, {again['status']} replayed")
-        mine = {m["name"]: m for m in replayed.metrics.get(again["uid"], [])}
-        for figure in metrics.get(run["uid"], []):
-            compared += 1
-            other = mine.pop(figure["name"], None)
-            if other is None:
-                lines.append(f"{label}: {figure['name']} = {figure.get('value')!r} recorded, not "
-                             "computed in the replay")
-                continue
-            for key in ("value", "uncertainty", "unit"):
-                if not _same(figure.get(key), other.get(key)):
-                    lines.append(f"{label}: {figure['name']} {key}: {figure.get(key)!r} "
-                                 f"recorded, {other.get(key)!r} replayed")
-        for name, other in mine.items():
-            lines.append(f"{label}: {name} = {other['value']!r} replayed, not in the recording")
+        figures = metrics.get(run["uid"], [])
+        compared += len(figures)
+        lines += _compare_run(label, figures, replayed.metrics.get(again["uid"], []))
     for again in replayed.runs[len(runs):]:
         lines.append(f"the replay ran {again['unit_key']} beyond the recorded runs")
     return lines, compared
@@ -355,11 +363,40 @@ def load_recorded_campaign(folder: Path, *, stand_ins: bool = False) -> Any:
     return gate_document(data, source).campaign  # the gate `hilbench run` passed
 
 
-def replay_cassette(folder: str | Path, *, strict: bool = True) -> ReplayOutcome:
-    """Run the cassette's campaign against stand-ins and compare every figure."""
+def _replay_session(campaign: Any, replay_tap: ReplayTap, collector: FigureCollector,
+                    failures: Failures) -> str | None:
+    """Run the campaign against the stand-ins through the one session runner, into a scratch
+    store; the lost agent's or instrument's message if it stopped so (the recording may have
+    too: compared later), None otherwise. A stop signal propagates; other ends are failures."""
     from hilbench.orchestrator.interrupt import Interrupted
     from hilbench.orchestrator.session import Outcome, run_session
 
+    def wire(runner: Any) -> None:
+        runner.extra_consumers = [collector]
+        runner.lock_bench = False
+
+    with tempfile.TemporaryDirectory(prefix="hilbench-replay-") as tmp, replay_tap.installed():
+        try:
+            ended = run_session(campaign, Path(tmp) / "replay.sqlite", wire, again=True)
+        except ReplayMismatch:
+            return None  # in failures already
+        except Exception as exc:
+            if not failures.lines:
+                failures.add(f"the replay stopped: {type(exc).__name__}: {exc}")
+            return None
+    if ended.outcome in (Outcome.COMPLETED, Outcome.FAILED_RUNS):
+        return None
+    if ended.outcome is Outcome.INTERRUPTED:
+        raise Interrupted((ended.signal_exit or 130) - 128)
+    if ended.outcome in (Outcome.AGENT_LOST, Outcome.INSTRUMENT_LOST):
+        return ended.message
+    if not failures.lines:
+        failures.add(f"the replay stopped: {ended.outcome.value}: {ended.message}")
+    return None
+
+
+def replay_cassette(folder: str | Path, *, strict: bool = True) -> ReplayOutcome:
+    """Run the cassette's campaign against stand-ins and compare every figure."""
     folder = Path(folder)
     started = time.monotonic()
     cassette = Cassette(folder)
@@ -378,28 +415,7 @@ def replay_cassette(folder: str | Path, *, strict: bool = True) -> ReplayOutcome
         except (KeyError, TypeError, AttributeError) as exc:  # a channel's line, not a bug
             raise ValueError(f"{folder}: an agent channel cannot be played back "
                              f"({type(exc).__name__}: {exc})") from None
-        def wire(runner: Any) -> None:
-            runner.extra_consumers = [collector]
-            runner.lock_bench = False
-
-        with tempfile.TemporaryDirectory(prefix="hilbench-replay-") as tmp:
-            with replay_tap.installed():
-                try:
-                    ended = run_session(campaign, Path(tmp) / "replay.sqlite", wire, again=True)
-                except ReplayMismatch:
-                    ended = None  # in failures already
-                except Exception as exc:
-                    ended = None
-                    if not failures.lines:
-                        failures.add(f"the replay stopped: {type(exc).__name__}: {exc}")
-            if ended is None or ended.outcome in (Outcome.COMPLETED, Outcome.FAILED_RUNS):
-                pass
-            elif ended.outcome is Outcome.INTERRUPTED:
-                raise Interrupted((ended.signal_exit or 130) - 128)
-            elif ended.outcome in (Outcome.AGENT_LOST, Outcome.INSTRUMENT_LOST):
-                stopped = ended.message  # as the recording may have been: compared below
-            elif not failures.lines:
-                failures.add(f"the replay stopped: {ended.outcome.value}: {ended.message}")
+        stopped = _replay_session(campaign, replay_tap, collector, failures)
     finally:
         replay_tap.close()
     differences = list(dict.fromkeys(failures.lines))

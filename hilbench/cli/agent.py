@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import Any
 
 import click
 
@@ -137,49 +138,13 @@ def agent(
 
     import zmq
 
-    from hilbench.agent.driver import DriverError, load_driver
     from hilbench.agent.runtime import AgentRuntime, InsecureAddress
-    from hilbench.wire import keys
 
     if (bind is None) == (connect is None):
         raise click.UsageError("give exactly one of --bind or --connect")
     _log_agent_to(log_file)
-    key_pair = server_key = None
-    authorized: dict[bytes, str] = {}
-    if (key_file is None) != (authorized_dir is None):
-        raise click.UsageError("--key and --authorized go together")
-    if key_fd is not None and (key_file is not None or connect is not None):
-        raise click.UsageError("--key-fd goes with --bind and without --key/--authorized")
-    try:
-        if key_fd is not None:
-            key_pair, authorized = keys.read_handover(key_fd)
-        if key_file is not None and authorized_dir is not None:
-            key_pair = keys.load_pair(key_file)
-            authorized = keys.load_authorized(authorized_dir)
-            if connect is not None:
-                if len(authorized) != 1:
-                    raise keys.KeyFileError(
-                        f"with --connect, {authorized_dir} must hold exactly the orchestrator's "
-                        f"public key; it holds {len(authorized)}"
-                    )
-                server_key = next(iter(authorized))
-    except keys.KeyFileError as exc:
-        click.echo(f"error: {exc}", err=True)
-        raise SystemExit(EXIT_USAGE) from None
-    opts = {}
-    for item in options:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--option")
-        opts[key] = value
-    try:
-        driver = load_driver(driver_name, opts)
-    except DriverError as exc:
-        click.echo(f"error: driver {driver_name}: {exc}", err=True)
-        raise SystemExit(EXIT_USAGE) from None
-    except TypeError as exc:
-        click.echo(f"error: driver {driver_name!r} rejected its options: {exc}", err=True)
-        raise SystemExit(EXIT_USAGE) from None
+    key_pair, authorized, server_key = _keys(key_file, authorized_dir, key_fd, connect)
+    driver = _driver(driver_name, options)
     try:
         runtime = AgentRuntime(
             driver,
@@ -216,6 +181,56 @@ def agent(
         logging.getLogger(__name__).info("interrupted")
     except zmq.ZMQError as exc:
         click.echo(f"error: agent cannot use {bind or connect}: {exc}", err=True)
+        raise SystemExit(EXIT_USAGE) from None
+
+
+def _keys(key_file: str | None, authorized_dir: str | None, key_fd: int | None,
+          connect: str | None) -> tuple[Any, dict[bytes, str], bytes | None]:
+    """This agent's key pair, the public keys it admits, and (dialling out) the
+    orchestrator's key; all None/empty without keys. Bad key files exit 2 naming the file."""
+    from hilbench.wire import keys
+
+    if (key_file is None) != (authorized_dir is None):
+        raise click.UsageError("--key and --authorized go together")
+    if key_fd is not None and (key_file is not None or connect is not None):
+        raise click.UsageError("--key-fd goes with --bind and without --key/--authorized")
+    key_pair, authorized, server_key = None, {}, None
+    try:
+        if key_fd is not None:
+            key_pair, authorized = keys.read_handover(key_fd)
+        if key_file is not None and authorized_dir is not None:
+            key_pair = keys.load_pair(key_file)
+            authorized = keys.load_authorized(authorized_dir)
+            if connect is not None:
+                if len(authorized) != 1:
+                    raise keys.KeyFileError(
+                        f"with --connect, {authorized_dir} must hold exactly the orchestrator's "
+                        f"public key; it holds {len(authorized)}"
+                    )
+                server_key = next(iter(authorized))
+    except keys.KeyFileError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(EXIT_USAGE) from None
+    return key_pair, authorized, server_key
+
+
+def _driver(driver_name: str, options: tuple[str, ...]) -> Any:
+    """The named driver, made with the --option KEY=VALUE pairs; exit 2 naming what failed."""
+    from hilbench.agent.driver import DriverError, load_driver
+
+    opts = {}
+    for item in options:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--option")
+        opts[key] = value
+    try:
+        return load_driver(driver_name, opts)
+    except DriverError as exc:
+        click.echo(f"error: driver {driver_name}: {exc}", err=True)
+        raise SystemExit(EXIT_USAGE) from None
+    except TypeError as exc:
+        click.echo(f"error: driver {driver_name!r} rejected its options: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None
 
 

@@ -103,3 +103,12 @@ def store_failed(exc: Exception) -> NoReturn:
 
     click.echo(f"{click.style('error:', fg='red')} {exc}", err=True)
     raise SystemExit(EXIT_STORE_FAULT if isinstance(exc, StoreFault) else EXIT_USAGE)
+
+
+def boundary_option(help_text: str) -> Any:
+    """``--boundary``: what is done with readings that straddle a window's edge (one option for
+    `hilbench power` and `hilbench bench power-accuracy`, so their choices cannot drift)."""
+    from hilbench.power.align import BOUNDARY_POLICIES
+
+    return click.option("--boundary", type=click.Choice(BOUNDARY_POLICIES), default="exclude",
+                        show_default=True, help=help_text)

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from hilbench.cli import EXIT_USAGE
-from hilbench.power.align import BOUNDARY_POLICIES
+from hilbench.cli.options import boundary_option
 from hilbench.power.metrics import PowerAnalysis, analyze
 from hilbench.power.source import SourceInfo
 from hilbench.power.traces import TraceFormatError, read_phases_csv, read_samples_csv
@@ -47,13 +47,7 @@ def power() -> None:
     show_default=True,
     help="Relative ± bound of that supply voltage (e.g. 0.01 for 1 %).",
 )
-@click.option(
-    "--boundary",
-    type=click.Choice(BOUNDARY_POLICIES),
-    default="exclude",
-    show_default=True,
-    help="Readings straddling a phase boundary: weighted by overlap, or left out.",
-)
+@boundary_option("Readings straddling a phase boundary: weighted by overlap, or left out.")
 @click.option(
     "--accuracy-relative",
     type=float,

@@ -7,6 +7,7 @@ import shlex
 import sys
 from importlib.resources import as_file, files
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -20,6 +21,117 @@ from hilbench.cli.options import DB_OPTION, db_path
 log = logging.getLogger(__name__)
 
 
+class _Screen:
+    """The campaign's progress bar and its lines on stderr (errors print even with --quiet)."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.console = Console(stderr=True, quiet=quiet)
+        self.errors = Console(stderr=True)
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[last]}"),
+            TextColumn("{task.fields[eta]}"),
+            console=self.console,
+            transient=False,
+        )
+
+    def error(self, message: str) -> None:
+        self.errors.print(f"[red]error:[/red] {escape(message)}", highlight=False,
+                          soft_wrap=True)
+
+    def say(self, text: str) -> None:
+        """A plain line (no markup), e.g. the command that resumes."""
+        self.errors.print(text, highlight=False, soft_wrap=True, markup=False)
+
+
+def _open_campaign(campaign_path: Path, db: Path, trials: int | None, record: Path | None,
+                   hint: str, screen: _Screen) -> tuple[Any, Any]:
+    """The gated campaign and its cassette recorder (or None); refused (exit 2, or 4 for a
+    store that cannot be written) before anything starts or is created beside the store."""
+    from hilbench.cassette.recorder import CassetteRecorder
+    from hilbench.orchestrator.gate import CampaignRefused, gate_file
+    from hilbench.store import StoreError, StoreFault
+    from hilbench.store.opening import check_store_path
+
+    try:
+        gated = gate_file(campaign_path, trials)
+    except CampaignRefused as exc:
+        echo_campaign_error(exc)
+        raise SystemExit(EXIT_USAGE) from None
+    try:
+        if check_store_path(db):
+            click.echo(f"new store {db}" + (" (owner-only)" if isinstance(db, Path) else ""))
+    except StoreFault as exc:
+        screen.error(str(exc))
+        screen.say(hint)
+        raise SystemExit(EXIT_STORE_FAULT) from None
+    except StoreError as exc:
+        screen.error(str(exc))
+        raise SystemExit(EXIT_USAGE) from None
+    try:
+        recorder = (CassetteRecorder(record, campaign_path, gated.campaign, channels=True)
+                    if record else None)
+    except (FileExistsError, NotADirectoryError) as exc:
+        screen.error(f"--record {record}: {exc}")
+        raise SystemExit(EXIT_USAGE) from None
+    return gated, recorder
+
+
+class _Follow:
+    """What the session runner tells the screen and the run log: the plan, each unit's end
+    and the estimate of what is left."""
+
+    def __init__(self, screen: _Screen, runlog: Any, campaign_path: Path, db: Path,
+                 gated: Any, consumers: list) -> None:
+        self.screen, self.runlog, self.campaign_path, self.db = screen, runlog, campaign_path, db
+        self.gated, self.consumers = gated, consumers
+        self.task = screen.progress.add_task(gated.campaign.name, total=None, last="", eta="")
+        self.units: list = []
+        self.live: Any = None  # made once the plan says which units are left
+
+    def wire(self, runner: Any) -> None:
+        runner.extra_consumers = list(self.consumers)
+        runner.on_unit_done = self.unit_done
+        runner.on_plan = self.plan
+        self.units[:] = runner.units
+
+    def unit_done(self, unit: Any, status: str, run_uid: str | None) -> None:
+        # "retried": an unverified run whose unit runs again; the unit is not done yet
+        eta = ""
+        if self.live is not None:
+            self.live.unit_done(unit, status, run_uid)
+            eta = self.live.estimate().short()
+        self.screen.progress.update(self.task, advance=0 if status == "retried" else 1,
+                                    last=f"{status}: {unit.key!s}", eta=eta)
+        run = run_uid[:8] if run_uid else ""
+        if status in ("retried", "unverified"):
+            self.screen.errors.print(
+                f"[cyan]run {run} unverified[/cyan] "
+                f"({escape(str(unit.key))}): its timing is outside the link's measured bound"
+                + (", tried again" if status == "retried" else "; no attempt left, counted"))
+        if status == "fail":
+            self.screen.errors.print(f"[red]run {run} failed[/red] ({escape(str(unit.key))})")
+
+    def plan(self, plan: Any) -> None:
+        # What this run does with earlier attempts, before anything starts; shown with --quiet.
+        from hilbench.orchestrator.eta import LiveEstimate
+
+        message = plan.message(str(self.campaign_path))
+        self.screen.say(message)
+        if plan.action != "finished":
+            self.live = LiveEstimate(self.units, plan.done, self.db)
+            first = self.live.estimate()
+            self.screen.progress.update(self.task, eta=first.short())
+            self.runlog.note(f"campaign {self.gated.campaign.name} starting: "
+                             f"{self.gated.bounds.summary()}; store {self.db}; "
+                             f"estimate {first.text()}")
+        else:  # no bar stuck at 0/N for what will not run
+            self.screen.progress.update(self.task, visible=False)
+        self.runlog.note(message)
+
+
 def _run_campaign(
     campaign_path: Path,
     db: Path,
@@ -30,141 +142,70 @@ def _run_campaign(
     trials: int | None = None,
     again: bool = False,
 ) -> None:
-    from hilbench.cassette.recorder import CassetteRecorder
-    from hilbench.orchestrator.eta import LiveEstimate
-    from hilbench.orchestrator.gate import CampaignRefused, gate_file
-    from hilbench.orchestrator.interrupt import Interrupted, signals_interrupt
+    from hilbench.orchestrator.interrupt import signals_interrupt
     from hilbench.orchestrator.runlog import RunLog
     from hilbench.orchestrator.session import Outcome, run_session
-    from hilbench.report.summary import print_summary
-    from hilbench.store import StoreError, StoreFault
-    from hilbench.store.opening import check_store_path
     from hilbench.store.paths import logs_dir
 
-    console = Console(stderr=True, quiet=quiet)  # progress
-    errors = Console(stderr=True)  # errors are printed even with --quiet
-
-    def error(message: str) -> None:
-        errors.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
-    try:  # refuse what cannot be run or held, before anything starts
-        gated = gate_file(campaign_path, trials)
-    except CampaignRefused as exc:
-        echo_campaign_error(exc)
-        raise SystemExit(EXIT_USAGE) from None
-    campaign, bounds = gated.campaign, gated.bounds
+    ran = (Outcome.COMPLETED, Outcome.FAILED_RUNS, Outcome.NOTHING_TO_DO)
+    screen = _Screen(quiet)
     hint = f"to resume: {shlex.join(resume_command)}"
-    try:  # before anything is created beside it
-        if check_store_path(db):
-            click.echo(f"new store {db}" + (" (owner-only)" if isinstance(db, Path) else ""))
-    except StoreFault as exc:
-        error(str(exc))
-        errors.print(hint, highlight=False, soft_wrap=True, markup=False)
-        raise SystemExit(EXIT_STORE_FAULT) from None
-    except StoreError as exc:
-        error(str(exc))
-        raise SystemExit(EXIT_USAGE) from None
-    try:
-        recorder = (CassetteRecorder(record, campaign_path, campaign, channels=True) if record
-                    else None)
-    except (FileExistsError, NotADirectoryError) as exc:
-        error(f"--record {record}: {exc}")
-        raise SystemExit(EXIT_USAGE) from None
+    gated, recorder = _open_campaign(campaign_path, db, trials, record, hint, screen)
+    campaign = gated.campaign
     # A person reading a log (stdout not a terminal) gets one line per finished run; the same
     # lines always go to a file beside the store.
     runlog = RunLog.for_campaign(
         logs_dir(db), campaign.name, None if sys.stdout.isatty() else sys.stdout
     )
-    consumers = [runlog, *([recorder] if recorder else [])]
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[last]}"),
-        TextColumn("{task.fields[eta]}"),
-        console=console,
-        transient=False,
-    )
-    task = progress.add_task(campaign.name, total=None, last="", eta="")
-    units: list = []
-    live: list[LiveEstimate] = []  # made once the plan says which units are left
-
-    def on_unit_done(unit, status: str, run_uid: str | None) -> None:
-        # "retried": an unverified run whose unit runs again; the unit is not done yet
-        eta = ""
-        if live:
-            live[0].unit_done(unit, status)
-            eta = live[0].estimate().short()
-        progress.update(task, advance=0 if status == "retried" else 1,
-                        last=f"{status}: {unit.key!s}", eta=eta)
-        if status in ("retried", "unverified"):
-            errors.print(
-                f"[cyan]run {run_uid[:8] if run_uid else ''} unverified[/cyan] "
-                f"({escape(str(unit.key))}): its timing is outside the link's measured bound"
-                + (", tried again" if status == "retried" else "; no attempt left, counted"))
-        if status == "fail":
-            errors.print(
-                f"[red]run {run_uid[:8] if run_uid else ''} failed[/red] ({escape(str(unit.key))})"
-            )
-
-    def on_plan(plan) -> None:
-        # What this run does with earlier attempts, before anything starts; shown with --quiet.
-        errors.print(plan.message(str(campaign_path)), highlight=False, soft_wrap=True,
-                     markup=False)
-        if plan.action != "finished":
-            live[:] = [LiveEstimate(units, plan.done, db)]
-            first = live[0].estimate()
-            progress.update(task, eta=first.short())
-            runlog.note(f"campaign {campaign.name} starting: {bounds.summary()}; store {db}; "
-                        f"estimate {first.text()}")
-        else:
-            progress.update(task, visible=False)  # no bar stuck at 0/N for what will not run
-        runlog.note(plan.message(str(campaign_path)))
-
-    def wire(runner) -> None:
-        runner.extra_consumers = list(consumers)
-        runner.on_unit_done = on_unit_done
-        runner.on_plan = on_plan
-        units[:] = runner.units
-
-    ran = (Outcome.COMPLETED, Outcome.FAILED_RUNS, Outcome.NOTHING_TO_DO)
+    follow = _Follow(screen, runlog, campaign_path, db, gated,
+                     [runlog, *([recorder] if recorder else [])])
     try:
-        with signals_interrupt(), progress:
-            outcome = run_session(campaign, db, wire, again=again or not resume,
-                                  made=lambda r: progress.update(task, total=len(r.units)))
+        with signals_interrupt(), screen.progress:
+            outcome = run_session(
+                campaign, db, follow.wire, again=again or not resume,
+                made=lambda r: screen.progress.update(follow.task, total=len(r.units)))
         if outcome.outcome not in ran:
             # The log first: on a full disk its own failure is logged, and the line that
             # resumes must stay the last one printed.
             runlog.note(outcome.message + (f"; {hint}" if outcome.resumable else ""))
-            error(outcome.message)
+            screen.error(outcome.message)
             if outcome.resumable:
-                errors.print(hint, highlight=False, soft_wrap=True, markup=False)
+                screen.say(hint)
     finally:
         runlog.close()
         if recorder:
             recorder.close(discard_empty=True)
             if recorder.discarded:
-                errors.print(f"--record {record}: no run was recorded, so no cassette was "
-                             "left there", highlight=False, soft_wrap=True, markup=False)
+                screen.say(f"--record {record}: no run was recorded, so no cassette was left "
+                           "there")
     if outcome.outcome not in ran:
         raise SystemExit(outcome.exit_code)
     if outcome.outcome is Outcome.NOTHING_TO_DO:
         return  # said so above; nothing ran
+    _print_end(outcome, db, campaign.name, runlog.path, screen)
+    if outcome.outcome is Outcome.FAILED_RUNS:
+        raise SystemExit(EXIT_RUN_FAILED)
+
+
+def _print_end(outcome: Any, db: Path, name: str, log_path: Path, screen: _Screen) -> None:
+    """The summary tables and the closing line, on stdout."""
+    from hilbench.orchestrator.interrupt import Interrupted
+    from hilbench.report.summary import print_summary
+
     # Piped or logged output is not cut to 80 columns: the tables are the result.
     out = Console() if sys.stdout.isatty() else Console(width=160)
     try:
-        print_summary(db, outcome.campaign_uid, out, campaign.name)
+        print_summary(db, outcome.campaign_uid, out, name)
         out.print(
             f"campaign {outcome.campaign_uid[:8]}: {outcome.completed} run(s) completed, "
             f"{outcome.skipped} resumed from earlier, {outcome.failed} failed, "
-            f"{outcome.unverified} unverified; store {db}; run log {runlog.path}",
+            f"{outcome.unverified} unverified; store {db}; run log {log_path}",
             highlight=False,
         )
     except Interrupted as exc:
-        error(f"{exc} while printing the summary; the campaign had ended and every run is "
-              f"in {db} (`hilbench results` shows them)")
+        screen.error(f"{exc} while printing the summary; the campaign had ended and every run "
+                     f"is in {db} (`hilbench results` shows them)")
         raise SystemExit(exc.exit_code) from None
-    if outcome.outcome is Outcome.FAILED_RUNS:
-        raise SystemExit(EXIT_RUN_FAILED)
 
 
 _DB_OPTION = DB_OPTION

@@ -50,22 +50,18 @@ def _bounds(t: mi.Type) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
+_PLAIN: dict[type, str] = {mi.BoolType: "bool", mi.NoneType: "nil", mi.AnyType: "any"}
+_BOUNDED: dict[type, str] = {mi.IntType: "int", mi.FloatType: "float", mi.StrType: "str"}
+
+
 def type_name(t: mi.Type) -> str:
     """A field's type as the table shows it (msgpack terms, with its bounds)."""
     if isinstance(t, mi.Metadata):
         return type_name(t.type)
-    if isinstance(t, mi.BoolType):
-        return "bool"
-    if isinstance(t, mi.IntType):
-        return "int" + _bounds(t)
-    if isinstance(t, mi.FloatType):
-        return "float" + _bounds(t)
-    if isinstance(t, mi.StrType):
-        return "str" + _bounds(t)
-    if isinstance(t, mi.NoneType):
-        return "nil"
-    if isinstance(t, mi.AnyType):
-        return "any"
+    if type(t) in _PLAIN:
+        return _PLAIN[type(t)]
+    if type(t) in _BOUNDED:
+        return _BOUNDED[type(t)] + _bounds(t)
     if isinstance(t, mi.LiteralType):
         return " \\| ".join(f'`"{v}"`' if isinstance(v, str) else f"`{v}`" for v in t.values)
     if isinstance(t, mi.ListType | mi.TupleType | mi.VarTupleType):

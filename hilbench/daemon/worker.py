@@ -194,6 +194,49 @@ def run_item(db: Path, item_id: int, report: Reporter, queue: str | None = None)
     return ended.exit_code
 
 
+class _ItemFollow:
+    """What the session runner tells the daemon about a queue item: progress and health each
+    second, and a pause asked on stdin, taken after the unit in progress ends."""
+
+    def __init__(self, db: Path, item: Any, report: Reporter, queue: str | None, name: str,
+                 runlog: Any, recorder: Any) -> None:
+        self.db, self.item, self.report, self.queue, self.name = db, item, report, queue, name
+        self.runlog, self.recorder = runlog, recorder
+        self.pause = threading.Event()
+        self.stop_health = threading.Event()
+        self.progress: Progress | None = None
+        self.runner: Any = None
+
+    def wire(self, runner: Any) -> None:
+        if self.progress is None:  # the first runner made: the units are known
+            self.progress = Progress(self.report, runner.units, self.db, self.item.id,
+                                     self.item.source_path, self.queue)
+            self.runlog.note(f"campaign {self.name} starting from the daemon's queue item "
+                             f"{self.item.id}: {len(runner.units)} unit(s), store {self.db}")
+            threading.Thread(target=self.send_health, daemon=True, name="health").start()
+        self.runner = runner
+        runner.extra_consumers = [self.runlog, self.progress,
+                                  *([self.recorder] if self.recorder else [])]
+        runner.on_plan = self.progress.on_plan
+        runner.on_unit_done = self.unit_done
+
+    def unit_done(self, unit: Any, status: str, run_uid: str | None) -> None:
+        if self.pause.is_set() and status in ("success", "fail"):
+            raise PauseRequested()
+
+    def read_commands(self) -> None:
+        for line in sys.stdin:
+            if isinstance(decode_command(line), Pause):
+                self.pause.set()
+
+    def send_health(self) -> None:
+        while not self.stop_health.wait(1.0):
+            try:
+                self.report(_health(self.runner, self.progress))
+            except (RuntimeError, AttributeError, KeyError) as exc:  # mid start-up: next time
+                log.debug("health not available yet: %s", exc)
+
+
 def _run_item(db: Path, item: Any, report: Reporter, queue: str | None) -> SessionOutcome:
     from hilbench.cassette.recorder import CassetteRecorder
     from hilbench.orchestrator.gate import CampaignRefused, gate_snapshot
@@ -217,58 +260,21 @@ def _run_item(db: Path, item: Any, report: Reporter, queue: str | None) -> Sessi
                                     channels=True) if folder else None
     except (FileExistsError, NotADirectoryError) as exc:
         return SessionOutcome(Outcome.INVALID_CAMPAIGN, f"--record {folder}: {exc}")
-    pause = threading.Event()
-    stop_health = threading.Event()
-    progress: Progress | None = None
-    runner: Any = None
-
-    def made(first: Any) -> None:
-        nonlocal progress, runner
-        runner = first
-        progress = Progress(report, first.units, db, item.id, item.source_path, queue)
-        runlog.note(f"campaign {campaign.name} starting from the daemon's queue item {item.id}: "
-                    f"{len(first.units)} unit(s), store {db}")
-        threading.Thread(target=send_health, daemon=True, name="health").start()
-
-    def wire(r: Any) -> None:
-        nonlocal progress, runner
-        if progress is None:
-            made(r)
-        assert progress is not None
-        runner = r
-        r.extra_consumers = [runlog, progress, *([recorder] if recorder else [])]
-        r.on_plan = progress.on_plan
-        r.on_unit_done = on_unit_done
-
-    def on_unit_done(unit: Any, status: str, run_uid: str | None) -> None:
-        if pause.is_set() and status in ("success", "fail"):
-            raise PauseRequested()
-
-    def read_commands() -> None:
-        for line in sys.stdin:
-            if isinstance(decode_command(line), Pause):
-                pause.set()
-
-    def send_health() -> None:
-        while not stop_health.wait(1.0):
-            try:
-                report(_health(runner, progress))
-            except (RuntimeError, AttributeError, KeyError) as exc:  # mid start-up: next time
-                log.debug("health not available yet: %s", exc)
-
-    threading.Thread(target=read_commands, daemon=True, name="commands").start()
+    follow = _ItemFollow(db, item, report, queue, campaign.name, runlog, recorder)
+    threading.Thread(target=follow.read_commands, daemon=True, name="commands").start()
     # As `hilbench run`: an unfinished attempt of this campaign resumes. An item's first start
     # whose campaign had already finished runs it again as a new campaign (queueing it asked
     # for that); a started item (its campaign recorded) never does: it resumes or is done.
     try:
         with signals_interrupt():
-            ended = run_session(campaign, db, wire,
+            ended = run_session(campaign, db, follow.wire,
                                 again_if_finished=item.campaign_uid is None)
     finally:
-        stop_health.set()
+        follow.stop_health.set()
         runlog.close()
         if recorder:
             recorder.close(discard_empty=True)
+    progress = follow.progress
     if progress is not None and progress.campaign_uid and not ended.campaign_uid:
         ended = msgspec.structs.replace(ended, campaign_uid=progress.campaign_uid)
     if ended.outcome in (Outcome.COMPLETED, Outcome.FAILED_RUNS):

@@ -273,6 +273,50 @@ class _Problems:
             return fallback
 
 
+def _agents(raw: list, source: str, head: CampaignHead, base_dir: Path,
+            problems: _Problems) -> list[AgentSpec]:
+    """Each [[agents]] entry checked; the faults of every entry go to ``problems``."""
+    agents: list[AgentSpec] = []
+    for i, table in enumerate(raw):
+        section = f"[[agents]] #{i + 1}"
+        agent = problems.check(
+            lambda table=table, section=section: _agent(
+                _validate(AgentTable, table, source, section), f"{source} {section}", head,
+                base_dir,
+            ),
+            None,
+        )
+        if agent is not None:
+            agents.append(agent)
+    return agents
+
+
+def _workload_tables(data: dict[str, Any], name: str, source: str, context: TableContext,
+                     problems: _Problems) -> tuple[CampaignTable, ...] | None:
+    """The [[name]] tables checked by their procedure's model (None: no such procedure);
+    a table repeated verbatim is refused (its units would run twice)."""
+    try:
+        model = load_procedure(name).table
+    except ProcedureError as exc:
+        problems.lines.append(f"{source} [[{name}]]: {exc}")
+        return None
+    valid = []
+    raw = problems.check(lambda: _tables(data, name, source), [])
+    for i, table in enumerate(raw):
+        if table in raw[:i]:
+            problems.lines.append(
+                f"{source} [[{name}]] #{i + 1}: the same table as #{raw.index(table) + 1}, "
+                "so each of its units would run twice (a result is stored once): remove it")
+            continue
+        valid.append(problems.check(
+            lambda table=table, i=i: _validate(
+                model, table, source, f"[[{name}]] #{i + 1}", context
+            ),
+            None,
+        ))
+    return tuple(t for t in valid if t is not None)
+
+
 def parse_campaign(data: dict[str, Any], source: str = "<campaign>") -> Campaign:
     """Validate a campaign (as parsed from TOML); CampaignError names file, section and key,
     one line per problem, for every section of the file."""
@@ -291,19 +335,8 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>") -> Campaign
     )
     if head.listen is not None:
         problems.check(lambda: _listen(head, f"{source} [campaign] listen"), None)
-    agents: list[AgentSpec] = []
     raw_agents = problems.check(lambda: _tables(data, "agents", source), [])
-    for i, table in enumerate(raw_agents):
-        section = f"[[agents]] #{i + 1}"
-        agent = problems.check(
-            lambda table=table, section=section: _agent(
-                _validate(AgentTable, table, source, section), f"{source} {section}", head,
-                base_dir,
-            ),
-            None,
-        )
-        if agent is not None:
-            agents.append(agent)
+    agents = _agents(raw_agents, source, head, base_dir, problems)
     # Tables are checked against the ids written, even when an agent entry has other faults.
     ids = tuple(str(t["id"]) for t in raw_agents if isinstance(t, dict) and "id" in t)
     if not raw_agents:
@@ -311,30 +344,9 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>") -> Campaign
     elif len(set(ids)) != len(ids):
         problems.lines.append(f"{source} [[agents]]: agent ids must be unique, got {list(ids)}")
     context = TableContext(agent_ids=ids, base_dir=base_dir)
-    tables: dict[str, tuple[CampaignTable, ...]] = {}
-    for name in data:
-        if name in CORE_TABLES or name in unknown:
-            continue
-        try:
-            model = load_procedure(name).table
-        except ProcedureError as exc:
-            problems.lines.append(f"{source} [[{name}]]: {exc}")
-            continue
-        valid = []
-        raw = problems.check(lambda name=name: _tables(data, name, source), [])
-        for i, table in enumerate(raw):
-            if table in raw[:i]:
-                problems.lines.append(
-                    f"{source} [[{name}]] #{i + 1}: the same table as #{raw.index(table) + 1}, "
-                    "so each of its units would run twice (a result is stored once): remove it")
-                continue
-            valid.append(problems.check(
-                lambda table=table, i=i, name=name, model=model: _validate(
-                    model, table, source, f"[[{name}]] #{i + 1}", context
-                ),
-                None,
-            ))
-        tables[name] = tuple(t for t in valid if t is not None)
+    tables = {name: _workload_tables(data, name, source, context, problems)
+              for name in data if name not in CORE_TABLES and name not in unknown}
+    tables = {name: found for name, found in tables.items() if found is not None}
     if not any(data.get(name) for name in registry):
         names = " or ".join(f"[[{n}]]" for n in sorted(registry))
         problems.lines.append(f"{source}: no workloads ({names}) given")
@@ -409,7 +421,15 @@ def _agent(table: AgentTable, where: str, head: CampaignHead, base_dir: Path) ->
             raise CampaignError([f"{where} python: only a spawned agent (spawn = true) takes one"])
         python = _interpreter(table.python, base_dir, f"{where} python")
     options = {k: str(v) for k, v in table.options.items()}
-    key = None
+    key = _agent_key(table, where, head, base_dir)
+    return AgentSpec(
+        table.id, table.driver, table.address, table.spawn, options, table.connects, python, key
+    )
+
+
+def _agent_key(table: AgentTable, where: str, head: CampaignHead, base_dir: Path
+               ) -> str | None:
+    """The agent's public key file, where keys are in use and the agent can take one."""
     if table.key is not None:
         if head.key is None:
             raise CampaignError(
@@ -417,15 +437,13 @@ def _agent(table: AgentTable, where: str, head: CampaignHead, base_dir: Path) ->
             )
         if table.spawn:
             raise CampaignError([f"{where} key: a spawned agent serves loopback without keys"])
-        key = _key_file(table.key, base_dir, f"{where} key", secret=False)
-    elif table.connects and head.key is not None:
+        return _key_file(table.key, base_dir, f"{where} key", secret=False)
+    if table.connects and head.key is not None:
         raise CampaignError(
             [f"{where} key: with [campaign] key, an agent that dials in needs its public key "
              "file (the listener admits no other)"]
         )
-    return AgentSpec(
-        table.id, table.driver, table.address, table.spawn, options, table.connects, python, key
-    )
+    return None
 
 
 def _key_file(value: str | None, base_dir: Path, where: str, *, secret: bool) -> str | None:

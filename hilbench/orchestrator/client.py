@@ -255,21 +255,20 @@ class AgentClient:
         before link probes, which is checked by the rule then in force."""
         if not _probes_recorded():
             return None
-        return self._echoes.measure(echo.payload_bytes,
-                                    lambda n: self._echo(n, echo.body, echo.idle_s),
-                                    idle_s=echo.idle_s)
+        return self._echoes.measure(echo, self._echo)
 
     def link_burst(self, echo: Echo) -> float:
         """The slowest of a few echoes now: the link's load right after a late reply."""
         if not _probes_recorded():
             return 0.0
-        return self._echoes.burst(echo.payload_bytes,
-                                  lambda n: self._echo(n, echo.body, echo.idle_s),
-                                  idle_s=echo.idle_s)
+        return self._echoes.burst(echo, self._echo)
 
-    def _echo(self, nbytes: int, body: dict[str, Any] | None, idle_s: float = 0.0) -> float:
-        if idle_s:  # the link sits idle as it does while a device works (link_probe's doc)
-            time.sleep(idle_s)
+    def _echo(self, shape: Echo) -> float:
+        """One noop of ``shape``'s body and payload, after the link sat idle as it does while a
+        device works (link_probe's doc); its round trip."""
+        if shape.idle_s:
+            time.sleep(shape.idle_s)
+        body, nbytes = shape.body, shape.payload_bytes
         pad = self._pads.get(nbytes)
         if pad is None:
             pad = self._pads[nbytes] = np.zeros(nbytes, dtype=np.uint8)

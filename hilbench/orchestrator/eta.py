@@ -11,7 +11,13 @@ agent the campaign runs it on). For each shape still to run the estimator takes,
 2. the median slot of the store's runs of the same shape (earlier campaigns);
 3. a model, when the unit states a budget (a solver timeout): budget + the overhead per unit
    measured so far in this campaign (slot − budget), else :data:`OVERHEAD_PER_RUN_S`;
-4. this campaign's mean slot over all shapes seen so far;
+4. a model, when the unit states its work (:class:`UnitWork`: windows timed by the clock and
+   samples processed one at a time, as an ASC table declares them): the windows + samples ×
+   the per-sample cost measured on this campaign's runs once the first of them ends (its own
+   run time when its slot holds the start-up) + the overhead per unit; a unit whose samples
+   are not known before its data loads takes the variable cost measured on a run of its
+   procedure;
+5. this campaign's mean slot over all shapes seen so far;
 
 and says how many units each basis covered. Its error is measured, not claimed:
 `hilbench bench eta` replays it over a store's recorded campaigns.
@@ -60,6 +66,29 @@ def unit_budget(unit: Any) -> float | None:
     return seconds if seconds > 0 else None
 
 
+@dataclass(frozen=True)
+class UnitWork:
+    """What a unit declares it will do before it runs: ``fixed_s`` of windows its clock times
+    (idle and active power windows) and ``samples`` processed one at a time, whose cost the
+    estimator measures (None: known only once the unit's data set is loaded)."""
+
+    fixed_s: float = 0.0
+    samples: int | None = 0
+
+
+def unit_work(unit: Any, capabilities: Mapping[str, Any] | None = None) -> UnitWork | None:
+    """The work a unit declares (``work(capabilities)``: its agent's handshake capabilities
+    once a run has stored them, else None), else None."""
+    work = getattr(unit, "work", None)
+    if work is None:
+        return None
+    try:
+        found = work(capabilities)
+    except Exception:  # a unit that cannot say is estimated from history or this campaign
+        return None
+    return found if isinstance(found, UnitWork) else None
+
+
 def run_device(agents: Any) -> str:
     """A stored run's device: the agent id(s) it ran on, as the campaign named them."""
     return ",".join(sorted(agents)) if isinstance(agents, Mapping) else ""
@@ -74,6 +103,7 @@ class StoredRun:
     unit_key: str
     start: float  # wall-clock seconds
     end: float
+    agents: Mapping[str, Any] = field(default_factory=dict, compare=False)  # its handshake
 
 
 def stored_runs(store_path: str | Path | Any) -> list[StoredRun]:
@@ -88,7 +118,8 @@ def stored_runs(store_path: str | Path | Any) -> list[StoredRun]:
             continue
         out.append(StoredRun(r["campaign_uid"],
                              shape_of(r["procedure"], r["unit_key"], run_device(r["agents"])),
-                             r["unit_key"], r["wall_time"], r["wall_time"] + r["duration_s"]))
+                             r["unit_key"], r["wall_time"], r["wall_time"] + r["duration_s"],
+                             r["agents"] if isinstance(r["agents"], Mapping) else {}))
     return out
 
 
@@ -160,8 +191,8 @@ class Estimate:
         return f"{figure} ({counts})" if counts else figure
 
 
-SHORT = {"own": "measured", "stored": "stored", "model": "model", "mean": "mean",
-         "nothing": "unknown"}
+SHORT = {"own": "measured", "stored": "stored", "model": "model", "work": "model",
+         "pending": "unmeasured", "mean": "mean", "nothing": "unknown"}
 
 
 def duration_text(seconds: float) -> str:
@@ -182,7 +213,17 @@ class Estimator:
     budgets: dict[Shape, float | None]
     history: Stored = field(default_factory=dict)
     own: dict[Shape, list[float]] = field(default_factory=lambda: defaultdict(list))
+    # shape -> how to ask a unit of that shape for its declared work given its agent's
+    # capabilities (asked when estimating: a unit's samples are known once its data set has
+    # loaded, its agent's capabilities once a run has stored its handshake)
+    works: dict[Shape, Any] = field(default_factory=dict)
+    capabilities: dict[str, Mapping[str, Any]] = field(default_factory=dict)  # by agent id
     _overheads: list[float] = field(default_factory=list)
+    _per_sample: list[float] = field(default_factory=list)  # s per sample, one per run
+    # slot − declared windows of runs of windows alone: the overhead beside them, or less
+    # than none when the device runs fewer windows than declared (a stage it cannot time)
+    _beside_windows: list[float] = field(default_factory=list)
+    _variable: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
 
     @classmethod
     def for_units(cls, units: Iterable[Any], history: Stored) -> Estimator:
@@ -190,23 +231,58 @@ class Estimator:
         optionally needs())."""
         left: Counter[Shape] = Counter()
         budgets: dict[Shape, float | None] = {}
+        works: dict[Shape, Any] = {}
         for unit in units:
             shape = unit_shape(unit)
             left[shape] += 1
             budgets.setdefault(shape, unit_budget(unit))
-        return cls(left, budgets, history)
+            if getattr(unit, "work", None) is not None:
+                works.setdefault(shape, lambda caps, unit=unit: unit_work(unit, caps))
+        return cls(left, budgets, history, works=works)
 
-    def done(self, shape: Shape, slot_s: float | None) -> None:
+    def done(self, shape: Shape, slot_s: float | None, run_s: float | None = None) -> None:
         """A unit of ``shape`` ended ``slot_s`` after the one before it (None: the first
-        after a start, whose slot holds the start-up: counted, not measured)."""
+        after a start, whose slot holds the start-up: counted, not measured). ``run_s``, the
+        run's own start-to-stop, measures a declared unit's per-sample cost when it has no
+        slot (the campaign's first run)."""
         if self.left[shape] > 0:
             self.left[shape] -= 1
+        self._measure_work(shape, slot_s if slot_s is not None else run_s, slot_s is not None)
         if slot_s is None:
             return
         self.own[shape].append(slot_s)
         budget = self.budgets.get(shape)
         if budget is not None:
             self._overheads.append(slot_s - budget)
+
+    def work(self, shape: Shape) -> UnitWork | None:
+        """The work a unit of ``shape`` declares now (None: it declares none)."""
+        return self._work(shape)
+
+    def learn(self, agents: Mapping[str, Any]) -> None:
+        """A stored run's handshake: its agents' capabilities (what a device can time)."""
+        for agent, info in agents.items():
+            caps = info.get("capabilities") if isinstance(info, Mapping) else None
+            if isinstance(caps, Mapping):
+                self.capabilities[str(agent)] = caps
+
+    def _work(self, shape: Shape) -> UnitWork | None:
+        ask = self.works.get(shape)
+        return None if ask is None else ask(self.capabilities.get(shape[2]))
+
+    def _measure_work(self, shape: Shape, cost: float | None, is_slot: bool) -> None:
+        """What a declared unit's run says of the per-sample cost (or, for windows alone, of
+        the overhead per unit beside them)."""
+        work = self._work(shape)
+        if work is None or cost is None:
+            return
+        variable = cost - work.fixed_s
+        if work.samples is None:
+            self._variable[shape[0]].append(max(0.0, variable))
+        elif work.samples > 0:
+            self._per_sample.append(max(0.0, variable) / work.samples)
+        elif is_slot:
+            self._beside_windows.append(variable)
 
     def unit_cost(self, shape: Shape) -> tuple[float | None, str]:
         """One unit's expected slot and the basis's name."""
@@ -219,10 +295,27 @@ class Estimator:
         budget = self.budgets.get(shape)
         if budget is not None:
             return budget + self._overhead(), "model"
+        work = self._work(shape)
+        if work is not None:
+            return self._work_cost(shape, work)
         seen = [s for slots in self.own.values() for s in slots]
         if seen:
             return sum(seen) / len(seen), "mean"
         return None, "nothing"
+
+    def _work_cost(self, shape: Shape, work: UnitWork) -> tuple[float | None, str]:
+        """Declared windows + samples × the measured per-sample cost (overhead included in
+        it: it was measured on whole runs), or windows + the overhead per unit."""
+        if work.samples == 0:
+            beside = (statistics.median(self._beside_windows) if self._beside_windows
+                      else self._overhead())
+            return max(0.0, work.fixed_s + beside), "work"
+        if work.samples is not None and self._per_sample:
+            return work.fixed_s + work.samples * statistics.median(self._per_sample), "work"
+        variable = self._variable.get(shape[0])
+        if variable:
+            return work.fixed_s + statistics.median(variable), "work"
+        return None, "pending"
 
     def _overhead(self) -> float:
         return (max(0.0, statistics.median(self._overheads)) if self._overheads
@@ -243,7 +336,8 @@ class Estimator:
                 runs[basis] += len(self.own[shape])
             elif basis == "stored":
                 runs[basis] += self.history[shape][1]
-        return Estimate(None if units["nothing"] else total, self._basis(units, runs),
+        unknown = units["nothing"] or units["pending"]
+        return Estimate(None if unknown else total, self._basis(units, runs),
                         dict(units))
 
     def _basis(self, units: Counter[str], runs: Counter[str]) -> str:
@@ -258,10 +352,32 @@ class Estimator:
             "own": f"from {runs['own']} run(s) of this campaign of the same unit shape",
             "stored": f"from {runs['stored']} stored run(s) of the same unit shape",
             "model": f"model: timeout + {overhead}",
+            "work": "model: " + self._work_text(overhead),
+            "pending": "declared samples whose per-sample cost is measured once the first "
+                       "run ends",
             "mean": f"this campaign's mean over {seen} run(s) of other shapes",
             "nothing": "nothing known yet",
         }
         return "; ".join(f"{n} unit(s) {texts[basis]}" for basis, n in units.items())
+
+
+    def _work_text(self, overhead: str) -> str:
+        declared = [(self._work(shape), n) for shape, n in self.left.items()
+                    if n > 0 and shape in self.works]
+        windows = sum(w.fixed_s * n for w, n in declared if w is not None)
+        samples = sum((w.samples or 0) * n for w, n in declared if w is not None)
+        parts = [f"{duration_text(windows)} of declared windows"] if windows else []
+        if samples and self._per_sample:
+            parts.append(f"{samples} sample(s) × {statistics.median(self._per_sample) * 1e3:.3g}"
+                         f" ms per sample measured over {len(self._per_sample)} run(s)")
+        elif any(w is not None and w.samples is None for w, _ in declared):
+            runs = sum(len(v) for v in self._variable.values())
+            parts.append(f"a pass over the data as measured over {runs} run(s)")
+        if self._beside_windows:
+            beside = statistics.median(self._beside_windows)
+            overhead = (f"{'+' if beside >= 0 else '−'}{abs(beside) * 1e3:.0f} ms per unit "
+                        f"beside the windows measured over {len(self._beside_windows)} run(s)")
+        return " + ".join([*parts, overhead])
 
 
 class LiveEstimate:
@@ -274,17 +390,40 @@ class LiveEstimate:
         done = set(done_keys)
         self.estimator = Estimator.for_units(
             (u for u in units if str(u.key) not in done), store_history(store_path))
+        self._store = store_path
         self._clock = clock or time.monotonic
         self._last: float | None = None
 
-    def unit_done(self, unit: Any, status: str) -> None:
-        """``status`` "retried": the unit runs again, and its next slot holds both tries."""
+    def unit_done(self, unit: Any, status: str, run_uid: str | None = None) -> None:
+        """``status`` "retried": the unit runs again, and its next slot holds both tries.
+        ``run_uid``: the stored run, whose own start-to-stop measures a declared unit's
+        per-sample cost when the slot holds the campaign's start-up (the first unit)."""
         if status == "retried":
             return
         t = self._clock()
         slot = None if self._last is None else t - self._last
         self._last = t
-        self.estimator.done(unit_shape(unit), slot)
+        run_s = None
+        if slot is None or not self.estimator.capabilities:
+            run_s = self._read_run(run_uid)
+        self.estimator.done(unit_shape(unit), slot, run_s if slot is None else None)
+
+    def _read_run(self, run_uid: str | None) -> float | None:
+        """The stored run's own start-to-stop; its handshake teaches the estimator what its
+        agents can do."""
+        from hilbench.store import Store, StoreError
+
+        if not run_uid:
+            return None
+        try:
+            with Store(self._store) as store:
+                run = store.run(run_uid)
+        except (StoreError, KeyError):
+            return None
+        if isinstance(run.get("agents"), Mapping):
+            self.estimator.learn(run["agents"])
+        seconds = run.get("duration_s")
+        return None if seconds is None else float(seconds)
 
     def estimate(self) -> Estimate:
         return self.estimator.estimate()
@@ -303,6 +442,9 @@ def plan_entries(units: Iterable[Any], history: Stored) -> list[PlanEntry]:
     for shape, n in estimator.left.items():
         stored = history.get(shape)
         budget = estimator.budgets.get(shape)
+        work = estimator.work(shape)
+        if budget is None and work is not None and work.samples == 0:
+            budget = work.fixed_s  # declared windows: a budget the daemon can re-measure
         cost, runs = ((stored[0], stored[1]) if stored is not None else
                       (budget + OVERHEAD_PER_RUN_S, 0) if budget is not None else (None, 0))
         entry = merged.setdefault(shape[:2], [shape[0], shape[1], 0, cost, runs])

@@ -106,6 +106,18 @@ def changed_keys(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[st
 _MISSING = object()
 
 
+def _flatten_tables(tables: Mapping[str, Any]) -> dict[str, Any]:
+    """Each workload table's keys as ``[[name]] #i key`` (an empty list as ``[[name]]``)."""
+    out: dict[str, Any] = {}
+    for table, entries in tables.items():
+        for i, entry in enumerate(entries or []):
+            for sub, v in (entry or {}).items():
+                out[f"[[{table}]] #{i + 1} {sub}"] = v
+        if not entries:
+            out[f"[[{table}]]"] = []
+    return out
+
+
 def _flatten(config: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in config.items():
@@ -118,12 +130,7 @@ def _flatten(config: Mapping[str, Any]) -> dict[str, Any]:
                         continue
                     out[f"[[{key}]] #{i + 1} {sub}"] = v
         elif key == "tables" and isinstance(value, Mapping):
-            for table, entries in value.items():
-                for i, entry in enumerate(entries or []):
-                    for sub, v in (entry or {}).items():
-                        out[f"[[{table}]] #{i + 1} {sub}"] = v
-                if not entries:
-                    out[f"[[{table}]]"] = []
+            out.update(_flatten_tables(value))
         else:
             out[f"[campaign] {key}"] = value
     return out

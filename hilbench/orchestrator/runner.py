@@ -286,16 +286,7 @@ class CampaignRunner:
                 for run_uid in writer.abort_unfinished_runs(campaign_uid, UNFINISHED_REASON):
                     log.warning("run %s of the earlier attempt marked aborted: %s",
                                 run_uid[:8], UNFINISHED_REASON)
-            stream = DocumentStream([writer, *self.extra_consumers])
-            self.instruments.open()
-            self.start_agents()
-            for unit in self.units:
-                raise_if_interrupted()
-                if str(unit.key) in plan.done:
-                    outcome.skipped += 1
-                    self._notify(unit, "skipped", None)
-                    continue
-                outcome.run_uids += self._run_unit(stream, campaign_uid, unit, outcome)
+            self._run_units(DocumentStream([writer, *self.extra_consumers]), plan, outcome)
             if outcome.failed:
                 writer.end_campaign(campaign_uid, "fail", f"{outcome.failed} run(s) failed")
             else:
@@ -321,6 +312,18 @@ class CampaignRunner:
             with deferred_interrupts():
                 self.stop_agents()
                 writer.close()
+
+    def _run_units(self, stream: DocumentStream, plan: Any, outcome: CampaignOutcome) -> None:
+        """Open the instruments, start the agents and run each unit the plan has not done."""
+        self.instruments.open()
+        self.start_agents()
+        for unit in self.units:
+            raise_if_interrupted()
+            if str(unit.key) in plan.done:
+                outcome.skipped += 1
+                self._notify(unit, "skipped", None)
+                continue
+            outcome.run_uids += self._run_unit(stream, plan.campaign_uid, unit, outcome)
 
     def _run_unit(
         self,

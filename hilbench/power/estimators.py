@@ -290,27 +290,8 @@ def phase_power(
 
     # A timestamp error δ > 0 (true time = stamped time + δ) means the window truly spans the
     # stamped interval [start - δ, end - δ]; the difference from that window's mean is the error.
-    per_s_pos = per_s_neg = 0.0
-    if timing > 0:
-        earlier = _window_mean(
-            t, watts, window.start - timing, window.end - timing, aperture, boundary
-        )
-        later = _window_mean(
-            t, watts, window.start + timing, window.end + timing, aperture, boundary
-        )
-        # A shifted window without readings says nothing about the shift's effect: never
-        # take that as zero. Use the other side's slope, or with neither the widest the mean
-        # could move (the range of readings around the window).
-        if earlier is not None and later is not None:
-            per_s_pos, per_s_neg = (mean - earlier) / timing, (mean - later) / timing
-        elif earlier is not None:  # a linear trend moves the mean the other way
-            per_s_pos = (mean - earlier) / timing
-            per_s_neg = -per_s_pos
-        elif later is not None:
-            per_s_neg = (mean - later) / timing
-            per_s_pos = -per_s_neg
-        else:
-            per_s_pos = per_s_neg = _worst_shift_per_s(t, watts, window, timing, aperture)
+    per_s_pos, per_s_neg = (_clock_slopes(t, watts, window, mean, timing, aperture, boundary)
+                            if timing > 0 else (0.0, 0.0))
 
     quant = accuracy.resolution_w / 2.0 if noise < accuracy.resolution_w / 2.0 else 0.0
     mixing = (
@@ -338,6 +319,29 @@ def phase_power(
         mixing_half_width_w=mixing,
         coverage=coverage,
     )
+
+
+def _clock_slopes(t: np.ndarray, watts: np.ndarray, window: PhaseWindow, mean: float,
+                  timing: float, aperture: float, boundary: BoundaryPolicy
+                  ) -> tuple[float, float]:
+    """How the window's mean moves per second of timestamp error, each way.
+
+    A timestamp error δ > 0 (true time = stamped time + δ) means the window truly spans the
+    stamped interval [start - δ, end - δ]; the difference from that window's mean is the error.
+    A shifted window without readings says nothing about the shift's effect: never take that
+    as zero. Use the other side's slope, or with neither the widest the mean could move (the
+    range of readings around the window)."""
+    earlier = _window_mean(t, watts, window.start - timing, window.end - timing, aperture,
+                           boundary)
+    later = _window_mean(t, watts, window.start + timing, window.end + timing, aperture, boundary)
+    if earlier is not None and later is not None:
+        return (mean - earlier) / timing, (mean - later) / timing
+    if earlier is not None:  # a linear trend moves the mean the other way
+        return (mean - earlier) / timing, -(mean - earlier) / timing
+    if later is not None:
+        return -(mean - later) / timing, (mean - later) / timing
+    worst = _worst_shift_per_s(t, watts, window, timing, aperture)
+    return worst, worst
 
 
 def _worst_shift_per_s(

@@ -36,6 +36,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -148,10 +149,8 @@ def _split_title(title: str) -> tuple[str, str, str]:
     return metric.strip(), component.strip(), qualifier.strip()
 
 
-def _parse_power_section(
-    path: Path, title: str, header_lineno: int, header: str, rows: list[tuple[int, str]]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    columns = _fields(header)
+def _power_columns(columns: list[str], where: str) -> tuple[int, int | None, int]:
+    """The section's time, duration (if any) and first power or energy column."""
     time_col = dur_col = value_col = None
     for index, column in enumerate(columns):
         lowered, unit = column.lower(), _unit_of(column)
@@ -161,18 +160,24 @@ def _parse_power_section(
             dur_col = index
         elif value_col is None and unit in {**_POWER_UNITS_W, **_ENERGY_UNITS_J}:
             value_col = index
-    where = f"{path}:{header_lineno}: section {title!r}"
     if time_col is None:
         raise SocWatchError(f"{where} has no 'Continuous Time (<unit>)' column: {columns}")
     if value_col is None:
         raise SocWatchError(f"{where} has no power (W/mW) or energy (J/mJ) column: {columns}")
-    if not rows:
-        raise SocWatchError(f"{where} has no samples")
+    return time_col, dur_col, value_col
 
+
+def _section_rows(
+    path: Path, title: str, columns: list[str], rows: list[tuple[int, str]],
+    cols: tuple[int, int | None, int],
+) -> tuple[list[float], list[float], list[float]]:
+    """Each row's end time (s), duration (s; none without a duration column) and raw value."""
+    time_col, dur_col, value_col = cols
     time_scale = _TIME_UNITS_S[_unit_of(columns[time_col]) or ""]
     dur_scale = _TIME_UNITS_S[_unit_of(columns[dur_col]) or ""] if dur_col is not None else 0.0
-    value_unit = _unit_of(columns[value_col]) or ""
-    ends, durations, values = [], [], []
+    ends: list[float] = []
+    durations: list[float] = []
+    values: list[float] = []
     for lineno, line in rows:
         values_here = _fields(line)
         if len(values_here) != len(columns):
@@ -191,9 +196,19 @@ def _parse_power_section(
                 f"{path}:{lineno}: time goes backwards in section {title!r} "
                 f"({ends[-2]:.6f} s then {ends[-1]:.6f} s)"
             )
+    return ends, durations, values
 
+
+def _parse_power_section(
+    path: Path, title: str, header_lineno: int, header: str, rows: list[tuple[int, str]]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    columns = _fields(header)
+    cols = _power_columns(columns, f"{path}:{header_lineno}: section {title!r}")
+    if not rows:
+        raise SocWatchError(f"{path}:{header_lineno}: section {title!r} has no samples")
+    ends, durations, values = _section_rows(path, title, columns, rows, cols)
     t_end = np.asarray(ends)
-    if dur_col is not None:
+    if cols[1] is not None:
         t_start = t_end - np.asarray(durations)
     else:  # without durations, each interval runs from the previous sample (or collection start)
         t_start = np.concatenate([[0.0], t_end[:-1]])
@@ -202,6 +217,7 @@ def _parse_power_section(
         bad = rows[int(np.argmax(span <= 0))][0]
         raise SocWatchError(f"{path}:{bad}: sample in section {title!r} has no duration")
     raw = np.asarray(values)
+    value_unit = _unit_of(columns[cols[2]]) or ""
     if value_unit in _POWER_UNITS_W:
         watts = raw * _POWER_UNITS_W[value_unit]
     else:
@@ -271,6 +287,36 @@ class SocWatchSummary:
     total_j: dict[str, float]
 
 
+def _summary_rows(path: Path, lines: list[str], i: int, title: str, columns: list[str],
+                  avg: tuple[Any, Any], tot: tuple[Any, Any], average: dict[str, float],
+                  total: dict[str, float]) -> int:
+    """Read one summary table's rows from line index ``i`` into ``average`` (W) and ``total``
+    (J) per domain; the index after the table."""
+    (avg_col, avg_unit), (tot_col, tot_unit) = avg, tot
+    while i < len(lines) and lines[i].strip():
+        lineno, values = i + 1, _fields(lines[i])
+        i += 1
+        if values and set(values[0]) <= {"-"}:
+            continue  # the row of dashes under the header
+        if len(values) != len(columns):
+            raise SocWatchError(
+                f"{path}:{lineno}: table {title!r} expects {len(columns)} values "
+                f"({', '.join(columns)}), found {len(values)}: {lines[lineno - 1].strip()!r}"
+            )
+        domain = component_domain(values[0])
+        if domain is None:
+            continue
+        average[domain] = (
+            _number(path, lineno, values[avg_col], columns[avg_col]) * _POWER_UNITS_W[avg_unit]
+        )
+        if tot_col is not None and tot_unit in _ENERGY_UNITS_J:
+            total[domain] = (
+                _number(path, lineno, values[tot_col], columns[tot_col])
+                * _ENERGY_UNITS_J[tot_unit]
+            )
+    return i
+
+
 def parse_summary_csv(path: str | Path) -> SocWatchSummary:
     """Average package / DRAM power from the ``… Power Summary: Average Rate and Total`` tables."""
     path = Path(path)
@@ -298,28 +344,8 @@ def parse_summary_csv(path: str | Path) -> SocWatchSummary:
                 f"{path}:{header_lineno}: table {title!r} has no 'Average Rate (mW|W)' column: "
                 f"{columns}"
             )
-        while i < len(lines) and lines[i].strip():
-            lineno, values = i + 1, _fields(lines[i])
-            i += 1
-            if values and set(values[0]) <= {"-"}:
-                continue  # the row of dashes under the header
-            if len(values) != len(columns):
-                raise SocWatchError(
-                    f"{path}:{lineno}: table {title!r} expects {len(columns)} values "
-                    f"({', '.join(columns)}), found {len(values)}: {lines[lineno - 1].strip()!r}"
-                )
-            domain = component_domain(values[0])
-            if domain is None:
-                continue
-            assert avg_col is not None
-            average[domain] = (
-                _number(path, lineno, values[avg_col], columns[avg_col]) * _POWER_UNITS_W[avg_unit]
-            )
-            if tot_col is not None and tot_unit in _ENERGY_UNITS_J:
-                total[domain] = (
-                    _number(path, lineno, values[tot_col], columns[tot_col])
-                    * _ENERGY_UNITS_J[tot_unit]
-                )
+        i = _summary_rows(path, lines, i, title, columns, (avg_col, avg_unit), (tot_col, tot_unit),
+                          average, total)
     if not average:
         raise SocWatchError(
             f"{path}: no package or DRAM row in a '… Power Summary: Average Rate and Total' "

@@ -223,6 +223,84 @@ class _Blocks:
         return rss, total
 
 
+def _check_arguments(a: float, max_shift_s: float, start: float, end: float, batches: int,
+                     edge_s: float) -> None:
+    """ValueError for malformed input (not a measurement that cannot be attributed)."""
+    if not (math.isfinite(a) and a > 0):
+        raise ValueError(f"aperture_s must be a finite positive number, got {a}")
+    if not (math.isfinite(max_shift_s) and max_shift_s >= 0):
+        raise ValueError(f"max_shift_s must be a finite number >= 0, got {max_shift_s}")
+    if not (math.isfinite(start) and math.isfinite(end) and end > start):
+        raise ValueError(f"window must be (start, end) with end after start, got {(start, end)}")
+    if batches < 2:
+        raise ValueError(f"batch means need at least 2 batches, got {batches}")
+    if not (math.isfinite(edge_s) and edge_s >= 0):
+        raise ValueError(f"edge_s must be a finite number >= 0, got {edge_s}")
+
+
+def _check_separable(f: np.ndarray, n: int, stages: int, a: float, means: str,
+                     max_inflation: float) -> None:
+    """The readings must see different enough mixes of the stages to separate their powers."""
+    infl = inflation(f) if n > len(f) else np.full(len(f), math.inf)
+    if infl[:stages].max() > max_inflation:
+        raise AttributionError(
+            f"the {_duration(a)} aperture is long compared with the stages (mean {means}): "
+            f"the readings see too similar a mix to separate the stage powers (standard error "
+            f"x{infl[:stages].max():.3g} that of readings inside one stage, limit "
+            f"x{max_inflation:g}); use an aperture (NPLC) shorter than the shortest stage and "
+            f"a sample interval of a few apertures")
+
+
+def _alignment_variance(aligned: Any, y: np.ndarray, shift: tuple[float, float],
+                        drift: tuple[float, float]) -> np.ndarray:
+    """The powers' variance from the alignment's error: their slopes in shift and in drift
+    (central differences) times each one's standard error, added (uncorrelated: the drift is
+    fitted about the blocks' mean time). ``aligned(shift, drift)`` gives the design rows."""
+    var = 0.0
+    for (_, value_se), move in ((shift, (1.0, 0.0)), (drift, (0.0, 1.0))):
+        step = max(value_se, SHIFT_TOLERANCE_S)
+        fits = [np.linalg.solve(g @ g.T, g @ y) for g in (
+            aligned(shift[0] + sign * step * move[0], drift[0] + sign * step * move[1])
+            for sign in (1, -1))]
+        var = var + ((fits[0] - fits[1]) / (2 * step) * value_se) ** 2
+    return np.asarray(var)
+
+
+def _check_in_range(block_shift: np.ndarray, block_best: np.ndarray, grid_size: int,
+                    limit_s: float, max_shift_s: float, search: float) -> None:
+    """Every block's alignment lies inside the allowed shift and off the searched grid's ends."""
+    outside = np.flatnonzero((np.abs(block_shift) > limit_s) | (block_best < 1)
+                             | (block_best > grid_size - 2))
+    if len(outside):
+        i = int(outside[0])
+        raise AttributionError(
+            f"the readings fit the schedule best at a shift of {block_shift[i] * 1e3:+.3f} ms "
+            f"(block {i} of {block_shift.size}), outside the ± {_duration(max_shift_s)} range "
+            f"(searched to ± {_duration(search)}): the clocks are further apart than "
+            f"max_shift_s allows (widen it) or the schedule is not the one that ran")
+
+
+def _shift_and_drift(block_shift: np.ndarray, centred: np.ndarray, scale: float
+                     ) -> tuple[float, float, float, float]:
+    """The line through the blocks' own alignments (``centred``: block centres less their
+    mean): shift, drift and their standard errors from the blocks' scatter about it. A block
+    further than ``scale`` from the line means the readings do not follow the schedule."""
+    batches = block_shift.size
+    design = np.column_stack((np.ones(batches), centred))
+    (shift, drift), *_ = np.linalg.lstsq(design, block_shift, rcond=None)
+    off = block_shift - design @ (shift, drift)
+    spread = float(np.sqrt((off**2).sum() / (batches - 2))) if batches > 2 else 0.0
+    odd = int(np.argmax(np.abs(off)))
+    if abs(off[odd]) > scale:
+        raise AttributionError(
+            f"block {odd} of {batches} aligns at {block_shift[odd] * 1e3:+.3f} ms, "
+            f"{off[odd] * 1e6:+.0f} µs from the line through the others (shift "
+            f"{shift * 1e3:+.3f} ms, drift {drift * 1e6:+.1f} ppm): the readings do not "
+            f"follow the schedule throughout the window")
+    return (float(shift), float(drift), spread / math.sqrt(batches),
+            spread / math.sqrt(float((centred ** 2).sum())))
+
+
 def attribute_stage_power(
     t: np.ndarray,
     watts: np.ndarray,
@@ -254,16 +332,7 @@ def attribute_stage_power(
     t, watts = _as_arrays(t, watts)
     start, end = (float(v) for v in window)
     a, max_shift_s = float(aperture_s), float(max_shift_s)
-    if not (math.isfinite(a) and a > 0):
-        raise ValueError(f"aperture_s must be a finite positive number, got {aperture_s}")
-    if not (math.isfinite(max_shift_s) and max_shift_s >= 0):
-        raise ValueError(f"max_shift_s must be a finite number >= 0, got {max_shift_s}")
-    if not (math.isfinite(start) and math.isfinite(end) and end > start):
-        raise ValueError(f"window must be (start, end) with end after start, got {window}")
-    if batches < 2:
-        raise ValueError(f"batch means need at least 2 batches, got {batches}")
-    if not (math.isfinite(edge_s) and edge_s >= 0):
-        raise ValueError(f"edge_s must be a finite number >= 0, got {edge_s}")
+    _check_arguments(a, max_shift_s, start, end, batches, edge_s)
     # Alignments are searched over twice the range: a clock offset beyond max_shift_s would
     # otherwise fit a wrong pipeline cycle inside it, with wrong powers and no sign of it.
     search = SEARCH_FACTOR * max_shift_s
@@ -286,14 +355,7 @@ def attribute_stage_power(
                                f"stage(s) {unseen} (mean durations: {means})")
     other = bool(f0[-1].max() > 0)  # a schedule that tiles the window leaves no OTHER to fit
     names = [*stages, OTHER] if other else list(stages)
-    infl = inflation(f0 if other else f0[:-1]) if n > len(names) else np.full(len(names), math.inf)
-    if infl[:len(stages)].max() > max_inflation:
-        raise AttributionError(
-            f"the {_duration(a)} aperture is long compared with the stages (mean {means}): "
-            f"the readings see too similar a mix to separate the stage powers (standard error "
-            f"x{infl[:len(stages)].max():.3g} that of readings inside one stage, limit "
-            f"x{max_inflation:g}); use an aperture (NPLC) shorter than the shortest stage and "
-            f"a sample interval of a few apertures")
+    _check_separable(f0 if other else f0[:-1], n, len(stages), a, means, max_inflation)
     if n < batches * MIN_PER_BATCH:
         raise AttributionError(
             f"{n} readings lie inside the {_duration(end - start)} window less the ± "
@@ -332,34 +394,14 @@ def attribute_stage_power(
     cycle = float(np.median(np.diff(starts))) if starts.size > 1 else scale
     near = np.abs(grid - grid[best]) <= max(cycle / 2, scale + h)
     block_best = np.argmin(np.where(near[:, None], rss, np.inf), axis=0)
-    block_shift, shift, drift, shift_se, drift_se = np.zeros(batches), 0.0, 0.0, 0.0, 0.0
     centre = np.add.reduceat(x, blocks.cuts) / blocks.sizes
     ref = float(centre.mean())
+    block_shift, shift, drift, shift_se, drift_se = np.zeros(batches), 0.0, 0.0, 0.0, 0.0
     if half:
         block_shift = _golden(lambda d: blocks.at(d)[1][0], grid[block_best] - h,
                               grid[block_best] + h)
-        design = np.column_stack((np.ones(batches), centre - ref))
-        (shift, drift), *_ = np.linalg.lstsq(design, block_shift, rcond=None)
-        off = block_shift - design @ (shift, drift)
-        spread = float(np.sqrt((off**2).sum() / (batches - 2))) if batches > 2 else 0.0
-        shift_se = spread / math.sqrt(batches)
-        drift_se = spread / math.sqrt(float(((centre - ref) ** 2).sum()))
-        odd = int(np.argmax(np.abs(off)))
-        if abs(off[odd]) > scale:
-            raise AttributionError(
-                f"block {odd} of {batches} aligns at {block_shift[odd] * 1e3:+.3f} ms, "
-                f"{off[odd] * 1e6:+.0f} µs from the line through the others (shift "
-                f"{shift * 1e3:+.3f} ms, drift {drift * 1e6:+.1f} ppm): the readings do not "
-                f"follow the schedule throughout the window")
-    outside = np.flatnonzero((np.abs(block_shift) > max_shift_s + h) | (block_best < 1)
-                             | (block_best > grid.size - 2)) if half else []
-    if len(outside):
-        i = int(outside[0])
-        raise AttributionError(
-            f"the readings fit the schedule best at a shift of {block_shift[i] * 1e3:+.3f} ms "
-            f"(block {i} of {batches}), outside the ± {_duration(max_shift_s)} range (searched "
-            f"to ± {_duration(search)}): the clocks are further apart than max_shift_s allows "
-            f"(widen it) or the schedule is not the one that ran")
+        shift, drift, shift_se, drift_se = _shift_and_drift(block_shift, centre - ref, scale)
+        _check_in_range(block_shift, block_best, grid.size, max_shift_s + h, max_shift_s, search)
     block_power = blocks.at(block_shift)[0][0] + y0
     if not np.isfinite(block_power).all():
         raise AttributionError(f"a batch of {n // batches} readings cannot separate the stages "
@@ -375,13 +417,7 @@ def attribute_stage_power(
     var_fixed = window_error(schedule, start, x + shift + drift * (x - ref), a, f, residual)
     # The alignment's error through the powers' slopes in its shift and drift (uncorrelated:
     # the drift is fitted about the blocks' mean time).
-    var_shift = np.zeros(len(names))
-    for value_se, move in ((shift_se, (1.0, 0.0)), (drift_se, (0.0, 1.0))):
-        step = max(value_se, SHIFT_TOLERANCE_S)
-        fits = [np.linalg.solve(g @ g.T, g @ y) for g in (
-            aligned(shift + sign * step * move[0], drift + sign * step * move[1])
-            for sign in (1, -1))]
-        var_shift += ((fits[0] - fits[1]) / (2 * step) * value_se) ** 2
+    var_shift = _alignment_variance(aligned, y, (shift, shift_se), (drift, drift_se))
     se = np.sqrt(var_fixed + var_shift)
     with np.errstate(invalid="ignore", divide="ignore"):  # Welch-Satterthwaite
         dof = np.where(var_shift > 0, se**4 / (var_shift**2 / max(1, batches - 2)

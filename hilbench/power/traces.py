@@ -92,6 +92,29 @@ def _number(path: Path, line: int, column: str, cells: list[str], index: int) ->
     return value
 
 
+def _reading_column(path: Path, header_line: int, columns: dict[str, int],
+                    volts: float | None) -> str:
+    """``watts`` as is, or ``amps`` with a positive supply voltage to multiply by."""
+    if "watts" in columns:
+        if volts is not None:
+            raise TraceFormatError(
+                f"{path}: readings are already in watts; --volts applies to an 'amps' column only"
+            )
+        return "watts"
+    if "amps" in columns:
+        if volts is None:
+            raise TraceFormatError(
+                f"{path}: readings are in amps; give the supply voltage (--volts) to get watts"
+            )
+        if not (math.isfinite(volts) and volts > 0):
+            raise TraceFormatError(f"supply voltage must be a positive number, got {volts} V")
+        return "amps"
+    raise TraceFormatError(
+        f"{path} line {header_line}: need a 'watts' or 'amps' column "
+        f"(found: {', '.join(columns)})"
+    )
+
+
 def read_samples_csv(path: str | Path, *, volts: float | None = None) -> PowerTrace:
     """Readings from ``path``; a ``watts`` column is used as is, an ``amps`` one needs ``volts``."""
     path = Path(path)
@@ -101,25 +124,7 @@ def read_samples_csv(path: str | Path, *, volts: float | None = None) -> PowerTr
         raise TraceFormatError(
             f"{path} line {header_line}: no 'time_s' column (found: {', '.join(columns)})"
         )
-    if "watts" in columns:
-        column = "watts"
-        if volts is not None:
-            raise TraceFormatError(
-                f"{path}: readings are already in watts; --volts applies to an 'amps' column only"
-            )
-    elif "amps" in columns:
-        column = "amps"
-        if volts is None:
-            raise TraceFormatError(
-                f"{path}: readings are in amps; give the supply voltage (--volts) to get watts"
-            )
-        if not (math.isfinite(volts) and volts > 0):
-            raise TraceFormatError(f"supply voltage must be a positive number, got {volts} V")
-    else:
-        raise TraceFormatError(
-            f"{path} line {header_line}: need a 'watts' or 'amps' column "
-            f"(found: {', '.join(columns)})"
-        )
+    column = _reading_column(path, header_line, columns, volts)
     t_index, v_index = columns["time_s"], columns[column]
     times: list[float] = []
     values: list[float] = []

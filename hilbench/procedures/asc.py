@@ -14,13 +14,15 @@ import hashlib
 import logging
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from hilbench.contracts.asc import STAGES
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.filehash import sha256_file
+from hilbench.orchestrator.eta import UnitWork
 from hilbench.orchestrator.instruments import Instrument
 from hilbench.orchestrator.phases import RunContext
 from hilbench.orchestrator.procedure import Procedure, UnitKey
@@ -186,6 +188,11 @@ class AscSingleStreamUnit:
     def prepare(self) -> dict[str, Any]:
         return self.resources.ensure()
 
+    def work(self, capabilities: Mapping[str, Any] | None = None) -> UnitWork:
+        """For the ETA: one pass over the test samples (their number known once loaded)."""
+        test = self.resources.test
+        return UnitWork(0.0, None if test is None else len(test))
+
     def run(self, ctx: RunContext, device: RemoteDevice, instruments: Sequence[Instrument]
             ) -> None:
         from hilbench.procedures.asc_single_stream import run_single_stream_unit
@@ -222,12 +229,31 @@ class AscPowerUnit:
     def prepare(self) -> dict[str, Any]:
         return self.resources.ensure()
 
+    def work(self, capabilities: Mapping[str, Any] | None = None) -> UnitWork:
+        """For the ETA: the declared windows, ``repetitions`` × (idle + an active window per
+        stage the device can time — both until its capabilities are known — or one
+        single-stream window), timed by the device's clock."""
+        spec = self.spec
+        actives = (1 if spec.power_method == "single_stream"
+                   else len(_timed_stages(capabilities)))
+        return UnitWork(spec.repetitions * (spec.idle_s + actives * spec.active_s), 0)
+
     def run(self, ctx: RunContext, device: RemoteDevice, instruments: Sequence[Instrument]
             ) -> None:
         from hilbench.procedures.asc_power import run_power_unit
 
         run_power_unit(ctx, self.resources, self.stream, device, instruments,
                        self.trial.stage_times)
+
+
+def _timed_stages(capabilities: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The stages a device can time in a power window, from its stored handshake (absent or
+    unreadable: both, as :meth:`AscCapabilities.timed_stages`)."""
+    asc = (capabilities or {}).get("asc")
+    stages = asc.get("stages") if isinstance(asc, Mapping) else None
+    if not isinstance(stages, list):
+        return STAGES
+    return tuple(s for s in STAGES if s in stages) or STAGES
 
 
 def _spec_params(spec: AscSpec) -> dict[str, Any]:

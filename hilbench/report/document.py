@@ -34,6 +34,7 @@ from hilbench.report.methodology import campaign_methodology
 from hilbench.report.summary import summary_tables
 from hilbench.report.system import SystemDescription
 from hilbench.report.table import Table
+from hilbench.report.table6 import KEY as TABLE6_KEY
 from hilbench.report.table6 import table6
 from hilbench.report.trials import ReportedFigures, apply_trial_rule
 from hilbench.report.workflow import Workflow, campaign_workflows, stage_lines, workflow_svg
@@ -84,8 +85,10 @@ class CampaignSection:
     def main_tables(self) -> list[Table]:
         """The tables printed in the results; an ASC system's own table (every power stream,
         power-window times, the agent's report) goes in a folded detail under them, since the
-        report's ASC table is the Table 6 layout across systems (:attr:`Report.asc_table`)."""
-        return [t for t in self.tables if not t.key.startswith(ASC_DETAIL)]
+        report's ASC table is the Table 6 layout across systems (:attr:`Report.asc_table`),
+        printed once for every campaign rather than once per campaign as `summary` does."""
+        return [t for t in self.tables
+                if not t.key.startswith(ASC_DETAIL) and t.key != TABLE6_KEY]
 
     @property
     def detail_tables(self) -> list[Table]:

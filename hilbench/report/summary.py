@@ -25,6 +25,7 @@ SUMMARY_MODULES = (
     "hilbench.report.qubo_table",
     "hilbench.report.qubo_tts_table",
     "hilbench.report.qubo_largest_table",
+    "hilbench.report.table6",  # ASC: Table 6's layout first, each system's detail below
     "hilbench.report.asc_table",
 )
 

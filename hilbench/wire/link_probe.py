@@ -162,26 +162,27 @@ class EchoPool:
     def _pool(self, payload_bytes: int, idle_s: float) -> deque[float]:
         return self._pools.setdefault((payload_bytes, idle_s), deque(maxlen=POOL_ECHOES))
 
-    def measure(self, payload_bytes: int, echo: Callable[[int], float],
-                fresh: int | None = None, idle_s: float = 0.0) -> LinkBound:
-        """Take ``fresh`` echoes (more while the pool is short of MIN_ECHOES), each after the
-        link sat ``idle_s`` idle (``echo`` waits it); the bound."""
+    def measure(self, shape: Echo, send: Callable[[Echo], float],
+                fresh: int | None = None) -> LinkBound:
+        """Take ``fresh`` echoes of ``shape`` (more while the pool is short of MIN_ECHOES), each
+        after the link sat ``shape.idle_s`` idle (``send`` waits it); the bound."""
+        idle_s = shape.idle_s
         if fresh is None:
             fresh = FRESH_IDLE_ECHOES if idle_s >= COLD_STEP_S else FRESH_ECHOES
-        pool = self._pool(payload_bytes, idle_s)
+        pool = self._pool(shape.payload_bytes, idle_s)
         taken = max(fresh, MIN_ECHOES - len(pool))
         for _ in range(taken):
-            pool.append(echo(payload_bytes))
-        return LinkBound.of(list(pool), payload_bytes, taken, idle_s)
+            pool.append(send(shape))
+        return LinkBound.of(list(pool), shape.payload_bytes, taken, idle_s)
 
-    def burst(self, payload_bytes: int, echo: Callable[[int], float],
-              count: int = FRESH_ECHOES, idle_s: float = 0.0) -> float:
-        """The slowest of ``count`` echoes now (kept in the pool too): how loaded the link is
-        right after a reply that came late."""
-        pool = self._pool(payload_bytes, idle_s)
+    def burst(self, shape: Echo, send: Callable[[Echo], float],
+              count: int = FRESH_ECHOES) -> float:
+        """The slowest of ``count`` echoes of ``shape`` now (kept in the pool too): how loaded
+        the link is right after a reply that came late."""
+        pool = self._pool(shape.payload_bytes, shape.idle_s)
         slowest = 0.0
         for _ in range(count):
-            rtt = echo(payload_bytes)
+            rtt = send(shape)
             pool.append(rtt)
             slowest = max(slowest, rtt)
         return slowest

@@ -6,15 +6,19 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import subprocess
 import time
+from unittest.mock import ANY
 
 import pytest
 from click.testing import CliRunner
 
 from hilbench.cli import EXIT_USAGE, cli
 from hilbench.documents import Metric, RunStart, RunStop, new_uid
+from hilbench.report.table6 import ROWS
 from hilbench.store import StoreWriter
+from tests.report.test_table6 import write_systems
 from tests.subprocesses import hilbench, hilbench_command
 
 
@@ -148,3 +152,32 @@ def test_the_demos_summary_fits_80_columns_in_a_terminal_and_in_a_file(tmp_path)
     on_screen = _in_terminal(hilbench_command("summary", "qubo-cpu", "--db", db))
     _assert_fits(on_screen)
     assert on_screen.split() == in_file.stdout.split()
+
+
+def test_an_asc_campaign_prints_the_reports_table_6_within_80_columns(tmp_path):
+    """`summary` on an ASC campaign: Table 6's rows in the report's order, fixed ms / mW / mJ
+    (the report's cells: tests/report/test_table6.py pins the same figures in its HTML), then
+    the system's detail table; every line within 80 columns, every figure whole."""
+    store = write_systems(tmp_path / "asc.sqlite")  # an ASC campaign per system
+    proc = hilbench("summary", "xylo-like", "--db", store)  # a file, not a terminal: 80
+    assert proc.returncode == 0, proc.stderr
+    _assert_fits(proc.stdout)
+    block = proc.stdout[proc.stdout.index("ASC: NeuroBench Table 6 layout"):
+                        proc.stdout.index("xylo-like: ASC on dev0 in detail")]
+    grid = block[:block.index("\n  [1]")].splitlines()
+    assert grid[2].split() == ["metric", "xylo-like"]  # a column per system
+    printed = [re.split(r"\s{2,}", line.strip()) for line in grid[4:] if line[0] != "─"]
+    expected = []
+    for group, label, _, _ in ROWS:
+        if group and [group] not in expected:
+            expected.append([group])  # a group's heading, alone on its line
+        expected.append([label, ANY])
+    assert printed == expected
+    figures = {f"{group}: {label}": cells[1] for (group, label, _, _), cells
+               in zip(ROWS, (p for p in printed if len(p) == 2), strict=True)}
+    assert figures["execution time (ms, mean ± s.e.): inference"] == "0.4100 ± 0.0014 ms"
+    assert figures[": idle power (mW, mean ± s.u.)"] == "0.21600 ± 0.00054 mW [2]"
+    assert figures["dynamic energy per inference (mJ, mean ± s.u.): inference"] == (
+        "0.00001000 ± 0.00000020 mJ [2]")
+    assert not any(u in block for u in ("µs", "µW", "µJ", "nJ"))  # never re-scaled
+    assert "200.00 ± 0.67 µs" in proc.stdout  # the detail table below keeps its own units

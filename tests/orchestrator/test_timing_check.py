@@ -66,14 +66,14 @@ def test_the_link_bound_is_the_quantile_plus_the_spread():
 def test_a_phase_takes_fresh_echoes_and_states_the_bound_of_the_newest():
     pool, calls = EchoPool(), []
 
-    def echo(nbytes: int) -> float:
-        calls.append(nbytes)
+    def echo(shape: Echo) -> float:
+        calls.append(shape.payload_bytes)
         return len(calls) * 1e-4
 
-    first = pool.measure(4096, echo)
+    first = pool.measure(Echo(4096), echo)
     assert (first.echoes, first.fresh) == (MIN_ECHOES, MIN_ECHOES)  # enough for a quantile
     for _ in range(10):
-        later = pool.measure(4096, echo)
+        later = pool.measure(Echo(4096), echo)
     assert (later.fresh, later.echoes) == (FRESH_ECHOES, POOL_ECHOES)  # the newest 48 kept
     assert later.max_s == pytest.approx(len(calls) * 1e-4)
     assert set(calls) == {4096}
@@ -96,17 +96,15 @@ def test_each_idle_step_keeps_its_own_pool_and_says_so():
     idle time each)."""
     pool, calls = EchoPool(), []
 
-    def echo(idle_s: float):
-        def take(nbytes: int) -> float:
-            calls.append(idle_s)
-            return 1e-4 if idle_s == 0 else 3e-3
-        return take
+    def echo(shape: Echo) -> float:
+        calls.append(shape.idle_s)
+        return 1e-4 if shape.idle_s == 0 else 3e-3
 
-    hot = pool.measure(4096, echo(0.0), idle_s=0.0)
-    cold = pool.measure(4096, echo(0.02), idle_s=0.02)
+    hot = pool.measure(Echo(4096, work_s=0.0), echo)
+    cold = pool.measure(Echo(4096, work_s=0.1), echo)  # 100 ms of work: 20 ms idle
     assert (hot.echoes, cold.echoes) == (MIN_ECHOES, MIN_ECHOES)
     assert hot.max_s == 1e-4 and cold.min_s == 3e-3
-    again = pool.measure(4096, echo(0.02), idle_s=0.02)
+    again = pool.measure(Echo(4096, work_s=0.1), echo)
     assert again.fresh == FRESH_IDLE_ECHOES and again.idle_s == 0.02
     assert "each after 20 ms idle" in again.describe()
     assert "idle" not in hot.describe()

@@ -104,6 +104,9 @@ def test_the_page_loads_whole_in_chromium_and_prints_the_stored_numbers(reports)
     loaded = open_page(a / "report.html")
     assert loaded.console == []  # no script error, nothing the page's CSP refused
     assert loaded.images_total >= 5 and loaded.images_loaded == loaded.images_total
+    for title in ("QUBO BKS-gap against the fixed timeout",  # the paper's QUBO figures,
+                  "QUBO average power against the fixed timeout"):  # loaded among them
+        assert loaded.dom.count(f'alt="{title}"') == 1, title
     page = parse(loaded.dom)
     numbers = [c for c in page.cells if c.value is not None]
     assert numbers, "no number in any table"

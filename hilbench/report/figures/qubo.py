@@ -194,22 +194,38 @@ def _fixed_layout(fig: Any, rows: int, cols: int, legend_rows: int) -> None:
     fig.suptitle(fig.get_suptitle(), y=1 - 0.06 / height)  # same title, placed in inches
 
 
+Series = list[tuple[float, float, "float | None"]]  # (timeout s, value, its uncertainty)
+
+
+def series_points(points: dict[float, Point], what: str) -> Series:
+    """What one series draws, timeout by timeout: the mean BKS-gap in % (``what`` "gap"), or
+    the mean power in W with the 95 % uncertainty of that mean ("power"); a timeout with
+    nothing to show (no feasible answer, no power reading) has no point."""
+    out: Series = []
+    for t in sorted(points):
+        pt = points[t]
+        if what == "gap":
+            gap = pt.mean_gap
+            if gap is not None:
+                out.append((t, 100 * gap, None))
+        elif pt.mean_power is not None:
+            out.append((t, *pt.mean_power))
+    return out
+
+
+def timeout_series(data: FixedTimeout, what: str) -> dict[tuple[int, float], dict[str, Series]]:
+    """Every panel's series as :func:`gap_figure` / :func:`power_figure` draw them."""
+    return {panel: {name: series_points(points, what) for name, points in series.items()}
+            for panel, series in data.panels.items()}
+
+
 def _draw_series(ax: Axes, name: str, points: dict[float, Point], kw: dict[str, Any],
                  what: str, marked: dict[str, bool]) -> None:
     timeouts = sorted(points)
-    xs, ys, errs = [], [], []
-    for t in timeouts:
-        pt = points[t]
-        if what == "gap":
-            value, err = pt.mean_gap, None
-            value = None if value is None else 100 * value
-        else:
-            power = pt.mean_power
-            value, err = (None, None) if power is None else power
-        if value is not None:
-            xs.append(t)
-            ys.append(value)
-            errs.append(err or 0.0)
+    drawn = series_points(points, what)
+    xs = [t for t, _, _ in drawn]
+    ys = [v for _, v, _ in drawn]
+    errs = [e or 0.0 for _, _, e in drawn]
     if what == "power" and any(errs):
         ax.errorbar(xs, ys, yerr=errs, label=name, capsize=2, **kw)
     else:

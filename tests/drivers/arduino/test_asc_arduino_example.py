@@ -58,7 +58,7 @@ def test_runs_succeed_labelled_simulated_and_print_table_6(example_run):
     # Every figure is simulated (emulated board, simulated meter): each figure column's
     # heading says so, above the rule that starts the table.
     lines = out.splitlines()
-    title = next(i for i, line in enumerate(lines) if "NeuroBench Table 6 layout" in line)
+    title = next(i for i, line in enumerate(lines) if " in detail (" in line)  # below Table 6
     rule = next(i for i in range(title, len(lines)) if lines[i].startswith("─"))
     assert " ".join(lines[title + 1:rule]).count("(simulated)") == 2, lines[title:rule + 1]
     for row in ("idle power", "active power", "dynamic power", "dynamic energy / inference"):

@@ -66,7 +66,7 @@ def test_runs_succeed_and_every_row_says_simulated(example_run):
     # blocks (report/render.py), each under its own heading line.
     # Headings may also wrap between words over several lines above their rule.
     lines = table.splitlines()
-    title = next(i for i, line in enumerate(lines) if "NeuroBench Table 6 layout" in line)
+    title = next(i for i, line in enumerate(lines) if " in detail (" in line)  # below Table 6
     words = []
     for j in range(title + 1, len(lines)):
         if not lines[j].startswith("─"):
