@@ -154,24 +154,9 @@ def test_a_store_made_by_an_older_hilbench_is_upgraded_in_place(tmp_path):
 def test_writers_opening_an_old_store_at_once_upgrade_it_once(tmp_path):
     """The frozen steps and the Alembic revisions run in two transactions: each opener waits
     for the file's write lock and finds the work done, none fails or upgrades twice."""
-    import threading
-
     path = tmp_path / "v5.sqlite"
     shutil.copy(SHAPES / "v5-main-3b35219.sqlite", path)
-    errors: list[BaseException] = []
-
-    def open_it() -> None:
-        try:
-            StoreWriter(path).close()
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=open_it) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    assert _writers_open_at_once(path) == []
     assert _differences(path) == []
     with Store(path) as store:
         assert store.count_runs() == 5
@@ -224,23 +209,28 @@ def test_postgresql_databases_that_are_not_our_store_are_refused(tmp_path):
 
 
 def test_benches_opening_a_new_postgresql_store_at_once_create_it_once():
-    import threading
-
     from tests.postgres import fresh_database
 
     with fresh_database("hb_test") as url:
-        errors: list[BaseException] = []
-
-        def open_it() -> None:
-            try:
-                StoreWriter(url).close()
-            except BaseException as exc:
-                errors.append(exc)
-
-        threads = [threading.Thread(target=open_it) for _ in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        assert errors == []
+        assert _writers_open_at_once(url) == []
         assert _differences(url) == []
+
+
+def _writers_open_at_once(target, writers: int = 4) -> list[BaseException]:
+    """What ``writers`` threads opening a StoreWriter on ``target`` at once raised."""
+    import threading
+
+    errors: list[BaseException] = []
+
+    def open_it() -> None:
+        try:
+            StoreWriter(target).close()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_it) for _ in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors
