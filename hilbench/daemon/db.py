@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine
+from sqlalchemy import Engine
 
-from hilbench.store.engine import CONNECT_TIMEOUT_S, DbTarget, is_url, parse_db, redact
+from hilbench.store.engine import DbTarget, is_url, parse_db, redact
 from hilbench.store.opening import open_target
 
 __all__ = ["is_url", "queue_engine", "redact"]
@@ -26,14 +26,4 @@ def queue_engine(location: str | Path | DbTarget) -> Engine:
     schema (the queue's tables with the rest) is made or upgraded first."""
     target = parse_db(location)
     open_target(target, "write").close()
-    if target.is_postgresql:
-        import psycopg
-
-        def connect() -> psycopg.Connection:
-            # Not the store's autocommit connections: a claim is a transaction of its own.
-            return psycopg.connect(target.conninfo, connect_timeout=CONNECT_TIMEOUT_S,
-                                   application_name="hilbench-daemon")
-
-        return create_engine("postgresql+psycopg://", creator=connect, pool_pre_ping=True,
-                             pool_size=2, max_overflow=2)
-    return target.engine()
+    return target.engine(application_name="hilbench-daemon", pooled=True)

@@ -93,14 +93,8 @@ class DbTarget:
         if not self.is_postgresql:
             raise StoreError(f"{self}: not a PostgreSQL URL")
         psycopg = _psycopg(self)
-        kwargs: dict[str, Any] = {"autocommit": autocommit}
-        params = dict(parse_qsl(urlsplit(self.conninfo).query))
-        if "connect_timeout" not in params and not os.environ.get("PGCONNECT_TIMEOUT"):
-            kwargs["connect_timeout"] = CONNECT_TIMEOUT_S
-        if "application_name" not in params and not os.environ.get("PGAPPNAME"):
-            kwargs["application_name"] = "hilbench"
         try:
-            conn = psycopg.connect(self.conninfo, **kwargs)
+            conn = psycopg.connect(self.conninfo, autocommit=autocommit, **self._libpq_defaults())
         except psycopg.Error as exc:
             raise StoreFault(
                 f"{self}: could not connect to the PostgreSQL store: {self.scrub(str(exc))}"
@@ -109,9 +103,21 @@ class DbTarget:
             conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
         return conn
 
-    def engine(self) -> Engine:
-        """A SQLAlchemy engine for this store (migrations, the daemon's queue, tools; not the
-        store's hot path, see :mod:`hilbench.store.backend`).
+    def _libpq_defaults(self, application_name: str = "hilbench") -> dict[str, Any]:
+        """A connect timeout and an application name, where neither the URL nor the
+        environment gives one."""
+        kwargs: dict[str, Any] = {}
+        params = dict(parse_qsl(urlsplit(self.conninfo).query))
+        if "connect_timeout" not in params and not os.environ.get("PGCONNECT_TIMEOUT"):
+            kwargs["connect_timeout"] = CONNECT_TIMEOUT_S
+        if "application_name" not in params and not os.environ.get("PGAPPNAME"):
+            kwargs["application_name"] = application_name
+        return kwargs
+
+    def engine(self, *, application_name: str = "hilbench", pooled: bool = False) -> Engine:
+        """The SQLAlchemy engine for this store, on either back end (migrations, the daemon's
+        queue, tools; not the store's hot path, see :mod:`hilbench.store.backend`). ``pooled``:
+        a few connections kept and checked before use (a long-lived process, the daemon).
 
         On SQLite every transaction is begun explicitly, so DDL is transactional too (sqlite3's
         own implicit transactions leave it out): a write transaction takes the file's write lock
@@ -136,11 +142,19 @@ class DbTarget:
                 conn.exec_driver_sql("BEGIN" if read else "BEGIN IMMEDIATE")
 
             return engine
-        return sqlalchemy.create_engine(
-            "postgresql+psycopg://",
-            creator=lambda: self.connect_postgresql(autocommit=False),
-            poolclass=NullPool,
-        )
+        psycopg = _psycopg(self)
+        kwargs = self._libpq_defaults(application_name)
+
+        def connect() -> Any:
+            # psycopg's own errors, which SQLAlchemy wraps as DBAPIError (the daemon waits out
+            # a server that is away); each transaction is the caller's.
+            return psycopg.connect(self.conninfo, **kwargs)
+
+        if not pooled:
+            return sqlalchemy.create_engine("postgresql+psycopg://", creator=connect,
+                                            poolclass=NullPool)
+        return sqlalchemy.create_engine("postgresql+psycopg://", creator=connect,
+                                        pool_pre_ping=True, pool_size=2, max_overflow=2)
 
     def scrub(self, text: str) -> str:
         """``text`` with this target's password (and any URL's) hidden."""
