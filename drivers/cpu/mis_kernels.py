@@ -93,7 +93,8 @@ def _after_removal(r, in_set, tight, indptr, indices, stack, top, log, nlog):
 
 
 @njit(cache=True, nogil=True)
-def local_search(indptr, indices, in_set, tight, stack, top, mark, stamp, log, nlog, buf):
+# complexity: a numba kernel: kept whole so it compiles to one loop
+def local_search(indptr, indices, in_set, tight, stack, top, mark, stamp, log, nlog, buf):  # noqa: C901
     """(1,2)-swaps from the queued set vertices until none applies.
 
     Returns (set size change, log length, stamp). ``log`` records every change (+v+1 inserted,
@@ -168,7 +169,8 @@ def initial_local_search(indptr, indices, in_set, tight, stack, mark, log, buf):
 
 
 @njit(cache=True, nogil=True)
-def iterate(indptr, indices, in_set, tight, size, best, best_size, iterations, stack, mark,
+# complexity: a numba kernel: kept whole so it compiles to one loop
+def iterate(indptr, indices, in_set, tight, size, best, best_size, iterations, stack, mark,  # noqa: C901
             log, buf, stamp):
     """``iterations`` ILS steps: perturb (force 1, sometimes more, outside vertices in and their
     set neighbours out), local search, keep the step unless the set shrank. Returns

@@ -62,7 +62,9 @@ def soak(units: int, campaigns: int, fires: int, daemon_kills: int, agent_kills:
         _soak(units, campaigns, fires, daemon_kills, agent_kills, seed, folder or Path(tmp))
 
 
-def _soak(units: int, campaigns: int, fires: int, daemon_kills: int, agent_kills: int,
+# complexity: the soak's watch loop: each branch one event the night must survive (kill, status ask,
+# fire)
+def _soak(units: int, campaigns: int, fires: int, daemon_kills: int, agent_kills: int,  # noqa: C901
           seed: int, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     db = folder / "soak.sqlite"

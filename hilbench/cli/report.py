@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -41,6 +42,26 @@ def _progress_to(log_path: Path | None):  # type: ignore[no-untyped-def]
                 pass  # a report is not lost because its log could not be written
 
     return progress
+
+
+def _resolve(store: Any, campaigns: tuple[str, ...], trace_runs: tuple[str, ...]
+             ) -> tuple[list[tuple[str, str]], list[str]]:
+    """The campaigns as (uid, name) and the --trace runs' uids; exit 2 for a run of none."""
+    resolved = []
+    for ref in campaigns:
+        uid, note = store.resolve_campaign(ref)
+        if note:
+            click.echo(note, err=True)
+        resolved.append((uid, store.campaign(uid)["name"]))
+    traces = []
+    for ref in trace_runs:
+        run = store.find_run(ref)
+        if run["campaign_uid"] not in {uid for uid, _ in resolved}:
+            click.echo(f"error: --trace {ref}: run {run['uid'][:8]} belongs to none "
+                       "of the campaigns given", err=True)
+            raise SystemExit(EXIT_USAGE)
+        traces.append(run["uid"])
+    return resolved, traces
 
 
 @click.command()
@@ -102,20 +123,7 @@ def report(campaigns: tuple[str, ...], db_path: Path | None, system_files: tuple
                else descriptions or [None] * len(campaigns))
     try:
         with Store(path) as store:
-            resolved = []
-            for ref in campaigns:
-                uid, note = store.resolve_campaign(ref)
-                if note:
-                    click.echo(note, err=True)
-                resolved.append((uid, store.campaign(uid)["name"]))
-            traces = []
-            for ref in trace_runs:
-                run = store.find_run(ref)
-                if run["campaign_uid"] not in {uid for uid, _ in resolved}:
-                    click.echo(f"error: --trace {ref}: run {run['uid'][:8]} belongs to none "
-                               "of the campaigns given", err=True)
-                    raise SystemExit(EXIT_USAGE)
-                traces.append(run["uid"])
+            resolved, traces = _resolve(store, campaigns, trace_runs)
         labels = [name for _, name in resolved]
         if len(set(labels)) < len(labels):  # the same name twice: tell them apart by uid
             resolved = [(uid, f"{name}-{uid[:6]}") for uid, name in resolved]

@@ -108,7 +108,8 @@ _ASC_LOADS = (asc.AscLoadModel, asc.AscLoadSample, asc.AscUnload, asc.AscLoadStr
               asc.AscUnloadStream, asc.AscLoadSampleList)
 
 
-def check_declared(request: Any, caps: Capabilities) -> None:
+# complexity: names each workload's limits; replaced by the workload registry (issue 32 item 3)
+def check_declared(request: Any, caps: Capabilities) -> None:  # noqa: C901
     """What the driver's capabilities rule out: a solver, mode or range it does not offer."""
     if isinstance(request, _QUBO_RUNS):
         declared = caps.qubo

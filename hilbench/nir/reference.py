@@ -178,7 +178,8 @@ class ReferenceExecutor:
         return ReferenceRun(counts_arr, predicted_classes(counts_arr), activity,
                             self.semantics, self.dt)
 
-    def run_sample(self, raster: np.ndarray, record: bool = True,
+    # complexity: the executor's time loop: one pass over the graph per step, as NIR defines it
+    def run_sample(self, raster: np.ndarray, record: bool = True,  # noqa: C901
                    index: int = 0) -> tuple[np.ndarray, SampleActivity]:
         if raster.ndim != 2 or raster.shape[1] != self.input_size:
             raise NirFileError(f"sample {index}: input of shape {raster.shape}; the graph takes "

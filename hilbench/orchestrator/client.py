@@ -307,7 +307,9 @@ class AgentClient:
         msg.id = codec.new_correlation_id()
         return self._exchange_once(msg, timeout_s, expect, while_waiting, silence_limit_s)
 
-    def _exchange_once(
+    # complexity: the request loop: one clock read per message on the hot path (hilbench bench
+    # dispatch)
+    def _exchange_once(  # noqa: C901
         self,
         msg: Message,
         timeout_s: float | None,

@@ -63,15 +63,13 @@ def _seeds_line(data: CampaignData) -> str:
             f"a NeuroBench-comparable figure until run with seeds 0-{PAPER_SEEDS - 1}")
 
 
-def qubo_methodology(data: CampaignData) -> list[str]:
-    """Timing and power of the campaign's fixed-timeout and time-to-solution runs."""
-    lines: list[str] = []
-    sampled = [r for r in data.runs if r["status"] == "success"
-               and str(r["procedure"]).startswith("qubo.")][:RUNS_SAMPLED]
-    if not sampled:
-        return lines
+def _qubo_observations(data: CampaignData, sampled: list[dict]) -> tuple[list, set, list]:
+    """From the sampled runs: the clock probes' uncertainties, the power sources' resolutions
+    and the meter timebase drifts seen."""
+    probes: list[float] = []
+    resolutions: set = set()
+    drifts: list[float] = []
     with Store(data.path) as store:
-        probes, resolutions, drifts = [], set(), []
         for run in sampled:
             for phase in store.phases(run["uid"]):
                 if phase["name"] == "solve":
@@ -85,29 +83,12 @@ def qubo_methodology(data: CampaignData) -> list[str]:
                                      meta.get("supply_voltage_v")))
             drifts += [abs(e["data"].get("drift_ppm") or 0.0)
                        for e in store.events(run["uid"], "instrument_interval")]
-    seeds_line = _seeds_line(data)
-    if seeds_line:
-        lines.append(seeds_line)
-    metrics = sampled[0]["metrics"]
-    rule = (metrics["overrun"]["meta"] or {}).get("rule") if "overrun" in metrics else None
-    lines.append(
-        "timing: the timed region is solving plus the cost check (set-up that does not depend "
-        "on the deadline happens in the untimed load phase); each run stores the requested and "
-        "the actual time from the agent's clock"
-        + (f"; overrun flagged when {rule}" if rule else ""))
-    if probes:
-        lines.append(
-            f"clock offsets: agent clock mapped onto the orchestrator's by ping/echo probes "
-            f"before each solve phase; uncertainty (half the lowest round trip) median "
-            f"{_seconds(statistics.median(probes))}, worst {_seconds(max(probes))} "
-            f"(over {len(probes)} probes of {len(sampled)} runs)")
-    for source, name, resolution, unit, volts in sorted(resolutions, key=str):
-        text = f"power readings: source {source} ({name})"
-        if resolution:
-            text += f", one reading every {_seconds(resolution)} (time resolution)"
-        if unit == "A" and volts:
-            text += f", current × {volts:g} V supply"
-        lines.append(text)
+    return probes, resolutions, drifts
+
+
+def _qubo_power_lines(metrics: dict[str, Any], sampled: list[dict]) -> list[str]:
+    """How average power was taken, and the agent's own report beside it."""
+    lines: list[str] = []
     if "avg_power_w" in metrics:
         missing = next((r["metrics"]["avg_power_w"] for r in sampled
                         if "avg_power_w" in r["metrics"]
@@ -131,6 +112,41 @@ def qubo_methodology(data: CampaignData) -> list[str]:
             + (origin.explain() if origin is not None else "the agent's reading")
             + ", stored as agent_avg_power_w beside (never instead of) an instrument's "
             "figure, compared with it by E_n (ISO 13528) where both measured its window")
+    return lines
+
+
+def qubo_methodology(data: CampaignData) -> list[str]:
+    """Timing and power of the campaign's fixed-timeout and time-to-solution runs."""
+    lines: list[str] = []
+    sampled = [r for r in data.runs if r["status"] == "success"
+               and str(r["procedure"]).startswith("qubo.")][:RUNS_SAMPLED]
+    if not sampled:
+        return lines
+    probes, resolutions, drifts = _qubo_observations(data, sampled)
+    seeds_line = _seeds_line(data)
+    if seeds_line:
+        lines.append(seeds_line)
+    metrics = sampled[0]["metrics"]
+    rule = (metrics["overrun"]["meta"] or {}).get("rule") if "overrun" in metrics else None
+    lines.append(
+        "timing: the timed region is solving plus the cost check (set-up that does not depend "
+        "on the deadline happens in the untimed load phase); each run stores the requested and "
+        "the actual time from the agent's clock"
+        + (f"; overrun flagged when {rule}" if rule else ""))
+    if probes:
+        lines.append(
+            f"clock offsets: agent clock mapped onto the orchestrator's by ping/echo probes "
+            f"before each solve phase; uncertainty (half the lowest round trip) median "
+            f"{_seconds(statistics.median(probes))}, worst {_seconds(max(probes))} "
+            f"(over {len(probes)} probes of {len(sampled)} runs)")
+    for source, name, resolution, unit, volts in sorted(resolutions, key=str):
+        text = f"power readings: source {source} ({name})"
+        if resolution:
+            text += f", one reading every {_seconds(resolution)} (time resolution)"
+        if unit == "A" and volts:
+            text += f", current × {volts:g} V supply"
+        lines.append(text)
+    lines += _qubo_power_lines(metrics, sampled)
     if drifts:
         lines.append(f"meter timebase: readings restamped with the interval learned from the "
                      f"meter's own count; largest drift seen {max(drifts):.3g} ppm")

@@ -125,40 +125,51 @@ class ReportedFigures:
         return self.figures.get((table, row, column))
 
 
+def _reported_json(path: Path, text: str) -> dict[tuple[str, str, str], float]:
+    """The numbers of `hilbench summary --format json`, by (table, row, column)."""
+    figures: dict[tuple[str, str, str], float] = {}
+    try:
+        data = json.loads(text)
+        for t in data["tables"]:
+            for row in t["rows"]:
+                for column, cell in row["cells"].items():
+                    value = cell.get("value")
+                    if isinstance(value, (int, float)) and not isinstance(value, bool):
+                        figures[(t["key"], row["key"], column)] = float(value)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ReportedFileError(
+            f"{path}: not the JSON of `hilbench summary --format json` ({exc})") from None
+    return figures
+
+
+def _reported_csv(path: Path, text: str) -> dict[tuple[str, str, str], float]:
+    """The numbers of `hilbench summary --format csv`, by (table, row, column)."""
+    figures: dict[tuple[str, str, str], float] = {}
+    reader = csv.DictReader(io.StringIO(text))
+    wanted = {"table", "row", "column", "value"}
+    if not wanted <= set(reader.fieldnames or ()):
+        raise ReportedFileError(
+            f"{path}: a CSV needs the columns {', '.join(sorted(wanted))} (as `hilbench "
+            "summary --format csv` writes them)")
+    for line, entry in enumerate(reader, start=2):
+        if not entry["value"]:
+            continue
+        try:
+            figures[(entry["table"], entry["row"], entry["column"])] = float(entry["value"])
+        except ValueError:
+            raise ReportedFileError(
+                f"{path} line {line}: value {entry['value']!r} is not a number") from None
+    return figures
+
+
 def load_reported(path: Path) -> ReportedFigures:
     """Read an earlier ``hilbench summary`` output (JSON or CSV) as reported figures."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ReportedFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    figures: dict[tuple[str, str, str], float] = {}
-    if text.lstrip().startswith("{"):
-        try:
-            data = json.loads(text)
-            for t in data["tables"]:
-                for row in t["rows"]:
-                    for column, cell in row["cells"].items():
-                        value = cell.get("value")
-                        if isinstance(value, (int, float)) and not isinstance(value, bool):
-                            figures[(t["key"], row["key"], column)] = float(value)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ReportedFileError(
-                f"{path}: not the JSON of `hilbench summary --format json` ({exc})") from None
-    else:
-        reader = csv.DictReader(io.StringIO(text))
-        wanted = {"table", "row", "column", "value"}
-        if not wanted <= set(reader.fieldnames or ()):
-            raise ReportedFileError(
-                f"{path}: a CSV needs the columns {', '.join(sorted(wanted))} (as `hilbench "
-                "summary --format csv` writes them)")
-        for line, entry in enumerate(reader, start=2):
-            if not entry["value"]:
-                continue
-            try:
-                figures[(entry["table"], entry["row"], entry["column"])] = float(entry["value"])
-            except ValueError:
-                raise ReportedFileError(
-                    f"{path} line {line}: value {entry['value']!r} is not a number") from None
+    figures = (_reported_json(path, text) if text.lstrip().startswith("{")
+               else _reported_csv(path, text))
     if not figures:
         raise ReportedFileError(f"{path}: holds no reported figure")
     return ReportedFigures(str(path), figures)

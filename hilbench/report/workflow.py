@@ -97,6 +97,26 @@ def _instrument_lines(config: dict[str, Any], agent: str) -> list[str]:
     return lines
 
 
+def _fill_flow(flow: Workflow, store: Any, run_uids: list[str],
+               times: dict[str, list[float]]) -> None:
+    """A workflow's median phase durations and stage times over its sampled runs, and its
+    stages (NeuroBench's, or for an unknown procedure its stored phases in order)."""
+    durations: dict[str, list[float]] = {}
+    for run_uid in run_uids:
+        for phase in store.phases(run_uid):
+            if phase["duration_s"] is not None:
+                durations.setdefault(phase["name"], []).append(phase["duration_s"])
+    flow.durations = {name: statistics.median(v) for name, v in durations.items()}
+    flow.times = {name: statistics.median(v) for name, v in times.items()}
+    plans = STAGE_PLANS.get(flow.family)
+    if plans is not None:
+        flow.stages = list(zip(NEUROBENCH_STAGES, plans, strict=True))
+    else:  # unknown procedure: its phases in order, timed by their stored durations
+        flow.stages = [(name, StagePlan("device", f"stored phase {name}", "phase start/stop",
+                                        (name,)))
+                       for name in flow.durations]
+
+
 def campaign_workflows(data: CampaignData, config: dict[str, Any]) -> list[Workflow]:
     """A workflow per procedure family (and agent) the campaign ran; phase durations are the
     medians over the first :data:`RUNS_SAMPLED` successful runs of each."""
@@ -122,21 +142,7 @@ def campaign_workflows(data: CampaignData, config: dict[str, Any]) -> list[Workf
                 times.setdefault(key, {}).setdefault(name, []).append(metric["value"])
     with Store(data.path) as store:
         for key, flow in flows.items():
-            durations: dict[str, list[float]] = {}
-            for run_uid in sampled[key]:
-                for phase in store.phases(run_uid):
-                    if phase["duration_s"] is not None:
-                        durations.setdefault(phase["name"], []).append(phase["duration_s"])
-            flow.durations = {name: statistics.median(v) for name, v in durations.items()}
-            flow.times = {name: statistics.median(v)
-                          for name, v in times.get(key, {}).items()}
-            plans = STAGE_PLANS.get(flow.family)
-            if plans is not None:
-                flow.stages = list(zip(NEUROBENCH_STAGES, plans, strict=True))
-            else:  # unknown procedure: its phases in order, timed by their stored durations
-                flow.stages = [(name, StagePlan("device", f"stored phase {name}",
-                                                "phase start/stop", (name,)))
-                               for name in flow.durations]
+            _fill_flow(flow, store, sampled[key], times.get(key, {}))
     return [flows[k] for k in sorted(flows)]
 
 

@@ -171,7 +171,9 @@ def decode(frames: Sequence[Any], max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_B
     return message
 
 
-def _decode_fast(frames: Sequence[Any], max_payload_bytes: int) -> Message | None:
+# complexity: the hot path's one pass over a header: a call per check costs more than the check
+# (hilbench bench dispatch)
+def _decode_fast(frames: Sequence[Any], max_payload_bytes: int) -> Message | None:  # noqa: C901
     """The message, if every rule holds for it; None (or an exception) if any might not."""
     head = frames[0]
     if len(head) > MAX_HEADER_BYTES:
@@ -217,7 +219,9 @@ def _decode_fast(frames: Sequence[Any], max_payload_bytes: int) -> Message | Non
     return Message(type=mtype, id=cid, cmd=cmd, body=body, arrays=arrays, version=header.v)
 
 
-def _decode_checked(
+# complexity: every header rule in turn, in the order agent-protocol.md lists them, so the error
+# names the first rule a message breaks
+def _decode_checked(  # noqa: C901
     frames: Sequence[Any], max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
 ) -> Message:
     """Every rule in turn; the :class:`ProtocolError` names the first one a message breaks.

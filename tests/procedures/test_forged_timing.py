@@ -92,6 +92,7 @@ def assert_never_an_answer(runs: dict[tuple[int, float], list[dict]]) -> list[st
     return lines
 
 
+@pytest.mark.serial  # "on a quiet host": alone, not beside another worker's campaign
 @pytest.mark.slow
 def test_forged_replies_are_never_an_answer_at_any_timeout(tmp_path):
     lines = assert_never_an_answer(forged_runs(tmp_path))

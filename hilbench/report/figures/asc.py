@@ -114,6 +114,22 @@ def versus(ratio: float) -> str:
     return f"{ratio_text(1 / ratio)}× the reference"
 
 
+def _legend_label(system: AscSystem, ref_ratios: dict[tuple[str, str], float],
+                  first: bool) -> str:
+    """A system's legend entry: its streams, and its ratios against the reference (``first``
+    of several without ratios: it is the reference)."""
+    label = system.label
+    if system.stream and system.stream > 1:
+        label += f" ({system.stream} s streams)"
+    dyn = ref_ratios.get((system.label, "dynamic_power_w"))
+    energy = ref_ratios.get((system.label, "energy_per_inference_j"))
+    if dyn is not None and energy is not None:
+        label += f": dynamic power {versus(dyn)}, energy {versus(energy)}"
+    elif first:
+        label += " (reference)"
+    return label
+
+
 def table6_figure(systems: list[AscSystem], out_dir: Path, reference: str | None = None,
                   stem: str = "asc-table6") -> tuple[Path, Path] | None:
     """Grouped bars (log axis) of each system's power and energy per inference, with the
@@ -130,15 +146,7 @@ def table6_figure(systems: list[AscSystem], out_dir: Path, reference: str | None
         width = 0.8 / len(measured)
         lowest = {ax_p: float("inf"), ax_e: float("inf")}
         for i, system in enumerate(measured):
-            label = system.label
-            if system.stream and system.stream > 1:
-                label += f" ({system.stream} s streams)"
-            dyn = ref_ratios.get((system.label, "dynamic_power_w"))
-            energy = ref_ratios.get((system.label, "energy_per_inference_j"))
-            if dyn is not None and energy is not None:
-                label += f": dynamic power {versus(dyn)}, energy {versus(energy)}"
-            elif i == 0 and len(measured) > 1:
-                label += " (reference)"
+            label = _legend_label(system, ref_ratios, first=i == 0 and len(measured) > 1)
             style = {"color": GREYS[i % len(GREYS)], "hatch": HATCHES[i % len(HATCHES)],
                      "edgecolor": "black", "linewidth": 0.8}
             for ax, bars in ((ax_p, POWER_BARS), (ax_e, ENERGY_BARS)):
