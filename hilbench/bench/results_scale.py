@@ -136,20 +136,12 @@ def _scratch_dir() -> str | None:
 def results_scale(sizes: str, repeats: int, dbs: tuple[Any, ...]) -> None:
     """Latency of `hilbench results` (table, --campaign, csv, json) at growing store sizes,
     on SQLite and on each PostgreSQL store given (same runs, same run of the benchmark)."""
-    try:
-        targets = sorted({int(s) for s in sizes.split(",") if s.strip()})
-    except ValueError:
-        raise click.BadParameter(
-            f"{sizes!r} is not a list of integers", param_hint="--sizes"
-        ) from None
-    if not targets or any(s <= 0 or s % CAMPAIGN_RUNS for s in targets):
-        raise click.BadParameter(f"sizes must be positive multiples of {CAMPAIGN_RUNS}",
-                                 param_hint="--sizes")
+    targets = _sizes(sizes)
     rng = np.random.default_rng(0)
     hilbench = [sys.executable, "-m", "hilbench"]
     wall, cpu = _time_command([*hilbench, "--version"], repeats)
     click.echo(f"python start-up + hilbench import: {wall:.2f} s wall, {cpu:.2f} s CPU "
-               "(included below)")
+               f"(included below); {_load_line()}")
     with tempfile.TemporaryDirectory(dir=_scratch_dir()) as tmp:
         files = [db for db in dbs if not isinstance(db, DbTarget)]
         urls = [db for db in dbs if isinstance(db, DbTarget)]
@@ -181,23 +173,53 @@ def results_scale(sizes: str, repeats: int, dbs: tuple[Any, ...]) -> None:
                     click.echo(f"{stored:>11}  postgresql (the same runs copied in {took:.1f} s, "
                                f"{len(new) / took:.0f} runs/s; {_pg_size(url) / 2**20:.1f} MiB)")
                 for name, db in (("sqlite", path), *(("postgresql", url) for url in urls)):
-                    for label, extra in (
-                        ("results", []),
-                        ("results --campaign grid-1", ["--campaign", "grid-1"]),
-                        ("results --all", ["--all"]),
-                        ("results --format csv > /dev/null", ["--format", "csv"]),
-                        ("results --format json > /dev/null", ["--format", "json"]),
-                    ):
-                        wall, cpu = _time_command(
-                            [*hilbench, "results", "--db", _arg(db), *extra], repeats
-                        )
-                        click.echo(f"{stored:>11}  {name:<10} {label:<36} {wall:>5.2f} s "
-                                   f"{cpu:>5.2f} s")
-                        if label == "results" and target == targets[-1]:
-                            headlines.append(f"hilbench results at {stored} stored runs on "
-                                             f"{name}: {wall:.2f} s wall, {cpu:.2f} s CPU")
+                    headline = _time_listings(name, db, stored, repeats)
+                    if target == targets[-1]:
+                        headlines.append(headline)
         for line in headlines:
             click.echo(line)
+        click.echo(_load_line())
+
+
+def _sizes(sizes: str) -> list[int]:
+    """The --sizes list, sorted; refused unless each is a positive multiple of a campaign."""
+    try:
+        targets = sorted({int(s) for s in sizes.split(",") if s.strip()})
+    except ValueError:
+        raise click.BadParameter(
+            f"{sizes!r} is not a list of integers", param_hint="--sizes"
+        ) from None
+    if not targets or any(s <= 0 or s % CAMPAIGN_RUNS for s in targets):
+        raise click.BadParameter(f"sizes must be positive multiples of {CAMPAIGN_RUNS}",
+                                 param_hint="--sizes")
+    return targets
+
+
+def _load_line() -> str:
+    """The machine's load as the figures were taken: a loaded machine's wall times include
+    waiting for a core."""
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} cores"
+
+
+def _time_listings(name: str, db: Any, stored: int, repeats: int) -> str:
+    """Time each listing of one store, print a line for each; the headline of `results`."""
+    headline = ""
+    for label, extra in (
+        ("results", []),
+        ("results --campaign grid-1", ["--campaign", "grid-1"]),
+        ("results --all", ["--all"]),
+        ("results --format csv > /dev/null", ["--format", "csv"]),
+        ("results --format json > /dev/null", ["--format", "json"]),
+    ):
+        wall, cpu = _time_command(
+            [sys.executable, "-m", "hilbench", "results", "--db", _arg(db), *extra], repeats
+        )
+        click.echo(f"{stored:>11}  {name:<10} {label:<36} {wall:>5.2f} s {cpu:>5.2f} s")
+        if label == "results":
+            headline = (f"hilbench results at {stored} stored runs on {name}: "
+                        f"{wall:.2f} s wall, {cpu:.2f} s CPU")
+    return headline
 
 
 def _arg(db: Any) -> str:

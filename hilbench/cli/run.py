@@ -53,7 +53,7 @@ def _open_campaign(campaign_path: Path, db: Path, trials: int | None, record: Pa
     from hilbench.cassette.recorder import CassetteRecorder
     from hilbench.orchestrator.gate import CampaignRefused, gate_file
     from hilbench.store import StoreError, StoreFault
-    from hilbench.store.schema import check_store_path
+    from hilbench.store.opening import check_store_path
 
     try:
         gated = gate_file(campaign_path, trials)

@@ -13,42 +13,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine
 
-from hilbench.store.engine import CONNECT_TIMEOUT_S, DbTarget, is_url, parse_db, redact
-from hilbench.store.schema import BUSY_TIMEOUT_S, open_store
+from hilbench.store.engine import DbTarget, is_url, parse_db, redact
+from hilbench.store.opening import open_target
 
 __all__ = ["is_url", "queue_engine", "redact"]
 
 
 def queue_engine(location: str | Path | DbTarget) -> Engine:
-    """An engine on ``location`` (a store file, created if new, or a PostgreSQL URL)."""
+    """An engine on ``location`` (a store file, created if new, or a PostgreSQL URL), whose
+    schema (the queue's tables with the rest) is made or upgraded first."""
     target = parse_db(location)
-    if target.is_postgresql:
-        import psycopg
-
-        def connect() -> psycopg.Connection:
-            # Not the store's autocommit connections: a claim is a transaction of its own.
-            return psycopg.connect(target.conninfo, connect_timeout=CONNECT_TIMEOUT_S,
-                                   application_name="hilbench-daemon")
-
-        return create_engine("postgresql+psycopg://", creator=connect, pool_pre_ping=True,
-                             pool_size=2, max_overflow=2)
-    path = target.path
-    assert path is not None
-    open_store(path, "write").close()  # creates or checks the store itself
-    engine = create_engine(
-        f"sqlite:///{path}",
-        connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False},
-    )
-
-    @event.listens_for(engine, "connect")
-    def _no_implicit_tx(dbapi_conn, _record) -> None:
-        dbapi_conn.isolation_level = None  # SQLAlchemy's "begin" below decides
-
-    @event.listens_for(engine, "begin")
-    def _begin(conn) -> None:
-        read = conn.get_execution_options().get("hb_read", False)
-        conn.exec_driver_sql("BEGIN" if read else "BEGIN IMMEDIATE")
-
-    return engine
+    open_target(target, "write").close()
+    return target.engine(application_name="hilbench-daemon", pooled=True)

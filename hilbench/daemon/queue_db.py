@@ -3,7 +3,8 @@
 The queue lives beside the runs it produces — in the bench's store file (SQLite, one host), or
 in a PostgreSQL database that several benches share (`--db postgresql://…`) — so it survives
 any crash of a daemon, and the `hilbench queue …` commands work whether a daemon runs or not.
-Tables are created on first use (their own creation, apart from the store's schema).
+Its tables are part of the store's schema (:mod:`hilbench.store.tables`, revision 0007), made
+and upgraded with the rest of it when the queue is opened.
 
 An item is *queued*, then *running*, then moves to the history in one transaction with its
 exit status; ids are never reused, so a re-queued item gets a new id and an item that reached
@@ -30,147 +31,32 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy import (
-    CheckConstraint,
-    Column,
     Connection,
-    Float,
-    Integer,
-    MetaData,
-    Table,
-    Text,
     delete,
     func,
     insert,
-    inspect,
     or_,
     select,
     text,
     update,
 )
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import OperationalError
 
 from hilbench.daemon.db import queue_engine
 from hilbench.store.engine import DbTarget, parse_db
-from hilbench.store.errors import store_error
 from hilbench.store.schema import BUSY_TIMEOUT_S, open_store
+from hilbench.store.tables import daemon_benches as _benches
+from hilbench.store.tables import daemon_control as _control
+from hilbench.store.tables import daemon_fires as _fires
+from hilbench.store.tables import daemon_history as _history
+from hilbench.store.tables import daemon_queue as _queue
+from hilbench.store.tables import daemon_schedules as _schedules
 
 ExitStatus = Literal["completed", "failed", "aborted", "stopped", "removed"]
 Mode = Literal["run", "pause", "pause_now", "stop"]
 MODES = ("run", "pause", "pause_now", "stop")
 DEADLOCK_RETRIES = 5  # a schedule fire's transaction, when PostgreSQL picks it as the victim
 
-_meta = MetaData()
-_queue = Table(
-    "daemon_queue", _meta,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("priority", Integer, nullable=False, server_default="0"),
-    Column("position", Float, nullable=False),          # order among items of one priority
-    Column("state", Text, nullable=False, server_default="queued"),
-    Column("name", Text, nullable=False),
-    Column("source_path", Text, nullable=False),         # relative paths inside resolve there
-    Column("content", Text, nullable=False),             # the campaign file when queued
-    Column("content_hash", Text, nullable=False),        # sha256 of content
-    Column("trials", Integer),
-    Column("record", Text),
-    Column("schedule_id", Integer),
-    Column("added_at", Float, nullable=False),           # UTC seconds
-    Column("started_at", Float),
-    Column("campaign_uid", Text),                        # set once its first run started
-    Column("attempts", Integer, nullable=False, server_default="0"),
-    Column("not_before", Float, nullable=False, server_default="0"),  # retry back-off
-    Column("message", Text, nullable=False, server_default=""),
-    Column("bench", Text),                               # needed / claimed by; NULL: any
-    Column("starts", Integer, nullable=False, server_default="0"),  # its campaign's starts
-    Column("outcome", Text),                             # how its last start ended (session)
-    CheckConstraint("state IN ('queued', 'running')", name="daemon_queue_state"),
-    sqlite_autoincrement=True,
-)
-_history = Table(
-    "daemon_history", _meta,
-    Column("id", Integer, primary_key=True, autoincrement=False),  # the queue item's id
-    Column("name", Text, nullable=False),
-    Column("source_path", Text, nullable=False),
-    Column("content_hash", Text, nullable=False),
-    Column("trials", Integer),
-    Column("schedule_id", Integer),
-    Column("added_at", Float, nullable=False),
-    Column("started_at", Float),
-    Column("stopped_at", Float, nullable=False),
-    Column("exit_status", Text, nullable=False),
-    Column("message", Text, nullable=False, server_default=""),
-    Column("campaign_uid", Text),
-    Column("run_uids", Text, nullable=False, server_default="[]"),  # JSON
-    Column("starts", Integer, nullable=False, server_default="0"),
-    Column("bench", Text),
-    Column("outcome", Text),  # why it ended: the session's outcome, or why it was refused
-    CheckConstraint("exit_status IN ('completed', 'failed', 'aborted', 'stopped', 'removed')",
-                    name="daemon_history_exit_status"),
-)
-_control = Table(
-    "daemon_control", _meta,
-    Column("key", Text, primary_key=True),
-    Column("value", Text, nullable=False),
-)
-_schedules = Table(
-    "daemon_schedules", _meta,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("name", Text, nullable=False),
-    Column("source_path", Text, nullable=False),
-    Column("content", Text, nullable=False),
-    Column("content_hash", Text, nullable=False),
-    Column("cron", Text, nullable=False),
-    Column("tz", Text, nullable=False),
-    Column("missed", Text, nullable=False),
-    Column("trials", Integer),
-    Column("record", Text),
-    Column("priority", Integer, nullable=False, server_default="0"),
-    Column("created_at", Float, nullable=False),
-    Column("last_fire", Float, nullable=False),          # every fire up to here is handled
-    Column("last_item_id", Integer),
-    Column("bench", Text),                               # its items' bench; NULL: any
-    CheckConstraint("missed IN ('skip', 'run-once')", name="daemon_schedules_missed"),
-    sqlite_autoincrement=True,
-)
-_fires = Table(
-    "daemon_fires", _meta,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("schedule_id", Integer, nullable=False),
-    Column("fire_time", Float, nullable=False),          # when cron said (UTC s)
-    Column("handled_at", Float, nullable=False),
-    Column("outcome", Text, nullable=False),
-    Column("item_id", Integer),
-    Column("note", Text, nullable=False, server_default=""),
-    CheckConstraint("outcome IN ('queued', 'coalesced', 'missed', 'error')",
-                    name="daemon_fires_outcome"),
-)
-_benches = Table(
-    "daemon_benches", _meta,
-    Column("bench", Text, primary_key=True),
-    Column("host", Text, nullable=False),
-    Column("pid", Integer, nullable=False),
-    Column("control", Text),
-    Column("public_key", Text),
-    Column("started_at", Float),
-    Column("worker_pid", Integer),
-    Column("version", Text),
-    Column("state", Text, nullable=False, server_default=""),
-    Column("detail", Text, nullable=False, server_default=""),
-    Column("item_id", Integer),
-    Column("serves", Text, nullable=False, server_default="[]"),  # JSON: agents, instruments
-    Column("push", Text, nullable=False, server_default="{}"),    # JSON: push-to progress
-    Column("last_seen", Float, nullable=False),
-)
-# Added after the first release: existing store files get them by ALTER TABLE (``outcome``:
-# issue 32, why an item waits or failed; until the queue's tables move to Alembic).
-_ADDED_COLUMNS = (("daemon_queue", "bench", "TEXT"), ("daemon_history", "bench", "TEXT"),
-                  ("daemon_schedules", "bench", "TEXT"), ("daemon_queue", "outcome", "TEXT"),
-                  ("daemon_queue", "starts", "INTEGER NOT NULL DEFAULT 0"),
-                  ("daemon_history", "outcome", "TEXT"))
-_INDEXES = (
-    "CREATE UNIQUE INDEX IF NOT EXISTS daemon_fires_once ON daemon_fires (schedule_id, fire_time)",
-    "CREATE INDEX IF NOT EXISTS daemon_queue_claim ON daemon_queue (state, bench, priority)",
-)
-_LOCK_KEY = 0x68696C62  # PostgreSQL advisory lock: one creator of the tables at a time
 
 
 class QueueError(ValueError):
@@ -238,26 +124,8 @@ class QueueDB:
         self.shared = target.is_postgresql
         self.target = target
         self.store = Path(store) if store is not None else target.path
-        self._engine = queue_engine(target)
+        self._engine = queue_engine(target)  # makes or upgrades the store's schema, tables and all
         self._runs_conn: sqlite3.Connection | None = None
-        try:
-            _again_after_deadlock(self._create_tables)
-        except DBAPIError as exc:  # e.g. a read-only store that has no queue tables yet
-            self._engine.dispose()
-            raise store_error(target, "create the queue's tables", exc.orig) from exc
-
-    def _create_tables(self) -> None:
-        # DDL (an index's share lock) beside other daemons' writes: a deadlock's victim retries
-        with self._engine.begin() as c:
-            if self.shared:
-                c.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
-            _meta.create_all(c)
-            present = inspect(c)
-            for table, column, kind in _ADDED_COLUMNS:
-                if column not in {col["name"] for col in present.get_columns(table)}:
-                    c.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {kind}"))
-            for statement in _INDEXES:
-                c.execute(text(statement))
 
     def describe(self) -> str:
         """Where the queue is, as it may be shown (no password)."""

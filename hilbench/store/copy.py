@@ -19,7 +19,7 @@ from typing import Any
 
 from hilbench.store.engine import DbTarget, parse_db
 from hilbench.store.errors import StoreError, store_error
-from hilbench.store.schema import open_target
+from hilbench.store.opening import open_target
 
 RUN_COLUMNS = ("uid", "campaign_uid", "unit_key", "procedure", "params", "agents", "t_start",
                "wall_time", "hilbench_version", "t_stop", "exit_status", "reason", "simulated",

@@ -33,6 +33,7 @@ Backend = Literal["sqlite", "postgresql"]
 SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
 HIDDEN = "***"
 CONNECT_TIMEOUT_S = 10
+BUSY_TIMEOUT_S = 10.0  # how long a SQLite connection waits for another's lock
 _SECRET_KEYS = frozenset({"password", "sslpassword"})
 _URL_IN_TEXT = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"]*", re.IGNORECASE)
 
@@ -92,14 +93,8 @@ class DbTarget:
         if not self.is_postgresql:
             raise StoreError(f"{self}: not a PostgreSQL URL")
         psycopg = _psycopg(self)
-        kwargs: dict[str, Any] = {"autocommit": autocommit}
-        params = dict(parse_qsl(urlsplit(self.conninfo).query))
-        if "connect_timeout" not in params and not os.environ.get("PGCONNECT_TIMEOUT"):
-            kwargs["connect_timeout"] = CONNECT_TIMEOUT_S
-        if "application_name" not in params and not os.environ.get("PGAPPNAME"):
-            kwargs["application_name"] = "hilbench"
         try:
-            conn = psycopg.connect(self.conninfo, **kwargs)
+            conn = psycopg.connect(self.conninfo, autocommit=autocommit, **self._libpq_defaults())
         except psycopg.Error as exc:
             raise StoreFault(
                 f"{self}: could not connect to the PostgreSQL store: {self.scrub(str(exc))}"
@@ -108,18 +103,58 @@ class DbTarget:
             conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
         return conn
 
-    def engine(self) -> Engine:
-        """A SQLAlchemy engine for this store (migrations and tools; not the hot path)."""
+    def _libpq_defaults(self, application_name: str = "hilbench") -> dict[str, Any]:
+        """A connect timeout and an application name, where neither the URL nor the
+        environment gives one."""
+        kwargs: dict[str, Any] = {}
+        params = dict(parse_qsl(urlsplit(self.conninfo).query))
+        if "connect_timeout" not in params and not os.environ.get("PGCONNECT_TIMEOUT"):
+            kwargs["connect_timeout"] = CONNECT_TIMEOUT_S
+        if "application_name" not in params and not os.environ.get("PGAPPNAME"):
+            kwargs["application_name"] = application_name
+        return kwargs
+
+    def engine(self, *, application_name: str = "hilbench", pooled: bool = False) -> Engine:
+        """The SQLAlchemy engine for this store, on either back end (migrations, the daemon's
+        queue, tools; not the store's hot path, see :mod:`hilbench.store.backend`). ``pooled``:
+        a few connections kept and checked before use (a long-lived process, the daemon).
+
+        On SQLite every transaction is begun explicitly, so DDL is transactional too (sqlite3's
+        own implicit transactions leave it out): a write transaction takes the file's write lock
+        at its start (``BEGIN IMMEDIATE``: one writer at a time, no deadlock between two
+        upgraders), and one run with the execution option ``hb_read=True`` takes none."""
         import sqlalchemy
         from sqlalchemy.pool import NullPool
 
         if self.path is not None:
-            return sqlalchemy.create_engine(f"sqlite:///{self.path}", poolclass=NullPool)
-        return sqlalchemy.create_engine(
-            "postgresql+psycopg://",
-            creator=lambda: self.connect_postgresql(autocommit=False),
-            poolclass=NullPool,
-        )
+            engine = sqlalchemy.create_engine(
+                f"sqlite:///{self.path}",
+                connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False},
+            )
+
+            @sqlalchemy.event.listens_for(engine, "connect")
+            def _no_implicit_tx(dbapi_conn: Any, _record: Any) -> None:
+                dbapi_conn.isolation_level = None  # the "begin" below decides
+
+            @sqlalchemy.event.listens_for(engine, "begin")
+            def _begin(conn: Any) -> None:
+                read = conn.get_execution_options().get("hb_read", False)
+                conn.exec_driver_sql("BEGIN" if read else "BEGIN IMMEDIATE")
+
+            return engine
+        psycopg = _psycopg(self)
+        kwargs = self._libpq_defaults(application_name)
+
+        def connect() -> Any:
+            # psycopg's own errors, which SQLAlchemy wraps as DBAPIError (the daemon waits out
+            # a server that is away); each transaction is the caller's.
+            return psycopg.connect(self.conninfo, **kwargs)
+
+        if not pooled:
+            return sqlalchemy.create_engine("postgresql+psycopg://", creator=connect,
+                                            poolclass=NullPool)
+        return sqlalchemy.create_engine("postgresql+psycopg://", creator=connect,
+                                        pool_pre_ping=True, pool_size=2, max_overflow=2)
 
     def scrub(self, text: str) -> str:
         """``text`` with this target's password (and any URL's) hidden."""

@@ -107,6 +107,27 @@ class PageReader:
 
     # -- b-trees -------------------------------------------------------------------------------
 
+    def _leaf_rows(
+        self, page: bytes, pointers: list[int], number: int, bounds: tuple[int | None, int | None],
+        lost: list[LostRange],
+    ) -> Iterator[tuple[int, list[Any]]]:
+        """The rows of one leaf page; a row that cannot be read is listed in ``lost``."""
+        for offset in pointers:
+            rowid = None
+            try:
+                size, at = _varint(page, offset)
+                rowid, at = _varint(page, at)
+                row = (_signed(rowid), self._payload(page, at, size))
+            except (BadPage, struct.error, IndexError, UnicodeDecodeError) as exc:
+                # One row lost: its own rowid when it could be read, else the page's range.
+                if rowid is None:
+                    lost.append(LostRange(*bounds, number, f"a row: {exc}"))
+                else:
+                    gone = _signed(rowid)
+                    lost.append(LostRange(gone - 1, gone, number, f"row {gone}: {exc}"))
+                continue
+            yield row
+
     def _walk(
         self, number: int, lo: int | None, hi: int | None, lost: list[LostRange], seen: set[int]
     ) -> Iterator[tuple[int, list[Any]]]:
@@ -128,21 +149,7 @@ class PageReader:
             lost.append(LostRange(lo, hi, number, str(exc)))
             return
         if kind == _LEAF_TABLE:
-            for offset in pointers:
-                rowid = None
-                try:
-                    size, offset = _varint(page, offset)
-                    rowid, offset = _varint(page, offset)
-                    row = (_signed(rowid), self._payload(page, offset, size))
-                except (BadPage, struct.error, IndexError, UnicodeDecodeError) as exc:
-                    # One row lost: its own rowid when it could be read, else the page's range.
-                    if rowid is None:
-                        lost.append(LostRange(lo, hi, number, f"a row: {exc}"))
-                    else:
-                        gone = _signed(rowid)
-                        lost.append(LostRange(gone - 1, gone, number, f"row {gone}: {exc}"))
-                    continue
-                yield row
+            yield from self._leaf_rows(page, pointers, number, (lo, hi), lost)
             return
         low = lo
         for offset in pointers:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from hilbench.store.backend import PgConnection, PgError
 from hilbench.store.errors import StoreError, store_error
+from hilbench.store.schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from hilbench.store.engine import DbTarget
@@ -21,8 +22,6 @@ MIGRATION_LOCK = 0x48494C42  # pg_advisory_xact_lock key: "HILB"
 
 
 def open_pg_store(target: DbTarget, mode: str) -> PgConnection:
-    from hilbench.store.schema import SCHEMA_VERSION
-
     conn = PgConnection(target.connect_postgresql())
     try:
         state = _revision(conn, target)
@@ -62,8 +61,6 @@ def _revision_name(version: int) -> str:
 def _revision(conn: PgConnection, target: DbTarget) -> str | None:
     """The store's revision; None for a database with no store yet. Refuses foreign and newer
     databases."""
-    from hilbench.store.schema import SCHEMA_VERSION
-
     has_version, has_runs = conn.execute(
         "SELECT to_regclass('alembic_version') IS NOT NULL, to_regclass('runs') IS NOT NULL"
     ).fetchone()

@@ -29,7 +29,7 @@ from hilbench.store.listing import (
     run_dict,
     run_groups,
 )
-from hilbench.store.schema import open_target
+from hilbench.store.opening import open_target
 
 if TYPE_CHECKING:
     import numpy as np

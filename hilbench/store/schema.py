@@ -4,8 +4,11 @@ checks made before a SQLite file is trusted.
 The schema is described once, in :mod:`hilbench.store.tables`, and versioned by Alembic
 revisions named by the schema version (:mod:`hilbench.store.migrations`). SQLite stores made
 before Alembic reach version 4 (the Alembic baseline) by the frozen :data:`LEGACY_MIGRATIONS`
-and are then stamped with revision ``0004``; later versions are Alembic revisions on both back
-ends. PostgreSQL stores are opened by :mod:`hilbench.store.pg_schema`.
+and are then stamped with revision ``0004``, and version 5 by its frozen SQLite step; from
+version 6 (:data:`FIRST_ALEMBIC_STEP`) on, the Alembic revisions themselves run on both back
+ends, the daemon's queue tables included (revision 0007).
+PostgreSQL stores are opened by :mod:`hilbench.store.pg_schema`, and either kind by
+:mod:`hilbench.store.opening`.
 
 A hilbench store is marked by ``PRAGMA application_id`` and versioned by ``PRAGMA user_version``,
 so a file is identified without reading any table: a file that is not SQLite, a SQLite database
@@ -19,8 +22,9 @@ import contextlib
 import os
 import sqlite3
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Literal
 
+from hilbench.store.engine import BUSY_TIMEOUT_S, parse_db
 from hilbench.store.errors import (
     StoreError,
     StoreFault,
@@ -30,12 +34,8 @@ from hilbench.store.errors import (
 )
 from hilbench.store.groups import install_functions
 
-if TYPE_CHECKING:
-    from hilbench.store.engine import DbTarget
-
 APPLICATION_ID = 0x48494C42  # "HILB"
 SQLITE_HEADER = b"SQLite format 3\x00"
-BUSY_TIMEOUT_S = 10.0
 
 # LEGACY_MIGRATIONS[i] takes a SQLite store from version i to version i + 1, up to the Alembic
 # baseline (version 4). Frozen: new schema versions are Alembic revisions.
@@ -132,13 +132,13 @@ LEGACY_MIGRATIONS: tuple[tuple[str, ...], ...] = (
 MIGRATIONS = LEGACY_MIGRATIONS  # the name before Alembic
 BASELINE_VERSION = len(LEGACY_MIGRATIONS)
 # The newest schema version = the number of the newest Alembic revision (tests check they agree).
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 7
 
-# SQLITE_MIGRATIONS[v] takes a SQLite store from version v - 1 to v past the baseline, what the
-# Alembic revision of the same number does on PostgreSQL; frozen like the revisions. Each step
-# rewrites table definitions in the schema (SQLite's documented way to change a constraint:
-# https://www.sqlite.org/lang_altertable.html, "Making Other Kinds Of Table Schema Changes");
-# migrate() runs it with writable_schema on and the schema cookie raised, in one transaction.
+# SQLITE_MIGRATIONS[v] took a SQLite store from version v - 1 to v, what the Alembic revision of
+# the same number does on PostgreSQL; frozen like the revisions. It rewrites a table definition
+# in the schema (SQLite's documented way to change a constraint:
+# https://www.sqlite.org/lang_altertable.html, "Making Other Kinds Of Table Schema Changes"), so
+# migrate() runs it with writable_schema on and the schema cookie raised.
 SQLITE_MIGRATIONS: dict[int, tuple[str, ...]] = {
     # 5: a run may end 'unverified'. The new check is looser, so every stored row passes it.
     5: (
@@ -148,25 +148,14 @@ SQLITE_MIGRATIONS: dict[int, tuple[str, ...]] = {
         " WHERE type = 'table' AND name = 'runs'",
     ),
 }
+# From this version on the schema evolves one way: each Alembic revision, run on SQLite too.
+FIRST_ALEMBIC_STEP = 6
 ALEMBIC_VERSION_TABLE = (
     "CREATE TABLE IF NOT EXISTS alembic_version (version_num VARCHAR(32) NOT NULL,"
     " CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num))"
 )
 
 Mode = Literal["read", "write"]
-
-
-def open_target(target: DbTarget | str | Path, mode: Mode) -> Any:
-    """Open a store of either back end: a ``sqlite3.Connection`` for a file, a
-    :class:`~hilbench.store.backend.PgConnection` for a PostgreSQL URL."""
-    from hilbench.store.engine import parse_db
-
-    target = parse_db(target)
-    if target.path is not None:
-        return open_store(target.path, mode)
-    from hilbench.store.pg_schema import open_pg_store
-
-    return open_pg_store(target, mode)
 
 
 def open_store(path: Path, mode: Mode) -> sqlite3.Connection:
@@ -212,7 +201,9 @@ def open_store(path: Path, mode: Mode) -> sqlite3.Connection:
 
 
 def migrate(conn: sqlite3.Connection, path: Path) -> None:
-    """Bring the store to SCHEMA_VERSION in one transaction, safe against a concurrent migrator."""
+    """Bring the store to SCHEMA_VERSION: the frozen steps in one transaction, then the Alembic
+    revisions in another; safe against a concurrent migrator (each waits for the write lock
+    and reads the version again)."""
     try:
         conn.execute("BEGIN IMMEDIATE")
         version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -230,7 +221,7 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
         if version < BASELINE_VERSION:
             conn.execute(f"PRAGMA user_version = {BASELINE_VERSION}")
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-        for step in range(max(version, BASELINE_VERSION) + 1, SCHEMA_VERSION + 1):
+        for step in range(max(version, BASELINE_VERSION) + 1, FIRST_ALEMBIC_STEP):
             cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
             conn.execute("PRAGMA writable_schema = ON")
             for statement in SQLITE_MIGRATIONS[step]:
@@ -244,24 +235,37 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise store_error(path, "create or upgrade the store schema", exc) from exc
+    if version < SCHEMA_VERSION:
+        _upgrade_by_alembic(path)
 
 
-def check_store_path(path: Path | DbTarget) -> bool:
-    """Refuse, before anything is written, a path a campaign could not store into: a folder
-    that does not exist (a mistyped ``--db`` is not silently created), or an existing file
-    that is not a hilbench store. Returns True when the store will be a new file.
-    A PostgreSQL store is opened for writing (its schema created in an empty database);
-    True when it held no store before."""
-    if not isinstance(path, Path):
-        from hilbench.store.engine import parse_db
-        from hilbench.store.pg_schema import has_store
+def _upgrade_by_alembic(path: Path) -> None:
+    """The revisions from FIRST_ALEMBIC_STEP on, run by Alembic in one write transaction that
+    also sets ``user_version`` (a second upgrader waits for the lock, then finds it done).
+    SQLAlchemy is imported only here, when a store is behind."""
+    from sqlalchemy.exc import SQLAlchemyError
 
-        target = parse_db(path)
-        if target.path is None:
-            new = not has_store(target)
-            open_target(target, "write").close()
-            return new
-        path = target.path
+    from hilbench.store import migrations
+
+    engine = parse_db(path).engine()
+    try:
+        with engine.begin() as conn:
+            if conn.exec_driver_sql("PRAGMA user_version").scalar_one() < SCHEMA_VERSION:
+                migrations.upgrade(conn)
+                conn.exec_driver_sql(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    except SQLAlchemyError as exc:
+        orig = getattr(exc, "orig", None)
+        if isinstance(orig, sqlite3.Error):
+            raise store_error(path, "upgrade the store schema", orig) from exc
+        raise StoreError(f"{path}: could not upgrade the store schema: {exc}") from exc
+    finally:
+        engine.dispose()
+
+
+def check_store_file(path: Path) -> bool:
+    """Refuse, before anything is written, a file a campaign could not store into: a folder
+    that does not exist (a mistyped ``--db`` is not silently created), a read-only file system,
+    or an existing file that is not a hilbench store. True when the store will be a new file."""
     _check_file(path, create=True)
     if os.statvfs(path.parent).f_flag & os.ST_RDONLY:
         raise StoreFault(

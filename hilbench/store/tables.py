@@ -3,8 +3,10 @@ both back ends are checked against (tests/store/test_store_migrations.py compare
 PostgreSQL database and a SQLite store made by every past version with it).
 
 Changing the schema: add an Alembic revision under ``hilbench/store/migrations/versions``
-named by the next schema version (``0005_…``), change these tables to match, and raise
-``SCHEMA_VERSION`` in :mod:`hilbench.store.schema`.
+named by the next schema version (``0008_…``), change these tables to match, and raise
+``SCHEMA_VERSION`` in :mod:`hilbench.store.schema`. The revision runs on SQLite files as on
+PostgreSQL (every revision from 0006 on): the one way the schema, the daemon's tables included,
+evolves.
 
 Types are chosen to mean the same on both: ``Double`` (PostgreSQL ``double precision``; a
 PostgreSQL ``real`` would lose half the digits), ``Integer`` counts (their ``SUM`` stays an
@@ -71,8 +73,10 @@ sa.Index("runs_by_unit", runs.c.campaign_uid, runs.c.unit_key, runs.c.exit_statu
 sa.Index("runs_by_time", runs.c.wall_time)
 sa.Index("runs_by_campaign", runs.c.campaign_uid, runs.c.wall_time)
 sa.Index("runs_by_procedure", runs.c.procedure, runs.c.wall_time)
+# Every column `hilbench results` groups by, so that grouping reads the index alone.
 sa.Index(
-    "runs_by_group", runs.c.campaign_uid, runs.c.procedure, runs.c.unit_group, runs.c.exit_status
+    "runs_by_group", runs.c.campaign_uid, runs.c.procedure, runs.c.unit_group, runs.c.exit_status,
+    runs.c.wall_time, runs.c.simulated, runs.c.simulation,
 )
 
 phases = sa.Table(
@@ -131,3 +135,109 @@ metrics = sa.Table(
     sa.Column("meta", sa.Text, nullable=False),  # JSON
     sa.UniqueConstraint("run_uid", "name"),
 )
+
+
+# -- the daemon's tables (schema version 7; hilbench.daemon.queue_db reads and writes them) ----
+
+daemon_queue = sa.Table(
+    "daemon_queue", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("priority", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("position", sa.Float, nullable=False),          # order among items of one priority
+    sa.Column("state", sa.Text, nullable=False, server_default="queued"),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("source_path", sa.Text, nullable=False),         # relative paths inside resolve there
+    sa.Column("content", sa.Text, nullable=False),             # the campaign file when queued
+    sa.Column("content_hash", sa.Text, nullable=False),        # sha256 of content
+    sa.Column("trials", sa.Integer),
+    sa.Column("record", sa.Text),
+    sa.Column("schedule_id", sa.Integer),
+    sa.Column("added_at", sa.Float, nullable=False),           # UTC seconds
+    sa.Column("started_at", sa.Float),
+    sa.Column("campaign_uid", sa.Text),                        # set once its first run started
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("not_before", sa.Float, nullable=False, server_default="0"),  # retry back-off
+    sa.Column("message", sa.Text, nullable=False, server_default=""),
+    sa.Column("bench", sa.Text),                               # needed / claimed by; NULL: any
+    sa.Column("starts", sa.Integer, nullable=False, server_default="0"),  # its campaign's starts
+    sa.Column("outcome", sa.Text),                             # how its last start ended (session)
+    sa.CheckConstraint("state IN ('queued', 'running')", name="daemon_queue_state"),
+    sqlite_autoincrement=True,
+)
+daemon_history = sa.Table(
+    "daemon_history", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),  # the queue item's id
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("source_path", sa.Text, nullable=False),
+    sa.Column("content_hash", sa.Text, nullable=False),
+    sa.Column("trials", sa.Integer),
+    sa.Column("schedule_id", sa.Integer),
+    sa.Column("added_at", sa.Float, nullable=False),
+    sa.Column("started_at", sa.Float),
+    sa.Column("stopped_at", sa.Float, nullable=False),
+    sa.Column("exit_status", sa.Text, nullable=False),
+    sa.Column("message", sa.Text, nullable=False, server_default=""),
+    sa.Column("campaign_uid", sa.Text),
+    sa.Column("run_uids", sa.Text, nullable=False, server_default="[]"),  # JSON
+    sa.Column("starts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("bench", sa.Text),
+    sa.Column("outcome", sa.Text),  # why it ended: the session's outcome, or why it was refused
+    sa.CheckConstraint("exit_status IN ('completed', 'failed', 'aborted', 'stopped', 'removed')",
+                       name="daemon_history_exit_status"),
+)
+daemon_control = sa.Table(
+    "daemon_control", metadata,
+    sa.Column("key", sa.Text, primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+daemon_schedules = sa.Table(
+    "daemon_schedules", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("source_path", sa.Text, nullable=False),
+    sa.Column("content", sa.Text, nullable=False),
+    sa.Column("content_hash", sa.Text, nullable=False),
+    sa.Column("cron", sa.Text, nullable=False),
+    sa.Column("tz", sa.Text, nullable=False),
+    sa.Column("missed", sa.Text, nullable=False),
+    sa.Column("trials", sa.Integer),
+    sa.Column("record", sa.Text),
+    sa.Column("priority", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("last_fire", sa.Float, nullable=False),          # every fire up to here is handled
+    sa.Column("last_item_id", sa.Integer),
+    sa.Column("bench", sa.Text),                               # its items' bench; NULL: any
+    sa.CheckConstraint("missed IN ('skip', 'run-once')", name="daemon_schedules_missed"),
+    sqlite_autoincrement=True,
+)
+daemon_fires = sa.Table(
+    "daemon_fires", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("schedule_id", sa.Integer, nullable=False),
+    sa.Column("fire_time", sa.Float, nullable=False),          # when cron said (UTC s)
+    sa.Column("handled_at", sa.Float, nullable=False),
+    sa.Column("outcome", sa.Text, nullable=False),
+    sa.Column("item_id", sa.Integer),
+    sa.Column("note", sa.Text, nullable=False, server_default=""),
+    sa.CheckConstraint("outcome IN ('queued', 'coalesced', 'missed', 'error')",
+                       name="daemon_fires_outcome"),
+)
+daemon_benches = sa.Table(
+    "daemon_benches", metadata,
+    sa.Column("bench", sa.Text, primary_key=True),
+    sa.Column("host", sa.Text, nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("control", sa.Text),
+    sa.Column("public_key", sa.Text),
+    sa.Column("started_at", sa.Float),
+    sa.Column("worker_pid", sa.Integer),
+    sa.Column("version", sa.Text),
+    sa.Column("state", sa.Text, nullable=False, server_default=""),
+    sa.Column("detail", sa.Text, nullable=False, server_default=""),
+    sa.Column("item_id", sa.Integer),
+    sa.Column("serves", sa.Text, nullable=False, server_default="[]"),  # JSON: agents, instruments
+    sa.Column("push", sa.Text, nullable=False, server_default="{}"),    # JSON: push-to progress
+    sa.Column("last_seen", sa.Float, nullable=False),
+)
+sa.Index("daemon_fires_once", daemon_fires.c.schedule_id, daemon_fires.c.fire_time, unique=True)
+sa.Index("daemon_queue_claim", daemon_queue.c.state, daemon_queue.c.bench, daemon_queue.c.priority)

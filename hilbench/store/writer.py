@@ -41,7 +41,7 @@ from hilbench.store.codec import array_to_blob, finite_or_none, to_json
 from hilbench.store.engine import DbTarget, parse_db
 from hilbench.store.errors import StoreError, StoreFault, store_error
 from hilbench.store.groups import replicate_key
-from hilbench.store.schema import open_target
+from hilbench.store.opening import open_target
 
 log = logging.getLogger(__name__)
 

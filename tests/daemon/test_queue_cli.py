@@ -102,12 +102,20 @@ def test_an_item_goes_to_the_bench_whose_daemon_serves_its_agent(tmp_path):
         assert q.claim("rig-7", 1e12).bench == "rig-7"
 
 
+def _before_the_queue_joined_the_schema(conn: sqlite3.Connection) -> None:
+    """The store's version as it was when the daemon made and altered its own tables (schema
+    6: revision 0007 brings those tables, whatever their shape, to the newest)."""
+    conn.execute("UPDATE alembic_version SET version_num = '0006'")
+    conn.execute("PRAGMA user_version = 6")
+
+
 def test_the_history_counts_the_starts_of_a_store_made_before_they_were_counted(tmp_path):
     db = tmp_path / "q.sqlite"
     path = qubo_campaign(tmp_path, "counted", 1)
     assert hilbench("queue", "add", path, "--db", db).returncode == 0
     conn = sqlite3.connect(db)  # the queue table as the first release made it
     conn.execute("ALTER TABLE daemon_queue DROP COLUMN starts")
+    _before_the_queue_joined_the_schema(conn)
     conn.commit()
     conn.close()
     with QueueDB(db) as q:
@@ -129,6 +137,7 @@ def test_a_store_made_before_outcomes_were_kept_gains_them_in_place(tmp_path):
     conn = sqlite3.connect(db)  # the queue's tables as a store before issue 32 has them
     conn.execute("ALTER TABLE daemon_queue DROP COLUMN outcome")
     conn.execute("ALTER TABLE daemon_history DROP COLUMN outcome")
+    _before_the_queue_joined_the_schema(conn)
     conn.commit()
     conn.close()
     with QueueDB(db) as q:

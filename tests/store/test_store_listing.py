@@ -101,6 +101,34 @@ def test_filters_and_ordering_use_an_index(tmp_path, flt, index):
     assert any(index in row[-1] for row in plan), plan
 
 
+
+@pytest.mark.parametrize("flt", [RunFilter(), RunFilter(campaign_uid="c")])
+def test_grouping_reads_the_group_index_alone(tmp_path, flt):
+    """`hilbench results` groups every stored run: at 100 000 runs, reading each run's row
+    (not just the index) and sorting made it slower than a second on SQLite."""
+    from hilbench.store.listing import group_counts_sql
+
+    path = tmp_path / "g.sqlite"
+    StoreWriter(path).close()
+    with Store(path) as store:
+        where, args = flt.where()
+        plan = [row[-1] for row in store._conn.execute(
+            f"EXPLAIN QUERY PLAN {group_counts_sql(where)}", args).fetchall()]
+    assert any("COVERING INDEX runs_by_group" in step for step in plan), plan
+    assert not any("TEMP B-TREE" in step for step in plan), plan
+
+
+def test_only_the_shown_groups_runs_are_read_for_their_metrics(store_url):
+    """The newest groups' metrics: each group an index search, not a scan of every run."""
+    _write_group(store_url, {f"0.0{i}": [30.0 + i, 31.0 + i] for i in range(1, 6)})
+    with Store(store_url) as store:
+        total, groups = store.run_groups(RunFilter(), 2)
+        everything = store.run_groups(RunFilter(), None)[1]
+    assert total == 5 and [g.key for g in groups] == [g.key for g in everything[-2:]]
+    assert [g.metrics[0].mean for g in groups] == [34.5, 35.5]
+    assert all(g.campaign_name is None for g in groups)  # campaign "c" was never begun
+
+
 def test_an_older_store_gets_its_groups_filled_in_when_opened(tmp_path):
     from hilbench.store.schema import APPLICATION_ID, MIGRATIONS
 

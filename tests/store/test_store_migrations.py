@@ -3,7 +3,9 @@ made before Alembic are stamped in place, and foreign or newer databases are ref
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -46,11 +48,13 @@ def test_the_newest_revision_is_the_schema_version():
 
 
 def test_every_revision_past_the_baseline_has_its_sqlite_step():
-    """schema.migrate brings SQLite files to the baseline, stamps them, then applies each later
-    revision's SQLite step (SQLITE_MIGRATIONS); PostgreSQL runs every Alembic revision."""
-    from hilbench.store.schema import BASELINE_VERSION, SQLITE_MIGRATIONS
+    """schema.migrate brings SQLite files to the baseline, stamps them, applies the frozen
+    SQLite steps (SQLITE_MIGRATIONS) up to FIRST_ALEMBIC_STEP, then the Alembic revisions
+    themselves; PostgreSQL runs every Alembic revision."""
+    from hilbench.store.schema import BASELINE_VERSION, FIRST_ALEMBIC_STEP, SQLITE_MIGRATIONS
 
-    assert sorted(SQLITE_MIGRATIONS) == list(range(BASELINE_VERSION + 1, SCHEMA_VERSION + 1))
+    assert sorted(SQLITE_MIGRATIONS) == list(range(BASELINE_VERSION + 1, FIRST_ALEMBIC_STEP))
+    assert FIRST_ALEMBIC_STEP <= SCHEMA_VERSION
 
 
 def test_a_run_may_end_unverified_and_nothing_else_new(store_url):
@@ -123,6 +127,60 @@ def test_a_store_made_before_alembic_is_upgraded_and_stamped_in_place(tmp_path, 
     assert sqlite3.connect(path).execute("SELECT COUNT(*) FROM alembic_version").fetchone()[0] == 1
 
 
+SHAPES = Path(__file__).parent / "shapes"
+
+
+def test_a_store_made_by_an_older_hilbench_is_upgraded_in_place(tmp_path):
+    """shapes/v5-main-3b35219.sqlite: a store as main's code (3b35219, schema 5) left it: a
+    campaign of 5 runs (one unverified), a removed queue item, a schedule."""
+    path = tmp_path / "v5.sqlite"
+    shutil.copy(SHAPES / "v5-main-3b35219.sqlite", path)
+    with Store(path) as store:  # reading upgrades it first
+        before = [(run["uid"], run["status"]) for run in store.iter_runs()]
+        total, groups = store.run_groups()
+    assert sorted(status for _, status in before) == ["success"] * 4 + ["unverified"]
+    assert total == 2 and sum(group.n_runs for group in groups) == 5
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [
+        (f"{SCHEMA_VERSION:04d}",)]
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert conn.execute("SELECT COUNT(*) FROM daemon_schedules").fetchone()[0] == 1
+    conn.close()
+    assert _differences(path) == []
+    with Store(path) as store:
+        assert [(run["uid"], run["status"]) for run in store.iter_runs()] == before
+
+
+def test_writers_opening_an_old_store_at_once_upgrade_it_once(tmp_path):
+    """The frozen steps and the Alembic revisions run in two transactions: each opener waits
+    for the file's write lock and finds the work done, none fails or upgrades twice."""
+    path = tmp_path / "v5.sqlite"
+    shutil.copy(SHAPES / "v5-main-3b35219.sqlite", path)
+    assert _writers_open_at_once(path) == []
+    assert _differences(path) == []
+    with Store(path) as store:
+        assert store.count_runs() == 5
+
+
+def test_a_postgresql_store_of_schema_5_is_upgraded_in_place():
+    from tests.postgres import fresh_database
+
+    with fresh_database("hb_test") as url:
+        engine = parse_db(url).engine()
+        try:
+            with engine.begin() as conn:
+                migrations.upgrade(conn, "0005")
+                conn.execute(sa.text(
+                    "INSERT INTO runs (uid, campaign_uid, unit_key, procedure, params, agents,"
+                    " t_start, wall_time, hilbench_version, exit_status) VALUES ('r1', 'c',"
+                    " 'n=10/seed=3', 'qubo', '{}', '{}', 0, 1.0, '0.1', 'unverified')"))
+        finally:
+            engine.dispose()
+        with Store(url) as store:
+            assert store.run("r1")["status"] == "unverified"
+        assert _differences(url) == []
+
+
 def _pg(url):
     import psycopg
 
@@ -151,23 +209,28 @@ def test_postgresql_databases_that_are_not_our_store_are_refused(tmp_path):
 
 
 def test_benches_opening_a_new_postgresql_store_at_once_create_it_once():
-    import threading
-
     from tests.postgres import fresh_database
 
     with fresh_database("hb_test") as url:
-        errors: list[BaseException] = []
-
-        def open_it() -> None:
-            try:
-                StoreWriter(url).close()
-            except BaseException as exc:
-                errors.append(exc)
-
-        threads = [threading.Thread(target=open_it) for _ in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        assert errors == []
+        assert _writers_open_at_once(url) == []
         assert _differences(url) == []
+
+
+def _writers_open_at_once(target, writers: int = 4) -> list[BaseException]:
+    """What ``writers`` threads opening a StoreWriter on ``target`` at once raised."""
+    import threading
+
+    errors: list[BaseException] = []
+
+    def open_it() -> None:
+        try:
+            StoreWriter(target).close()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_it) for _ in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors
