@@ -92,10 +92,14 @@ def test_three_benches_share_one_queue_each_item_once_by_its_bench(daemon_at, tm
     assert not left, f"still queued after 240 s: {[i.summary() for i in left]}"
 
     scheduled = [h for h in history.values() if h["schedule_id"] == sid]
-    assert len(scheduled) == 1, scheduled  # one item for the fires, whoever ticked it
-    assert [f["outcome"] for f in fires].count("queued") == 1, fires
+    queued = [f for f in fires if f["outcome"] == "queued"]
+    # One item per fire that queued, whoever of the three ticked it: the missed fires at start
+    # make one item (run-once), and a later minute may fire again once that item has run (the
+    # test outlasts a minute), never twice for one fire time.
+    assert scheduled and len(scheduled) == len(queued), (scheduled, fires)
+    assert {f["item_id"] for f in queued} == {h["id"] for h in scheduled}, fires
     assert len({f["fire_time"] for f in fires}) == len(fires), fires  # each fire once
-    units[scheduled[0]["id"]] = ("B", 1)
+    units.update({h["id"]: ("B", 1) for h in scheduled})
     assert set(history) == set(units)
     for item_id, (bench, _n) in units.items():
         h = history[item_id]

@@ -16,6 +16,7 @@ from tests.subprocesses import run_campaign, unit_runs
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.serial  # power against the truth through a timed link: alone
 def test_avg_power_is_recomputed_from_stored_samples_and_device_times(tmp_path):
     db = tmp_path / "t.sqlite"
     with SimulatedMeter(SIMULATED_CPU, noise_std_w=0.05, seed=3) as meter:
