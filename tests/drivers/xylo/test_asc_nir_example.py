@@ -1,0 +1,84 @@
+"""`hilbench run examples/asc-nir.toml` end to end, shortened (issue 36's example): ONE NIR graph
+on the CPU (the reference executor) and on the simulated Xylo (imported through the driver's
+NIR path into XyloSim, agent in .venv-xylo), in one campaign. Both single-stream runs are
+labelled `closed` with the same graph hash, agree with the reference execution on every sample
+(the Xylo under the neuron conventions it declares), and store the algorithm-track metrics; the
+power runs give measured energy beside the modelled one."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from hilbench.procedures.asc import ensure_fixture
+from hilbench.store import Store
+from tests.drivers.xylo.conftest import REPO
+from tests.subprocesses import run_campaign, unit_runs
+
+pytest.importorskip("nir")
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+EXAMPLE = REPO / "examples" / "asc-nir.toml"
+GRAPH_SHA = "d1120d3ed08e21d4e95ccea71bab93526b8c71dac523eb6edf2efda44fc7601d"
+
+
+@pytest.fixture(scope="module")
+def example_run(xylo_python, tmp_path_factory):
+    cache = tmp_path_factory.mktemp("xdg-cache")
+    ensure_fixture(cache / "hilbench" / "asc-fixture-0", seed=0)
+    text = EXAMPLE.read_text()
+    short = re.sub(r"^(idle_s|active_s) = [0-9.]+", r"\1 = 1.0", text, flags=re.M)
+    short = re.sub(r"^limit = \d+", "limit = 1", short, flags=re.M)
+    short = short.replace('python = "../.venv-xylo/bin/python"', f'python = "{xylo_python}"')
+    assert len(re.findall(r"^(idle_s|active_s) = 1.0", short, flags=re.M)) == 4
+    assert len(re.findall(r"^limit = 1\b", short, flags=re.M)) == 2
+    tmp = tmp_path_factory.mktemp("nir-example")
+    campaign = tmp / "asc-nir.toml"
+    campaign.write_text(short)
+    db = tmp / "r.sqlite"
+    proc = run_campaign(campaign, db, timeout=600,
+                        extra_env={"XDG_CACHE_HOME": str(cache), "COLUMNS": "180"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    with Store(db) as store:
+        runs = {(r["params"]["agent"], r["procedure"]): {
+            "run": r, "metrics": {m["name"]: m for m in store.metrics(r["uid"])}}
+            for r in unit_runs(store)}
+    return proc, runs, db
+
+
+def test_both_devices_run_the_same_graph_labelled_closed(example_run):
+    _, runs, _ = example_run
+    assert sorted(runs) == [("cpu0", "asc.power"), ("cpu0", "asc.single_stream"),
+                            ("xylo0", "asc.power"), ("xylo0", "asc.single_stream")]
+    for found in runs.values():
+        assert found["run"]["status"] == "success"
+        assert found["run"]["params"]["category"] == "closed"
+        assert found["run"]["params"]["graph_sha256"] == GRAPH_SHA
+
+
+def test_each_device_agrees_with_the_reference_execution(example_run):
+    _, runs, _ = example_run
+    cpu = runs["cpu0", "asc.single_stream"]["metrics"]["nir_reference_agreement"]
+    xylo = runs["xylo0", "asc.single_stream"]["metrics"]["nir_reference_agreement"]
+    assert cpu["value"] == 1.0 and cpu["meta"]["samples"] == 10
+    assert xylo["value"] == 1.0 and xylo["meta"]["samples"] == 10
+    # the Xylo's declared conventions: up to 31 spikes a step, reset by subtraction, delay 1
+    assert xylo["meta"]["device_semantics"] == {
+        "reset": "subtract", "fire_at_threshold": True, "max_spikes_hidden": 31,
+        "max_spikes_output": 1, "spike_delay_steps": 1}
+    assert "XyloSim" in xylo["meta"]["executor"]
+    assert "reference executor" in cpu["meta"]["executor"]
+
+
+def test_the_store_holds_the_algorithm_metrics_of_each_run(example_run):
+    _, runs, _ = example_run
+    for agent in ("cpu0", "xylo0"):
+        metrics = runs[agent, "asc.single_stream"]["metrics"]
+        for name in ("footprint_bytes", "connection_sparsity", "activation_sparsity",
+                     "synaptic_ops_dense", "synaptic_ops_effective_macs",
+                     "synaptic_ops_effective_acs", "modelled_energy_per_inference_j"):
+            assert metrics[name]["value"] is not None, (agent, name)
+            assert metrics[name]["meta"]["graph_sha256"] == GRAPH_SHA
+        assert 0 < metrics["activation_sparsity"]["value"] < 1
+        assert runs[agent, "asc.power"]["metrics"]["energy_per_inference_j.inference"]["value"] > 0
