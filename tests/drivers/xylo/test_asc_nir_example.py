@@ -82,3 +82,44 @@ def test_the_store_holds_the_algorithm_metrics_of_each_run(example_run):
             assert metrics[name]["meta"]["graph_sha256"] == GRAPH_SHA
         assert 0 < metrics["activation_sparsity"]["value"] < 1
         assert runs[agent, "asc.power"]["metrics"]["energy_per_inference_j.inference"]["value"] > 0
+
+
+def test_summary_shows_measured_beside_modelled_energy_per_device(example_run):
+    """The run's own summary (and `hilbench summary`, built the same way) has the closed
+    category's table: both devices, the graph's hash, modelled and measured energy and their
+    ratio, which equals measured ÷ modelled as stored."""
+    from hilbench.report.asc_closed import tables
+    from hilbench.report.campaign_data import load_campaign_data
+
+    proc, runs, db = example_run
+    assert "ASC closed category: NIR graph d1120d3ed08e… on every device" in proc.stdout
+    assert f"graph sha256 {GRAPH_SHA}" in proc.stdout
+    with Store(db) as store:
+        campaign_uid = store.runs()[0]["campaign_uid"]
+    (table,) = tables(load_campaign_data(db, campaign_uid))
+    assert [c.name for c in table.columns] == ["metric", "cpu0", "xylo0"]
+    rows = {row.ident: row.cells for row in table.rows}
+    for k, agent in ((1, "cpu0"), (2, "xylo0")):
+        measured = runs[agent, "asc.power"]["metrics"]["energy_per_inference_j.inference"]
+        modelled = runs[agent, "asc.single_stream"]["metrics"]["modelled_energy_per_inference_j"]
+        assert rows["measured"][k].value == pytest.approx(measured["value"])
+        assert rows["modelled"][k].value == pytest.approx(modelled["value"])
+        assert rows["modelled"][k].label == "modelled"
+        assert rows["ratio"][k].value == pytest.approx(measured["value"] / modelled["value"])
+        assert rows["agreement"][k].value == 1.0
+    assert rows["measured"][2].simulated  # the Xylo's power is the simulated meter's
+
+
+def test_leaderboard_rows_say_closed_and_group_by_graph(example_run):
+    from tests.subprocesses import hilbench
+
+    _, _, db = example_run
+    proc = hilbench("leaderboard", "--db", db, "--system", REPO / "examples" / "system.toml",
+                    "--format", "json", "asc-nir", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    import json
+
+    rows = json.loads(proc.stdout)["rows"]
+    assert [(r["entry"], r["asc_category"], r["asc_graph_sha256"]) for r in rows] == [
+        ("cpu0", "closed", GRAPH_SHA), ("xylo0", "closed", GRAPH_SHA)]
+    assert all(r["asc_measured_to_modelled_energy"] > 1 for r in rows)
