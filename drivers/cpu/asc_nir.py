@@ -14,7 +14,6 @@ pre-processing stage reads the raster AFESim made for the held audio
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
 import numpy as np
@@ -28,11 +27,10 @@ EXECUTOR = ("hilbench's numpy reference executor (hilbench.nir.reference, NIR 1.
 
 def nir_support() -> dict[str, Any]:
     """The cpu driver's NIR declaration: it runs graphs when the ``nir`` package is here."""
-    if importlib.util.find_spec("nir") is None:
-        return {"runs": False, "reason": "the 'nir' package is not installed in the agent's "
-                                         "environment: pip install 'hilbench[nir]'"}
-    return {"runs": True, "executor": EXECUTOR, "semantics": {},
-            "quantisation": "none: float64 arithmetic on the graph's float32 parameters"}
+    from hilbench.nir.model import nir_declaration
+
+    return nir_declaration(EXECUTOR, {}, "none: float64 arithmetic on the graph's float32 "
+                                         "parameters")
 
 
 class NirCpuModel:

@@ -11,7 +11,6 @@ samples, no class changed).
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
 import numpy as np
@@ -26,13 +25,10 @@ QUANTISATION = ("integer weights and thresholds as in the graph; decays are bit 
 
 def nir_support() -> dict[str, Any]:
     """The declaration (``nir`` in capabilities): it runs graphs when ``nir`` is installed."""
-    if importlib.util.find_spec("nir") is None:
-        return {"runs": False, "reason": "the 'nir' package is not installed in the agent's "
-                                         "environment: pip install 'hilbench[nir]'"}
+    from hilbench.nir.model import nir_declaration
     from hilbench_drivers.xylo.nir_export import XYLO_SEMANTICS
 
-    return {"runs": True, "executor": EXECUTOR, "semantics": XYLO_SEMANTICS.to_dict(),
-            "quantisation": QUANTISATION}
+    return nir_declaration(EXECUTOR, XYLO_SEMANTICS.to_dict(), QUANTISATION)
 
 
 def network_from_load(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Any:

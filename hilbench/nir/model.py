@@ -105,3 +105,16 @@ def graph_from_load(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> AscG
         raise NirFileError(f"the graph's content hash is {asc.sha256}, the load claims "
                            f"{claimed!r}")
     return AscGraph(asc.graph, asc.meta, asc.sha256)
+
+
+def nir_declaration(executor: str, semantics: dict[str, Any] | None = None,
+                    quantisation: str | None = None) -> dict[str, Any]:
+    """A driver's ``nir`` capability: it runs graphs (with ``executor``, following the neuron
+    conventions ``semantics``) when the ``nir`` package is installed where the agent runs."""
+    import importlib.util
+
+    if importlib.util.find_spec("nir") is None:
+        return {"runs": False, "reason": "the 'nir' package is not installed in the agent's "
+                                         "environment: pip install 'hilbench[nir]'"}
+    return {"runs": True, "executor": executor, "semantics": dict(semantics or {}),
+            "quantisation": quantisation}

@@ -206,3 +206,44 @@ def test_classes_that_disagree_with_the_reference_fail_the_check():
     wrong[3] = (wrong[3] + 1) % 4  # one class of 20 differs: 95 % < 99 %
     checked = check_against_reference(asc, rasters, range(20), wrong, {})
     assert not checked.passed and checked.agree == 19 and checked.disagreeing == [3]
+
+
+def test_the_closed_path_runs_without_torch():
+    """The default set-up installs no torch: the campaign's NIR path (model file, the CPU
+    driver's executor, the reference check and the metrics) imports none."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "for name in ('torch', 'nirtorch', 'snntorch', 'norse', 'neurobench', 'rockpool'):\n"
+        "    sys.modules[name] = None\n"
+        "from hilbench.nir.asc import packaged_graph_path, packaged_test_spikes\n"
+        "from hilbench.nir.model import NirAscModel\n"
+        "from hilbench.nir.agreement import check_against_reference\n"
+        "from hilbench_drivers.cpu.asc_nir import NirCpuModel\n"
+        "model = NirAscModel(packaged_graph_path())\n"
+        "device = NirCpuModel(model.metadata(), model.arrays())\n"
+        "rasters = list(packaged_test_spikes().rasters[:3])\n"
+        "predicted = [device.infer(r)[1] for r in rasters]\n"
+        "check = check_against_reference(model.asc, rasters, range(3), predicted, {})\n"
+        "assert check.passed and check.agree == 3, check\n"
+        "print(device.asc.sha256)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == GRAPH_SHA
+
+
+def test_a_load_whose_graph_does_not_match_its_claimed_hash_is_rejected():
+    from hilbench.agent.driver import DriverError
+    from hilbench.nir.model import NirAscModel
+    from hilbench_drivers.cpu.asc_nir import NirCpuModel
+
+    model = NirAscModel(packaged_graph_path())
+    meta = {**model.metadata(), "graph_sha256": "0" * 64}
+    with pytest.raises(DriverError, match="the graph's content hash is d1120d3e"):
+        NirCpuModel(meta, model.arrays())
+    with pytest.raises(DriverError, match="one uint8 1-D payload"):
+        NirCpuModel(model.metadata(), {"graph": model.arrays()["graph"].astype(np.int16)})
