@@ -123,3 +123,16 @@ def test_leaderboard_rows_say_closed_and_group_by_graph(example_run):
     assert [(r["entry"], r["asc_category"], r["asc_graph_sha256"]) for r in rows] == [
         ("cpu0", "closed", GRAPH_SHA), ("xylo0", "closed", GRAPH_SHA)]
     assert all(r["asc_measured_to_modelled_energy"] > 1 for r in rows)
+
+
+def test_the_report_carries_the_closed_category_table(example_run, tmp_path):
+    from tests.subprocesses import hilbench
+
+    _, _, db = example_run
+    proc = hilbench("report", "--db", db, "--out", tmp_path / "rep", "asc-nir", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    for name in ("report.md", "report.html"):
+        text = (tmp_path / "rep" / name).read_text()
+        assert "ASC closed category: NIR graph d1120d3ed08e" in text, name
+        assert "measured ÷ modelled" in text, name
+        assert GRAPH_SHA in text, name
