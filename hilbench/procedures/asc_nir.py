@@ -100,18 +100,24 @@ def emit_reference_check(ctx: Any, res: Any, records: list[Any], device: Any) ->
     execution of the samples it ran, the algorithm-track metrics of those samples and the
     modelled energy per inference — stored; then AgentError (the run fails) when the classes
     agree on fewer than 99 %."""
+    from hilbench.nir.model import NirAscModel
+
+    if not isinstance(res.model, NirAscModel) or not records:
+        return
+    check_and_emit(ctx, res.model, res.test, records, require_nir_device(device), device.name)
+
+
+def check_and_emit(ctx: Any, model: Any, test: Any, records: list[Any],
+                   declared: Mapping[str, Any], agent: str) -> None:
+    """The reference check of :func:`emit_reference_check` for a NIR model (``NirAscModel``),
+    the test split the records index and what the device declared; also what a replay runs."""
     from hilbench.documents import Metric
     from hilbench.nir.agreement import MIN_AGREEMENT, check_against_reference
     from hilbench.nir.inputs import SpikeInputs
-    from hilbench.nir.model import NirAscModel
     from hilbench.wire.link import AgentError
 
-    model = res.model
-    if not isinstance(model, NirAscModel) or not records:
-        return
-    declared = require_nir_device(device)
     inputs = SpikeInputs(model.asc)
-    rasters = [inputs.raster(res.test.slices[r.index]) for r in records]
+    rasters = [inputs.raster(test.slices[r.index]) for r in records]
     check = check_against_reference(model.asc, rasters, [r.index for r in records],
                                     [r.predicted for r in records], declared.get("semantics"))
     run = ctx.run_uid
@@ -131,7 +137,7 @@ def emit_reference_check(ctx: Any, res: Any, records: list[Any], device: Any) ->
     ctx.emit(Metric(run, "modelled_energy_per_inference_j", modelled.pop("energy_j"), "J",
                     meta={**where, **modelled}))
     if not check.passed:
-        raise AgentError(device.name, "reference_mismatch", (
+        raise AgentError(agent, "reference_mismatch", (
             f"predicted classes agree with the reference execution of graph "
             f"{model.sha256[:12]}… on {check.agree}/{check.samples} samples "
             f"({100 * check.fraction:.1f} %, below {100 * MIN_AGREEMENT:g} %); first "

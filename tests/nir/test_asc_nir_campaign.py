@@ -135,18 +135,27 @@ def cpu_run(tmp_path_factory):
     ensure_fixture(cache_dir() / "asc-fixture-0", seed=0)  # the fixture the rasters belong to
     shutil.copy(packaged_graph_path(), tmp / "asc.nir")
     db = tmp / "r.sqlite"
-    proc = run_campaign(_campaign(tmp, "asc.nir", limit=2), db, timeout=240)
+    proc = run_campaign(_campaign(tmp, "asc.nir", limit=2), db, "--record", str(tmp / "cas"),
+                        timeout=240)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     with Store(db) as store:
         runs = unit_runs(store)
         assert len(runs) == 1
         metrics = {m["name"]: m for m in store.metrics(runs[0]["uid"])}
         samples = store.events(runs[0]["uid"], "sample")
-    return runs[0], metrics, samples
+    return runs[0], metrics, samples, tmp / "cas"
+
+
+def test_a_replay_recomputes_the_reference_check_and_the_metrics(cpu_run):
+    *_, cassette = cpu_run
+    proc = hilbench("replay", cassette, "--analysis-only", timeout=240)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # 6 single-stream figures + agreement + 7 algorithm metrics + modelled energy
+    assert "15 figure(s) recomputed, all equal to the recorded ones" in proc.stdout
 
 
 def test_a_cpu_run_is_labelled_closed_with_the_graph_hash(cpu_run):
-    run, _, _ = cpu_run
+    run, *_ = cpu_run
     assert run["status"] == "success"
     assert run["params"]["category"] == "closed"
     assert run["params"]["graph_sha256"] == GRAPH_SHA
@@ -154,7 +163,7 @@ def test_a_cpu_run_is_labelled_closed_with_the_graph_hash(cpu_run):
 
 
 def test_a_cpu_run_agrees_with_the_reference_and_stores_it(cpu_run):
-    _, metrics, samples = cpu_run
+    _, metrics, samples, _ = cpu_run
     agreement = metrics["nir_reference_agreement"]
     assert agreement["value"] == 1.0
     assert agreement["meta"]["samples"] == len(samples) == 20
@@ -170,7 +179,7 @@ def test_a_cpu_run_stores_the_algorithm_metrics_of_the_samples_it_ran(cpu_run):
     from hilbench.nir.reference import run_reference
     from hilbench.workloads.asc import load_split
 
-    _, metrics, samples = cpu_run
+    _, metrics, samples, _ = cpu_run
     asc = packaged_graph()
     test = load_split(cache_dir() / "asc-fixture-0", "test", sample_rate=16000, limit=2)
     inputs = SpikeInputs(asc)
