@@ -12,7 +12,7 @@ from hilbench.contracts.base import Contract, Detail, Text
 class NirCapabilities(Contract, omit_defaults=False, kw_only=True):
     """``runs``: the device can load a NIR graph; ``reason``: why not, or what it maps the graph
     to; ``executor``: what runs the graph; ``semantics``: the fields of
-    :class:`hilbench.nir.reference.Semantics` this device's neurons follow (empty: NIR 1.0's);
+    ``hilbench.nir.reference.Semantics`` this device's neurons follow (empty: NIR 1.0's);
     ``quantisation``: what the device rounds, one line."""
 
     runs: bool
