@@ -62,6 +62,3 @@ class SpikeInputs:
             raise NirFileError(f"packaged raster of shape {raster.shape}; the graph takes "
                                f"({self.asc.steps_per_sample}, {self.asc.input_channels})")
         return raster
-
-    def has(self, audio: np.ndarray) -> bool:
-        return audio_sha256(audio) in self._index

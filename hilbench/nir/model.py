@@ -104,7 +104,7 @@ def graph_from_load(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> AscG
     if asc.sha256 != claimed:
         raise NirFileError(f"the graph's content hash is {asc.sha256}, the load claims "
                            f"{claimed!r}")
-    return AscGraph(asc.graph, asc.meta, asc.sha256)
+    return asc
 
 
 def nir_declaration(executor: str, semantics: dict[str, Any] | None = None,

@@ -256,3 +256,34 @@ def test_a_load_whose_graph_does_not_match_its_claimed_hash_is_rejected():
         NirCpuModel(meta, model.arrays())
     with pytest.raises(DriverError, match="one uint8 1-D payload"):
         NirCpuModel(model.metadata(), {"graph": model.arrays()["graph"].astype(np.int16)})
+
+
+def test_a_run_whose_classes_disagree_fails_loudly_after_storing_the_check():
+    """The glue a single-stream run calls: the agreement, the metrics and the modelled energy
+    are emitted (so the store keeps them), then the run fails naming the samples."""
+    from types import SimpleNamespace
+
+    from hilbench.nir.inputs import SpikeInputs
+    from hilbench.nir.model import NirAscModel
+    from hilbench.nir.reference import run_reference
+    from hilbench.procedures.asc_nir import check_and_emit
+    from hilbench.wire.link import AgentError
+    from hilbench.workloads.asc import load_split
+
+    root = ensure_fixture(cache_dir() / "asc-fixture-0", seed=0)
+    test = load_split(root, "test", sample_rate=16000, limit=1)
+    model = NirAscModel(packaged_graph_path())
+    inputs = SpikeInputs(model.asc)
+    truth = run_reference(model.asc.graph, [inputs.raster(a) for a in test.slices],
+                          model.asc.dt, record=False).predicted
+    records = [SimpleNamespace(index=i, predicted=int(c)) for i, c in enumerate(truth)]
+    records[4].predicted = (records[4].predicted + 1) % 4
+    emitted = []
+    ctx = SimpleNamespace(run_uid="r1", emit=emitted.append)
+    with pytest.raises(AgentError, match=r"reference_mismatch: .* on 9/10 samples \(90\.0 %, "
+                                         r"below 99 %\); first disagreeing samples \[4\]"):
+        check_and_emit(ctx, model, test, records, {"semantics": {}}, "dev0")
+    names = [m.name for m in emitted]
+    assert names[0] == "nir_reference_agreement" and emitted[0].value == 0.9
+    assert {"activation_sparsity", "synaptic_ops_effective_macs",
+            "modelled_energy_per_inference_j"} <= set(names)
