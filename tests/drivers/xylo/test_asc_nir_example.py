@@ -7,13 +7,11 @@ power runs give measured energy beside the modelled one."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from hilbench.procedures.asc import ensure_fixture
 from hilbench.store import Store
-from tests.drivers.xylo.conftest import REPO
+from tests.drivers.xylo.conftest import REPO, shortened_example
 from tests.subprocesses import run_campaign, unit_runs
 
 pytest.importorskip("nir")
@@ -27,12 +25,7 @@ GRAPH_SHA = "d1120d3ed08e21d4e95ccea71bab93526b8c71dac523eb6edf2efda44fc7601d"
 def example_run(xylo_python, tmp_path_factory):
     cache = tmp_path_factory.mktemp("xdg-cache")
     ensure_fixture(cache / "hilbench" / "asc-fixture-0", seed=0)
-    text = EXAMPLE.read_text()
-    short = re.sub(r"^(idle_s|active_s) = [0-9.]+", r"\1 = 1.0", text, flags=re.M)
-    short = re.sub(r"^limit = \d+", "limit = 1", short, flags=re.M)
-    short = short.replace('python = "../.venv-xylo/bin/python"', f'python = "{xylo_python}"')
-    assert len(re.findall(r"^(idle_s|active_s) = 1.0", short, flags=re.M)) == 4
-    assert len(re.findall(r"^limit = 1\b", short, flags=re.M)) == 2
+    short = shortened_example(EXAMPLE.name, xylo_python, tables=2)
     tmp = tmp_path_factory.mktemp("nir-example")
     campaign = tmp / "asc-nir.toml"
     campaign.write_text(short)
