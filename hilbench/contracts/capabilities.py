@@ -9,6 +9,7 @@ import msgspec
 
 from hilbench.contracts.asc import AscCapabilities
 from hilbench.contracts.base import Contract, Detail, Name, Reply, Text
+from hilbench.contracts.nir import NirCapabilities
 from hilbench.contracts.qubo import QuboCapabilities
 
 
@@ -23,6 +24,7 @@ class Capabilities(Contract, omit_defaults=False, kw_only=True):
     simulation: Text | None = None
     qubo: QuboCapabilities | None = None
     asc: AscCapabilities | None = None
+    nir: NirCapabilities | None = None  # NIR graphs (the closed category)
     power: Detail | None = None
     meter_link: bool = False
     detail: Detail = msgspec.field(default_factory=dict)

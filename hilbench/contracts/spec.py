@@ -11,13 +11,15 @@ import msgspec.inspect as mi
 
 from hilbench.contracts import asc, power, qubo
 from hilbench.contracts.capabilities import Capabilities, ConfigureReply, Settings
+from hilbench.contracts.nir import NirCapabilities
 
 BEGIN = "<!-- contract tables: generated from hilbench/contracts by make_agent_vectors.py -->"
 END = "<!-- end of generated contract tables -->"
 
 SECTIONS: tuple[tuple[str, tuple[type[msgspec.Struct], ...]], ...] = (
     ("Handshake and configure", (Capabilities, qubo.QuboCapabilities, qubo.QuboLimits,
-                                 asc.AscCapabilities, Settings, ConfigureReply)),
+                                 asc.AscCapabilities, NirCapabilities, Settings,
+                                 ConfigureReply)),
     ("QUBO", (qubo.QuboLoad, qubo.QuboLoadReply, qubo.FixedTimeout, qubo.TimeToSolution,
               qubo.QuboRunReply, qubo.Reached)),
     ("ASC", (asc.AscLoadModel, asc.AscModelReply, asc.AscLoadSample, asc.AscUnload,

@@ -54,9 +54,31 @@ def reanalyse(recording: Recording, run: RecordedRun) -> dict[str, Metric]:
     if run.run.get("procedure") == "asc.single_stream":
         records, labels, clip_ids = _sample_records(run)
         emit_single_stream_metrics(out.context, records, labels, clip_ids)
+        if run.params.get("category") == "closed":
+            _reference_check(run, records, out)
     else:
         _power(recording, run, out)
     return out.metrics
+
+
+def _reference_check(run: RecordedRun, records: list[SampleRecord], out: Any) -> None:
+    """A closed run's reference check and algorithm metrics again: the graph and the test
+    split read anew from the run's parameters (ValueError, one line, when the graph there is
+    no longer the one the run ran), the device's NIR declaration from its handshake."""
+    from hilbench.procedures.asc import AscResources
+    from hilbench.procedures.asc_nir import check_and_emit
+
+    params = run.params
+    spec = AscSpec.model_construct(**{k: params[k] for k in AscSpec.model_fields
+                                      if k in params})
+    res = AscResources(spec)
+    res.ensure()
+    if res.model.sha256 != params.get("graph_sha256"):
+        raise ValueError(f"the graph at {spec.model} hashes {res.model.sha256[:12]}…, the run "
+                         f"ran {str(params.get('graph_sha256'))[:12]}…")
+    agent = run.agent()
+    caps = ((run.run.get("agents") or {}).get(agent, {}).get("capabilities") or {}).get("nir")
+    check_and_emit(out.context, res.model, res.test, records, caps or {}, agent)
 
 
 def _sample_records(run: RecordedRun) -> tuple[list[SampleRecord], np.ndarray, list[str]]:

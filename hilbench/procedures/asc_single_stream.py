@@ -34,6 +34,7 @@ from hilbench.procedures.asc_device import (
     send_model,
     uses_sample_lists,
 )
+from hilbench.procedures.asc_nir import emit_reference_check
 from hilbench.procedures.asc_timing import (
     PhaseTiming,
     check_request,
@@ -162,6 +163,7 @@ def run_single_stream_unit(ctx: RunContext, res: AscResources, device: RemoteDev
     runs of the same trial use them)."""
     records = run_single_stream_phase(ctx, res, device)
     emit_single_stream_metrics(ctx, records, res.test.labels, res.test.clip_ids)
+    emit_reference_check(ctx, res, records, device)  # a NIR graph only (closed category)
     return stage_times(ctx.run_uid, records)
 
 

@@ -27,6 +27,7 @@ SUMMARY_MODULES = (
     "hilbench.report.qubo_largest_table",
     "hilbench.report.table6",  # ASC: Table 6's layout first, each system's detail below
     "hilbench.report.asc_table",
+    "hilbench.report.asc_closed",  # the closed category: one NIR graph on every device
 )
 
 
