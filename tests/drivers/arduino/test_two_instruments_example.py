@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from hilbench.procedures.asc import ensure_fixture
 from hilbench.sim.power_model import ARDUINO_NANO_33_BLE
 from hilbench.store import Store
-from tests.subprocesses import hilbench, run_campaign, unit_runs
+from tests.drivers.arduino.short_example import run_short_example
+from tests.subprocesses import hilbench, unit_runs
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -29,21 +29,7 @@ POWER = ("idle_power_w", "active_power_w.preprocessing", "active_power_w.inferen
 
 @pytest.fixture(scope="module")
 def example_run(host_program: Path, tmp_path_factory: pytest.TempPathFactory):
-    pytest.importorskip("soundfile")
-    cache = tmp_path_factory.mktemp("xdg-cache")
-    ensure_fixture(cache / "hilbench" / "asc-fixture-0", seed=0)
-    text = EXAMPLE.read_text()
-    short = re.sub(r"^(idle_s|active_s) = [0-9.]+", r"\1 = 3.0", text, flags=re.M)
-    short = re.sub(r"^limit = \d+", "limit = 2", short, flags=re.M)
-    assert short.count("= 3.0") == 2 and "limit = 2" in short, "the example changed shape"
-    tmp = tmp_path_factory.mktemp("two-instruments")
-    campaign = tmp / "two.toml"
-    campaign.write_text(short)
-    db = tmp / "r.sqlite"
-    env = {"XDG_CACHE_HOME": str(cache), "COLUMNS": "200",
-           "HILBENCH_ARDUINO_HOST": str(host_program)}
-    proc = run_campaign(campaign, db, extra_env=env)
-    assert proc.returncode == 0, proc.stderr
+    proc, db = run_short_example(EXAMPLE, host_program, tmp_path_factory)
     with Store(db) as store:
         run = next(r for r in unit_runs(store) if r["procedure"] == "asc.power")
         assert run["status"] == "success"
