@@ -17,7 +17,7 @@ from hilbench.contracts.base import decode
 from hilbench.contracts.capabilities import Capabilities
 from hilbench.orchestrator.timing_check import check_region
 from hilbench.procedures.asc_device import SampleRecord
-from hilbench.procedures.asc_figures import PowerWindow, phase_readings
+from hilbench.procedures.asc_figures import PowerWindow, other_readings, phase_readings
 from hilbench.procedures.asc_pipeline import (
     PipelineWindow,
     attach_readings,
@@ -138,9 +138,9 @@ def _power(recording: Recording, run: RecordedRun, out: Any) -> None:
         if e["name"] == "pipeline_window":
             pipelines.append(_pipeline(e, phase, agent, inst))
         else:
-            windows.append(_window(e, phase, agent, inst, onboard))
+            windows.append(_window(e, phase, agent, inst, onboard, instruments))
     stream = int(params.get("stream_samples", 1))
-    _emit_power_metrics(out.context, spec, stream, windows, inst, len(instruments), times,
+    _emit_power_metrics(out.context, spec, stream, windows, inst, instruments, times,
                         onboard, pipelines if params.get("power_method") == "single_stream"
                         else None)
 
@@ -155,15 +155,16 @@ def _pipeline(event: dict[str, Any], phase: Phase, agent: str, inst: Any) -> Pip
     return attach_readings(window, phase, inst)
 
 
-def _window(event: dict[str, Any], phase: Phase, agent: str, inst: Any, onboard: bool
-            ) -> PowerWindow:
+def _window(event: dict[str, Any], phase: Phase, agent: str, inst: Any, onboard: bool,
+            instruments: Any = ()) -> PowerWindow:
     """The window as :mod:`hilbench.procedures.asc_power` built it when it ran."""
     d = event["data"]
     rep, start, end = int(d["repetition"]), float(d["start"]), float(d["end"])
     if event["name"] == "idle_window" and onboard:
         return PowerWindow("idle", rep, start, end, None, phase.offsets[agent].uncertainty_s,
                            None, {"power": d.get("power")})
-    readings = phase_readings(phase, inst, end)
+    readings = {**phase_readings(phase, inst, end),
+                "others": other_readings(phase, instruments, inst, end)}
     if event["name"] == "idle_window":
         return PowerWindow("idle", rep, start, end, offset_uncertainty_s=0.0, **readings)
     return PowerWindow(str(d["stage"]), rep, start, end, loop=d,

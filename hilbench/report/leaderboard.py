@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from hilbench import __version__
+from hilbench.power.instrument_agreement import disagreeing_instruments
 from hilbench.power.provenance import origin_of
 from hilbench.report.asc_closed import closed_fields, order_rows
 from hilbench.report.asc_table import STAGES, AscGroup, asc_groups, combine
@@ -125,6 +126,9 @@ def _asc_row(group: AscGroup) -> dict[str, Any]:
         trials.append(t)
         row[f"asc_active_power_{stage}_w"] = _figure(runs, f"active_power_w.{stage}")[0]
         row[f"asc_dynamic_power_{stage}_w"] = _figure(runs, f"dynamic_power_w.{stage}")[0]
+    # a further instrument on the device whose figures disagree (E_n > 1), by name
+    disagree = disagreeing_instruments([m.get("meta") for r in runs for m in r.values()])
+    row["asc_instruments_disagree"] = ", ".join(disagree) or None
     row["simulated"] = bool(group.simulation)
     row.update(closed_fields(group))  # asc_category: closed (a NIR graph) or open
     row.update(_trial_fields(trials))

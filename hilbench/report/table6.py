@@ -14,7 +14,12 @@ carries them, so the 5-trial rule is checked on this table as on the others.
 
 from __future__ import annotations
 
-from hilbench.report.asc_table import accuracy_cell, figure_cell, mean_standard_uncertainty
+from hilbench.report.asc_table import (
+    accuracy_cell,
+    figure_cell,
+    instruments_label,
+    mean_standard_uncertainty,
+)
 from hilbench.report.campaign_data import CampaignData
 from hilbench.report.figures.asc import AscSystem, asc_systems
 from hilbench.report.figures.qubo import Source
@@ -98,7 +103,9 @@ def _cell(system: AscSystem, metric: str, unit: str) -> Cell:
                 cell.trials, cell.missing or ("" if cell.value is not None or single
                                               or system.stream is not None
                                               else "power not measured"),
-                interval=cell.interval, label=cell.label, fixed_unit=unit)
+                interval=cell.interval, fixed_unit=unit,
+                label=cell.label if single else instruments_label(system.power_runs, metric,
+                                                                  cell.label))
 
 
 def _power_basis(system: AscSystem) -> str:
