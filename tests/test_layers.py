@@ -24,7 +24,9 @@ FLOORS: list[tuple[str, set[str]]] = [
      {"hilbench.store", "hilbench.power", "hilbench.workloads", "hilbench.nir",
       "hilbench.complexity"}),
     ("agent runtime and simulated devices (which are drivers of the agent)",
-     {"hilbench.agent", "hilbench.sim"}),
+     {"hilbench.agent", "hilbench.sim",
+      # ASC sample lists: the agent side of a workload (its plugin names it)
+      "hilbench.workloads.asc.agent_samples"}),
     ("orchestrator", {"hilbench.orchestrator"}),
     ("procedure SDK", {"hilbench.sdk"}),
     ("workload procedures", {"hilbench.procedures"}),

@@ -17,7 +17,7 @@ from __future__ import annotations
 from hilbench.report.asc_table import accuracy_cell, figure_cell, mean_standard_uncertainty
 from hilbench.report.campaign_data import CampaignData
 from hilbench.report.figures.asc import AscSystem, asc_systems
-from hilbench.report.figures.qubo import Source
+from hilbench.report.figures.source import Source
 from hilbench.report.table import Cell, Column, Table
 
 KEY = "asc.neurobench-table6"

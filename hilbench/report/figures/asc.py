@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hilbench.report.asc_table import STAGES, AscGroup, Figure, asc_groups, combine
-from hilbench.report.figures.qubo import Source
+from hilbench.report.figures.source import FigureRequest, FigureSpec, Source
 from hilbench.report.figures.style import (
     figure_context,
     log_ticks,
@@ -177,3 +177,26 @@ def table6_figure(systems: list[AscSystem], out_dir: Path, reference: str | None
         handles, labels = ax_p.get_legend_handles_labels()
         fig.legend(handles, labels, loc="outside lower center", ncols=1)
         return save(fig, out_dir, stem)
+
+
+def report_figures(request: FigureRequest) -> list[FigureSpec]:
+    """The report's ASC figure across campaigns: Table 6, systems side by side."""
+    systems = asc_systems(request.sources)
+    return [FigureSpec("asc-table6", "ASC Table 6, systems side by side",
+                       "Idle, active and dynamic power and energy per inference of each "
+                       "system (log axis), with dynamic-power and energy ratios against "
+                       "the reference system.",
+                       table6_figure(systems, request.fig_dir, request.reference),
+                       any(s.simulated_power for s in systems))]
+
+
+def trace_runs(source: Source) -> list[str]:
+    """The ASC runs whose power trace the report draws: each agent's power run with the
+    shortest stream."""
+    firsts: dict[str, tuple[int, str]] = {}
+    for run in source.runs("asc.power"):
+        agent = str(run["params"].get("agent"))
+        stream = int(run["params"].get("stream_samples", 1))
+        if agent not in firsts or stream < firsts[agent][0]:
+            firsts[agent] = (stream, run["uid"])
+    return [run_uid for _, run_uid in firsts.values()]

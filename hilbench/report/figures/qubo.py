@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hilbench.report.figures.source import FigureRequest, FigureSpec, Source, value
 from hilbench.report.figures.style import (
     figure_context,
     log_ticks,
@@ -26,28 +27,6 @@ from hilbench.report.figures.style import (
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
-
-    from hilbench.report.campaign_data import CampaignData
-
-
-@dataclass(frozen=True)
-class Source:
-    """One campaign to draw: ``label`` names it in legends when several are drawn; ``data``
-    is its runs with their metrics, read once for every table and figure."""
-
-    label: str
-    data: CampaignData
-
-    def runs(self, procedure: str) -> list[dict[str, Any]]:
-        """The successful runs of ``procedure``."""
-        return [r for r in self.data.runs
-                if r["procedure"] == procedure and r["status"] == "success"]
-
-
-def value(run: dict[str, Any], name: str) -> float | None:
-    """A run's stored metric value (None: not stored, or stored without a value)."""
-    metrics = run["metrics"]
-    return metrics[name]["value"] if name in metrics else None
 
 
 @dataclass
@@ -340,3 +319,43 @@ def tts_figure(sources: list[Source], out_dir: Path,
         if handles:
             fig.legend(handles, labels, loc="outside lower center", ncols=min(3, len(labels)))
         return save(fig, out_dir, stem)
+
+
+def report_figures(request: FigureRequest) -> list[FigureSpec]:
+    """The report's QUBO figures across campaigns: BKS-gap and power against the fixed
+    timeout, time and energy to solution."""
+    sources, fig_dir = request.sources, request.fig_dir
+    figures = []
+    data = fixed_timeout_data(sources)
+    if data.panels:
+        sim = bool(data.simulation)
+        figures.append(FigureSpec(
+            "qubo-gap", "QUBO BKS-gap against the fixed timeout",
+            "Mean BKS-gap over the feasible answers of the seeds, per graph size and density; "
+            "X marks a timeout with infeasible answers, a ring one whose runs overran the "
+            "deadline (actual > requested).", gap_figure(data, fig_dir), sim))
+        figures.append(FigureSpec(
+            "qubo-power", "QUBO average power against the fixed timeout",
+            "Mean power over the solve window, averaged over seeds; bars: 95 % uncertainty of "
+            "the mean. Timeouts too short for two readings have no point.",
+            power_figure(data, fig_dir), sim))
+    figures.append(FigureSpec("qubo-tts", "QUBO time and energy to solution",
+                              "Mean latency and energy until the gap first fell below each "
+                              "threshold, over the seeds that reached it.",
+                              tts_figure(sources, fig_dir),
+                              any(r["simulated"] for s in sources
+                                  for r in s.runs("qubo.time_to_solution"))))
+    return figures
+
+
+def trace_runs(source: Source) -> list[str]:
+    """The QUBO run whose power trace the report draws: one fixed-timeout run with measured
+    power (the longest timeout, then the largest graph)."""
+    best: tuple[tuple[float, int], str] | None = None
+    for run in source.runs("qubo.fixed_timeout"):
+        if value(run, "avg_power_w") is None:
+            continue
+        key = (float(run["params"]["timeout_s"]), int(run["params"]["nodes"]))
+        if best is None or key > best[0]:
+            best = (key, run["uid"])
+    return [] if best is None else [best[1]]

@@ -1,0 +1,52 @@
+"""The procedure SDK: what a workload's procedure imports to join a campaign, instead of the
+orchestrator's modules (whose insides may change). A workload plugin's procedure needs:
+
+- its campaign table and units: :class:`CampaignTable`, :class:`Procedure`, :class:`UnitKey`,
+  :class:`TableContext` / :func:`table_context` (paths relative to the campaign file),
+  :class:`UnitNeeds` (what a unit needs, checked before anything starts);
+- one run: :class:`RunContext` (phases, ``emit``), :class:`Phase`, :class:`Instrument`,
+  :class:`RemoteDevice` (typed requests over the agent link), :class:`Event`,
+  :class:`Metric`, :class:`AgentError` (fails the run naming the agent), :class:`Echo` (the
+  shape of a timed request, so the link's share is measured);
+- power: :func:`instrument_power`, :func:`agent_power`, :class:`PowerFigure`.
+"""
+
+from __future__ import annotations
+
+from hilbench.contracts.remote import RemoteDevice
+from hilbench.documents import Event, Metric
+from hilbench.orchestrator.bounds import UnitNeeds
+from hilbench.orchestrator.instruments import Instrument
+from hilbench.orchestrator.phases import Phase, RunContext
+from hilbench.orchestrator.procedure import (
+    CampaignTable,
+    Procedure,
+    TableContext,
+    Unit,
+    UnitKey,
+    table_context,
+)
+from hilbench.sdk.power import PowerFigure, agent_power, instrument_power
+from hilbench.wire.link import AgentError
+from hilbench.wire.link_probe import Echo
+
+__all__ = [
+    "AgentError",
+    "CampaignTable",
+    "Echo",
+    "Event",
+    "Instrument",
+    "Metric",
+    "Phase",
+    "PowerFigure",
+    "Procedure",
+    "RemoteDevice",
+    "RunContext",
+    "TableContext",
+    "Unit",
+    "UnitKey",
+    "UnitNeeds",
+    "agent_power",
+    "instrument_power",
+    "table_context",
+]
