@@ -76,7 +76,8 @@ class WorkloadPlugin:
     trace_runs: str | None = None
     # "module:attribute": the NeuroBench stage plans of its procedure family (workflow figure).
     stage_plans: str | None = None
-    # "module:attribute": driver conformance cases (hilbench.testing).
+    # "module:function": its driver conformance cases, function(suite, device, declared map,
+    # **options) (hilbench.testing.driver_conformance runs them for a driver declaring it).
     conformance: str | None = None
     # Where it comes in the registry's order (the protocol document's, the capabilities'):
     # lower first, then by name.

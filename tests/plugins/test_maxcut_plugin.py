@@ -15,6 +15,7 @@ from hilbench.agent.driver import DriverError
 from hilbench.contracts.capabilities import Capabilities, capabilities_wire
 from hilbench.contracts.registry import workloads
 from hilbench.store import Store
+from hilbench.testing.driver_conformance import check_driver
 from tests.subprocesses import hilbench, run_campaign, unit_runs
 
 maxcut = pytest.importorskip("hilbench_maxcut", reason="pip install -e examples/plugins/maxcut")
@@ -71,6 +72,24 @@ def test_the_agent_checks_requests_against_the_declared_capabilities():
                          "seed": 1}, threading.Event())
     assert result.body["cut"] == cut_size(edges, result.arrays[0])
     driver.close()
+
+
+def test_its_driver_passes_the_conformance_suite_and_a_liar_fails_it():
+    assert check_driver(MaxCutCpuDriver()) == []
+
+    class Liar(MaxCutCpuDriver):
+        def cut(self, body, stop):
+            reply, side = super().cut(body, stop)
+            reply.cut += 1  # claims one edge more than its partition cuts
+            return reply, side
+
+    failures = {f.check for f in check_driver(Liar())}
+    assert failures == {"maxcut local_search: the partition cuts what the reply claims"}
+
+
+def test_a_misspelt_conformance_option_is_an_error_not_a_skipped_check():
+    with pytest.raises(TypeError, match="asc_modle"):
+        check_driver(MaxCutCpuDriver(), asc_modle=object())
 
 
 CAMPAIGN = """

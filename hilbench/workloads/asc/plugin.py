@@ -104,4 +104,5 @@ WORKLOAD = WorkloadPlugin(
     report_figures=("hilbench.report.figures.asc:report_figures",),
     trace_runs="hilbench.report.figures.asc:trace_runs",
     stage_plans="hilbench.report.workload_stages:ASC_STAGES",
+    conformance="hilbench.workloads.asc.conformance:check_asc",
 )

@@ -85,4 +85,5 @@ WORKLOAD = WorkloadPlugin(
     report_figures=("hilbench.report.figures.qubo:report_figures",),
     trace_runs="hilbench.report.figures.qubo:trace_runs",
     stage_plans="hilbench.report.workload_stages:QUBO_STAGES",
+    conformance="hilbench.workloads.qubo.conformance:check_qubo",
 )

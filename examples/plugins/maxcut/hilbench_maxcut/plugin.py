@@ -43,4 +43,5 @@ WORKLOAD = WorkloadPlugin(
     summary_tables=("hilbench_maxcut.table",),
     report_figures=("hilbench_maxcut.figures:report_figures",),
     stage_plans="hilbench_maxcut.figures:STAGES",
+    conformance="hilbench_maxcut.conformance:check_maxcut",
 )
