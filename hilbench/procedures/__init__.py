@@ -6,6 +6,6 @@ party's: entry points in the ``hilbench.procedures`` group, each a
 
 from __future__ import annotations
 
-from hilbench.orchestrator.procedure import CampaignTable, Procedure, Unit
+from hilbench.sdk import CampaignTable, Procedure, Unit
 
 __all__ = ["CampaignTable", "Procedure", "Unit"]

@@ -22,15 +22,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from hilbench.contracts.asc import STAGES
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.filehash import sha256_file
-from hilbench.orchestrator.eta import UnitWork
-from hilbench.orchestrator.instruments import Instrument
-from hilbench.orchestrator.phases import RunContext
-from hilbench.orchestrator.procedure import Procedure, UnitKey
 from hilbench.procedures.asc_table import AscSpec
+from hilbench.sdk import Instrument, Procedure, RunContext, UnitKey, UnitWork
 
 if TYPE_CHECKING:
-    from hilbench.orchestrator.campaign import Campaign
     from hilbench.procedures.asc_single_stream import StageTimes
+    from hilbench.sdk import Campaign
 
 log = logging.getLogger(__name__)
 

@@ -20,14 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from hilbench.orchestrator.instruments import Instrument
-from hilbench.orchestrator.phases import Phase
 from hilbench.power.estimators import PhaseWindow, PowerEstimate, phase_power, pool_estimates
 from hilbench.power.metrics import dynamic_power, energy_per_inference
 from hilbench.power.provenance import META_KEY, NOT_STATED, PowerOrigin
 from hilbench.power.source import SampleBatch
 from hilbench.power.timing import aperture_s, timing_uncertainty_s, to_watts
 from hilbench.power.uncertainty import Quantity
+from hilbench.sdk import Instrument, Phase
 
 Z95 = 1.959963984540054
 

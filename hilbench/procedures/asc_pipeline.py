@@ -29,9 +29,6 @@ import numpy as np
 
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event
-from hilbench.orchestrator.instruments import Instrument
-from hilbench.orchestrator.phases import Phase, RunContext
-from hilbench.orchestrator.timing_check import check_region
 from hilbench.power.estimators import PowerEstimate
 from hilbench.power.source import SampleBatch
 from hilbench.power.stage_attribution import StageSchedule, attribute_stage_power
@@ -58,6 +55,7 @@ from hilbench.procedures.asc_timing import (
     sample_untimed,
     samples_echo,
 )
+from hilbench.sdk import Instrument, Phase, RunContext, check_region
 from hilbench.wire.link import AgentError
 
 if TYPE_CHECKING:

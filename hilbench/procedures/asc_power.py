@@ -28,9 +28,6 @@ from hilbench.contracts.base import to_wire
 from hilbench.contracts.power import power_report
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event, Metric
-from hilbench.orchestrator.instruments import Instrument
-from hilbench.orchestrator.phases import Phase, RunContext
-from hilbench.orchestrator.timing_check import check_region
 from hilbench.power.estimators import (
     PowerEstimate,
 )
@@ -65,6 +62,7 @@ from hilbench.procedures.asc_single_stream import (
     stage_times,
 )
 from hilbench.procedures.asc_timing import PhaseTiming, sample_untimed, window_echo
+from hilbench.sdk import Instrument, Phase, RunContext, check_region
 from hilbench.wire.link_probe import Echo
 
 if TYPE_CHECKING:

@@ -15,7 +15,6 @@ import numpy as np
 from hilbench.contracts.asc import AscCapabilities
 from hilbench.contracts.base import decode
 from hilbench.contracts.capabilities import Capabilities
-from hilbench.orchestrator.timing_check import check_region
 from hilbench.procedures.asc_device import SampleRecord
 from hilbench.procedures.asc_figures import PowerWindow, phase_readings
 from hilbench.procedures.asc_pipeline import (
@@ -34,12 +33,13 @@ from hilbench.procedures.asc_timing import (
     request_groups,
     sample_untimed,
 )
+from hilbench.sdk import check_region
 from hilbench.wire.link import AgentError
 
 if TYPE_CHECKING:
     from hilbench.cassette.runs import RecordedRun, Recording
     from hilbench.documents import Metric
-    from hilbench.orchestrator.phases import Phase
+    from hilbench.sdk import Phase
 
 
 def reanalyse(recording: Recording, run: RecordedRun) -> dict[str, Metric]:

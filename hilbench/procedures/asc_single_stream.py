@@ -22,8 +22,6 @@ import numpy as np
 from hilbench.contracts.asc import STAGES
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event, Metric
-from hilbench.orchestrator.phases import RunContext
-from hilbench.orchestrator.timing_check import check_region
 from hilbench.power.accuracy import clip_accuracy_interval
 from hilbench.procedures.asc_device import (
     STAGE_FIELDS,
@@ -41,6 +39,7 @@ from hilbench.procedures.asc_timing import (
     sample_untimed,
     single_stream_echo,
 )
+from hilbench.sdk import RunContext, check_region
 
 if TYPE_CHECKING:
     from hilbench.procedures.asc import AscResources

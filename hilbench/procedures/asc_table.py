@@ -27,8 +27,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from hilbench.filehash import sha256_file_cached
-from hilbench.orchestrator.procedure import CampaignTable, table_context
 from hilbench.power.align import BOUNDARY_POLICIES
+from hilbench.sdk import CampaignTable, table_context
 from hilbench.workloads.asc.fixture import MIN_SAMPLE_RATE
 
 PACKAGED = "packaged"  # model = "packaged": the model shipped in hilbench/workloads/asc/data

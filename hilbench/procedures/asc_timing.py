@@ -19,13 +19,13 @@ from typing import Any
 from hilbench.contracts.asc import AscCapabilities
 from hilbench.contracts.base import UntimedWork
 from hilbench.documents import Event
-from hilbench.orchestrator.timing_check import (
+from hilbench.procedures.asc_device import load_sample, unload_sample, uses_sample_lists
+from hilbench.sdk import (
     TimingCheck,
     TimingUnverified,
     check_work,
     raise_unless_on_time,
 )
-from hilbench.procedures.asc_device import load_sample, unload_sample, uses_sample_lists
 from hilbench.wire.link import ClockOffset
 from hilbench.wire.link_probe import Echo
 

@@ -19,15 +19,6 @@ from hilbench.contracts.capabilities import Capabilities
 from hilbench.contracts.qubo import QuboCapabilities, QuboLimits, QuboRunReply
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event, Metric
-from hilbench.orchestrator.bounds import UnitNeeds
-from hilbench.orchestrator.instruments import Instrument
-from hilbench.orchestrator.phases import Phase, RunContext
-from hilbench.orchestrator.procedure import Procedure, UnitKey
-from hilbench.orchestrator.timing_check import (
-    TimingCheck,
-    check_timed_region,
-    raise_unless_on_time,
-)
 from hilbench.procedures.qubo_power import (
     RunPower,
     hold_until_runtime_end,
@@ -37,6 +28,17 @@ from hilbench.procedures.qubo_power import (
 )
 from hilbench.procedures.qubo_solve import QuboWorkload, check_solution, load, run_body
 from hilbench.procedures.qubo_table import QuboTable
+from hilbench.sdk import (
+    Instrument,
+    Phase,
+    Procedure,
+    RunContext,
+    TimingCheck,
+    UnitKey,
+    UnitNeeds,
+    check_timed_region,
+    raise_unless_on_time,
+)
 from hilbench.wire.link import AgentError
 from hilbench.wire.link_probe import Echo
 from hilbench.workloads.qubo import Target, bks_gap, find_target
@@ -50,7 +52,7 @@ from hilbench.workloads.qubo.check import (
 from hilbench.workloads.qubo.generator import edge_count
 
 if TYPE_CHECKING:
-    from hilbench.orchestrator.campaign import Campaign
+    from hilbench.sdk import Campaign
 
 # A run reply's map without its state (costs, times, solver detail, power): what the echo
 # before a solve phase adds to the state's bytes.

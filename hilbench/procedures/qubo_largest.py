@@ -31,16 +31,14 @@ from pydantic import Field
 from hilbench.contracts.base import to_wire
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event, Metric
-from hilbench.orchestrator.instruments import Instrument
-from hilbench.orchestrator.phases import RunContext
-from hilbench.orchestrator.procedure import CampaignTable, Procedure, UnitKey
 from hilbench.procedures.qubo_solve import QuboWorkload, check_solution, load, run_body
+from hilbench.sdk import CampaignTable, Instrument, Procedure, RunContext, UnitKey
 from hilbench.wire.link import AgentError
 from hilbench.workloads.qubo import edges_in_graph
 from hilbench.workloads.qubo.check import SolutionError
 
 if TYPE_CHECKING:
-    from hilbench.orchestrator.campaign import Campaign
+    from hilbench.sdk import Campaign
 
 
 class LargestWorkloadTable(CampaignTable):

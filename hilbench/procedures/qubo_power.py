@@ -23,10 +23,9 @@ from typing import Any
 
 from hilbench import clock
 from hilbench.contracts.qubo import QuboRunReply
-from hilbench.orchestrator.instruments import Instrument
-from hilbench.orchestrator.phases import Phase
 from hilbench.power.provenance import agreement
 from hilbench.power.timing import aperture_s, timing_uncertainty_s
+from hilbench.sdk import Instrument, Phase
 from hilbench.sdk.power import PowerFigure, agent_power, instrument_power
 from hilbench.workloads.qubo.check import overrun_tolerance_s
 

@@ -14,7 +14,6 @@ import msgspec
 from hilbench.contracts.base import decode
 from hilbench.contracts.capabilities import Capabilities
 from hilbench.contracts.qubo import QuboRunReply
-from hilbench.orchestrator.timing_check import check_timed_region
 from hilbench.procedures.qubo import (
     QuboUnit,
     _emit_metrics,
@@ -22,6 +21,7 @@ from hilbench.procedures.qubo import (
     declared_untimed,
 )
 from hilbench.procedures.qubo_power import run_power
+from hilbench.sdk import check_timed_region
 from hilbench.workloads.qubo import Target
 from hilbench.workloads.qubo.check import StateCheck
 

@@ -19,7 +19,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from hilbench.orchestrator.procedure import CampaignTable
+from hilbench.sdk import CampaignTable
 
 # A solver is whatever the agent's driver declares (capabilities qubo.solvers; cpu: sa, tabu,
 # anytime; loihi: lava): a new driver brings new names without a change here, and the agent
