@@ -4,8 +4,7 @@
 # start, which must not pull in the heavy parts (networkx, the data set reader).
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from hilbench.workloads.lazy import lazy_exports
 
 _LAZY = {
     "SparseQubo": "hilbench.workloads.qubo.cost",
@@ -25,11 +24,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 __all__ = [
     "SparseQubo",
