@@ -21,19 +21,19 @@ from pathlib import Path
 from hilbench import __version__
 from hilbench.contracts.registry import resolve, workloads
 from hilbench.report.campaign_data import CampaignData, load_campaign_data
-from hilbench.report.figures.asc import Ratio, asc_systems, ratios
 from hilbench.report.figures.source import FigureRequest, Source
 from hilbench.report.figures.trace import load_trace, trace_figure
 from hilbench.report.methodology import campaign_methodology
 from hilbench.report.summary import summary_tables
 from hilbench.report.system import SystemDescription
 from hilbench.report.table import Table
-from hilbench.report.table6 import KEY as TABLE6_KEY
-from hilbench.report.table6 import table6
 from hilbench.report.trials import ReportedFigures, apply_trial_rule
 from hilbench.report.workflow import Workflow, campaign_workflows, stage_lines, workflow_svg
 from hilbench.safe_paths import safe_name, write_inside
 from hilbench.store import Store
+from hilbench.workloads.asc.report.figures import Ratio, asc_systems, ratios
+from hilbench.workloads.asc.report.table6 import KEY as TABLE6_KEY
+from hilbench.workloads.asc.report.table6 import table6
 
 FIGURES_DIR = "figures"
 VERSIONED = ("numpy", "matplotlib", "jinja2", "pyzmq", "dwave-samplers", "numba")

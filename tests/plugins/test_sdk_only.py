@@ -9,7 +9,7 @@ from pathlib import Path
 import hilbench.sdk as sdk
 
 ROOT = Path(__file__).resolve().parents[2]
-PROCEDURE_SOURCES = [*(ROOT / "hilbench" / "procedures").glob("*.py"),
+PROCEDURE_SOURCES = [*(ROOT / "hilbench" / "workloads").glob("*/procedures/*.py"),
                      *(ROOT / "examples" / "plugins" / "maxcut" / "hilbench_maxcut").glob("*.py")]
 
 

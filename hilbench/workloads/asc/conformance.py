@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from hilbench.contracts import asc
-from hilbench.procedures import asc_device
 from hilbench.testing.driver_conformance import Suite, refused, refused_key
+from hilbench.workloads.asc.procedures import device as asc_device
 
 
 def check_asc(suite: Suite, device: Any, caps: asc.AscCapabilities, *, asc_model: Any = None,

@@ -96,13 +96,14 @@ WORKLOAD = WorkloadPlugin(
                    asc.AscStreamReply, asc.AscSingleStream, asc.AscSampleResult,
                    asc.AscRepeat, asc.AscStream, asc.AscWindowResult, asc.AscLoadSampleList,
                    asc.AscSampleListReply, asc.AscSamples, asc.AscSamplesResult)),),
-    procedures={"asc": "hilbench.procedures.asc:PROCEDURE"},
+    procedures={"asc": "hilbench.workloads.asc.procedures.run:PROCEDURE"},
     summary_tables=(
-        "hilbench.report.table6",  # Table 6's layout first, each system's detail below
-        "hilbench.report.asc_table",
+        # Table 6's layout first, each system's detail below
+        "hilbench.workloads.asc.report.table6",
+        "hilbench.workloads.asc.report.table",
     ),
-    report_figures=("hilbench.report.figures.asc:report_figures",),
-    trace_runs="hilbench.report.figures.asc:trace_runs",
-    stage_plans="hilbench.report.workload_stages:ASC_STAGES",
+    report_figures=("hilbench.workloads.asc.report.figures:report_figures",),
+    trace_runs="hilbench.workloads.asc.report.figures:trace_runs",
+    stage_plans="hilbench.workloads.asc.report.stages:STAGES",
     conformance="hilbench.workloads.asc.conformance:check_asc",
 )

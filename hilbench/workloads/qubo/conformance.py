@@ -10,8 +10,8 @@ from typing import Any
 from hilbench.contracts import qubo
 from hilbench.contracts.base import UntimedWork
 from hilbench.orchestrator.timing_check import declared_untimed
-from hilbench.procedures.qubo_solve import QuboWorkload, check_solution, load, run_body
 from hilbench.testing.driver_conformance import Suite, refused_key
+from hilbench.workloads.qubo.procedures.solve import QuboWorkload, check_solution, load, run_body
 
 
 def check_qubo(suite: Suite, device: Any, caps: qubo.QuboCapabilities, *, qubo_nodes: int = 12,

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from hilbench.procedures.asc import ensure_fixture
 from hilbench.sim.power_model import ARDUINO_NANO_33_BLE
 from hilbench.store import Store
+from hilbench.workloads.asc.procedures.run import ensure_fixture
 from tests.subprocesses import run_campaign, unit_runs
 
 pytestmark = pytest.mark.slow

@@ -1,11 +1,11 @@
 """ASC (acoustic scene classification): the ``[[asc]]`` campaign table and its units.
 
-``asc.single_stream`` (:mod:`hilbench.procedures.asc_single_stream`) is the LoadGen
+``asc.single_stream`` (:mod:`hilbench.workloads.asc.procedures.single_stream`) is the LoadGen
 single-stream scenario with one sample at a time in device memory; ``asc.power``
-(:mod:`hilbench.procedures.asc_power`) the power windows (one sample repeated, or k-second
+(:mod:`hilbench.workloads.asc.procedures.power`) the power windows (one sample repeated, or k-second
 streams of consecutive samples, always at batch size 1) and energy per inference from the
 single-stream time. This module prepares data and model and makes the units; the campaign
-table, with an example, is :class:`hilbench.procedures.asc_table.AscSpec`.
+table, with an example, is :class:`hilbench.workloads.asc.procedures.table.AscSpec`.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from hilbench.contracts.asc import STAGES
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.filehash import sha256_file
-from hilbench.procedures.asc_table import AscSpec
 from hilbench.sdk import Instrument, Procedure, RunContext, UnitKey, UnitWork
+from hilbench.workloads.asc.procedures.table import AscSpec
 
 if TYPE_CHECKING:
-    from hilbench.procedures.asc_single_stream import StageTimes
     from hilbench.sdk import Campaign
+    from hilbench.workloads.asc.procedures.single_stream import StageTimes
 
 log = logging.getLogger(__name__)
 
@@ -192,7 +192,7 @@ class AscSingleStreamUnit:
 
     def run(self, ctx: RunContext, device: RemoteDevice, instruments: Sequence[Instrument]
             ) -> None:
-        from hilbench.procedures.asc_single_stream import run_single_stream_unit
+        from hilbench.workloads.asc.procedures.single_stream import run_single_stream_unit
 
         self.trial.stage_times = run_single_stream_unit(ctx, self.resources, device)
 
@@ -237,7 +237,7 @@ class AscPowerUnit:
 
     def run(self, ctx: RunContext, device: RemoteDevice, instruments: Sequence[Instrument]
             ) -> None:
-        from hilbench.procedures.asc_power import run_power_unit
+        from hilbench.workloads.asc.procedures.power import run_power_unit
 
         run_power_unit(ctx, self.resources, self.stream, device, instruments,
                        self.trial.stage_times)
@@ -279,5 +279,5 @@ PROCEDURE = Procedure(
     table=AscSpec,
     expand=expand_units,
     summary="ASC (acoustic scene classification): single stream and power windows",
-    reanalysis="hilbench.procedures.asc_reanalysis:reanalyse",
+    reanalysis="hilbench.workloads.asc.procedures.reanalysis:reanalyse",
 )

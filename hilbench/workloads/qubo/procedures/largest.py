@@ -31,11 +31,11 @@ from pydantic import Field
 from hilbench.contracts.base import to_wire
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event, Metric
-from hilbench.procedures.qubo_solve import QuboWorkload, check_solution, load, run_body
 from hilbench.sdk import CampaignTable, Instrument, Procedure, RunContext, UnitKey
 from hilbench.wire.link import AgentError
 from hilbench.workloads.qubo import edges_in_graph
 from hilbench.workloads.qubo.check import SolutionError
+from hilbench.workloads.qubo.procedures.solve import QuboWorkload, check_solution, load, run_body
 
 if TYPE_CHECKING:
     from hilbench.sdk import Campaign

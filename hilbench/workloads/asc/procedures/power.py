@@ -33,14 +33,16 @@ from hilbench.power.estimators import (
 )
 from hilbench.power.provenance import META_KEY, PowerOrigin, agreement, stated_uncertainty95
 from hilbench.power.timing import aperture_s
-from hilbench.procedures.asc_device import (
+from hilbench.sdk import Instrument, Phase, RunContext, check_region
+from hilbench.wire.link_probe import Echo
+from hilbench.workloads.asc.procedures.device import (
     load_sample,
     load_stream,
     send_model,
     unload_sample,
     unload_stream,
 )
-from hilbench.procedures.asc_figures import (
+from hilbench.workloads.asc.procedures.figures import (
     PowerWindow,
     instrument_meta,
     loop_time,
@@ -48,25 +50,23 @@ from hilbench.procedures.asc_figures import (
     stage_power_figures,
     window_estimate,
 )
-from hilbench.procedures.asc_onboard import onboard_figures
-from hilbench.procedures.asc_pipeline import METHOD as PIPELINE_METHOD
-from hilbench.procedures.asc_pipeline import (
+from hilbench.workloads.asc.procedures.onboard import onboard_figures
+from hilbench.workloads.asc.procedures.pipeline import METHOD as PIPELINE_METHOD
+from hilbench.workloads.asc.procedures.pipeline import (
     PipelineWindow,
     load_pipeline,
     pipeline_power_figures,
     pipeline_window,
 )
-from hilbench.procedures.asc_single_stream import (
+from hilbench.workloads.asc.procedures.single_stream import (
     StageTimes,
     run_single_stream_phase,
     stage_times,
 )
-from hilbench.procedures.asc_timing import PhaseTiming, sample_untimed, window_echo
-from hilbench.sdk import Instrument, Phase, RunContext, check_region
-from hilbench.wire.link_probe import Echo
+from hilbench.workloads.asc.procedures.timing import PhaseTiming, sample_untimed, window_echo
 
 if TYPE_CHECKING:
-    from hilbench.procedures.asc import AscResources, AscSpec
+    from hilbench.workloads.asc.procedures.run import AscResources, AscSpec
 
 log = logging.getLogger(__name__)
 

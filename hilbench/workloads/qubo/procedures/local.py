@@ -13,10 +13,10 @@ from typing import Any
 
 from hilbench.contracts.base import to_wire
 from hilbench.contracts.remote import RemoteDevice
-from hilbench.procedures.qubo_solve import QuboWorkload, check_solution, load, run_body
 from hilbench.sdk import LocalLink
 from hilbench.workloads.qubo import bks_gap
 from hilbench.workloads.qubo.check import is_overrun
+from hilbench.workloads.qubo.procedures.solve import QuboWorkload, check_solution, load, run_body
 
 LoadedWorkload = QuboWorkload
 

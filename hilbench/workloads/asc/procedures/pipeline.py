@@ -34,14 +34,16 @@ from hilbench.power.source import SampleBatch
 from hilbench.power.stage_attribution import StageSchedule, attribute_stage_power
 from hilbench.power.timing import aperture_s, timing_uncertainty_s
 from hilbench.power.uncertainty import InstrumentAccuracy
-from hilbench.procedures.asc_device import (
+from hilbench.sdk import Instrument, Phase, RunContext, check_region
+from hilbench.wire.link import AgentError
+from hilbench.workloads.asc.procedures.device import (
     STAGE_FIELDS,
     load_sample_list,
     mean_and_std_error,
     run_sample_list,
     sample_list_size,
 )
-from hilbench.procedures.asc_figures import (
+from hilbench.workloads.asc.procedures.figures import (
     PowerWindow,
     instrument_meta,
     phase_readings,
@@ -49,18 +51,16 @@ from hilbench.procedures.asc_figures import (
     window_estimate,
     window_readings,
 )
-from hilbench.procedures.asc_timing import (
+from hilbench.workloads.asc.procedures.timing import (
     PhaseTiming,
     observe_load_unload,
     sample_untimed,
     samples_echo,
 )
-from hilbench.sdk import Instrument, Phase, RunContext, check_region
-from hilbench.wire.link import AgentError
 
 if TYPE_CHECKING:
-    from hilbench.procedures.asc import AscResources
-    from hilbench.procedures.asc_single_stream import StageTimes
+    from hilbench.workloads.asc.procedures.run import AscResources
+    from hilbench.workloads.asc.procedures.single_stream import StageTimes
 
 METHOD = ("device runs single stream over the test samples (sample lists, each sample loaded, "
           "pre-processed, inferred and unloaded before the next, batch size 1); stage power "

@@ -19,15 +19,6 @@ from hilbench.contracts.capabilities import Capabilities
 from hilbench.contracts.qubo import QuboCapabilities, QuboLimits, QuboRunReply
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event, Metric
-from hilbench.procedures.qubo_power import (
-    RunPower,
-    hold_until_runtime_end,
-    reach_power,
-    run_power,
-    stopped_early,
-)
-from hilbench.procedures.qubo_solve import QuboWorkload, check_solution, load, run_body
-from hilbench.procedures.qubo_table import QuboTable
 from hilbench.sdk import (
     Instrument,
     Phase,
@@ -50,6 +41,15 @@ from hilbench.workloads.qubo.check import (
     overrun_tolerance_s,
 )
 from hilbench.workloads.qubo.generator import edge_count
+from hilbench.workloads.qubo.procedures.power import (
+    RunPower,
+    hold_until_runtime_end,
+    reach_power,
+    run_power,
+    stopped_early,
+)
+from hilbench.workloads.qubo.procedures.solve import QuboWorkload, check_solution, load, run_body
+from hilbench.workloads.qubo.procedures.table import QuboTable
 
 if TYPE_CHECKING:
     from hilbench.sdk import Campaign
@@ -188,7 +188,7 @@ PROCEDURE = Procedure(
     table=QuboTable,
     expand=expand_units,
     summary="QUBO (maximum independent set): fixed timeout or time to solution",
-    reanalysis="hilbench.procedures.qubo_reanalysis:reanalyse",
+    reanalysis="hilbench.workloads.qubo.procedures.reanalysis:reanalyse",
     count=count_units,
 )
 

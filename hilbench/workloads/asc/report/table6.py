@@ -5,7 +5,8 @@ inference in mJ — so that systems compare at a glance and a figure is never re
 
 Execution times are the single-stream mean over the test set ± its standard error; power and
 energy come from each system's power runs with the shortest stream (one sample repeated where
-measured, as Table 6 reports them; :func:`hilbench.report.figures.asc.asc_systems` picks them),
+measured, as Table 6 reports them; :func:`hilbench.workloads.asc.report.figures.asc_systems`
+picks them),
 ± their standard (k = 1) uncertainty, the counterpart of a standard error, from each run's
 stored uncertainty budget (a figure without a budget, such as an agent's own report, keeps its
 95 % expanded uncertainty and its cell says so). A figure that is the mean of several trials
@@ -14,11 +15,15 @@ carries them, so the 5-trial rule is checked on this table as on the others.
 
 from __future__ import annotations
 
-from hilbench.report.asc_table import accuracy_cell, figure_cell, mean_standard_uncertainty
 from hilbench.report.campaign_data import CampaignData
-from hilbench.report.figures.asc import AscSystem, asc_systems
 from hilbench.report.figures.source import Source
 from hilbench.report.table import Cell, Column, Table
+from hilbench.workloads.asc.report.figures import AscSystem, asc_systems
+from hilbench.workloads.asc.report.table import (
+    accuracy_cell,
+    figure_cell,
+    mean_standard_uncertainty,
+)
 
 KEY = "asc.neurobench-table6"
 TIME, POWER, ENERGY = "ms", "mW", "mJ"

@@ -1,9 +1,11 @@
 """QUBO runs re-analysed from their recording: the solve reply, the timing check's window, the
 orchestrator's state check and the solve phase's samples are rebuilt from the recorded events
-and samples, and the functions the live run used (:func:`~hilbench.procedures.qubo_power.
-run_power`, :func:`~hilbench.procedures.qubo._emit_metrics`, :func:`~hilbench.procedures.qubo.
-_emit_time_to_solution`) compute every figure again: fixed-timeout power over the fixed runtime
-from the same readings the live run held for it."""
+and samples, and the functions the live run used
+(:func:`~hilbench.workloads.qubo.procedures.power.run_power`,
+:func:`~hilbench.workloads.qubo.procedures.run._emit_metrics`,
+:func:`~hilbench.workloads.qubo.procedures.run._emit_time_to_solution`) compute every
+figure again: fixed-timeout power over the fixed runtime from the same readings the live run
+held for it."""
 
 from __future__ import annotations
 
@@ -14,16 +16,16 @@ import msgspec
 from hilbench.contracts.base import decode
 from hilbench.contracts.capabilities import Capabilities
 from hilbench.contracts.qubo import QuboRunReply
-from hilbench.procedures.qubo import (
+from hilbench.sdk import check_timed_region
+from hilbench.workloads.qubo import Target
+from hilbench.workloads.qubo.check import StateCheck
+from hilbench.workloads.qubo.procedures.power import run_power
+from hilbench.workloads.qubo.procedures.run import (
     QuboUnit,
     _emit_metrics,
     _emit_time_to_solution,
     declared_untimed,
 )
-from hilbench.procedures.qubo_power import run_power
-from hilbench.sdk import check_timed_region
-from hilbench.workloads.qubo import Target
-from hilbench.workloads.qubo.check import StateCheck
 
 if TYPE_CHECKING:
     from hilbench.cassette.runs import RecordedRun, Recording

@@ -19,7 +19,6 @@ from typing import Any
 from hilbench.contracts.asc import AscCapabilities
 from hilbench.contracts.base import UntimedWork
 from hilbench.documents import Event
-from hilbench.procedures.asc_device import load_sample, unload_sample, uses_sample_lists
 from hilbench.sdk import (
     TimingCheck,
     TimingUnverified,
@@ -28,6 +27,7 @@ from hilbench.sdk import (
 )
 from hilbench.wire.link import ClockOffset
 from hilbench.wire.link_probe import Echo
+from hilbench.workloads.asc.procedures.device import load_sample, unload_sample, uses_sample_lists
 
 # What one sample's result adds to a reply (index, class, scores, stage times, region), and
 # the reply of a power window (its loop and, from an on-board monitor, its readings).

@@ -29,10 +29,10 @@ from hilbench.power.estimators import (
 )
 from hilbench.power.provenance import META_KEY, NOT_STATED, PowerOrigin
 from hilbench.power.source import SourceInfo
-from hilbench.procedures.asc_figures import PowerWindow, stage_power_figures
+from hilbench.workloads.asc.procedures.figures import PowerWindow, stage_power_figures
 
 if TYPE_CHECKING:
-    from hilbench.procedures.asc_single_stream import StageTimes
+    from hilbench.workloads.asc.procedures.single_stream import StageTimes
 
 CATEGORY = "on-board instrument"
 CALIBRATION = ("the on-board monitor's calibration accuracy is not stated by the vendor: the "
@@ -65,7 +65,7 @@ def onboard_figures(  # noqa: C901
     agent: str = "",
 ) -> dict[str, Any]:
     """Idle, active, dynamic power and energy per stage from the device's own readings, in the
-    shape :func:`hilbench.procedures.asc_power._power_figures` returns.
+    shape :func:`hilbench.workloads.asc.procedures.power._power_figures` returns.
 
     A stage whose windows report only some rails (the Xylo's pre-processing on its analog
     front end: the AFE rails) is compared with the idle windows' readings of those same rails,

@@ -422,7 +422,7 @@ def _attribution_parts(found: list[dict[str, Any]]) -> list[str]:
 def tables(data: CampaignData) -> list[Table]:
     """One detail table per ASC table and agent (every power stream, the power windows' times,
     the agent's own report), its measurement description as notes; the systems' Table 6 is
-    :func:`hilbench.report.table6.tables`."""
+    :func:`hilbench.workloads.asc.report.table6.tables`."""
     return [asc_table(group, f"{data.name}: ASC on {group.agent} in detail (pre-processing and "
                              "inference side by side, every power stream)")
             for group in asc_groups(data)]

@@ -1,9 +1,10 @@
 """ASC runs re-analysed from their recording: the inputs the live run handed its metric code
 (sample records, power windows with their samples, stage times) are rebuilt from the recorded
 events and samples, and the very same functions
-(:func:`~hilbench.procedures.asc_single_stream.emit_single_stream_metrics`,
-:func:`~hilbench.procedures.asc_power._emit_power_metrics`) compute the figures again. A change
-to those functions therefore changes what a replay recomputes: a cassette test catches it."""
+(:func:`~hilbench.workloads.asc.procedures.single_stream.emit_single_stream_metrics`,
+:func:`~hilbench.workloads.asc.procedures.power._emit_power_metrics`) compute the figures
+again. A change to those functions therefore changes what a replay recomputes: a cassette
+test catches it."""
 
 from __future__ import annotations
 
@@ -15,26 +16,26 @@ import numpy as np
 from hilbench.contracts.asc import AscCapabilities
 from hilbench.contracts.base import decode
 from hilbench.contracts.capabilities import Capabilities
-from hilbench.procedures.asc_device import SampleRecord
-from hilbench.procedures.asc_figures import PowerWindow, phase_readings
-from hilbench.procedures.asc_pipeline import (
+from hilbench.sdk import check_region
+from hilbench.wire.link import AgentError
+from hilbench.workloads.asc.procedures.device import SampleRecord
+from hilbench.workloads.asc.procedures.figures import PowerWindow, phase_readings
+from hilbench.workloads.asc.procedures.pipeline import (
     PipelineWindow,
     attach_readings,
     check_lists,
     rows_of,
     samples_from,
 )
-from hilbench.procedures.asc_power import _emit_power_metrics
-from hilbench.procedures.asc_single_stream import emit_single_stream_metrics, stage_times
-from hilbench.procedures.asc_table import AscSpec
-from hilbench.procedures.asc_timing import (
+from hilbench.workloads.asc.procedures.power import _emit_power_metrics
+from hilbench.workloads.asc.procedures.single_stream import emit_single_stream_metrics, stage_times
+from hilbench.workloads.asc.procedures.table import AscSpec
+from hilbench.workloads.asc.procedures.timing import (
     PhaseTiming,
     check_request,
     request_groups,
     sample_untimed,
 )
-from hilbench.sdk import check_region
-from hilbench.wire.link import AgentError
 
 if TYPE_CHECKING:
     from hilbench.cassette.runs import RecordedRun, Recording
@@ -124,7 +125,8 @@ def _power(recording: Recording, run: RecordedRun, out: Any) -> None:
 
 
 def _pipeline(event: dict[str, Any], phase: Phase, agent: str, inst: Any) -> PipelineWindow:
-    """A single-stream power window as :mod:`hilbench.procedures.asc_pipeline` built it."""
+    """A single-stream power window as :mod:`hilbench.workloads.asc.procedures.pipeline`
+    built it."""
     d = event["data"]
     offset = phase.offsets[agent]
     window = PipelineWindow(int(d["repetition"]), float(d["start"]), float(d["end"]), None,
@@ -135,7 +137,7 @@ def _pipeline(event: dict[str, Any], phase: Phase, agent: str, inst: Any) -> Pip
 
 def _window(event: dict[str, Any], phase: Phase, agent: str, inst: Any, onboard: bool
             ) -> PowerWindow:
-    """The window as :mod:`hilbench.procedures.asc_power` built it when it ran."""
+    """The window as :mod:`hilbench.workloads.asc.procedures.power` built it when it ran."""
     d = event["data"]
     rep, start, end = int(d["repetition"]), float(d["start"]), float(d["end"])
     if event["name"] == "idle_window" and onboard:

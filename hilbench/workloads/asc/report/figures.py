@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from hilbench.report.asc_table import STAGES, AscGroup, Figure, asc_groups, combine
 from hilbench.report.figures.source import FigureRequest, FigureSpec, Source
 from hilbench.report.figures.style import (
     figure_context,
@@ -22,6 +21,7 @@ from hilbench.report.figures.style import (
     save,
     set_title,
 )
+from hilbench.workloads.asc.report.table import STAGES, AscGroup, Figure, asc_groups, combine
 
 POWER_BARS = (
     ("idle", "idle_power_w"),

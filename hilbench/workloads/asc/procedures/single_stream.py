@@ -23,7 +23,8 @@ from hilbench.contracts.asc import STAGES
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event, Metric
 from hilbench.power.accuracy import clip_accuracy_interval
-from hilbench.procedures.asc_device import (
+from hilbench.sdk import RunContext, check_region
+from hilbench.workloads.asc.procedures.device import (
     STAGE_FIELDS,
     SampleRecord,
     mean_and_std_error,
@@ -32,17 +33,16 @@ from hilbench.procedures.asc_device import (
     send_model,
     uses_sample_lists,
 )
-from hilbench.procedures.asc_timing import (
+from hilbench.workloads.asc.procedures.timing import (
     PhaseTiming,
     check_request,
     observe_load_unload,
     sample_untimed,
     single_stream_echo,
 )
-from hilbench.sdk import RunContext, check_region
 
 if TYPE_CHECKING:
-    from hilbench.procedures.asc import AscResources
+    from hilbench.workloads.asc.procedures.run import AscResources
 
 STAGE_METRICS = dict(zip(STAGES, ("preprocess_time_s", "inference_time_s"), strict=True))
 
