@@ -24,6 +24,7 @@ import click
 from hilbench.cli import EXIT_USAGE
 from hilbench.cli.options import DB, DB_HELP
 from hilbench.cli.options import db_path as store_location
+from hilbench.documents import is_set
 from hilbench.store import Store, StoreError
 from hilbench.store.listing import STATUSES, RunFilter, RunGroup
 
@@ -501,7 +502,7 @@ def _run_flags(run: dict[str, Any]) -> str:
         text += " [bold red]OVERRUN[/bold red]"
     if values.get("stopped_early"):
         text += " STOPPED EARLY"
-    if values.get("feasible") == 0:
+    if is_set(values.get("feasible")) is False:
         text += " [bold red]INFEASIBLE[/bold red]"
     return text
 

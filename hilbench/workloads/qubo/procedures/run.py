@@ -18,7 +18,7 @@ from hilbench.contracts.base import UntimedWork, to_wire
 from hilbench.contracts.capabilities import Capabilities
 from hilbench.contracts.qubo import QuboCapabilities, QuboLimits, QuboRunReply
 from hilbench.contracts.remote import RemoteDevice
-from hilbench.documents import Event, Metric
+from hilbench.documents import Event, Metric, flag
 from hilbench.sdk import (
     Instrument,
     Phase,
@@ -289,7 +289,7 @@ def _emit_metrics(  # noqa: C901
         Metric(
             run,
             "overrun",
-            float(overrun),
+            flag(overrun),
             "",
             meta={
                 "requested_s": requested_s,
@@ -316,7 +316,7 @@ def _emit_metrics(  # noqa: C901
 
     if unit.scenario == "fixed_timeout":
         early = stopped_early(requested_s, actual_s)
-        ctx.emit(Metric(run, "stopped_early", float(early), "", meta={
+        ctx.emit(Metric(run, "stopped_early", flag(early), "", meta={
             "requested_s": requested_s, "actual_s": actual_s,
             "tolerance_s": overrun_tolerance_s(requested_s),
             "agent_says": result.stopped_early,
@@ -330,7 +330,7 @@ def _emit_metrics(  # noqa: C901
             figure(name, found.value, "W" if name.endswith("_w") else "J", found.uncertainty,
                    found.meta)
     check_meta = check.to_dict()
-    ctx.emit(Metric(run, "feasible", float(check.feasible), "", meta=check_meta))
+    ctx.emit(Metric(run, "feasible", flag(check.feasible), "", meta=check_meta))
     ctx.emit(Metric(run, "set_size", float(check.set_size), ""))
     ctx.emit(Metric(run, "violated_edges", float(check.violated_edges), ""))
     ctx.emit(Metric(run, "cost", float(check.cost), "", meta=check_meta))

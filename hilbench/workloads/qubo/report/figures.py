@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hilbench.documents import is_set
 from hilbench.report.figures.source import FigureRequest, FigureSpec, Source, value
 from hilbench.report.figures.style import (
     figure_context,
@@ -79,13 +80,13 @@ def fixed_timeout_data(sources: list[Source]) -> FixedTimeout:
             point = panels[(p["nodes"], p["density"])][name].setdefault(
                 float(p["timeout_s"]), Point())
             point.runs += 1
-            feasible = value(run, "feasible") == 1.0
+            feasible = is_set(value(run, "feasible")) is True
             gap = value(run, "bks_gap")
             if feasible and gap is not None:
                 point.gaps.append(gap)
             elif not feasible:
                 point.infeasible += 1
-            if value(run, "overrun") == 1.0:
+            if is_set(value(run, "overrun")):
                 point.overruns += 1
             power = value(run, "avg_power_w")
             if power is not None:

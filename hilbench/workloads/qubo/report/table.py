@@ -25,11 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hilbench.documents import is_set
 from hilbench.power.provenance import origin_of, origins_text
 from hilbench.report.campaign_data import CampaignData, load_campaign_data
 from hilbench.report.table import Cell, Column, Table
 
 TRIAL_METRICS = ("bks_gap", "actual_s", "avg_power_w", "energy_j")
+FLAGS = ("feasible", "overrun", "stopped_early")  # yes/no figures, read as booleans
 
 
 @dataclass(frozen=True)
@@ -109,7 +111,9 @@ def gap_rows(store_path: Path | CampaignData, campaign_uid: str = "") -> list[Ga
         if run["status"] != "success":
             continue
         metrics = run["metrics"]
-        values = {name: m.value for name, m in metrics.items()}
+        values: dict[str, Any] = {name: m.value for name, m in metrics.items()}
+        for name in FLAGS:  # the stored 1.0 / 0.0 as the booleans they are
+            values[name] = is_set(values.get(name))
         values["_rep"] = p.get("repetition", 0)
         power, energy = metrics.get("avg_power_w"), metrics.get("energy_j")
         values["_power_u"] = power.uncertainty if power is not None else None
@@ -133,10 +137,10 @@ def gap_rows(store_path: Path | CampaignData, campaign_uid: str = "") -> list[Ga
 
 def _row(key: tuple, every: list[dict[str, Any]], power_note: str, simulated: bool,
          beaten: dict[int, tuple[int, Any]]) -> GapRow:
-    late = [r for r in every if r.get("overrun") == 1.0]
-    runs = [r for r in every if r.get("overrun") != 1.0]  # on time: the row's figures
-    answers = sum(1 for r in every if r.get("feasible") == 1.0)  # a property of the answer
-    feasible = [r for r in runs if r.get("feasible") == 1.0]
+    late = [r for r in every if r["overrun"]]
+    runs = [r for r in every if not r["overrun"]]  # on time: the row's figures
+    answers = sum(1 for r in every if r["feasible"])  # a property of the answer
+    feasible = [r for r in runs if r["feasible"]]
     gaps = [r["bks_gap"] for r in feasible if r.get("bks_gap") is not None]
     costs = [r["cost"] for r in feasible if r.get("cost") is not None]
     ratios = [r["actual_s"] / r["requested_s"] for r in every]
@@ -180,7 +184,7 @@ def _row(key: tuple, every: list[dict[str, Any]], power_note: str, simulated: bo
         power_label=label,
         power_label_note=explain,
         stopped_early_actual_s=tuple(sorted(r["actual_s"] for r in runs
-                                            if r.get("stopped_early") == 1.0)),
+                                            if r["stopped_early"])),
         reported_power_w=None if beside is None else beside["power"],
         reported_uncertainty_w=None if beside is None else beside["power_u"],
         reported_label=beside["explain"] if beside is not None else "",
@@ -249,7 +253,7 @@ def _trials(runs: list[dict[str, Any]], names: tuple[str, ...] = TRIAL_METRICS
         figures = []
         for rep in sorted(by_rep):
             values = [r.get(name) for r in by_rep[rep]
-                      if name != "bks_gap" or r.get("feasible") == 1.0]
+                      if name != "bks_gap" or r["feasible"]]
             if not values or None in values:
                 break
             figures.append(math.fsum(values) / len(values))
