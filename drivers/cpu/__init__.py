@@ -36,6 +36,7 @@ from hilbench.power.rapl import DEFAULT_POWERCAP_ROOT, RaplCounters, probe_rapl
 from hilbench.sim.device_link import SimulatedDeviceLink, relink
 from hilbench_drivers.cpu import qubo_solvers
 from hilbench_drivers.cpu.asc import AscDevice
+from hilbench_drivers.cpu.asc_nir import nir_support
 from hilbench_drivers.cpu.qubo_solvers import LoadedQubo
 
 
@@ -110,7 +111,8 @@ class CpuDriver(ContractDriver):
     def declared_limits(cls) -> dict[str, Any]:
         """Per workload, what this driver can hold, known without a device (campaign check
         refuses larger workloads before anything starts; capabilities report the same)."""
-        return {"qubo": qubo_solvers.known_limits(), "qubo_solvers": list(qubo_solvers.SOLVERS)}
+        return {"qubo": qubo_solvers.known_limits(), "qubo_solvers": list(qubo_solvers.SOLVERS),
+                "nir": nir_support()}
 
     def capabilities(self) -> dict[str, Any]:
         return {
@@ -127,6 +129,7 @@ class CpuDriver(ContractDriver):
                 "limits": self.declared_limits()["qubo"],
             },
             "asc": self._asc.capabilities(),
+            "nir": nir_support(),
             "power": {
                 "source": "rapl",
                 "available": self._rapl is not None,

@@ -52,6 +52,7 @@ from hilbench.contracts.asc import (
 from hilbench.contracts.base import Reply
 from hilbench.workloads.asc.features import extract_features
 from hilbench.workloads.asc.quant import ModelFileError, QuantisedModel
+from hilbench_drivers.cpu.asc_nir import NirCpuModel
 
 MODES = ("single_stream", "repeat", "stream")
 MAX_REPEAT_S = MAX_WINDOW_S
@@ -85,7 +86,7 @@ class AscDevice:
         self._sim_begin = sim_begin
         self.sample_capacity = _positive_int("asc_sample_capacity", sample_capacity)
         self.stream_capacity = _positive_int("asc_stream_capacity", stream_capacity)
-        self.model: QuantisedModel | None = None
+        self.model: QuantisedModel | NirCpuModel | None = None
         self._held: dict[int, np.ndarray] = {}  # index -> one sample's audio
         self._stream: np.ndarray | None = None  # (k, audio) consecutive samples
         self._stream_indices: list[int] = []
@@ -108,6 +109,11 @@ class AscDevice:
         return AscStreamReply(stream_samples=0)
 
     def _load_model(self, body: AscLoadModel, arrays: list[np.ndarray]) -> AscModelReply:
+        from hilbench.nir.model import is_nir_load
+
+        if is_nir_load(body.meta):
+            return self._load_nir(NirCpuModel(body.meta, dict(zip(body.arrays, arrays,
+                                                                  strict=True))))
         try:
             model = QuantisedModel.from_parts(body.meta, dict(zip(body.arrays, arrays,
                                                                   strict=True)))
@@ -126,8 +132,19 @@ class AscDevice:
             sample_capacity=self.sample_capacity,
         )
 
+    def _load_nir(self, model: NirCpuModel) -> AscModelReply:
+        self.model = model
+        self._held.clear()
+        self._stream, self._stream_indices = None, []
+        return AscModelReply(classes=model.classes, sample_rate=model.sample_rate,
+                             weight_bytes=model.weight_bytes,
+                             sample_capacity=self.sample_capacity, detail=model.detail())
+
     def _check_audio(self, audio: np.ndarray, what: str) -> None:
         model = self._require_model()
+        if isinstance(model, NirCpuModel):
+            model.check_audio(audio, what)
+            return
         if audio.dtype != np.float32:
             raise DriverError(f"{what}: the cpu device takes float32 audio, got {audio.dtype}",
                               "bad_arguments")
@@ -174,13 +191,12 @@ class AscDevice:
     def _single_stream(self, index: int) -> AscSampleResult:
         model = self._require_model()
         audio = self._require_sample(index)
-        cfg = model.mfe_config
         # The simulated meter hears of the stages after they end, stamped when they began: a
         # report sent at a stage's start wakes the meter process while the stage is timed.
         # The start is stamped through the link, which then knows a sample is under way.
         s0 = self._sim_begin()
         t0 = now()
-        features = extract_features(audio, cfg)
+        features = _preprocess(model, audio)
         t1 = now()
         s2 = bench_now()
         t2 = now()
@@ -261,7 +277,7 @@ class AscDevice:
 
     # -- checks ---------------------------------------------------------------------------------
 
-    def _require_model(self) -> QuantisedModel:
+    def _require_model(self) -> QuantisedModel | NirCpuModel:
         if self.model is None:
             raise DriverError(
                 "no asc model loaded: send load with part='model' first", "not_loaded"
@@ -289,11 +305,18 @@ class AscDevice:
         self._stream = None
 
 
-def _stage_work(model: QuantisedModel, stage: str, audio: np.ndarray) -> Callable[[], Any]:
+def _preprocess(model: QuantisedModel | NirCpuModel, audio: np.ndarray) -> np.ndarray:
+    """MFE features for the int8 CNN; the input spike raster for a NIR graph."""
+    if isinstance(model, NirCpuModel):
+        return model.preprocess(audio)
+    return extract_features(audio, model.mfe_config)
+
+
+def _stage_work(model: QuantisedModel | NirCpuModel, stage: str, audio: np.ndarray
+                ) -> Callable[[], Any]:
     """One sample's work for ``stage``; for inference, its features are computed beforehand
     (held in memory, untimed) so only inference is repeated."""
-    cfg = model.mfe_config
     if stage == "preprocessing":
-        return lambda: extract_features(audio, cfg)
-    features = extract_features(audio, cfg)
+        return lambda: _preprocess(model, audio)
+    features = _preprocess(model, audio)
     return lambda: model.infer(features)

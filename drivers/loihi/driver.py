@@ -47,6 +47,10 @@ MIN_TIMEOUT_S = 1e-3
 MAX_TIMEOUT_S = 1e3
 CPU_SIMULATION = "Lava CPU back end: says nothing about Loihi's speed or power"
 NO_PROBES = "the Lava CPU back end has no on-chip power probes (Loihi 2 only)"
+# docs-notes/nir.md: measured on the pinned Lava (.venv-loihi).
+NO_NIR = ("the pinned Lava (lava-nc 0.8.0, lava-optimization 0.3.0) has no NIR reader; lava-dl's "
+          "NIR import (lava-dl pull request 218) was never merged, and this driver runs QUBO "
+          "solvers only")
 # Tuned on Lava's CPU back end (n = 25 and 50, density 5–10 %, 1 000 steps): the default
 # temperature 1 leaves the network nearly frozen (cost -2 where the optimum is -20 at n = 50).
 # Refractory periods keep a neuron from flipping straight back. See drivers/loihi/README.md.
@@ -122,9 +126,15 @@ class LoihiDriver(ContractDriver):
     def simulated(self) -> bool:
         return self.backend == "CPU"
 
+    @classmethod
+    def declared_limits(cls) -> dict[str, Any]:
+        """Known without a device: it cannot run NIR graphs (a campaign refuses such a unit)."""
+        return {"nir": {"runs": False, "reason": NO_NIR}}
+
     def capabilities(self) -> dict[str, Any]:
         caps: dict[str, Any] = {
             "workloads": ["qubo"],
+            "nir": self.declared_limits()["nir"],
             "qubo": {
                 "solvers": list(SOLVERS),
                 "modes": ["fixed_timeout", "time_to_solution"],

@@ -44,6 +44,7 @@ from hilbench.contracts.base import Reply
 from hilbench.contracts.capabilities import ConfigureReply, Settings
 from hilbench.sim.device_link import SimulatedDeviceLink, relink
 from hilbench_drivers.xylo.network import NetworkFileError, XyloNetwork
+from hilbench_drivers.xylo.nir_support import network_from_load, nir_support
 
 SAMPLE_CAPACITY = 1
 CHIP_PREPROCESSING = (
@@ -135,6 +136,7 @@ class XyloDriver(ContractDriver):
             "simulated": bool(self.backend.simulated),
             "meter_link": True,  # configure {sim_meter}: the simulated meter follows the SNN
             "asc": asc,
+            "nir": nir_support(),
             "power": self.backend.power(),
             "detail": {"device": self.backend.describe()},
         }
@@ -170,10 +172,15 @@ class XyloDriver(ContractDriver):
         return AscStreamReply(stream_samples=0)
 
     def _load_model(self, body: AscLoadModel, arrays: list[np.ndarray]) -> AscModelReply:
+        from hilbench.nir.model import is_nir_load
+
+        parts = dict(zip(body.arrays, arrays, strict=True))
         try:
-            network = XyloNetwork.from_parts(body.meta, dict(zip(body.arrays, arrays,
-                                                                 strict=True)))
-        except NetworkFileError as exc:
+            if is_nir_load(body.meta):  # a NIR graph (the closed category)
+                network = network_from_load(body.meta, parts)
+            else:
+                network = XyloNetwork.from_parts(body.meta, parts)
+        except (NetworkFileError, ValueError) as exc:  # NirFileError is a ValueError
             raise DriverError(f"xylo network rejected: {exc}", "bad_arguments") from exc
         if self._builtin is not None and network.sha256 != self._builtin.sha256:
             raise DriverError(

@@ -20,52 +20,20 @@ import numpy as np
 
 from hilbench.confined_read import ConfinedFolder, confined
 from hilbench.private_files import open_private
+from hilbench.store.sample_blobs import (
+    RAW,
+    RESIDUAL_DTYPES,
+    ZERO,
+    decode_stamps,
+    encode_stamps,
+    stamp_bytes,
+)
 
 INDEX_DTYPE = np.dtype([("n", "<i8"), ("t_first", "<f8"), ("t_last", "<f8"), ("code", "<i8")])
-# code: how the batch's stamps are kept in S.stamps
-ZERO, INT8, INT16, RAW = 0, 1, 2, 8
-_RESIDUAL = {INT8: np.dtype("<i1"), INT16: np.dtype("<i2")}
+# code: how the batch's stamps are kept in S.stamps (the store keeps its stamps the same way)
+_RESIDUAL = RESIDUAL_DTYPES
 SUFFIXES = ("values", "stamps", "index")
 HEX64 = re.compile(r"[0-9a-f]{64}\Z")
-
-
-def _line(t_first: float, t_last: float, n: int) -> np.ndarray:
-    """The straight line both writer and reader compute, with the same float operations."""
-    if n == 1:
-        return np.array([t_first], dtype=np.float64)
-    step = (t_last - t_first) / (n - 1)
-    return t_first + step * np.arange(n, dtype=np.float64)
-
-
-def encode_stamps(t: np.ndarray) -> tuple[int, bytes]:
-    """``(code, bytes)`` holding ``t`` exactly given its first and last value."""
-    t = np.ascontiguousarray(t, dtype=np.float64)
-    line = _line(float(t[0]), float(t[-1]), len(t))
-    with np.errstate(over="ignore"):
-        residual = t.view(np.int64) - line.view(np.int64)
-    if not np.all(np.isfinite(t)) or np.any(np.sign(t) != np.sign(line)):
-        return RAW, t.astype("<f8").tobytes()
-    if not residual.any():
-        return ZERO, b""
-    for code, dtype in _RESIDUAL.items():
-        info = np.iinfo(dtype)
-        if residual.min() >= info.min and residual.max() <= info.max:
-            return code, residual.astype(dtype).tobytes()
-    return RAW, t.astype("<f8").tobytes()
-
-
-def decode_stamps(code: int, data: bytes, t_first: float, t_last: float, n: int) -> np.ndarray:
-    if code == RAW:
-        return np.frombuffer(data, dtype="<f8").astype(np.float64)
-    line = _line(t_first, t_last, n)
-    if code == ZERO:
-        return line
-    residual = np.frombuffer(data, dtype=_RESIDUAL[code]).astype(np.int64)
-    return (line.view(np.int64) + residual).view(np.float64)
-
-
-def stamp_bytes(code: int, n: int) -> int:
-    return 0 if code == ZERO else n * (8 if code == RAW else _RESIDUAL[code].itemsize)
 
 
 @dataclass

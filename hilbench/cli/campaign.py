@@ -94,6 +94,10 @@ def check(files: tuple[Path, ...], every_run: bool) -> None:
             f"agent(s) {agents}; instrument(s) {instruments}"
         )
         click.echo(f"  {bounds.summary()}")
+        for name, tables in loaded.tables.items():  # what a table says of its files (a hash)
+            for i, table in enumerate(tables):
+                for note in getattr(table, "check_notes", lambda: [])():
+                    click.echo(f"  [[{name}]] #{i + 1} {note}")
         shown = units if every_run else units[:RUNS_LISTED]
         for unit in shown:
             click.echo(f"  {unit.key}  (agent {unit.agent})")

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import msgspec
 
 from hilbench.contracts.base import Contract, Detail, Name, Reply, Text
+from hilbench.contracts.nir import NirCapabilities
 from hilbench.contracts.registry import workloads
 
 _DOC = """``workloads`` the driver serves; ``simulated`` (with ``simulation``, one line saying
@@ -28,6 +29,7 @@ def _capabilities_struct() -> type[Contract]:
         ("simulated", bool, False),
         ("simulation", Text | None, None),
         *per_workload,
+        ("nir", NirCapabilities | None, None),  # NIR graphs (the closed category)
         ("power", Detail | None, None),
         ("meter_link", bool, False),
         ("detail", Detail, msgspec.field(default_factory=dict)),

@@ -11,6 +11,7 @@ import msgspec.inspect as mi
 
 from hilbench.contracts import power
 from hilbench.contracts.capabilities import Capabilities, ConfigureReply, Settings
+from hilbench.contracts.nir import NirCapabilities
 from hilbench.contracts.registry import core_workloads, workloads
 
 BEGIN = "<!-- contract tables: generated from hilbench/contracts by make_agent_vectors.py -->"
@@ -22,8 +23,8 @@ def sections() -> tuple[tuple[str, tuple[type[msgspec.Struct], ...]], ...]:
     package documents its own contract: it is left out here, so the document is the same
     whatever else is installed."""
     shipped = core_workloads().values()
-    handshake = (Capabilities, *(t for w in shipped for t in w.spec_handshake), Settings,
-                 ConfigureReply)
+    handshake = (Capabilities, *(t for w in shipped for t in w.spec_handshake),
+                 NirCapabilities, Settings, ConfigureReply)
     return (("Handshake and configure", handshake),
             *(section for w in shipped for section in w.spec),
             ("Power reports", (power.PowerReport, power.StatedAccuracy)))

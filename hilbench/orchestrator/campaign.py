@@ -206,6 +206,10 @@ class InstrumentTable(_Strict):
     drift_ppm: float = Field(
         0.0, description="simulated meter only: its timebase runs this many ppm slow (+)"
     )
+    gain_error: float = Field(
+        0.0, gt=-1, lt=1,
+        description="simulated meter only: a deliberate calibration error (0.03: reads 3 % high)"
+    )
     settings: dict[str, Any] = Field(
         default_factory=dict, description="instrument settings; the driver checks them"
     )
@@ -491,6 +495,9 @@ def _instruments(
             raise CampaignError(
                 [f"{where} drift_ppm: only the simulated meter (simulate = ...) takes a drift"]
             )
+        if table.gain_error and table.simulate is None:
+            raise CampaignError([f"{where} gain_error: only the simulated meter (simulate = "
+                                 "...) takes a calibration error"])
         spec = InstrumentSpec(
             id=table.id,
             driver=table.driver,
@@ -500,6 +507,7 @@ def _instruments(
             simulate=table.simulate,
             noise_std_w=table.noise_std_w,
             drift_ppm=table.drift_ppm,
+            gain_error=table.gain_error,
             settings=dict(table.settings),
         )
         problem = check_instrument_settings(spec)

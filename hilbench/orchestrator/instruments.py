@@ -53,6 +53,7 @@ class InstrumentSpec:
     simulate: str | None = None  # power-model name: start the simulated bench meter
     noise_std_w: float = 0.0
     drift_ppm: float = 0.0  # the simulated meter's timebase error
+    gain_error: float = 0.0  # the simulated meter's calibration error (a deliberate one)
     settings: dict[str, Any] = field(default_factory=dict)
 
 
@@ -98,7 +99,7 @@ def _start_simulated_meter(spec: InstrumentSpec, log_dir: Path | None) -> Spawne
             f"(known: {sorted(POWER_MODELS)})"
         )
     args = ["sim-meter", "--model", str(spec.simulate), "--noise", str(spec.noise_std_w),
-            "--drift-ppm", str(spec.drift_ppm)]
+            "--drift-ppm", str(spec.drift_ppm), "--gain-error", str(spec.gain_error)]
     try:
         return spawn_announcing(f"simulated meter {spec.id}", args, log_dir=log_dir)
     except SpawnError as exc:
@@ -266,11 +267,12 @@ class InstrumentSet:
         return None
 
     def sim_address_for(self, agent_id: str) -> str | None:
-        for spec in self.specs:
-            if spec.measures == agent_id and spec.simulate is not None:
-                inst = self.instruments.get(spec.id)
-                return inst.sim_address if inst else None
-        return None
+        """Where ``agent_id``'s device reports its state: every simulated meter measuring it,
+        ``host:port`` separated by commas (each hears every change)."""
+        found = [inst.sim_address for spec in self.specs
+                 if spec.measures == agent_id and spec.simulate is not None
+                 and (inst := self.instruments.get(spec.id)) is not None and inst.sim_address]
+        return ",".join(found) or None
 
     def close(self) -> None:
         for inst in self.instruments.values():

@@ -12,7 +12,11 @@ request's stage times added up; a power window's region)::
 
     allowed = link + u + untimed
       link     the link's measured bound before the phase (99th percentile of its echoes, plus
-               their spread, plus the fastest: :mod:`.link_probe`), twice for a command that
+               their spread, plus the fastest: :mod:`.link_probe`;
+               for a QUBO run, one request tried again when unverified, that bound only up
+               to the claim and at least the 99th percentile read from the echoes' body plus
+               the fastest:
+               ``Allowance.link_s``), twice for a command that
                ran longer than LONG_COMMAND_S (a hilbench agent then sends its reply from
                another thread: one more turn of the kind an echo takes); a phase recorded before
                link probes (an old cassette or store, re-analysed): the rule then in force,
@@ -89,10 +93,24 @@ class Allowance:
     untimed_s: float = 0.0
     untimed_note: str = ""  # what the untimed part is and who declared it
     turns: int = 1  # 2 for a command longer than LONG_COMMAND_S: its reply's extra turn
+    single: bool = False  # a run of one request, tried again when unverified (a QUBO run)
+    claimed_s: float = 0.0  # the work the request claims (a single run's bound, below)
 
     @property
     def link_s(self) -> float:
-        return self.turns * self.link.bound_s if self.link is not None else LEGACY_LINK_S
+        """The link's part: its bound (:attr:`LinkBound.bound_s`). A run of one request may
+        use that tail only as far as its own claim: a reply out for longer than the work it
+        claims, and longer than the link's typical bound (:attr:`LinkBound.single_bound_s`),
+        is no evidence of a run of that length on one observation — it is unverified and
+        tried again. Honest agents meet such a delay now and then on a busy host, an agent
+        that is late by construction meets it every time (a reply 10× late at a 1 ms timeout
+        passed the tail bound of a busy host's echoes before this rule)."""
+        if self.link is None:
+            return LEGACY_LINK_S
+        bound = self.link.bound_s
+        if self.single and self.link.body_s is not None:
+            bound = max(self.link.single_bound_s, min(bound, self.claimed_s))
+        return self.turns * bound
 
     @property
     def total_s(self) -> float:
@@ -110,6 +128,9 @@ class Allowance:
                      {"source": f"legacy constant {LEGACY_LINK_S} s: the phase was recorded "
                                 "before link probes"}),
             "link_turns": self.turns,
+            "link_rule": ("one request: the link's bound up to the claim, at least its fitted "
+                          "99th percentile + fastest" if self.single
+                          else "fitted 99th percentile + spread + fastest"),
             "offset_uncertainty_s": self.offset_uncertainty_s,
             "untimed_s": self.untimed_s,
             "untimed": self.untimed_note,
@@ -118,6 +139,13 @@ class Allowance:
     def describe(self) -> str:
         link = (f"link {self.link.describe()}" if self.link is not None
                 else f"link {LEGACY_LINK_S} s (legacy constant: recorded before link probes)")
+        if (self.single and self.link is not None and self.link.body_s is not None
+                and self.link_s < self.turns * self.link.bound_s):
+            link = (f"link {self.link_s / self.turns * 1e3:.3f} ms: one request may use the "
+                    f"link's tail only as far as its claim of {self.claimed_s:.6f} s, and at "
+                    f"least {self.link.single_bound_s * 1e3:.3f} ms (the echoes' 99th percentile "
+                    f"read from their median {self.link.median_s * 1e3:.3f} ms and 75th "
+                    f"percentile {self.link.body_s * 1e3:.3f} ms, + fastest); of {link[5:]}")
         if self.turns > 1 and self.link is not None:
             link = (f"link × {self.turns} (a command longer than {LONG_COMMAND_S:g} s: its reply "
                     f"takes another turn between the agent's threads) of {link[5:]}")
@@ -129,11 +157,13 @@ class Allowance:
 
 
 def allowance(offset: ClockOffset, untimed_s: float = 0.0, untimed_note: str = "",
-              claimed_s: float = 0.0) -> Allowance:
+              claimed_s: float = 0.0, single: bool = False) -> Allowance:
     """The allowance of a request in a phase whose probes gave ``offset``; a command that
-    lasted longer than LONG_COMMAND_S gets the link's bound twice (its reply's extra turn)."""
+    lasted longer than LONG_COMMAND_S gets the link's bound twice (its reply's extra turn);
+    ``single``: the run is this one request (:attr:`LinkBound.single_bound_s`)."""
     turns = 2 if claimed_s >= LONG_COMMAND_S else 1
-    return Allowance(offset.link, offset.uncertainty_s, untimed_s, untimed_note, turns)
+    return Allowance(offset.link, offset.uncertainty_s, untimed_s, untimed_note, turns, single,
+                     claimed_s)
 
 
 @dataclass(frozen=True)
@@ -270,7 +300,8 @@ def check_timed_region(
     start, end = t_start - offset.offset_s, t_end - offset.offset_s
     note = "per-run untimed_s reported by the agent, declared at most " + (
         f"{declared.max_s:g} s ({declared.reason})" if declared is not None else "0 s")
-    allowed = allowance(offset, untimed, note if untimed else "", claimed_s + untimed)
+    allowed = allowance(offset, untimed, note if untimed else "", claimed_s + untimed,
+                        single=True)
     reason = region_outside_window(t_start, t_end, sent, received, offset)
     if reason is None and abs((t_end - t_start) - claimed_s) > max(1e-3, 1e-3 * claimed_s):
         reason = (f"actual_s = {claimed_s:.6f} s, but the claimed region t_end − t_start lasts "

@@ -19,11 +19,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from hilbench import __version__
+from hilbench.power.instrument_agreement import disagreeing_instruments
 from hilbench.power.provenance import origin_of
 from hilbench.report.campaign_data import CampaignData
 from hilbench.report.markup import md_text
 from hilbench.report.system import SPEC_VERSION, SystemDescription
 from hilbench.report.trials import check_trials
+from hilbench.workloads.asc.report.closed import closed_fields, order_rows
 from hilbench.workloads.asc.report.table import STAGES, AscGroup, asc_groups, combine
 from hilbench.workloads.qubo.report.largest_table import largest_rows
 from hilbench.workloads.qubo.report.tts_table import TtsRow, tts_rows
@@ -44,6 +46,7 @@ UNITS: dict[str, str] = {
                           ("energy_per_inference", "j"), ("energy_per_inference_u95", "j"),
                           ("active_power", "w"), ("dynamic_power", "w"))},
     "asc_idle_power_w": "w", "asc_power_stream_s": "s",
+    "asc_modelled_energy_per_inference_j": "j", "asc_footprint_bytes": "B",
     **{f"qubo_{what}_{pct}pct_{unit}": unit for _, pct in GAPS
        for what, unit in (("time_to", "s"), ("energy_to", "j"), ("energy_to_u95", "j"))},
     **{f"qubo_largest_nodes_{label}": "1" for _, label in LARGEST_DENSITIES},
@@ -83,7 +86,7 @@ def leaderboard_rows(campaigns: Iterable[CampaignData],
         largest = largest_rows(data)
         for row in _qubo_rows(tts_rows(data), largest):
             rows.append({**base, **row, "campaigns": ident})
-    return rows
+    return order_rows(rows)  # closed rows grouped by graph: devices on the same model
 
 
 def _figure(runs: list[dict[str, Any]], name: str) -> tuple[float | None, float | None,
@@ -123,7 +126,11 @@ def _asc_row(group: AscGroup) -> dict[str, Any]:
         trials.append(t)
         row[f"asc_active_power_{stage}_w"] = _figure(runs, f"active_power_w.{stage}")[0]
         row[f"asc_dynamic_power_{stage}_w"] = _figure(runs, f"dynamic_power_w.{stage}")[0]
+    # a further instrument on the device whose figures disagree (E_n > 1), by name
+    disagree = disagreeing_instruments([m.get("meta") for r in runs for m in r.values()])
+    row["asc_instruments_disagree"] = ", ".join(disagree) or None
     row["simulated"] = bool(group.simulation)
+    row.update(closed_fields(group))  # asc_category: closed (a NIR graph) or open
     row.update(_trial_fields(trials))
     return row
 
@@ -217,7 +224,7 @@ def render_leaderboard(rows: list[dict[str, Any]], fmt: str) -> str:
         out = [f"# NeuroBench leaderboard rows ({SPEC_VERSION})", ""]
         for row in rows:
             out += [f"## {_md(row['benchmark'])}: {_md(row['entry'])} on {_md(row['system'])}"
-                    + (" (simulated)" if row.get("simulated") else ""), "",
+                    + (" (simulated)" if row.get("simulated") else "") + _category(row), "",
                     "| field | value | unit |", "|:---|---:|:---|"]
             for c in cols:
                 if c in row and row[c] not in (None, ""):
@@ -225,6 +232,13 @@ def render_leaderboard(rows: list[dict[str, Any]], fmt: str) -> str:
             out.append("")
         return "\n".join(out)
     raise ValueError(f"unknown format {fmt!r} (csv, json, md)")
+
+
+def _category(row: dict[str, Any]) -> str:
+    category = row.get("asc_category")
+    if category == "closed":
+        return f" — closed, graph {_md(str(row.get('asc_graph_sha256'))[:12])}…"
+    return f" — {_md(category)}" if category else ""
 
 
 def _unit(column: str) -> str:

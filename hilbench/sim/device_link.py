@@ -44,16 +44,37 @@ MAX_DEFERRED = 3 * 256  # state changes held back at most (256 single-stream sam
 FLUSH_S = 0.05
 
 
+def meter_addresses(address: str) -> list[tuple[str, int]]:
+    """``host:port`` of each simulated meter in ``address``: one, or several separated by
+    commas when more than one simulated instrument measures the device (each hears every
+    change, as two instruments on one supply line see the same current)."""
+    out = []
+    for part in address.split(","):
+        host, _, port = part.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"simulated meter address must be host:port[,host:port…], got "
+                             f"{address!r}")
+        out.append((host, int(port)))
+    return out
+
+
 class SimulatedDeviceLink:
-    """A TCP connection to a :class:`hilbench.sim.SimulatedMeter` for reporting state changes."""
+    """TCP connections to the :class:`hilbench.sim.SimulatedMeter` (or meters) measuring a
+    device, for reporting its state changes: every write goes to each."""
 
     def __init__(self, address: str, timeout_s: float = 5.0) -> None:
-        host, _, port = address.rpartition(":")
-        if not host or not port.isdigit():
-            raise ValueError(f"simulated meter address must be host:port, got {address!r}")
+        targets = meter_addresses(address)
         self.address = address
-        self._sock = socket.create_connection((host, int(port)), timeout=timeout_s)
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._socks: list[socket.socket] = []
+        try:
+            for host, port in targets:
+                sock = socket.create_connection((host, port), timeout=timeout_s)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                self._socks.append(sock)
+        except OSError:
+            for sock in self._socks:
+                sock.close()
+            raise
         self._lock = threading.Lock()
         self._deferred: list[tuple[str, float]] = []
         self._holding = False
@@ -85,7 +106,7 @@ class SimulatedDeviceLink:
             self._deferred = []
             self._last_write = bench_now()
             self.writes += 1
-            self._sock.sendall(f"{text}SIM:MARK {int(level)},{stamp!r}\n".encode())
+            self._write(f"{text}SIM:MARK {int(level)},{stamp!r}\n")
 
     def begin(self) -> float:
         """Now on the bench clock, as the stamp of a sample's first change (told later with
@@ -152,7 +173,7 @@ class SimulatedDeviceLink:
         self._holding = hold
         self._last_write = t
         self.writes += 1
-        self._sock.sendall(text.encode())
+        self._write(text)
         if hold and self._begins and self._flusher is None and not self._quiet.is_set():
             self._flusher = threading.Thread(target=self._flush_when_quiet, daemon=True,
                                              name=f"sim-link-flusher:{self.address}")
@@ -169,7 +190,13 @@ class SimulatedDeviceLink:
             finally:
                 self._deferred = []
                 self._holding = False
-                self._sock.close()
+                for sock in self._socks:
+                    sock.close()
+
+    def _write(self, text: str) -> None:
+        data = text.encode()
+        for sock in self._socks:
+            sock.sendall(data)
 
 
 def relink(previous: SimulatedDeviceLink | None, address: str) -> SimulatedDeviceLink:

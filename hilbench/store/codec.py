@@ -1,7 +1,5 @@
-"""How values are laid out in the store: dicts as JSON text, sample arrays as float64 bytes.
-
-Arrays are stored as raw little-endian float64 so an hour of 1 kHz samples is written and read
-back without a Python object per sample, and the bytes mean the same on every machine.
+"""How values are laid out in the store: dicts as JSON text. Sample arrays are bytes laid out
+by :mod:`hilbench.store.sample_blobs` (no Python object per sample, the same on every machine).
 """
 
 from __future__ import annotations
@@ -9,14 +7,9 @@ from __future__ import annotations
 import json
 import math
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hilbench.store.errors import StoreDamaged, StoreError
-
-if TYPE_CHECKING:
-    import numpy as np
-
-FLOAT64_LE = "<f8"  # numpy is imported where arrays are handled: reading runs does not need it
 
 
 def to_json(value: Any, what: str) -> str:
@@ -34,19 +27,6 @@ def from_json(text: str) -> Any:
     except (ValueError, TypeError) as exc:
         raise StoreDamaged(f"a stored field is not JSON ({type(exc).__name__}: "
                            f"{str(exc)[:120]})") from None
-
-
-def array_to_blob(array: Any) -> bytes:
-    import numpy as np
-
-    return np.ascontiguousarray(array, dtype=FLOAT64_LE).tobytes()
-
-
-def blob_to_array(blob: bytes) -> np.ndarray:
-    """A read-only float64 view of the stored bytes (copy it to modify)."""
-    import numpy as np
-
-    return np.frombuffer(blob, dtype=FLOAT64_LE)
 
 
 def finite_or_none(value: float | None) -> float | None:

@@ -16,7 +16,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from hilbench.store.backend import PgConnection, plain_rows
-from hilbench.store.codec import blob_to_array, from_json
+from hilbench.store.codec import from_json
 from hilbench.store.engine import DbTarget, parse_db
 from hilbench.store.errors import StoreDamaged, StoreError, damaged, store_error
 from hilbench.store.listing import (
@@ -30,6 +30,7 @@ from hilbench.store.listing import (
     run_groups,
 )
 from hilbench.store.opening import open_target
+from hilbench.store.sample_blobs import stamps_from_blob, values_from_blob
 
 if TYPE_CHECKING:
     import numpy as np
@@ -346,12 +347,13 @@ class Store:
             values = np.empty(n_total, dtype=np.float64)
             filled = 0
             batches = self._conn.execute(
-                f"SELECT n, t, vals FROM samples {where} ORDER BY id", args
+                f"SELECT n, t_first, t_last, t, vals FROM samples {where} ORDER BY id", args
             )
             for row in batches:
                 n = row["n"]
-                t[filled : filled + n] = blob_to_array(row["t"])
-                values[filled : filled + n] = blob_to_array(row["vals"])
+                t[filled : filled + n] = stamps_from_blob(row["t"], n, row["t_first"],
+                                                          row["t_last"])
+                values[filled : filled + n] = values_from_blob(row["vals"], n)
                 filled += n
         finally:
             self._conn.execute("COMMIT")
@@ -369,8 +371,8 @@ class Store:
                 "phase_uid": row["phase_uid"],
                 "source": row["source"],
                 "unit": row["unit"],
-                "t": blob_to_array(row["t"]),
-                "values": blob_to_array(row["vals"]),
+                "t": stamps_from_blob(row["t"], row["n"], row["t_first"], row["t_last"]),
+                "values": values_from_blob(row["vals"], row["n"]),
                 "meta": from_json(row["meta"]),
             }
 

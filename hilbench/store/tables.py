@@ -117,8 +117,8 @@ samples = sa.Table(
     sa.Column("n", sa.Integer, nullable=False),
     sa.Column("t_first", sa.Double),
     sa.Column("t_last", sa.Double),
-    sa.Column("t", sa.LargeBinary, nullable=False),  # float64 little-endian
-    sa.Column("vals", sa.LargeBinary, nullable=False),  # float64 little-endian
+    sa.Column("t", sa.LargeBinary, nullable=False),  # stamps: store/sample_blobs.py
+    sa.Column("vals", sa.LargeBinary, nullable=False),  # float64/32: store/sample_blobs.py
     sa.Column("meta", sa.Text, nullable=False),  # JSON
 )
 sa.Index("samples_by_run", samples.c.run_uid, samples.c.source)

@@ -37,11 +37,12 @@ from hilbench.documents import (
     Samples,
 )
 from hilbench.store.backend import PgConnection
-from hilbench.store.codec import array_to_blob, finite_or_none, to_json
+from hilbench.store.codec import finite_or_none, to_json
 from hilbench.store.engine import DbTarget, parse_db
 from hilbench.store.errors import StoreError, StoreFault, store_error
 from hilbench.store.groups import replicate_key
 from hilbench.store.opening import open_target
+from hilbench.store.sample_blobs import stamps_blob, values_blob
 
 log = logging.getLogger(__name__)
 
@@ -269,7 +270,9 @@ class StoreWriter(DocumentRouter):
         what = f"samples from {doc.source!r} in run {doc.run_uid}"
         self._check_phase(run, doc.phase_uid, doc.run_uid, what)
         t = np.asarray(doc.t, dtype=np.float64)
-        values = np.asarray(doc.values, dtype=np.float64)
+        values = np.asarray(doc.values)
+        if values.dtype != np.float32:  # float32 stays as it came (four bytes a sample)
+            values = values.astype(np.float64)
         if t.ndim != 1 or t.shape != values.shape:
             raise StoreError(
                 f"{self.path}: {what}: t and values must be 1-D of equal length, "
@@ -289,8 +292,8 @@ class StoreWriter(DocumentRouter):
                 n,
                 float(t[0]) if n else None,
                 float(t[-1]) if n else None,
-                array_to_blob(t),
-                array_to_blob(values),
+                stamps_blob(t),
+                values_blob(values),
                 meta,
             ),
         )

@@ -126,6 +126,12 @@ MISTAKES = [
         "{f} [[instruments]] #1 settings: unknown power model 'simulated-gpu'",
     ),
     (
+        GOOD + METER.replace('simulate = "simulated-cpu"',
+                             'resource = "TCPIP::h::5025::SOCKET"\ngain_error = 0.03'),
+        "{f} [[instruments]] #1 gain_error: only the simulated meter (simulate = ...) takes a "
+        "calibration error",
+    ),
+    (
         GOOD + METER.replace("keysight34465a", "keysight3446"),
         "{f} [[instruments]] #1 settings: no instrument driver named 'keysight3446'",
     ),

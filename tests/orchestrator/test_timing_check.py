@@ -6,6 +6,8 @@ allowance compared at 2×, ``untimed_s`` counted twice, a region allowed 10 % mo
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from hilbench.contracts.base import UntimedWork
@@ -242,3 +244,48 @@ def test_a_command_longer_than_the_agents_follower_check_gets_the_link_twice():
     assert long.allowed.link_s == pytest.approx(2 * LINK.bound_s)
     assert reply(1.3 * MS, claimed_s=0.3).on_time and not reply(1.3 * MS, claimed_s=0.2).on_time
     assert long.to_dict()["allowance"]["link_turns"] == 2
+
+
+def test_one_slow_echo_does_not_widen_a_short_runs_bound():
+    # Under a busy loop per core one echo of 19.5 ms among echoes of median 0.2 ms lifted the
+    # bound to 25 ms: a reply 10x late at a 1 ms timeout (9 ms outside) then passed as on time.
+    pool = [0.15 * MS] * 10 + [0.2 * MS] * 17 + [0.3 * MS] * 20 + [19.5 * MS]
+    bound = LinkBound.of(pool, 4096, 4)
+    assert bound.bound_s > 9 * MS  # the pool's own 99th percentile is its slow echo
+    # the tail through the median (0.2 ms) and the 75th percentile (0.3 ms) at 0.99
+    assert bound.tail_q99_s == pytest.approx(0.2 * MS + 0.1 * MS * math.log(50) / math.log(2))
+    assert bound.single_bound_s == pytest.approx(bound.tail_q99_s + 0.15 * MS)
+    offset = ClockOffset(offset_s=100.0, uncertainty_s=0.05 * MS, rtt_s=0.1 * MS, probes=8,
+                         link=bound)
+    late = reply(9 * MS, offset=offset)
+    assert late.verdict == "unverified"
+    assert "only as far as its claim" in late.reason
+    assert reply(0.3 * MS, offset=offset).verdict == "on_time"
+    # stored and read back, the pool's body is kept; never above the pool's own quantile
+    assert LinkBound.from_dict(bound.to_dict()) == bound
+    even = LinkBound.of([1 * MS] * 48, 4096, 4)
+    assert even.single_bound_s == pytest.approx(2 * MS) == even.bound_s
+
+
+def test_a_bound_recorded_before_the_fitted_tail_reads_back_under_its_own_rule():
+    new_keys = ("body_s", "body_quantile", "tail_q99_s", "single_bound_s", "tail")
+    measured = LinkBound.of([0.1 * MS] * 20 + [0.2 * MS] * 27 + [0.4 * MS], 4096, 4).to_dict()
+    assert set(new_keys) <= set(measured)
+    old = {k: v for k, v in LINK.to_dict().items() if k not in new_keys}
+    assert LinkBound.from_dict(old).bound_s == pytest.approx(0.7 * MS)
+    assert LinkBound.from_dict(old).single_bound_s == pytest.approx(0.7 * MS)
+
+
+def test_a_single_run_uses_the_links_tail_only_as_far_as_its_own_claim():
+    # a busy host's echoes: median 0.3 ms, one in eight waits a scheduler turn (8 ms)
+    pool = [0.2 * MS] * 12 + [0.3 * MS] * 30 + [8 * MS] * 6
+    bound = LinkBound.of(pool, 4096, 4)
+    assert bound.bound_s > 9 * MS > bound.single_bound_s
+    offset = ClockOffset(offset_s=100.0, uncertainty_s=0.05 * MS, rtt_s=0.1 * MS, probes=8,
+                         link=bound)
+    # 10x late at 1 ms: out for 9 times its claim, past the typical bound: no evidence
+    assert reply(9 * MS, claimed_s=1 * MS, offset=offset).verdict == "unverified"
+    # the same delay on a 100 ms claim is inside the link's tail: on time
+    assert reply(9 * MS, claimed_s=100 * MS, offset=offset).verdict == "on_time"
+    # a delay within the typical bound is on time whatever the claim
+    assert reply(bound.single_bound_s * 0.9, claimed_s=1 * MS, offset=offset).on_time

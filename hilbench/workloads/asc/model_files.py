@@ -51,7 +51,12 @@ def readers() -> dict[str, str]:
 
 
 def load_model_file(path: str | Path) -> AscModel:
-    """Read a model file with the reader registered for its format."""
+    """Read a model file with the reader registered for its format (a ``.nir`` file: a NIR
+    graph, :class:`hilbench.nir.model.NirAscModel`)."""
+    if Path(path).suffix.lower() == ".nir":
+        from hilbench.nir.model import NirAscModel
+
+        return NirAscModel(path)
     fmt = model_format(path)
     matches = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == fmt]
     if not matches:

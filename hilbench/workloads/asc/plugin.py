@@ -101,6 +101,7 @@ WORKLOAD = WorkloadPlugin(
         # Table 6's layout first, each system's detail below
         "hilbench.workloads.asc.report.table6",
         "hilbench.workloads.asc.report.table",
+        "hilbench.workloads.asc.report.closed",  # the closed category: one NIR graph, every device
     ),
     report_figures=("hilbench.workloads.asc.report.figures:report_figures",),
     trace_runs="hilbench.workloads.asc.report.figures:trace_runs",

@@ -5,15 +5,14 @@ holds, and every power figure says "simulated"."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
 from hilbench.sim.power_model import ARDUINO_NANO_33_BLE
 from hilbench.store import Store
-from hilbench.workloads.asc.procedures.run import ensure_fixture
-from tests.subprocesses import run_campaign, unit_runs
+from tests.drivers.arduino.short_example import run_short_example
+from tests.subprocesses import unit_runs
 
 pytestmark = pytest.mark.slow
 
@@ -22,27 +21,7 @@ EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "asc-arduino.toml"
 
 @pytest.fixture(scope="module")
 def example_run(host_program: Path, tmp_path_factory: pytest.TempPathFactory):
-    pytest.importorskip("soundfile")
-    cache = tmp_path_factory.mktemp("xdg-cache")
-    ensure_fixture(cache / "hilbench" / "asc-fixture-0", seed=0)
-    text = EXAMPLE.read_text()
-    short = re.sub(r"^(idle_s|active_s) = [0-9.]+", r"\1 = 3.0", text, flags=re.M)
-    short = re.sub(r"^limit = \d+", "limit = 2", short, flags=re.M)
-    assert short.count("= 3.0") == 2 and "limit = 2" in short, "the example changed shape"
-    tmp = tmp_path_factory.mktemp("arduino-example")
-    campaign = tmp / "asc-arduino.toml"
-    campaign.write_text(short)
-    db = tmp / "r.sqlite"
-    proc = run_campaign(
-        campaign,
-        db,
-        extra_env={
-            "XDG_CACHE_HOME": str(cache),
-            "COLUMNS": "200",
-            "HILBENCH_ARDUINO_HOST": str(host_program),
-        },
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc, db = run_short_example(EXAMPLE, host_program, tmp_path_factory)
     with Store(db) as store:
         runs = {r["procedure"]: r for r in unit_runs(store)}
         metrics = {p: {m["name"]: m for m in store.metrics(r["uid"])} for p, r in runs.items()}

@@ -8,6 +8,7 @@ that command elsewhere (tests/side_envs.py).
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,18 @@ collect_ignore = [] if HAS_ROCKPOOL else ["xylo_env"]
 @pytest.fixture(scope="session")
 def xylo_python() -> Path:
     return side_envs.xylo_python()
+
+
+def shortened_example(name: str, xylo_python: Path, tables: int) -> str:
+    """``examples/<name>`` made quick for a test: 1 s power windows, one test clip, the Xylo
+    agent on ``xylo_python``; ``tables``: how many ``[[asc]]`` tables it shortens (checked)."""
+    text = (REPO / "examples" / name).read_text()
+    short = re.sub(r"^(idle_s|active_s) = [0-9.]+", r"\1 = 1.0", text, flags=re.M)
+    short = re.sub(r"^limit = \d+", "limit = 1", short, flags=re.M)
+    short = short.replace('python = "../.venv-xylo/bin/python"', f'python = "{xylo_python}"')
+    assert len(re.findall(r"^(idle_s|active_s) = 1.0", short, flags=re.M)) == 2 * tables
+    assert len(re.findall(r"^limit = 1\b", short, flags=re.M)) == tables
+    return short
 
 
 def tiny_network_parts(hidden: int = 8, seed: int = 0):

@@ -42,7 +42,14 @@ SAMPLE_TIMEOUT_S = 60.0  # one sample takes milliseconds; this only catches a hu
 SAMPLE_LIST_BYTES = 8 * 1024 * 1024
 
 def send_model(device: RemoteDevice, model: Any) -> dict[str, Any]:
-    """Put the int8 model into the device: JSON metadata plus its integer arrays."""
+    """Put the int8 model into the device: JSON metadata plus its integer arrays (a NIR
+    graph: its file's bytes, only to a device that declares it runs NIR graphs)."""
+    from hilbench.nir.model import NirAscModel
+
+    if isinstance(model, NirAscModel):
+        from hilbench.workloads.asc.procedures.nir import require_nir_device
+
+        require_nir_device(device)
     arrays = model.arrays()
     names = sorted(arrays)
     reply = device.asc.load_asc(

@@ -14,8 +14,8 @@ this module; neither imports the other.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -47,6 +47,19 @@ class PowerWindow:
     # what the meter's interval estimate leaves open at the window's end, and the estimate
     drift_residual_s: float = 0.0
     interval: dict[str, Any] | None = None
+    # further instruments on the same device: their phase_readings, by instrument id
+    others: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def seen_by(self, instrument_id: str) -> PowerWindow:
+        """The same window as a further instrument read it."""
+        readings = {"drift_residual_s": 0.0, "interval": None, **self.others[instrument_id]}
+        return replace(self, **readings, others={})
+
+
+def other_readings(phase: Phase, instruments: Sequence[Instrument], inst: Instrument | None,
+                   end: float) -> dict[str, dict[str, Any]]:
+    """:func:`phase_readings` of every instrument but the headline ``inst``, by id."""
+    return {o.spec.id: phase_readings(phase, o, end) for o in instruments if o is not inst}
 
 
 def phase_readings(phase: Phase, inst: Instrument | None, end: float) -> dict[str, Any]:

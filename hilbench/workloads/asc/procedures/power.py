@@ -31,6 +31,8 @@ from hilbench.documents import Event, Metric
 from hilbench.power.estimators import (
     PowerEstimate,
 )
+from hilbench.power.instrument_agreement import META_KEY as INSTRUMENTS_KEY
+from hilbench.power.instrument_agreement import compare_instruments
 from hilbench.power.provenance import META_KEY, PowerOrigin, agreement, stated_uncertainty95
 from hilbench.power.timing import aperture_s
 from hilbench.sdk import Instrument, Phase, RunContext, check_region
@@ -46,6 +48,7 @@ from hilbench.workloads.asc.procedures.figures import (
     PowerWindow,
     instrument_meta,
     loop_time,
+    other_readings,
     phase_readings,
     stage_power_figures,
     window_estimate,
@@ -121,7 +124,7 @@ def run_power_unit(
         unload_sample(device, rows[0])
     else:
         unload_stream(device)
-    _emit_power_metrics(ctx, spec, stream, windows, inst, len(instruments), times, onboard)
+    _emit_power_metrics(ctx, spec, stream, windows, inst, instruments, times, onboard)
 
 
 def _run_single_stream_power(ctx: RunContext, res: AscResources, device: RemoteDevice,
@@ -142,7 +145,7 @@ def _run_single_stream_power(ctx: RunContext, res: AscResources, device: RemoteD
         windows.append(_idle_window(ctx, device, instruments, inst, spec.idle_s, rep))
         pipelines.append(pipeline_window(ctx, res, device, instruments, inst, lists,
                                          spec.active_s, rep))
-    _emit_power_metrics(ctx, spec, 1, windows, inst, len(instruments), times,
+    _emit_power_metrics(ctx, spec, 1, windows, inst, instruments, times,
                         pipelines=pipelines)
 
 
@@ -181,7 +184,8 @@ def _idle_window(
                        {"repetition": rep, "start": start, "end": end}))
     # The idle window is the orchestrator's own: no agent clock maps it, only the meter's start.
     return PowerWindow("idle", rep, start, end, offset_uncertainty_s=0.0,
-                       **phase_readings(phase, inst, end))
+                       **phase_readings(phase, inst, end),
+                       others=other_readings(phase, instruments, inst, end))
 
 
 def _device_idle_window(
@@ -228,7 +232,8 @@ def _active_window(
                         "request_window": list(device.window or ())}))
     return PowerWindow(stage, rep, start, end, loop=loop,
                        offset_uncertainty_s=phase.offsets[device.name].uncertainty_s,
-                       **phase_readings(phase, inst, end))
+                       **phase_readings(phase, inst, end),
+                       others=other_readings(phase, instruments, inst, end))
 
 
 def _check_window(ctx: RunContext, device: RemoteDevice, phase: Phase, what: str,
@@ -259,7 +264,7 @@ def _emit_power_metrics(  # noqa: C901
     stream: int,
     windows: list[PowerWindow],
     inst: Instrument | None,
-    instrument_count: int,
+    instruments: Sequence[Instrument],
     times: StageTimes,
     onboard: bool = False,
     pipelines: list[PipelineWindow] | None = None,
@@ -306,14 +311,18 @@ def _emit_power_metrics(  # noqa: C901
         figures = onboard_figures(windows, spec.boundary, times, loop_times, spec.agent)
     else:
         figures = _power_figures(spec, windows, inst, times, loop_times)
+    compared = _further_instruments(spec, windows, inst, instruments, times, loop_times,
+                                    figures if pipelines is None and not onboard else None)
     for stage in measured:
         reported = agent_active_power(spec.agent, loops[stage],
                                       (figures or {}).get(f"active_power_w.{stage}"))
         if reported is not None:
             ctx.emit(Metric(run, f"agent_active_power_w.{stage}", reported[0], "W",
                             reported[1], meta={**common, **reported[2]}))
-    if instrument_count > 1:
-        common["note"] = f"{instrument_count} instruments measure this agent; figures use the first"
+    if len(instruments) > 1 and inst is not None:
+        common["note"] = (f"{len(instruments)} instruments measure this agent; figures are "
+                          f"{inst.spec.id}'s" + (", each other's beside them with E_n"
+                                                  if compared else ""))
     if figures is None or "reason" in figures:
         reason = (figures or {}).get("reason") or f"no instrument measures agent {spec.agent}"
         for name, unit in POWER_METRICS:
@@ -327,7 +336,24 @@ def _emit_power_metrics(  # noqa: C901
                                     "(capabilities asc.stages)"}))
             continue
         value, uncertainty, extra = figures[name]
+        if name in compared:
+            extra = {**extra, INSTRUMENTS_KEY: compared[name]}
         ctx.emit(Metric(run, name, value, unit, uncertainty, meta={**meta, **extra}))
+
+
+def _further_instruments(spec: AscSpec, windows: list[PowerWindow], inst: Instrument | None,
+                         instruments: Sequence[Instrument], times: StageTimes,
+                         loop_times: dict[str, tuple[float, float]],
+                         figures: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """Each further instrument's figures of the same windows beside the headline's, with
+    their E_n (:mod:`hilbench.power.instrument_agreement`), by figure name."""
+    others = [o for o in instruments if o is not inst]
+    if inst is None or not others or figures is None or "reason" in figures:
+        return {}
+    return compare_instruments(inst.spec.id, figures, [
+        (o.spec.id, _power_figures(spec, [w.seen_by(o.spec.id) for w in windows], o, times,
+                                   loop_times))
+        for o in others])
 
 
 def agent_active_power(agent: str, loops: list[dict[str, Any]],

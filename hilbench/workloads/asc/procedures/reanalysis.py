@@ -19,7 +19,7 @@ from hilbench.contracts.capabilities import Capabilities
 from hilbench.sdk import check_region
 from hilbench.wire.link import AgentError
 from hilbench.workloads.asc.procedures.device import SampleRecord
-from hilbench.workloads.asc.procedures.figures import PowerWindow, phase_readings
+from hilbench.workloads.asc.procedures.figures import PowerWindow, other_readings, phase_readings
 from hilbench.workloads.asc.procedures.pipeline import (
     PipelineWindow,
     attach_readings,
@@ -55,9 +55,31 @@ def reanalyse(recording: Recording, run: RecordedRun) -> dict[str, Metric]:
     if run.run.get("procedure") == "asc.single_stream":
         records, labels, clip_ids = _sample_records(run)
         emit_single_stream_metrics(out.context, records, labels, clip_ids)
+        if run.params.get("category") == "closed":
+            _reference_check(run, records, out)
     else:
         _power(recording, run, out)
     return out.metrics
+
+
+def _reference_check(run: RecordedRun, records: list[SampleRecord], out: Any) -> None:
+    """A closed run's reference check and algorithm metrics again: the graph and the test
+    split read anew from the run's parameters (ValueError, one line, when the graph there is
+    no longer the one the run ran), the device's NIR declaration from its handshake."""
+    from hilbench.workloads.asc.procedures.nir import check_and_emit
+    from hilbench.workloads.asc.procedures.run import AscResources
+
+    params = run.params
+    spec = AscSpec.model_construct(**{k: params[k] for k in AscSpec.model_fields
+                                      if k in params})
+    res = AscResources(spec)
+    res.ensure()
+    if res.model.sha256 != params.get("graph_sha256"):
+        raise ValueError(f"the graph at {spec.model} hashes {res.model.sha256[:12]}…, the run "
+                         f"ran {str(params.get('graph_sha256'))[:12]}…")
+    agent = run.agent()
+    caps = ((run.run.get("agents") or {}).get(agent, {}).get("capabilities") or {}).get("nir")
+    check_and_emit(out.context, res.model, res.test, records, caps or {}, agent)
 
 
 def _sample_records(run: RecordedRun) -> tuple[list[SampleRecord], np.ndarray, list[str]]:
@@ -117,9 +139,9 @@ def _power(recording: Recording, run: RecordedRun, out: Any) -> None:
         if e["name"] == "pipeline_window":
             pipelines.append(_pipeline(e, phase, agent, inst))
         else:
-            windows.append(_window(e, phase, agent, inst, onboard))
+            windows.append(_window(e, phase, agent, inst, onboard, instruments))
     stream = int(params.get("stream_samples", 1))
-    _emit_power_metrics(out.context, spec, stream, windows, inst, len(instruments), times,
+    _emit_power_metrics(out.context, spec, stream, windows, inst, instruments, times,
                         onboard, pipelines if params.get("power_method") == "single_stream"
                         else None)
 
@@ -135,15 +157,16 @@ def _pipeline(event: dict[str, Any], phase: Phase, agent: str, inst: Any) -> Pip
     return attach_readings(window, phase, inst)
 
 
-def _window(event: dict[str, Any], phase: Phase, agent: str, inst: Any, onboard: bool
-            ) -> PowerWindow:
+def _window(event: dict[str, Any], phase: Phase, agent: str, inst: Any, onboard: bool,
+            instruments: Any = ()) -> PowerWindow:
     """The window as :mod:`hilbench.workloads.asc.procedures.power` built it when it ran."""
     d = event["data"]
     rep, start, end = int(d["repetition"]), float(d["start"]), float(d["end"])
     if event["name"] == "idle_window" and onboard:
         return PowerWindow("idle", rep, start, end, None, phase.offsets[agent].uncertainty_s,
                            None, {"power": d.get("power")})
-    readings = phase_readings(phase, inst, end)
+    readings = {**phase_readings(phase, inst, end),
+                "others": other_readings(phase, instruments, inst, end)}
     if event["name"] == "idle_window":
         return PowerWindow("idle", rep, start, end, offset_uncertainty_s=0.0, **readings)
     return PowerWindow(str(d["stage"]), rep, start, end, loop=d,

@@ -23,6 +23,7 @@ from hilbench.contracts.asc import STAGES
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.filehash import sha256_file
 from hilbench.sdk import Instrument, Procedure, RunContext, UnitKey, UnitWork
+from hilbench.workloads.asc.procedures.nir import category, nir_needs
 from hilbench.workloads.asc.procedures.table import AscSpec
 
 if TYPE_CHECKING:
@@ -185,6 +186,10 @@ class AscSingleStreamUnit:
     def prepare(self) -> dict[str, Any]:
         return self.resources.ensure()
 
+    def needs(self, limits: Mapping[str, Any] | None) -> Any:
+        """For the campaign gate: a NIR graph on a driver that cannot run one is refused."""
+        return nir_needs(self.spec.model, limits)
+
     def work(self, capabilities: Mapping[str, Any] | None = None) -> UnitWork:
         """For the ETA: one pass over the test samples (their number known once loaded)."""
         test = self.resources.test
@@ -226,6 +231,9 @@ class AscPowerUnit:
     def prepare(self) -> dict[str, Any]:
         return self.resources.ensure()
 
+    def needs(self, limits: Mapping[str, Any] | None) -> Any:
+        return nir_needs(self.spec.model, limits)
+
     def work(self, capabilities: Mapping[str, Any] | None = None) -> UnitWork:
         """For the ETA: the declared windows, ``repetitions`` × (idle + an active window per
         stage the device can time — both until its capabilities are known — or one
@@ -255,7 +263,8 @@ def _timed_stages(capabilities: Mapping[str, Any] | None) -> tuple[str, ...]:
 
 def _spec_params(spec: AscSpec) -> dict[str, Any]:
     # table_digest: which [[asc]] table a run belongs to (the table groups its runs by it)
-    return {**spec.params(), "table_digest": spec.digest}
+    # category: "closed" (a NIR graph, named by its content hash) or "open" (issue 36)
+    return {**spec.params(), "table_digest": spec.digest, **category(spec.model)}
 
 
 def expand_units(

@@ -33,6 +33,7 @@ from hilbench.workloads.asc.procedures.device import (
     send_model,
     uses_sample_lists,
 )
+from hilbench.workloads.asc.procedures.nir import emit_reference_check
 from hilbench.workloads.asc.procedures.timing import (
     PhaseTiming,
     check_request,
@@ -161,6 +162,7 @@ def run_single_stream_unit(ctx: RunContext, res: AscResources, device: RemoteDev
     runs of the same trial use them)."""
     records = run_single_stream_phase(ctx, res, device)
     emit_single_stream_metrics(ctx, records, res.test.labels, res.test.clip_ids)
+    emit_reference_check(ctx, res, records, device)  # a NIR graph only (closed category)
     return stage_times(ctx.run_uid, records)
 
 

@@ -6,6 +6,7 @@ agent = "cpu0"
 fixture = true            # generate the synthetic data set (into `data`, or a cache dir)
 # data = "path/to/TAU-urban-acoustic-scenes-2020-mobile-development"
 # model = "asc-int8.npz"  # else trained on the train split (train_epochs, train_seed)
+# model = "asc-snn.nir"   # a NIR graph (closed category), or "packaged-nir"
 limit = 20                # test clips (ten 1 s samples each) for quick runs
 power = true
 power_method = "repeat"   # or "single_stream" (a meter aperture shorter than a stage)
@@ -30,6 +31,7 @@ from hilbench.filehash import sha256_file_cached
 from hilbench.power.align import BOUNDARY_POLICIES
 from hilbench.sdk import CampaignTable, table_context
 from hilbench.workloads.asc.fixture import MIN_SAMPLE_RATE
+from hilbench.workloads.asc.procedures.nir import PACKAGED_NIR, is_nir_path, nir_model_path
 
 PACKAGED = "packaged"  # model = "packaged": the model shipped in hilbench/workloads/asc/data
 
@@ -45,7 +47,9 @@ class AscSpec(CampaignTable):
     model: str | None = Field(
         None,
         description='int8 model file (.npz), or "packaged" for the model shipped with hilbench '
-        "(trained on the fixture); default: trained on the train split, then cached",
+        "(trained on the fixture); a NIR graph (.nir, inside the campaign file's folder) or "
+        '"packaged-nir" for the ASC spiking network shipped as NIR (the closed category); '
+        "default: trained on the train split, then cached",
     )
     train_epochs: int = Field(10, ge=1)
     train_seed: int = Field(0, ge=0)
@@ -83,6 +87,8 @@ class AscSpec(CampaignTable):
             from hilbench.workloads.asc import packaged_model_path
 
             return str(packaged_model_path())
+        if info.field_name == "model" and (value == PACKAGED_NIR or is_nir_path(value)):
+            return nir_model_path(value, ctx.base_dir)
         path = ctx.path(value)
         if info.field_name == "model" and not path.is_file():
             raise ValueError(f"model file {path} not found")
@@ -128,6 +134,16 @@ class AscSpec(CampaignTable):
             settings.pop("power_method")
         blob = json.dumps(settings, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:8]
+
+    def check_notes(self) -> list[str]:
+        """For `campaign check`: the NIR graph a table runs, named by its content hash."""
+        if not is_nir_path(self.model):
+            return []
+        from hilbench.nir.model import graph_hash_of_file
+
+        assert self.model is not None
+        return [f"model: NIR graph {self.model}, graph sha256 {graph_hash_of_file(self.model)} "
+                "(closed category)"]
 
     def params(self) -> dict[str, Any]:
         """The settings as run parameters."""

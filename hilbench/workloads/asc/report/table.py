@@ -15,12 +15,13 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
+from hilbench.power.instrument_agreement import disagreeing_instruments, disagreement_text
 from hilbench.power.provenance import origin_of, origins_text
 from hilbench.report.campaign_data import CampaignData, load_campaign_data
 from hilbench.report.table import EMPTY, Cell, Column, Table, format_quantity
@@ -264,7 +265,7 @@ def asc_table(group: AscGroup, title: str) -> Table:
         runs = group.power[stream]
         label = _stream_label(stream, _method(group))
         sim = group.simulated(stream)
-        idle = figure_cell(combine(runs, "idle_power_w"), sim)
+        idle = power_cell(runs, "idle_power_w", sim)
         source = power_source(runs)
         table.add(Cell.of_text(f"power: {label}" + (f" — {source}" if source else "")),
                   Cell.of_text(""), Cell.of_text(""), section=True, ident=f"power: {label}")
@@ -279,7 +280,7 @@ def asc_table(group: AscGroup, title: str) -> Table:
             ("dynamic energy / inference", "energy_per_inference_j"),
         ):
             table.add(Cell.of_text(title_),
-                      *(figure_cell(combine(runs, f"{name}.{s}"), sim) for s in STAGES),
+                      *(power_cell(runs, f"{name}.{s}", sim) for s in STAGES),
                       ident=f"{title_} ({label})")
         if any(f"agent_active_power_w.{s}" in r for r in runs for s in STAGES):
             table.add(Cell.of_text("active power, agent's own report"),
@@ -287,6 +288,26 @@ def asc_table(group: AscGroup, title: str) -> Table:
                       ident=f"active power, agent's own report ({label})")
     table.notes += describe(group)
     return table
+
+
+def power_cell(runs: list[dict[str, dict[str, Any]]], name: str, simulated: bool) -> Cell:
+    """A power figure, and beside it every further instrument's figure of the same windows with
+    its E_n; one that disagrees (E_n > 1) is named in the cell's label."""
+    cell = figure_cell(combine(runs, name), simulated)
+    metas = [(r.get(name) or {}).get("meta") for r in runs]
+    text = disagreement_text(metas, lambda v, u: format_quantity(v, u, cell.unit))
+    if cell.value is None or not text:
+        return cell
+    return replace(cell, note="; ".join(x for x in (cell.note, text) if x),
+                   label=instruments_label(runs, name, cell.label))
+
+
+def instruments_label(runs: list[dict[str, dict[str, Any]]], name: str, label: str = "") -> str:
+    """A figure's label with every further instrument that disagrees with it named
+    (``E_n > 1: dmm-c``): shown wherever the figure is, never without."""
+    disagree = disagreeing_instruments([(r.get(name) or {}).get("meta") for r in runs])
+    return "; ".join(x for x in (label, f"E_n > 1: {', '.join(disagree)}" if disagree else "")
+                     if x)
 
 
 def power_source(runs: list[dict[str, dict[str, Any]]]) -> str:

@@ -22,6 +22,7 @@ from hilbench.workloads.asc.report.figures import AscSystem, asc_systems
 from hilbench.workloads.asc.report.table import (
     accuracy_cell,
     figure_cell,
+    instruments_label,
     mean_standard_uncertainty,
 )
 
@@ -103,7 +104,9 @@ def _cell(system: AscSystem, metric: str, unit: str) -> Cell:
                 cell.trials, cell.missing or ("" if cell.value is not None or single
                                               or system.stream is not None
                                               else "power not measured"),
-                interval=cell.interval, label=cell.label, fixed_unit=unit)
+                interval=cell.interval, fixed_unit=unit,
+                label=cell.label if single else instruments_label(system.power_runs, metric,
+                                                                  cell.label))
 
 
 def _power_basis(system: AscSystem) -> str:

@@ -67,6 +67,10 @@ def run_power(phase: Phase, agent: str, scenario: str, requested_s: float,
         inst = instruments[0]
         end = start + requested_s if fixed else solving_end
         headline = instrument_power(phase, agent, inst, start, end)
+        if len(instruments) > 1:  # E_n between instruments: ASC figures only (issue 35)
+            headline = PowerFigure(headline.value, headline.uncertainty, {
+                **headline.meta, "note": f"{len(instruments)} instruments measure this agent; "
+                                         f"figures are {inst.spec.id}'s, the others unused"})
         if fixed:
             headline = PowerFigure(headline.value, headline.uncertainty,
                                    {**headline.meta, "runtime": FIXED_RUNTIME,

@@ -1,0 +1,89 @@
+"""`hilbench run examples/asc-arduino-two-instruments.toml` end to end on the simulated bench
+(windows cut to 3 s, two test clips): three simulated meters on the emulated board's supply —
+the headline dmm-a, a calibrated dmm-b and dmm-c reading 3 % high. Every power figure carries
+each further meter's figure of the same windows and its E_n; dmm-c is flagged by name in the
+printed table, the report and the leaderboard row, dmm-b is not."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+from hilbench.sim.power_model import ARDUINO_NANO_33_BLE
+from hilbench.store import Store
+from tests.drivers.arduino.short_example import run_short_example
+from tests.subprocesses import hilbench, unit_runs
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLE = ROOT / "examples" / "asc-arduino-two-instruments.toml"
+POWER = ("idle_power_w", "active_power_w.preprocessing", "active_power_w.inference",
+         "dynamic_power_w.preprocessing", "dynamic_power_w.inference",
+         "energy_per_inference_j.preprocessing", "energy_per_inference_j.inference")
+
+
+@pytest.fixture(scope="module")
+def example_run(host_program: Path, tmp_path_factory: pytest.TempPathFactory):
+    proc, db = run_short_example(EXAMPLE, host_program, tmp_path_factory)
+    with Store(db) as store:
+        run = next(r for r in unit_runs(store) if r["procedure"] == "asc.power")
+        assert run["status"] == "success"
+        metrics = {m["name"]: m for m in store.metrics(run["uid"])}
+    return proc, metrics, db
+
+
+def test_every_power_figure_carries_each_further_instrument_and_its_en(example_run):
+    _, metrics, _ = example_run
+    for name in POWER:
+        found = metrics[name]["meta"]["instruments"]
+        assert found["headline"] == "dmm-a", name
+        others = {e["id"]: e for e in found["others"]}
+        assert set(others) == {"dmm-b", "dmm-c"}, name
+        for entry in others.values():
+            assert entry["value"] > 0 and entry["uncertainty"] > 0 and entry["en"] >= 0, name
+        assert not others["dmm-b"]["flagged"], (name, others["dmm-b"])
+    # the meters all follow the one board (the device link tells each): dmm-b reads the truth
+    idle = {e["id"]: e for e in metrics["idle_power_w"]["meta"]["instruments"]["others"]}
+    truth = ARDUINO_NANO_33_BLE.state_watts["idle"]
+    assert abs(idle["dmm-b"]["value"] - truth) <= 2 * idle["dmm-b"]["uncertainty"]
+
+
+def test_the_miscalibrated_instrument_is_flagged_by_name(example_run):
+    """Reading 3 % high, dmm-c disagrees on every power figure (E_n > 1); the energy figures'
+    uncertainty (the single-stream time's, ~9 % here) is wider than 3 %, so there it may agree."""
+    _, metrics, _ = example_run
+    for name in POWER[:5]:
+        found = metrics[name]["meta"]["instruments"]
+        entry = next(e for e in found["others"] if e["id"] == "dmm-c")
+        assert entry["flagged"] and entry["en"] > 1, (name, entry)
+        assert entry["value"] / metrics[name]["value"] == pytest.approx(1.03, abs=0.01), name
+        assert found["disagree"] == ["dmm-c"], name
+
+
+def test_the_printed_table_report_and_leaderboard_name_it(example_run, tmp_path):
+    proc, _, db = example_run
+    out = proc.stdout
+    lines = out.splitlines()
+    table6 = next(x for x in lines if x.startswith("idle power (mW, mean ± s.u.)"))
+    assert "(E_n > 1: dmm-c)" in table6, table6
+    detail = next(i for i, x in enumerate(lines) if " in detail (" in x)
+    for row in ("idle power", "active power", "dynamic power"):
+        line = next(x for x in lines[detail:] if x.startswith(row))
+        assert "(E_n > 1: dmm-c)" in line, line
+    assert "dmm-c" in out and "DISAGREES with dmm-a: E_n up to" in out
+    assert re.search(r"dmm-b [0-9.]+ ± [0-9.]+ mW agrees with dmm-a: E_n ≤ 0\.\d+", out)
+    system = ROOT / "examples" / "system.toml"
+    pytest.importorskip("matplotlib")  # the report extra
+    report = hilbench("report", "asc-arduino-two-instruments", "--db", db, "--system", system,
+                      "--out", tmp_path / "r", timeout=120)
+    assert report.returncode == 0, report.stderr
+    assert "E_n &gt; 1: dmm-c" in (tmp_path / "r" / "report.html").read_text()
+    board = hilbench("leaderboard", "asc-arduino-two-instruments", "--db", db, "--system", system)
+    assert board.returncode == 0, board.stderr
+    row = next(csv.DictReader(io.StringIO(board.stdout)))
+    assert row["asc_instruments_disagree"] == "dmm-c"
