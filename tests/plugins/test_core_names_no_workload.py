@@ -61,3 +61,11 @@ def test_nothing_under_hilbench_names_the_example_plugin():
              if path.is_file() and path.suffix not in (".pyc", ".npz", ".png")
              and pattern.search(path.read_text(errors="replace"))]
     assert found == []
+
+
+def test_the_workloads_commands_join_through_the_entry_point_group():
+    from hilbench.cli import SUBCOMMANDS
+    from hilbench.cli.lazy import COMMANDS_GROUP, plugin_commands
+
+    assert not {"qubo", "asc"} & set(SUBCOMMANDS)
+    assert {"qubo", "asc"} <= set(plugin_commands(COMMANDS_GROUP))
