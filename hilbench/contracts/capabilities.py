@@ -17,7 +17,9 @@ class Capabilities(Contract, omit_defaults=False, kw_only=True):
     """``workloads`` the driver serves; ``simulated`` (with ``simulation``, one line saying
     what) when the device itself is simulated; one map per workload; ``meter_link``: the
     driver reports its device's state to the simulated bench meter when ``configure`` gives it
-    ``sim_meter``."""
+    ``sim_meter``; ``marker``: the device drives a marker line around each timed stage that an
+    instrument can record in its own sample stream (what, where), so windows may be cut by
+    sample index (:mod:`hilbench.power.markers`)."""
 
     workloads: list[Name] = msgspec.field(default_factory=list)
     simulated: bool = False
@@ -27,6 +29,7 @@ class Capabilities(Contract, omit_defaults=False, kw_only=True):
     nir: NirCapabilities | None = None  # NIR graphs (the closed category)
     power: Detail | None = None
     meter_link: bool = False
+    marker: Detail | None = None
     detail: Detail = msgspec.field(default_factory=dict)
 
 
