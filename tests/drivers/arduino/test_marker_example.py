@@ -128,3 +128,21 @@ def test_audit_verify_names_stored_edges_that_disagree_with_samples_or_figures(
     done = hilbench("audit", "verify", _tamper(bundle, tmp_path, edit))
     assert done.returncode == 1, done.stdout
     assert said.format(n=found["samples"]) in done.stdout, done.stdout
+
+
+def test_the_printed_table_and_the_report_say_marker_cut_with_the_edge_uncertainty(
+        example_run, tmp_path):
+    proc, _, _, db = example_run
+    said = "active windows MARKER-CUT (preprocessing 1/1, inference 1/1)"
+    edge = "edge uncertainty ± 21 µs per window (one sample period + the stated input latency)"
+    printed = " ".join(proc.stdout.split())
+    assert said in printed and edge in printed
+    assert "idle window: software" in printed
+    assert "readings from hilbench's simulated JS220" in printed  # not "the simulated meter"
+    system = Path(__file__).resolve().parents[3] / "examples" / "system.toml"
+    done = hilbench("report", "asc-arduino-marker", "--db", db, "--system", system,
+                    "--out", tmp_path / "report")
+    assert done.returncode == 0, done.stderr
+    for name in ("report.md", "report.html"):
+        text = " ".join((tmp_path / "report" / name).read_text().split())
+        assert said in text and edge in text, name
