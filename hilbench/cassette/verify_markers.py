@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 from hilbench.cassette.runs import RecordedRun, Recording
 from hilbench.power.marker_record import EVENT_KIND, edges_from_event
-from hilbench.power.marker_windows import MARKER_CUT
+from hilbench.power.marker_windows import MARKER_CUT, pairing_of
 from hilbench.power.markers import cut_windows
 
 
@@ -41,7 +41,7 @@ def check_markers(recording: Recording, record: RecordedRun) -> Iterator[str]:
         if len(edges) and int(edges.index[-1]) > held:
             yield f"{where}: an edge at sample {int(edges.index[-1])}, past the {held} held"
         cuts = cut_windows(edges, sample_period_s=period, marker_latency_s=latency,
-                           n_samples=held)
+                           pairing=pairing_of(edges), n_samples=held)
         regions.setdefault((instrument, event["phase_uid"]), (phase, []))[1].extend(
             (c.start, c.stop) for c in cuts)
     yield from _check_figure_windows(record, regions)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from hilbench.power.estimators import BoundaryPolicy, PhaseWindow, PowerEstimate, phase_power
-from hilbench.power.markers import MarkedWindow, MarkerEdges, cut_windows
+from hilbench.power.markers import MarkedWindow, MarkerEdges, Pairing, cut_windows
 from hilbench.power.source import SourceInfo
 
 MARKER_CUT = "marker-cut"
@@ -60,11 +60,18 @@ def phase_alignment(markers: Sequence[MarkerEdges] | None, info: SourceInfo, sam
         return WindowAlignment(None, f"{info.name} records no marker input in its stream")
     found = [w for edges in markers for w in cut_windows(
         edges, sample_period_s=info.sample_period_s, marker_latency_s=info.marker_latency_s,
-        n_samples=samples)]
+        pairing=pairing_of(edges), n_samples=samples)]
     if len(found) != 1:
         return WindowAlignment(None, f"{len(found)} marked regions in the phase's {samples} "
                                      "samples, expected 1")
     return WindowAlignment(found[0])
+
+
+def pairing_of(edges: MarkerEdges) -> Pairing:
+    """A line's edges alternate in level; events of one kind (an LPM01A's ``eventsrc``, a
+    trigger input) repeat it: those delimit windows in turn, a start event and an end event."""
+    repeated = len(edges) > 1 and bool(np.all(edges.level == edges.level[0]))
+    return "alternate" if repeated else "level"
 
 
 def marked_estimate(name: str, watts: np.ndarray, cut: MarkedWindow, info: SourceInfo, *,

@@ -77,3 +77,10 @@ def test_a_figure_says_how_its_windows_were_placed():
     mixed = alignment_summary([cut, soft])
     assert mixed["alignment"] == "mixed" and mixed["marker_windows"] == 1
     assert "declares no marker" in mixed["alignment_reason"]
+
+
+def test_events_of_one_kind_delimit_a_window_start_to_end():
+    """An LPM01A reports each marker event with the same level: a start and an end event."""
+    events = MarkerEdges(np.array([120, 870]), np.array([1, 1]), "event")
+    found = phase_alignment([events], info(marker_channels=("event",)), 1000, True)
+    assert found.method == MARKER_CUT and (found.cut.start, found.cut.stop) == (120, 870)
