@@ -88,6 +88,18 @@ class Metric:
     kind: str = field(default="metric", init=False)
 
 
+def flag(value: bool) -> float:
+    """A yes/no figure as the store keeps it (every stored figure is a number: 1.0 yes, 0.0
+    no); the stores and cassettes hold these, so they keep replaying. Read back with
+    :func:`is_set`."""
+    return 1.0 if value else 0.0
+
+
+def is_set(stored: float | None) -> bool | None:
+    """A stored yes/no figure as a boolean (None: not stored, or stored without a value)."""
+    return None if stored is None else stored == 1.0
+
+
 @dataclass(frozen=True)
 class PhaseStop:
     uid: str

@@ -42,7 +42,8 @@ def test_the_graph_counts_imports_inside_functions(tmp_path):
 
 def test_the_whole_package_is_read():
     folders = {name.split(".")[1] for name in modules() if name.count(".") > 1}
-    assert {"store", "cli", "bench", "orchestrator", "procedures", "sim"} <= folders
+    assert {"store", "cli", "bench", "orchestrator", "workloads", "sim"} <= folders
+    assert "hilbench.workloads.qubo.procedures.run" in modules()
 
 
 def test_the_store_s_function_level_imports_are_in_the_graph():

@@ -2,8 +2,9 @@
 decoded against its Struct (and the driver's declared capabilities) before the driver sees it,
 and every reply is checked against its Struct before it leaves.
 
-A driver either implements the typed roles (:class:`ContractDriver`: ``load_qubo``/``solve``,
-``load_asc``/``run_asc``, ``apply``), receiving Structs and returning them, or keeps the plain
+A driver either implements the typed roles (:class:`ContractDriver` with the role methods each
+workload's plugin routes its requests to, and ``apply``), receiving Structs and returning
+them, or keeps the plain
 ``load``/``run``/``configure`` of :class:`hilbench.agent.driver.Driver`: it then receives the
 checked body as a map, and the keys of its reply that the contract does not name travel under
 the reply's ``detail``.
@@ -11,58 +12,54 @@ the reply's ``detail``.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from typing import Any, ClassVar
 
 import numpy as np
 
 from hilbench.agent.driver import DriverError, DriverResult
-from hilbench.contracts import asc, qubo
 from hilbench.contracts.base import ContractError, Reply, decode, gather_extras, to_wire
-from hilbench.contracts.capabilities import Capabilities, ConfigureReply, Settings
+from hilbench.contracts.capabilities import (
+    Capabilities,
+    ConfigureReply,
+    Settings,
+    capabilities_wire,
+)
 from hilbench.contracts.messages import (
     check_declared,
     check_payloads,
     decode_request,
     reply_type,
 )
-
-_QUBO_RUNS = (qubo.FixedTimeout, qubo.TimeToSolution)
-_ASC_LOADS = asc.AscLoad.__args__  # type: ignore[attr-defined]
+from hilbench.contracts.registry import for_request, resolve, workloads
 
 
 def decode_capabilities(raw: Any) -> Capabilities:
-    """A driver's capabilities as the contract's Struct (extras under ``detail``). An ASC
-    device that runs ``single_stream`` also offers ``samples``: the agent runs sample lists
-    itself, over the driver's own load, run and unload."""
+    """A driver's capabilities as the contract's Struct (extras under ``detail``), each
+    workload's map completed by its plugin (e.g. a mode the agent serves on the driver's
+    behalf)."""
     try:
         caps = decode(Capabilities, gather_extras(Capabilities, raw), "driver_error",
                       "capabilities")
     except ContractError as exc:
         raise DriverError(f"the driver's {exc}", "driver_error") from None
-    if caps.asc is not None and "single_stream" in caps.asc.modes \
-            and "samples" not in caps.asc.modes:
-        caps.asc.modes.append("samples")
+    for name, plugin in workloads().items():
+        declared = caps.workload(name)
+        if declared is not None and plugin.complete is not None:
+            plugin.complete(declared)
     return caps
 
 
-# Keys each workload's capabilities gained in a protocol version: a peer of an older version
-# is not told them (its contract would refuse an unknown key).
-_SINCE_4 = {"qubo": ("untimed",), "asc": ("sample_untimed",)}
-
-
-def capabilities_for_version(caps: dict[str, Any], version: int) -> dict[str, Any]:
-    """What a peer of protocol ``version`` may be told: ``samples`` came with version 3, the
-    declared untimed work (``qubo.untimed``, ``asc.sample_untimed``) with version 4."""
-    if version < 4:
-        caps = {**caps, **{workload: {k: v for k, v in caps[workload].items() if k not in keys}
-                           for workload, keys in _SINCE_4.items() if caps.get(workload)}}
-    declared = caps.get("asc")
-    if version >= 3 or not declared or "samples" not in declared.get("modes", ()):
-        return caps
-    modes = [m for m in declared["modes"] if m != "samples"]
-    return {**caps, "asc": {**declared, "modes": modes}}
+def capabilities_for_version(caps: Any, version: int) -> dict[str, Any]:
+    """What a peer of protocol ``version`` may be told (each workload's plugin drops the keys
+    its contract gained since). ``caps`` is the Struct, or its map as the handshake sends it."""
+    wire = capabilities_wire(caps) if not isinstance(caps, dict) else caps
+    out = dict(wire)
+    for name, plugin in workloads().items():
+        declared = out.get(name)
+        if declared and plugin.for_version is not None:
+            out[name] = plugin.for_version(declared, version)
+    return out
 
 
 class Dispatcher:
@@ -72,7 +69,7 @@ class Dispatcher:
         self.driver = driver
         self.settings: type[Settings] = getattr(driver, "settings", Settings)
         self._caps: Capabilities | None = None
-        self._sample_list: dict[int, np.ndarray] = {}  # index -> audio, for ``samples`` runs
+        self._agent_side: dict[str, Any] = {}  # workload -> what the agent serves itself
 
     def capabilities(self) -> Capabilities:
         """Decoded once: what the handshake sends and what requests are checked against."""
@@ -89,14 +86,9 @@ class Dispatcher:
             check_declared(request, self.capabilities())
         except ContractError as exc:
             raise DriverError(str(exc), exc.code, key=exc.key) from None
-        if isinstance(request, asc.AscLoadSampleList):  # the agent's, not the driver's
-            self._sample_list = dict(zip(request.indices, np.array(arrays[0], copy=True),
-                                         strict=True))
-            return DriverResult(to_wire(asc.AscSampleListReply(indices=request.indices)), [])
-        if isinstance(request, asc.AscSamples):
-            return DriverResult(to_wire(self._samples(request, stop)), [])
-        if isinstance(request, asc.AscLoadModel):
-            self._sample_list = {}  # checked against the previous model's input
+        served = self._served_by_agent(request, arrays, stop)
+        if served is not None:
+            return DriverResult(to_wire(served), [])
         _, wire, out = self._checked(cmd, request, body, arrays, stop)
         return DriverResult(wire, list(out))
 
@@ -121,36 +113,17 @@ class Dispatcher:
             raise DriverError(f"the driver's {exc}", "driver_error", key=exc.key) from None
         return typed, wire, out
 
-    def _samples(self, request: asc.AscSamples, stop: threading.Event) -> asc.AscSamplesResult:
-        """Single stream over a sample list, beside the device: each sample loaded (untimed),
-        run and unloaded through the driver's own calls, the next only after the previous is
-        done; between two samples nothing but that (no round trip, no orchestrator work)."""
-        missing = [i for i in request.indices if i not in self._sample_list]
-        if missing:
-            raise DriverError(f"samples {missing[:8]} are not in the loaded sample list (it "
-                              f"holds {len(self._sample_list)}): send load with "
-                              "part='sample_list' first", "not_loaded", key="indices")
-        results: list[asc.AscSampleResult] = []
-        total = len(request.indices)
-        for k, index in enumerate(request.indices):
-            if stop.is_set():
-                return asc.AscSamplesResult(results=results, stopped_early=True)
-            where = f"sample {index} ({k + 1} of {total} in the list)"
-            self._step(where, "load", asc.AscLoadSample(workload="asc", index=index),
-                       [self._sample_list[index]], stop)
-            try:
-                result = self._step(where, "run", asc.AscSingleStream(workload="asc",
-                                                                      index=index), [], stop)
-            except DriverError:
-                # Free the device for whatever comes next; the run's error is the news.
-                with contextlib.suppress(DriverError):
-                    self._step(where, "load", asc.AscUnload(workload="asc", index=index), [],
-                               stop)
-                raise
-            self._step(where, "load", asc.AscUnload(workload="asc", index=index), [], stop)
-            assert isinstance(result, asc.AscSampleResult)
-            results.append(result)
-        return asc.AscSamplesResult(results=results)
+    def _served_by_agent(self, request: Any, arrays: list[np.ndarray],
+                         stop: threading.Event) -> Reply | None:
+        """A request the workload's agent side serves itself (its plugin's ``agent_side``); None:
+        the driver's."""
+        plugin = for_request(type(request))
+        if plugin is None or plugin.agent_side is None:
+            return None
+        side = self._agent_side.get(plugin.name)
+        if side is None:
+            side = self._agent_side[plugin.name] = resolve(plugin.agent_side)(self._step)
+        return side.serve(request, arrays, stop)
 
     def _step(self, where: str, cmd: str, request: Any, arrays: list[np.ndarray],
               stop: threading.Event) -> Reply:
@@ -170,14 +143,12 @@ class Dispatcher:
             reply = driver.apply(request)
             reply.sim_meter = linked
             return reply, []
-        if isinstance(request, qubo.QuboLoad):
-            return driver.load_qubo(request, arrays[0]), []
-        if isinstance(request, _QUBO_RUNS):
-            solved = driver.solve(request, stop)
-            return solved.reply, [solved.state]
-        if isinstance(request, _ASC_LOADS):
-            return driver.load_asc(request, arrays), []
-        return driver.run_asc(request, stop), []
+        plugin = for_request(type(request))
+        role = plugin.roles.get(type(request)) if plugin is not None else None
+        if role is None:
+            raise DriverError(f"no role method serves {type(request).__name__}",
+                              "driver_error")
+        return role(driver, request, arrays, stop)
 
     def _plain(self, cmd: str, request: Any, body: dict[str, Any], arrays: list[np.ndarray],
                stop: threading.Event) -> DriverResult:

@@ -24,7 +24,6 @@ from hilbench.agent.driver import Driver
 from hilbench.agent.guard import BadMessageLog, Connection, LogLimiter, MemoryBudget
 from hilbench.agent.turns import Job
 from hilbench.clock import now
-from hilbench.contracts.base import to_wire
 from hilbench.wire import codec, keys
 from hilbench.wire.codec import Message, ProtocolError
 
@@ -306,7 +305,7 @@ class MessageHandling:
             "agent_id": self.agent_id,
             "driver": self.driver.name,
             "protocol_version": version,
-            "capabilities": capabilities_for_version(to_wire(self.dispatcher.capabilities()),
+            "capabilities": capabilities_for_version(self.dispatcher.capabilities(),
                                                      version),
             "hilbench_version": __version__,
             "host": socket.gethostname(),

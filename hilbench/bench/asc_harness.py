@@ -29,8 +29,8 @@ from hilbench.contracts.remote import RemoteDevice
 from hilbench.orchestrator.campaign import AgentSpec
 from hilbench.orchestrator.client import AgentClient
 from hilbench.orchestrator.spawn import spawn_agent
-from hilbench.procedures.asc import ensure_fixture
-from hilbench.procedures.asc_device import SampleRecord, run_single_stream, send_model
+from hilbench.workloads.asc.procedures.device import SampleRecord, run_single_stream, send_model
+from hilbench.workloads.asc.procedures.run import ensure_fixture
 
 
 def _us(values: np.ndarray) -> tuple[float, float]:

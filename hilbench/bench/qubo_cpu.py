@@ -2,11 +2,12 @@
 
 Every (nodes, seed) workload is loaded once into the cpu driver (untimed, all solvers prepared),
 then each solver runs each fixed timeout through the driver's own ``run``, and every answer is
-checked as a campaign checks it (:mod:`hilbench.procedures.qubo_local`). Per cell the gap is the
-mean over feasible answers only; an infeasible answer counts in the feasible fraction, never in
-the gap. ``actual/req`` is the median and largest ratio over the seeds. The last line says in how
-many cells `anytime` has the lowest gap (ties count: at n=100 several solvers reach the optimum;
-strictly lower cells are counted beside) and its worst actual / requested ratio.
+checked as a campaign checks it (:mod:`hilbench.workloads.qubo.procedures.local`). Per cell
+the gap is the mean over feasible answers only; an infeasible answer counts in the feasible
+fraction, never in the gap. ``actual/req`` is the median and largest ratio over the seeds. The
+last line says in how many cells `anytime` has the lowest gap (ties count: at n=100 several
+solvers reach the optimum; strictly lower cells are counted beside) and its worst actual /
+requested ratio.
 
 Timing on a shared machine is noisy: another process taking the core mid-run shows up as an
 overrun, which is why the worst ratio is printed beside the median.
@@ -63,7 +64,7 @@ def qubo_cpu(nodes: str, density: float, seeds: str, timeouts: str, solvers: str
     """Per size × timeout and solver: mean BKS-gap over feasible answers, feasible fraction,
     and actual / requested time (median / worst over seeds)."""
     from hilbench.agent.driver import load_driver
-    from hilbench.procedures.qubo_local import load_workload, solve_fixed_timeout
+    from hilbench.workloads.qubo.procedures.local import load_workload, solve_fixed_timeout
 
     sizes = _parse_list(nodes, int)
     seed_list = _parse_list(seeds, int)

@@ -24,8 +24,9 @@ EXIT_UNREACHABLE = 3
 EXIT_STORE_FAULT = 4
 
 # name -> "module:attribute" of a click command; imported only when that command is used.
-# Drivers' and plugins' commands (`hilbench arduino`, `hilbench xylo`) join through the
-# `hilbench.commands` entry-point group instead (hilbench.cli.lazy).
+# Drivers' and workloads' commands (`hilbench arduino`, `hilbench xylo`, `hilbench qubo`,
+# `hilbench asc`) join through the `hilbench.commands` entry-point group instead
+# (hilbench.cli.lazy).
 SUBCOMMANDS: dict[str, str] = {
     "agent": "hilbench.cli.agent:agent",
     "run": "hilbench.cli.run:run",
@@ -34,11 +35,9 @@ SUBCOMMANDS: dict[str, str] = {
     "summary": "hilbench.cli.summary:summary",
     "leaderboard": "hilbench.cli.leaderboard:leaderboard",
     "campaign": "hilbench.cli.campaign:campaign",
-    "qubo": "hilbench.cli.qubo:qubo",
     "bench": "hilbench.cli.bench:bench",
     "drivers": "hilbench.cli.agent:drivers",
     "power": "hilbench.cli.power:power",
-    "asc": "hilbench.cli.asc:asc",
     "sim-meter": "hilbench.cli.sim:sim_meter",
     "keys": "hilbench.cli.keys:keys",
     "store": "hilbench.cli.store:store",

@@ -278,9 +278,9 @@ def solve(
     with its sampler seed shown.
     """
     from hilbench.agent.driver import DriverError, load_driver
-    from hilbench.procedures.qubo_local import load_workload, solve_fixed_timeout
     from hilbench.wire.link import AgentError
     from hilbench.workloads.qubo.check import SolutionError
+    from hilbench.workloads.qubo.procedures.local import load_workload, solve_fixed_timeout
 
     _check_workload(nodes, density, seed)
     try:

@@ -21,7 +21,7 @@ from hilbench.workloads.qubo import find_target
 def best_known_cell(nodes: int, density: float, seed: int, timeout_s: float) -> dict[str, Any]:
     """One Dask task: the anytime solver's best set for the workload within ``timeout_s``."""
     from hilbench.agent.driver import load_driver
-    from hilbench.procedures.qubo_local import load_workload, solve_fixed_timeout
+    from hilbench.workloads.qubo.procedures.local import load_workload, solve_fixed_timeout
 
     driver = load_driver("cpu")
     try:

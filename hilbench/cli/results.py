@@ -24,6 +24,7 @@ import click
 from hilbench.cli import EXIT_USAGE
 from hilbench.cli.options import DB, DB_HELP
 from hilbench.cli.options import db_path as store_location
+from hilbench.documents import is_set
 from hilbench.store import Store, StoreError
 from hilbench.store.listing import STATUSES, RunFilter, RunGroup
 
@@ -67,7 +68,8 @@ STATUS_STYLE = {"success": "green", "unverified": "cyan", "fail": "red", "abort"
 @click.option(
     "--procedure",
     default=None,
-    help='Only this procedure, e.g. "qubo.fixed_timeout", or "qubo" for all qubo.* ones.',
+    help='Only this procedure as the listing names it ("WORKLOAD.SCENARIO"), or a workload '
+         'for all of its procedures.',
 )
 @click.option(
     "--status", type=click.Choice(STATUSES), default=None, help="Only runs that ended so."
@@ -402,8 +404,8 @@ def _metric_source(metric: dict[str, Any]) -> str:
 
 def _print_timing(console: Any, checks: list[dict[str, Any]]) -> None:
     """Each timed request's claim against the orchestrator's window: the bound the link was
-    measured to allow, how it was measured, and the margin (for an ASC phase, its request with
-    the least margin)."""
+    measured to allow, how it was measured, and the margin (for a phase of several timed
+    requests, the one with the least margin)."""
     for check in checks:
         allowance = check.get("allowance") or {}
         link = allowance.get("link") or {}
@@ -500,7 +502,7 @@ def _run_flags(run: dict[str, Any]) -> str:
         text += " [bold red]OVERRUN[/bold red]"
     if values.get("stopped_early"):
         text += " STOPPED EARLY"
-    if values.get("feasible") == 0:
+    if is_set(values.get("feasible")) is False:
         text += " [bold red]INFEASIBLE[/bold red]"
     return text
 

@@ -39,8 +39,8 @@ FORMATS = ("text", "md", "csv", "json")
               help="Text width [default: the terminal's, else 80].")
 def summary(campaign: str, db_path: Path | None, fmt: str, reported: Path | None,
             width: int | None) -> None:
-    """Print a campaign's summary tables: QUBO fixed timeout, time to solution and largest
-    workload; ASC in NeuroBench's Table 6 layout.
+    """Print a campaign's summary tables: each installed workload's own (``hilbench campaign
+    schema`` lists the workloads), in the layouts NeuroBench prints.
 
     CAMPAIGN is a campaign name (the newest of that name) or a uid prefix. Numbers carry the
     digits their uncertainty supports; simulated figures say so. Text fits the width (wide
@@ -49,7 +49,7 @@ def summary(campaign: str, db_path: Path | None, fmt: str, reported: Path | None
     NeuroBench's 5-trial rule is checked for every figure with trials (hilbench run --trials
     5): |mean of trials − reported| ≤ 5 % of reported, where reported is the trial mean or,
     with --reported FILE, the figure of an earlier summary (an auditor's re-run). The
-    per-trial spread is shown beside it. Means exclude infeasible QUBO answers.
+    per-trial spread is shown beside it. Means exclude infeasible answers.
     """
     from hilbench.report.campaign_data import load_campaign_data
     from hilbench.report.render import PAGE, render

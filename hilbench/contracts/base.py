@@ -62,7 +62,7 @@ class UntimedWork(Contract, omit_defaults=False, kw_only=True):
     """Work a device does inside a request's window but outside its timed region, which the
     orchestrator cannot tell from transport: declared in the capabilities as a maximum with its
     reason, shown beside every figure it allows for, checked by the conformance suite on the
-    real driver (:mod:`hilbench.contracts.conformance`)."""
+    real driver (:mod:`hilbench.testing.driver_conformance`)."""
 
     max_s: Annotated[float, msgspec.Meta(ge=0, le=3600.0, description="s, 0 … 3600")]
     reason: Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]

@@ -9,26 +9,30 @@ from __future__ import annotations
 import msgspec
 import msgspec.inspect as mi
 
-from hilbench.contracts import asc, power, qubo
+from hilbench.contracts import power
 from hilbench.contracts.capabilities import Capabilities, ConfigureReply, Settings
 from hilbench.contracts.nir import NirCapabilities
+from hilbench.contracts.registry import core_workloads, workloads
 
 BEGIN = "<!-- contract tables: generated from hilbench/contracts by make_agent_vectors.py -->"
 END = "<!-- end of generated contract tables -->"
 
-SECTIONS: tuple[tuple[str, tuple[type[msgspec.Struct], ...]], ...] = (
-    ("Handshake and configure", (Capabilities, qubo.QuboCapabilities, qubo.QuboLimits,
-                                 asc.AscCapabilities, NirCapabilities, Settings,
-                                 ConfigureReply)),
-    ("QUBO", (qubo.QuboLoad, qubo.QuboLoadReply, qubo.FixedTimeout, qubo.TimeToSolution,
-              qubo.QuboRunReply, qubo.Reached)),
-    ("ASC", (asc.AscLoadModel, asc.AscModelReply, asc.AscLoadSample, asc.AscUnload,
-             asc.AscHeldReply, asc.AscLoadStream, asc.AscUnloadStream, asc.AscStreamReply,
-             asc.AscSingleStream, asc.AscSampleResult, asc.AscRepeat, asc.AscStream,
-             asc.AscWindowResult, asc.AscLoadSampleList, asc.AscSampleListReply,
-             asc.AscSamples, asc.AscSamplesResult)),
-    ("Power reports", (power.PowerReport, power.StatedAccuracy)),
-)
+def sections() -> tuple[tuple[str, tuple[type[msgspec.Struct], ...]], ...]:
+    """The document's sections: the handshake (with each workload's capability Structs), one
+    per workload hilbench ships, then the power reports. A workload installed from another
+    package documents its own contract: it is left out here, so the document is the same
+    whatever else is installed."""
+    shipped = core_workloads().values()
+    handshake = (Capabilities, *(t for w in shipped for t in w.spec_handshake),
+                 NirCapabilities, Settings, ConfigureReply)
+    return (("Handshake and configure", handshake),
+            *(section for w in shipped for section in w.spec),
+            ("Power reports", (power.PowerReport, power.StatedAccuracy)))
+
+
+def _not_shipped() -> set[str]:
+    """Capability keys of workloads from other packages (not in this document)."""
+    return set(workloads()) - set(core_workloads())
 
 
 def _num(value: float) -> str:
@@ -86,9 +90,12 @@ def struct_table(cls: type[msgspec.Struct]) -> str:
     assert isinstance(info, mi.StructType)
     lines = [f"**`{cls.__name__}`**" + (f" — {_doc(cls)}" if _doc(cls) else ""), "",
              "| key | type | required |", "|---|---|---|"]
+    hidden = _not_shipped() if cls is Capabilities else set()
     if info.tag_field is not None:
         lines.append(f'| `{info.tag_field}` | `"{info.tag}"` | yes |')
     for field in info.fields:
+        if field.encode_name in hidden:
+            continue
         if field.required:
             need = "yes"
         else:
@@ -109,7 +116,7 @@ def render() -> str:
     out = [BEGIN, "", "Unknown keys are refused in every map below (except the `detail`, "
            "`meta` and `solver_params` maps, which are free). Every reply may also "
            "carry `agent_elapsed_s` (float s, ≥ 0, informative).", ""]
-    for title, classes in SECTIONS:
+    for title, classes in sections():
         out += [f"#### {title}", ""]
         for cls in classes:
             out += [struct_table(cls), ""]

@@ -1,14 +1,16 @@
 """The procedure plugin interface: how a workload joins a campaign without the core naming it.
 
-A procedure is registered in the ``hilbench.procedures`` entry-point group; the entry-point name
-is the campaign table it owns (``qubo`` owns ``[[qubo]]``) and its value is a
-:class:`Procedure`::
+A workload plugin (:mod:`hilbench.contracts.registry`, entry-point group
+``hilbench.workloads``) names its procedures by the campaign table each owns, each value a
+``"module:attribute"`` holding a :class:`Procedure`::
 
-    [project.entry-points."hilbench.procedures"]
-    maxcut = "my_package.maxcut:PROCEDURE"
+    WORKLOAD = WorkloadPlugin(name="kws", ..., procedures={"kws": "my_package.run:PROCEDURE"})
 
-``PROCEDURE = Procedure(table=MaxCutTable, expand=expand_units, summary="...")`` where
-``MaxCutTable`` subclasses :class:`CampaignTable` (a pydantic model: unknown keys are refused,
+A procedure registered alone in the older ``hilbench.procedures`` group (entry-point name = its
+table) is still found; a workload's own procedure wins over one of the same table there.
+
+``PROCEDURE = Procedure(table=KwsTable, expand=expand_units, summary="...")`` where
+``KwsTable`` subclasses :class:`CampaignTable` (a pydantic model: unknown keys are refused,
 types are strict, ``agent`` is checked against the campaign's agents) and ``expand`` turns the
 validated tables into :class:`Unit` objects, one per run. The table models also make up the
 JSON Schema that ``hilbench campaign schema`` prints.
@@ -25,19 +27,22 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from hilbench.contracts.registry import ENTRY_POINT_GROUP as WORKLOAD_GROUP
+from hilbench.contracts.registry import workloads
+
 if TYPE_CHECKING:
     from hilbench.contracts.remote import RemoteDevice
     from hilbench.orchestrator.campaign import Campaign
     from hilbench.orchestrator.instruments import Instrument
     from hilbench.orchestrator.phases import RunContext
 
-ENTRY_POINT_GROUP = "hilbench.procedures"
+ENTRY_POINT_GROUP = "hilbench.procedures"  # the older group: a procedure alone
 
 
 @dataclass(frozen=True)
 class UnitKey:
     """A unit's identity as values: ``parts`` in order, each a bare word or a ``(name,
-    value)`` field. ``str(key)`` (``qubo/fixed_timeout/n=10/…``) is what the store keeps and
+    value)`` field. ``str(key)`` (``kws/streaming/n=10/…``) is what the store keeps and
     a resumed campaign compares; code reads fields with :meth:`get`, never by splitting it."""
 
     parts: tuple[str | tuple[str, Any], ...]
@@ -63,7 +68,7 @@ class Unit(Protocol):
     """One run of a campaign, and everything it needs from the runner."""
 
     agent: str
-    # Whether the run is measured by the instruments on its agent (False: e.g. ASC single
+    # Whether the run is measured by the instruments on its agent (False: e.g. a single
     # stream, accuracy and device times only; no instrument figure goes into the run).
     uses_instruments: bool
 
@@ -73,18 +78,18 @@ class Unit(Protocol):
 
     @property
     def procedure(self) -> str:
-        """e.g. "qubo.fixed_timeout", "asc.single_stream"."""
+        """``<workload>.<scenario>``, e.g. "kws.streaming"."""
 
     def params(self) -> dict[str, Any]:
         """The unit's parameters, recorded in RunStart."""
 
     def prepare(self) -> dict[str, Any]:
-        """Work before the run starts (e.g. the QUBO target); extra params for RunStart."""
+        """Work before the run starts (e.g. finding a target); extra params for RunStart."""
 
     def run(self, ctx: RunContext, device: RemoteDevice, instruments: Sequence[Instrument]
             ) -> None:
         """Emit the run's phases, events, samples and metrics through ``ctx``; ``device``
-        offers the roles of :mod:`hilbench.contracts` (``device.qubo``, ``device.asc``)."""
+        offers the roles of the workloads' contracts."""
 
 
 @dataclass(frozen=True)
@@ -157,9 +162,13 @@ def procedure_names() -> dict[str, EntryPoint]:
     """Installed procedures by table name, not yet imported (a broken plugin only matters to
     campaigns that use its table)."""
     found: dict[str, EntryPoint] = {}
+    for workload in workloads().values():
+        for table, value in workload.procedures.items():
+            found.setdefault(table, EntryPoint(name=table, value=value,
+                                               group=WORKLOAD_GROUP))
     for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
         found.setdefault(ep.name, ep)  # the same distribution may be seen twice on sys.path
-    return found
+    return dict(sorted(found.items()))
 
 
 @cache

@@ -19,27 +19,21 @@ from importlib import metadata
 from pathlib import Path
 
 from hilbench import __version__
+from hilbench.contracts.registry import resolve, workloads
 from hilbench.report.campaign_data import CampaignData, load_campaign_data
-from hilbench.report.figures.asc import Ratio, asc_systems, ratios, table6_figure
-from hilbench.report.figures.qubo import (
-    Source,
-    fixed_timeout_data,
-    gap_figure,
-    power_figure,
-    tts_figure,
-    value,
-)
+from hilbench.report.figures.source import FigureRequest, Source
 from hilbench.report.figures.trace import load_trace, trace_figure
 from hilbench.report.methodology import campaign_methodology
 from hilbench.report.summary import summary_tables
 from hilbench.report.system import SystemDescription
 from hilbench.report.table import Table
-from hilbench.report.table6 import KEY as TABLE6_KEY
-from hilbench.report.table6 import table6
 from hilbench.report.trials import ReportedFigures, apply_trial_rule
 from hilbench.report.workflow import Workflow, campaign_workflows, stage_lines, workflow_svg
 from hilbench.safe_paths import safe_name, write_inside
 from hilbench.store import Store
+from hilbench.workloads.asc.report.figures import Ratio, asc_systems, ratios
+from hilbench.workloads.asc.report.table6 import KEY as TABLE6_KEY
+from hilbench.workloads.asc.report.table6 import table6
 
 FIGURES_DIR = "figures"
 VERSIONED = ("numpy", "matplotlib", "jinja2", "pyzmq", "dwave-samplers", "numba")
@@ -166,26 +160,10 @@ def _provenance(data: CampaignData) -> tuple[dict[str, int], list[tuple[str, str
 
 
 def default_trace_runs(source: Source) -> list[str]:
-    """The runs whose power trace the report draws: each ASC agent's power run with the
-    shortest stream, and one QUBO fixed-timeout run with measured power (the longest timeout,
-    then the largest graph)."""
-    firsts: dict[str, tuple[int, str]] = {}
-    for run in source.runs("asc.power"):
-        agent = str(run["params"].get("agent"))
-        stream = int(run["params"].get("stream_samples", 1))
-        if agent not in firsts or stream < firsts[agent][0]:
-            firsts[agent] = (stream, run["uid"])
-    picked = [run_uid for _, run_uid in firsts.values()]
-    best: tuple[tuple[float, int], str] | None = None
-    for run in source.runs("qubo.fixed_timeout"):
-        if value(run, "avg_power_w") is None:
-            continue
-        key = (float(run["params"]["timeout_s"]), int(run["params"]["nodes"]))
-        if best is None or key > best[0]:
-            best = (key, run["uid"])
-    if best is not None:
-        picked.append(best[1])
-    return picked
+    """The runs whose power trace the report draws, each workload's picks in the registry's
+    order (``WorkloadPlugin.trace_runs``)."""
+    return [run_uid for w in workloads().values() if w.trace_runs is not None
+            for run_uid in resolve(w.trace_runs)(source)]
 
 
 def _figure(key: str, title: str, caption: str, paths: tuple[Path, Path] | None, out: Path,
@@ -279,33 +257,9 @@ def _title(systems: list[SystemDescription | None], campaigns: list[tuple[str, s
 
 def _common_figures(sources: list[Source], fig_dir: Path, out: Path,
                     reference: str | None) -> list[FigureFile]:
-    figures: list[FigureFile | None] = []
-    data = fixed_timeout_data(sources)
-    if data.panels:
-        sim = bool(data.simulation)
-        figures.append(_figure(
-            "qubo-gap", "QUBO BKS-gap against the fixed timeout",
-            "Mean BKS-gap over the feasible answers of the seeds, per graph size and density; "
-            "X marks a timeout with infeasible answers, a ring one whose runs overran the "
-            "deadline (actual > requested).", gap_figure(data, fig_dir), out, sim))
-        figures.append(_figure(
-            "qubo-power", "QUBO average power against the fixed timeout",
-            "Mean power over the solve window, averaged over seeds; bars: 95 % uncertainty of "
-            "the mean. Timeouts too short for two readings have no point.",
-            power_figure(data, fig_dir), out, sim))
-    tts = tts_figure(sources, fig_dir)
-    figures.append(_figure("qubo-tts", "QUBO time and energy to solution",
-                           "Mean latency and energy until the gap first fell below each "
-                           "threshold, over the seeds that reached it.", tts, out,
-                           any(r["simulated"] for s in sources
-                               for r in s.runs("qubo.time_to_solution"))))
-    systems = asc_systems(sources)
-    table6 = table6_figure(systems, fig_dir, reference)
-    figures.append(_figure("asc-table6", "ASC Table 6, systems side by side",
-                           "Idle, active and dynamic power and energy per inference of each "
-                           "system (log axis), with dynamic-power and energy ratios against "
-                           "the reference system.", table6, out,
-                           any(s.simulated_power for s in systems)))
+    """Each workload's figures across campaigns (``WorkloadPlugin.report_figures``)."""
+    request = FigureRequest(sources, fig_dir, reference)
+    figures = [_figure(spec.key, spec.title, spec.caption, spec.paths, out, spec.simulated)
+               for w in workloads().values() for target in w.report_figures
+               for spec in resolve(target)(request)]
     return [f for f in figures if f is not None]
-
-

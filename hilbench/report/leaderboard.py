@@ -21,14 +21,14 @@ from typing import Any
 from hilbench import __version__
 from hilbench.power.instrument_agreement import disagreeing_instruments
 from hilbench.power.provenance import origin_of
-from hilbench.report.asc_closed import closed_fields, order_rows
-from hilbench.report.asc_table import STAGES, AscGroup, asc_groups, combine
 from hilbench.report.campaign_data import CampaignData
 from hilbench.report.markup import md_text
-from hilbench.report.qubo_largest_table import largest_rows
-from hilbench.report.qubo_tts_table import TtsRow, tts_rows
 from hilbench.report.system import SPEC_VERSION, SystemDescription
 from hilbench.report.trials import check_trials
+from hilbench.workloads.asc.report.closed import closed_fields, order_rows
+from hilbench.workloads.asc.report.table import STAGES, AscGroup, asc_groups, combine
+from hilbench.workloads.qubo.report.largest_table import largest_rows
+from hilbench.workloads.qubo.report.tts_table import TtsRow, tts_rows
 
 GAPS = ((0.1, 90), (0.05, 95), (0.01, 99))  # BKS-gap -> % of target optimality
 LARGEST_DENSITIES = ((0.01, "1pct"), (1.0, "fully_connected"))

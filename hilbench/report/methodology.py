@@ -2,7 +2,7 @@
 the instrument's identity and settings, the windows power was averaged over, streams, the time
 resolution of the readings, clock offsets and the meter's measured sample interval.
 
-ASC groups are described by :func:`hilbench.report.asc_table.describe` (the same lines the
+ASC groups are described by :func:`hilbench.workloads.asc.report.table.describe` (the same lines the
 terminal summary prints); QUBO runs here. Every statement names where it comes from in the
 store, so a reader can check it with ``hilbench results --run``.
 """
@@ -13,8 +13,8 @@ import statistics
 from typing import TYPE_CHECKING, Any
 
 from hilbench.power.provenance import origin_of
-from hilbench.report.asc_table import asc_groups, describe
 from hilbench.store import Store
+from hilbench.workloads.asc.report.table import asc_groups, describe
 
 if TYPE_CHECKING:
     from hilbench.report.campaign_data import CampaignData

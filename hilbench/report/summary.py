@@ -1,7 +1,8 @@
 """A campaign's summary tables, from the store only: the same tables at the end of `hilbench
 run` and from `hilbench summary` (text, Markdown, CSV, JSON) and in the report.
 
-Each procedure's module gives ``tables(data) -> list[Table]``; this module reads the campaign
+Each workload plugin names modules that give ``tables(data) -> list[Table]``
+(``WorkloadPlugin.summary_tables``); this module reads the campaign
 once, collects their tables, applies NeuroBench's 5-trial rule to every figure with trials
 (:mod:`hilbench.report.trials`) and adds the campaign-wide notes (power sources that could not
 be read).
@@ -14,27 +15,24 @@ from pathlib import Path
 
 from rich.console import Console
 
+from hilbench.contracts.registry import workloads
 from hilbench.power.provenance import origin_of
 from hilbench.report.campaign_data import CampaignData, load_campaign_data
 from hilbench.report.render import PAGE, render_text
 from hilbench.report.table import Table
 from hilbench.report.trials import ReportedFigures, apply_trial_rule
 
-# Further procedures add a module with tables(data: CampaignData) -> list[Table].
-SUMMARY_MODULES = (
-    "hilbench.report.qubo_table",
-    "hilbench.report.qubo_tts_table",
-    "hilbench.report.qubo_largest_table",
-    "hilbench.report.table6",  # ASC: Table 6's layout first, each system's detail below
-    "hilbench.report.asc_table",
-    "hilbench.report.asc_closed",  # the closed category: one NIR graph on every device
-)
+
+def summary_modules() -> tuple[str, ...]:
+    """Every installed workload's table modules, in the registry's order."""
+    return tuple(m for w in workloads().values() for m in w.summary_tables)
+
 
 
 def summary_tables(data: CampaignData, reported: ReportedFigures | None = None) -> list[Table]:
     """Every summary table of the campaign, the 5-trial rule applied, notes attached."""
     out: list[Table] = []
-    for module_name in SUMMARY_MODULES:
+    for module_name in summary_modules():
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:

@@ -7,9 +7,9 @@ timed and by which clock, and whether an instrument's power window covered it. A
 has a thick solid border, an untimed one a thin dashed border; a stage inside a power window
 is hatched, so the diagram reads in grayscale.
 
-What each procedure family does in each stage is stated here (``STAGE_PLANS``); the phase
-names, durations, instruments and domains come from the store. A procedure this module does not
-know is drawn from its stored phases alone, in order, on the device lane.
+What each procedure family does in each stage its workload plugin states (:func:`stage_plans`);
+the phase names, durations, instruments and domains come from the store. A procedure whose
+workload states none is drawn from its stored phases alone, in order, on the device lane.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import TYPE_CHECKING, Any
 
+from hilbench.contracts.registry import resolve, workloads
 from hilbench.store import Store
 
 if TYPE_CHECKING:
@@ -44,28 +45,13 @@ class StagePlan:
     time_metric: str = ""  # the stored metric that times this stage, per run
 
 
-STAGE_PLANS: dict[str, tuple[StagePlan, ...]] = {
-    "asc": (
-        StagePlan("host", "clips read and cut into 1 s samples, sent as raw audio"),
-        StagePlan("device", "model loaded, then one sample at a time into device memory "
-                  "(load)", phases=("load",)),
-        StagePlan("device", "MFE features on the device", "device timer per sample",
-                  ("single_stream",), ("active_preprocessing",), "preprocess_time_s"),
-        StagePlan("device", "CNN inference on the device", "device timer per sample",
-                  ("single_stream",), ("active_inference",), "inference_time_s"),
-        StagePlan("host", "class = argmax, scored on the orchestrator"),
-    ),
-    "qubo": (
-        StagePlan("host", "graph drawn from (n, density, seed), Q matrix built"),
-        StagePlan("device", "Q sent to the agent; solver set-up that does not depend on "
-                  "the deadline (load)", phases=("load",)),
-        StagePlan("none", "none: set-up belongs to loading"),
-        StagePlan("device", "solving plus the cost check until the deadline",
-                  "agent clock: requested and actual time", ("solve",), ("solve",),
-                  "actual_s"),
-        StagePlan("host", "orchestrator re-checks feasibility and cost, BKS-gap"),
-    ),
-}
+def stage_plans(family: str) -> tuple[StagePlan, ...] | None:
+    """What procedure family ``family`` (a workload) does in each NeuroBench stage, as its
+    plugin states it (``WorkloadPlugin.stage_plans``); None: not stated."""
+    plugin = workloads().get(family)
+    if plugin is None or plugin.stage_plans is None:
+        return None
+    return resolve(plugin.stage_plans)
 
 
 @dataclass
@@ -108,7 +94,7 @@ def _fill_flow(flow: Workflow, store: Any, run_uids: list[str],
                 durations.setdefault(phase["name"], []).append(phase["duration_s"])
     flow.durations = {name: statistics.median(v) for name, v in durations.items()}
     flow.times = {name: statistics.median(v) for name, v in times.items()}
-    plans = STAGE_PLANS.get(flow.family)
+    plans = stage_plans(flow.family)
     if plans is not None:
         flow.stages = list(zip(NEUROBENCH_STAGES, plans, strict=True))
     else:  # unknown procedure: its phases in order, timed by their stored durations

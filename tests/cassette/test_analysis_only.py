@@ -98,7 +98,7 @@ def test_a_changed_raw_sample_changes_the_power_figures(tmp_path):
 def test_a_bug_in_the_analysis_fails_the_cassette_replay(monkeypatch):
     """Energy per inference computed from the loop time in the power window instead of the
     single-stream time: the replay of the recorded ASC cassette names every energy figure."""
-    from hilbench.procedures import asc_figures
+    from hilbench.workloads.asc.procedures import figures as asc_figures
 
     correct = asc_figures.energy_figure
     monkeypatch.setattr(asc_figures, "energy_figure",

@@ -16,8 +16,8 @@ from click.testing import CliRunner
 
 from hilbench.cli import EXIT_USAGE, cli
 from hilbench.documents import Metric, RunStart, RunStop, new_uid
-from hilbench.report.table6 import ROWS
 from hilbench.store import StoreWriter
+from hilbench.workloads.asc.report.table6 import ROWS
 from tests.report.test_table6 import write_systems
 from tests.subprocesses import hilbench, hilbench_command
 

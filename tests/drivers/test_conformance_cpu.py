@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from hilbench.contracts.conformance import check_driver
+from hilbench.testing.driver_conformance import check_driver
 from hilbench.workloads.asc.vectors import fixed_model
 from hilbench_drivers.cpu import CpuDriver
 

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from hilbench.nir.asc import packaged_graph, packaged_graph_path, packaged_test_spikes
-from hilbench.procedures.asc import cache_dir, ensure_fixture
 from hilbench.store import Store
+from hilbench.workloads.asc.procedures.run import cache_dir, ensure_fixture
 from tests.subprocesses import hilbench, run_campaign, unit_runs
 
 pytest.importorskip("nir")
@@ -112,8 +112,8 @@ def test_a_device_declaring_no_nir_support_is_refused_before_the_graph_is_sent()
     import msgspec
 
     from hilbench.contracts.capabilities import Capabilities
-    from hilbench.procedures.asc_nir import require_nir_device
     from hilbench.wire.link import AgentError
+    from hilbench.workloads.asc.procedures.nir import require_nir_device
 
     class Remote:  # what send_model sees of a remote agent: its name and decoded handshake
         name = "far0"
@@ -266,9 +266,9 @@ def test_a_run_whose_classes_disagree_fails_loudly_after_storing_the_check():
     from hilbench.nir.inputs import SpikeInputs
     from hilbench.nir.model import NirAscModel
     from hilbench.nir.reference import run_reference
-    from hilbench.procedures.asc_nir import check_and_emit
     from hilbench.wire.link import AgentError
     from hilbench.workloads.asc import load_split
+    from hilbench.workloads.asc.procedures.nir import check_and_emit
 
     root = ensure_fixture(cache_dir() / "asc-fixture-0", seed=0)
     test = load_split(root, "test", sample_rate=16000, limit=1)

@@ -259,7 +259,7 @@ def test_one_slow_echo_does_not_widen_a_short_runs_bound():
                          link=bound)
     late = reply(9 * MS, offset=offset)
     assert late.verdict == "unverified"
-    assert "only as far as its claim" in late.reason
+    assert "only up to 5 × its claim" in late.reason
     assert reply(0.3 * MS, offset=offset).verdict == "on_time"
     # stored and read back, the pool's body is kept; never above the pool's own quantile
     assert LinkBound.from_dict(bound.to_dict()) == bound
@@ -285,6 +285,8 @@ def test_a_single_run_uses_the_links_tail_only_as_far_as_its_own_claim():
                          link=bound)
     # 10x late at 1 ms: out for 9 times its claim, past the typical bound: no evidence
     assert reply(9 * MS, claimed_s=1 * MS, offset=offset).verdict == "unverified"
+    # 4x late is within 5 x the claim and the link's tail: on time
+    assert reply(4 * MS, claimed_s=1 * MS, offset=offset).verdict == "on_time"
     # the same delay on a 100 ms claim is inside the link's tail: on time
     assert reply(9 * MS, claimed_s=100 * MS, offset=offset).verdict == "on_time"
     # a delay within the typical bound is on time whatever the claim

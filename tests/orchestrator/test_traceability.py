@@ -57,6 +57,10 @@ def test_avg_power_is_recomputed_from_stored_samples_and_device_times(tmp_path):
                           timeout)
             truth = (SIMULATED_CPU.watts("solving") * solving
                      + SIMULATED_CPU.watts("idle") * (timeout - solving)) / timeout
-            assert measured(power) == pytest.approx(truth, rel=0.005)
+            # the truth within the figure's stated 95 % uncertainty (the unread end of the
+            # window, where the solver went idle, is part of it), which stays a tight one
+            assert abs(measured(power) - truth) <= power["uncertainty"], power["meta"]["budget"]
+            # (the meter reads 4 ms of every 10 ms: up to 6 ms at each end stay unread)
+            assert power["uncertainty"] < 0.03 * truth
             energy = measured(metrics["energy_j"])
             assert energy == pytest.approx(measured(power) * timeout)  # × the fixed runtime

@@ -12,7 +12,7 @@ import pytest
 from hilbench.power.estimators import PhaseWindow, phase_power
 from hilbench.power.metrics import dynamic_power
 from hilbench.power.source import SourceInfo
-from hilbench.procedures.asc_figures import never_zero
+from hilbench.workloads.asc.procedures.figures import never_zero
 from hilbench_drivers.keysight34465a.driver import Keysight34465A
 from hilbench_drivers.keysight34465a.settings import Keysight34465ASettings
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from hilbench.procedures.asc import ensure_fixture
+from hilbench.workloads.asc.procedures.run import ensure_fixture
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from hilbench.power.uncertainty import Quantity, UncertaintyBudget, UncertaintyComponent
-from hilbench.procedures.asc_figures import energy_figure, loop_time
+from hilbench.workloads.asc.procedures.figures import energy_figure, loop_time
 
 
 def _dynamic(watts: float, u: float) -> Quantity:
@@ -41,7 +41,7 @@ def test_loop_time_weights_windows_by_their_samples():
 
 
 def test_power_runs_take_consecutive_samples_wrapping_round_the_test_split():
-    from hilbench.procedures.asc_power import power_rows
+    from hilbench.workloads.asc.procedures.power import power_rows
 
     assert power_rows(0, 1, 80) == [0]
     assert power_rows(3, 5, 6) == [3, 4, 5, 0, 1]
@@ -50,7 +50,7 @@ def test_power_runs_take_consecutive_samples_wrapping_round_the_test_split():
 def test_a_single_stream_pass_is_checked_against_the_spread_of_passes_in_the_windows():
     """The single-stream time is one pass over the test set; in windows that run single stream
     the lists' means show how far one pass moves with the machine's speed."""
-    from hilbench.procedures.asc_figures import time_consistency
+    from hilbench.workloads.asc.procedures.figures import time_consistency
 
     # 212 µs in single stream, 239 µs over the windows, one list's mean varying by 44 µs.
     within = time_consistency((212e-6, 6e-6), (239e-6, 4.5e-6), pass_spread_s=44e-6)
@@ -66,7 +66,7 @@ def test_a_single_stream_pass_is_checked_against_the_spread_of_passes_in_the_win
 def test_the_windows_list_spread_and_loop_error_come_from_the_lists_means():
     import numpy as np
 
-    from hilbench.procedures.asc_pipeline import PipelineWindow, list_spread
+    from hilbench.workloads.asc.procedures.pipeline import PipelineWindow, list_spread
 
     rng = np.random.default_rng(1)
     # 50 lists of 80 samples; each list's speed shifted as a whole (the machine's), the

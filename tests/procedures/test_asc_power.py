@@ -12,10 +12,10 @@ from rich.console import Console
 from hilbench.clock import OFFSET_ENV
 from hilbench.orchestrator.campaign import load_campaign
 from hilbench.orchestrator.runner import CampaignRunner
-from hilbench.report.asc_table import print_summary
 from hilbench.sim import SimulatedMeter
 from hilbench.sim.power_model import SIMULATED_CPU
 from hilbench.store import Store
+from hilbench.workloads.asc.report.table import print_summary
 from hilbench.workloads.asc.vectors import fixed_model
 from tests.campaign_toml import agent, campaign, keysight, measured_agent, table
 from tests.subprocesses import unit_runs

@@ -11,10 +11,10 @@ import pytest
 
 from hilbench.orchestrator.campaign import load_campaign
 from hilbench.orchestrator.runner import CampaignRunner
-from hilbench.procedures.asc_table import AscSpec
 from hilbench.sim import SimulatedMeter
 from hilbench.sim.power_model import SIMULATED_CPU
 from hilbench.store import Store
+from hilbench.workloads.asc.procedures.table import AscSpec
 from hilbench.workloads.asc.vectors import fixed_model
 from tests.campaign_toml import campaign, keysight, measured_agent, table
 from tests.subprocesses import hilbench, unit_runs
@@ -97,7 +97,7 @@ def test_stage_power_in_single_stream_windows_matches_the_simulated_truth(tmp_pa
 
 
 def test_the_report_names_the_method(tmp_path: Path):
-    from hilbench.report.asc_table import _attribution_parts, _stream_label
+    from hilbench.workloads.asc.report.table import _attribution_parts, _stream_label
 
     assert _stream_label(1, "single_stream") == "single stream over the test samples"
     assert _stream_label(1) == "one sample repeated"

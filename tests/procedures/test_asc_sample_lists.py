@@ -14,9 +14,9 @@ from hilbench.agent.dispatch import Dispatcher
 from hilbench.agent.driver import DriverError, DriverResult
 from hilbench.clock import now
 from hilbench.contracts.remote import RemoteDevice
-from hilbench.procedures.asc_device import run_single_stream
 from hilbench.wire import codec
 from hilbench.wire.link import AgentError
+from hilbench.workloads.asc.procedures.device import run_single_stream
 from tests.agent_thread import served
 
 

@@ -15,8 +15,8 @@ from hilbench.clock import now
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import DocumentStream, Metric
 from hilbench.orchestrator.phases import RunContext
-from hilbench.procedures.asc_device import run_single_stream
-from hilbench.procedures.asc_single_stream import emit_single_stream_metrics
+from hilbench.workloads.asc.procedures.device import run_single_stream
+from hilbench.workloads.asc.procedures.single_stream import emit_single_stream_metrics
 from tests.agent_thread import served
 
 PRE_S, INF_S = 0.004, 0.001  # what the device reports: distinct, so a swap shows
@@ -119,7 +119,7 @@ def test_a_device_that_cannot_time_preprocessing_gives_no_preprocessing_figure(d
 
 
 def test_no_records_is_an_error_not_a_figure():
-    from hilbench.procedures.asc_device import mean_and_std_error
+    from hilbench.workloads.asc.procedures.device import mean_and_std_error
 
     with pytest.raises(ValueError, match="no values"):
         mean_and_std_error([])

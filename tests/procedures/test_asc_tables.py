@@ -9,7 +9,7 @@ import pytest
 
 from hilbench.orchestrator.campaign import CampaignError, load_campaign
 from hilbench.orchestrator.procedure import expand_all
-from hilbench.procedures.asc import AscPowerUnit, AscSingleStreamUnit
+from hilbench.workloads.asc.procedures.run import AscPowerUnit, AscSingleStreamUnit
 from tests.campaign_toml import agent, campaign, write_campaign
 
 

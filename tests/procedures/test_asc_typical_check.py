@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from hilbench.orchestrator.timing_check import TimingUnverified
-from hilbench.procedures.asc_timing import TYPICAL_MIN_REQUESTS, PhaseTiming
 from hilbench.wire.link import ClockOffset
 from hilbench.wire.link_probe import LinkBound
+from hilbench.workloads.asc.procedures.timing import TYPICAL_MIN_REQUESTS, PhaseTiming
 
 MS = 1e-3
 # Echoes after 1 ms idle as measured on the 2-core test VM: median 0.35 ms, p99 0.96 ms.

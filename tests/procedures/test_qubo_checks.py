@@ -19,9 +19,9 @@ from hilbench.agent.runtime import AgentRuntime
 from hilbench.clock import now
 from hilbench.orchestrator.campaign import parse_campaign
 from hilbench.orchestrator.runner import CampaignRunner
-from hilbench.report.qubo_table import gap_rows
 from hilbench.store import Store
 from hilbench.workloads.qubo import SparseQubo, edges_in_graph
+from hilbench.workloads.qubo.report.table import gap_rows
 from tests.agent_thread import serving_apart
 from tests.campaign_toml import TEST_TIMING_ATTEMPTS
 from tests.cpu_wrapper import CpuWrapper

@@ -18,13 +18,13 @@ from hilbench.contracts.qubo import FixedTimeout, QuboRun, Solved
 from hilbench.orchestrator.campaign import load_campaign
 from hilbench.orchestrator.runner import CampaignRunner
 from hilbench.report.campaign_data import load_campaign_data
-from hilbench.report.qubo_table import gap_rows
 from hilbench.report.render import render_text
 from hilbench.report.summary import summary_tables
 from hilbench.report.trials import check_trials
 from hilbench.sim import SimulatedMeter
 from hilbench.sim.power_model import SIMULATED_CPU
 from hilbench.store import Store
+from hilbench.workloads.qubo.report.table import gap_rows
 from hilbench_drivers.cpu import CpuDriver
 from tests.agent_thread import serving_apart
 from tests.campaign_toml import agent, campaign, keysight, qubo, write_campaign

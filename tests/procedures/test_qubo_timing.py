@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from hilbench.report.qubo_table import gap_rows
 from hilbench.store import Store
 from hilbench.store.frames import metrics_frame
 from hilbench.workloads.qubo.check import is_overrun
+from hilbench.workloads.qubo.report.table import gap_rows
 from tests.campaign_toml import agent, campaign, qubo, write_campaign
 from tests.subprocesses import hilbench, run_campaign, script_agent, unit_runs
 

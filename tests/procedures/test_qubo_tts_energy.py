@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from hilbench.report.qubo_tts_table import tts_rows
 from hilbench.sim import SimulatedMeter
 from hilbench.sim.power_model import SIMULATED_CPU
 from hilbench.store import Store
+from hilbench.workloads.qubo.report.tts_table import tts_rows
 from tests.campaign_toml import campaign, keysight, measured_agent, qubo, write_campaign
 from tests.subprocesses import run_campaign, unit_runs
 

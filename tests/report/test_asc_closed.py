@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from hilbench.report.asc_closed import EnergyComparison, closed_fields, order_rows
-from hilbench.report.asc_table import AscGroup
+from hilbench.workloads.asc.report.closed import EnergyComparison, closed_fields, order_rows
+from hilbench.workloads.asc.report.table import AscGroup
 
 
 def test_a_group_without_a_graph_is_open():

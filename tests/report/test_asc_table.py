@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from hilbench.report.asc_table import combine, format_figure
+from hilbench.workloads.asc.report.table import combine, format_figure
 
 
 def _metric(value: float, gain_u: float, stat_u: float) -> dict:
@@ -30,8 +30,8 @@ def test_a_table_6_figure_over_trials_is_checked_by_the_rule_as_written():
     """[21.62, 24.38, 21.62, 24.38, 23] W: trials 6 % from their mean, which the old
     per-trial check flagged; NeuroBench's rule (the mean within 5 % of the reported figure)
     accepts them, and the table says how far the trials spread beside it."""
-    from hilbench.report.asc_table import AscGroup, asc_table
     from hilbench.report.trials import apply_trial_rule
+    from hilbench.workloads.asc.report.table import AscGroup, asc_table
 
     values = (21.62, 24.38, 21.62, 24.38, 23.0)
     runs = [{"idle_power_w": _metric(v, 0.1, 0.1)} for v in values]
@@ -49,9 +49,9 @@ def test_a_table_6_figure_over_trials_is_checked_by_the_rule_as_written():
 
 
 def test_the_int8_models_own_line_names_its_features_and_network():
-    from hilbench.report.asc_table import AscGroup, describe
     from hilbench.workloads.asc import packaged_model_path
     from hilbench.workloads.asc.model_files import load_model_file
+    from hilbench.workloads.asc.report.table import AscGroup, describe
 
     model = load_model_file(packaged_model_path())
     group = AscGroup(agent="cpu0", params={"fixture": True, "sample_rate": 16000,

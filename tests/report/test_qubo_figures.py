@@ -13,14 +13,14 @@ from collections import defaultdict
 import pytest
 
 from hilbench.report.campaign_data import load_campaign_data
-from hilbench.report.figures.qubo import (
+from hilbench.store import Store
+from hilbench.workloads.qubo.report.figures import (
     Source,
     fixed_timeout_data,
     gap_figure,
     power_figure,
     timeout_series,
 )
-from hilbench.store import Store
 from tests.report.qubo_store import write_qubo_store
 
 pytest.importorskip("matplotlib")

@@ -36,7 +36,7 @@ def _shortened(name: str, tmp: Path, edits: list[tuple[str, str]]) -> Path:
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One store holding the three example campaigns, cut short."""
     pytest.importorskip("soundfile")
-    from hilbench.procedures.asc import ensure_fixture
+    from hilbench.workloads.asc.procedures.run import ensure_fixture
     from hilbench_drivers.arduino.emulator import host_build
 
     tmp = tmp_path_factory.mktemp("examples")

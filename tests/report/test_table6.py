@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hilbench.report.table6 import ROWS
 from hilbench.store import StoreWriter
+from hilbench.workloads.asc.report.table6 import ROWS
 from tests.report.page_check import parse, printed_matches
 from tests.report.test_leaderboard import _run  # one ASC run with its metrics, stored
 from tests.subprocesses import hilbench

@@ -13,8 +13,8 @@ import pytest
 
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.orchestrator.client import AgentClient
-from hilbench.procedures import asc_device
 from hilbench.wire.link import AgentError
+from hilbench.workloads.asc.procedures import device as asc_device
 from hilbench.workloads.asc.vectors import fixed_model
 from hilbench_drivers.cpu import CpuDriver
 from tests.agent_thread import served
@@ -84,7 +84,7 @@ def exchange(tmp_path_factory) -> Recorder:
         asc_device.load_sample(device, 0, audio[0])
         with pytest.raises(AgentError):
             asc_device.load_sample(device, 1, audio[1])
-        # The power procedure's window bodies (hilbench/procedures/asc_power.py).
+        # The power procedure's window bodies (hilbench/workloads/asc/procedures/power.py).
         client.request("run", {"workload": "asc", "stage": "inference", "duration_s": 0.05,
                                "mode": "repeat", "index": 0}, timeout_s=30)
         asc_device.unload_sample(device, 0)

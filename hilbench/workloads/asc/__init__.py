@@ -1,21 +1,30 @@
 """ASC workload: the DCASE 2020 data set loader and a synthetic fixture in the same layout."""
 
-from hilbench.workloads.asc.dataset import (
-    CLASSES,
-    AscClip,
-    AscSlice,
-    AscSplit,
-    DatasetError,
-    DatasetIndex,
-    iter_clips,
-    iter_slices,
-    load_split,
-    read_clip,
-    scan_dataset,
-    slice_clip,
-    split_counts,
-)
-from hilbench.workloads.asc.fixture import make_fixture
+# Imported on first use: the registry loads this package's plugin (plugin.py) on every
+# start, which must not pull in the heavy parts (networkx, the data set reader).
+from __future__ import annotations
+
+from hilbench.workloads.lazy import lazy_exports
+
+_LAZY = {
+    "CLASSES": "hilbench.workloads.asc.dataset",
+    "AscClip": "hilbench.workloads.asc.dataset",
+    "AscSlice": "hilbench.workloads.asc.dataset",
+    "AscSplit": "hilbench.workloads.asc.dataset",
+    "DatasetError": "hilbench.workloads.asc.dataset",
+    "DatasetIndex": "hilbench.workloads.asc.dataset",
+    "iter_clips": "hilbench.workloads.asc.dataset",
+    "iter_slices": "hilbench.workloads.asc.dataset",
+    "load_split": "hilbench.workloads.asc.dataset",
+    "read_clip": "hilbench.workloads.asc.dataset",
+    "scan_dataset": "hilbench.workloads.asc.dataset",
+    "slice_clip": "hilbench.workloads.asc.dataset",
+    "split_counts": "hilbench.workloads.asc.dataset",
+    "make_fixture": "hilbench.workloads.asc.fixture",
+}
+
+
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 
 def packaged_model_path():  # -> pathlib.Path

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hilbench.contracts.conformance import check_driver
+from hilbench.testing.driver_conformance import check_driver
 from hilbench.workloads.asc.quant import QuantisedModel
 from hilbench_drivers.arduino import ArduinoDriver
 from tests.drivers.arduino.conftest import VECTORS

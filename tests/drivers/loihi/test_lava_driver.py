@@ -44,7 +44,7 @@ def test_the_loihi_driver_conforms(lava_python):
     """The whole suite on a fresh driver (its own calibration: the suite's 12-node graph), at
     0.5 s: Lava's CPU back end has no state yet below ~20 time steps (examples/qubo-loihi.toml),
     which a 50 ms timeout leaves it once its run overhead is paid."""
-    from hilbench.contracts.conformance import check_driver
+    from hilbench.testing.driver_conformance import check_driver
 
     drv = LoihiDriver(lava_python=lava_python, margin_s="30")
     try:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from hilbench.procedures.asc import ensure_fixture
 from hilbench.store import Store
+from hilbench.workloads.asc.procedures.run import ensure_fixture
 from tests.drivers.xylo.conftest import REPO, shortened_example
 from tests.subprocesses import run_campaign, unit_runs
 
@@ -81,8 +81,8 @@ def test_summary_shows_measured_beside_modelled_energy_per_device(example_run):
     """The run's own summary (and `hilbench summary`, built the same way) has the closed
     category's table: both devices, the graph's hash, modelled and measured energy and their
     ratio, which equals measured ÷ modelled as stored."""
-    from hilbench.report.asc_closed import tables
     from hilbench.report.campaign_data import load_campaign_data
+    from hilbench.workloads.asc.report.closed import tables
 
     proc, runs, db = example_run
     assert "ASC closed category: NIR graph d1120d3ed08e… on every device" in proc.stdout

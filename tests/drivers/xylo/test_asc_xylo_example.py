@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from hilbench.procedures.asc import ensure_fixture
 from hilbench.store import Store
+from hilbench.workloads.asc.procedures.run import ensure_fixture
 from tests.drivers.xylo.conftest import REPO, shortened_example
 from tests.subprocesses import run_campaign, unit_runs
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hilbench.contracts.conformance import check_driver
+from hilbench.testing.driver_conformance import check_driver
 from tests.drivers.xylo import standin
 from tests.drivers.xylo.conftest import tiny_network_parts
 from tests.drivers.xylo.test_chip_afe import open_chip_driver, shaped_audio

@@ -14,10 +14,10 @@ import pytest
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import DocumentStream, Event, Metric
 from hilbench.orchestrator.phases import RunContext
-from hilbench.procedures.asc_power import run_power_unit
-from hilbench.procedures.asc_single_stream import StageTimes
-from hilbench.report.asc_table import AscGroup, asc_table, describe
 from hilbench.report.render import render_text
+from hilbench.workloads.asc.procedures.power import run_power_unit
+from hilbench.workloads.asc.procedures.single_stream import StageTimes
+from hilbench.workloads.asc.report.table import AscGroup, asc_table, describe
 from tests.agent_thread import served
 from tests.drivers.xylo import standin
 from tests.drivers.xylo.conftest import tiny_network_parts

@@ -4,7 +4,7 @@ measured), both taken from what a run stores (params, agent capabilities)."""
 
 from __future__ import annotations
 
-from hilbench.report.asc_table import AscGroup, _device_timing, describe
+from hilbench.workloads.asc.report.table import AscGroup, _device_timing, describe
 from tests.drivers.xylo import standin
 from tests.drivers.xylo.conftest import tiny_network_parts
 from tests.drivers.xylo.test_hardware import open_driver

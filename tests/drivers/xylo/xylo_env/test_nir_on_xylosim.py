@@ -24,8 +24,8 @@ pytest.importorskip("nir", reason="the Xylo environment lacks nir: pip install -
 
 from hilbench.nir.asc import packaged_graph, packaged_test_spikes
 from hilbench.nir.reference import run_reference
-from hilbench.procedures.asc import ensure_fixture
 from hilbench.workloads.asc import load_split
+from hilbench.workloads.asc.procedures.run import ensure_fixture
 from hilbench_drivers.xylo.afe import HostFrontEnd
 from hilbench_drivers.xylo.network import AfeSettings
 from hilbench_drivers.xylo.nir_export import XYLO_SEMANTICS

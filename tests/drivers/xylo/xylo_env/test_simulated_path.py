@@ -9,7 +9,7 @@ import threading
 import numpy as np
 import pytest
 
-from hilbench.contracts.conformance import check_driver
+from hilbench.testing.driver_conformance import check_driver
 from hilbench_drivers.xylo import XyloDriver
 from hilbench_drivers.xylo.afe import HostFrontEnd
 from hilbench_drivers.xylo.cycles import config_view, load_cycles_model

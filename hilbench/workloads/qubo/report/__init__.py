@@ -1,0 +1,1 @@
+"""The QUBO workload's summary tables and report figures (named by its plugin)."""
