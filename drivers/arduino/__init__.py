@@ -67,6 +67,20 @@ SIMULATION = (
 )
 
 
+# The firmware's marker pin (firmware/hilbench_asc/board_arduino.cpp): what an instrument's
+# digital input records around each timed stage (issue 35).
+MARKER: dict[str, Any] = {
+    "pin": "D2",
+    "high": "during each timed stage (preprocessing, inference; a repeat window as one region)",
+    "low": "at idle",
+}
+
+
+def marker_level(state: str) -> int:
+    """The marker pin's level in ``state``."""
+    return 0 if state == "idle" else 1
+
+
 class ArduinoDriver(ContractDriver):
     """ASC on a Nano 33 BLE (or its host build) through the hilbench serial protocol."""
 
@@ -139,8 +153,10 @@ class ArduinoDriver(ContractDriver):
         self._meter_link = relink(self._meter_link, address)
 
     def _report_state(self, state: str, t: float | None = None) -> None:
+        """The emulated board's stage change and its marker pin with it: the firmware drives
+        the pin high during each timed stage and low at idle (``board::marker``)."""
         if self._meter_link is not None:
-            self._meter_link.state(state, t)
+            self._meter_link.state(state, t, marker=marker_level(state))
 
     def _reflash_emulator(self, model: Any) -> Identity:
         """The emulated board's "flashing": restart the host build compiled with ``model``."""
@@ -214,6 +230,7 @@ class ArduinoDriver(ContractDriver):
                 "sample_formats": ["float32 audio (sent as int16 PCM)", "int8 features"],
                 "sample_untimed": self._sample_untimed(identity.sample_rate),
             },
+            "marker": dict(MARKER),
             "power": {
                 "source": "external",
                 "available": False,

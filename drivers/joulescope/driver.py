@@ -98,6 +98,16 @@ class Joulescope220:
                                             where=f"settings of the JS220 {resource or ''}")
         return cls(resource or "", values)
 
+    @classmethod
+    def simulated(cls, model: Any, settings: Mapping[str, Any], **faults: Any
+                  ) -> tuple[Joulescope220, Any]:
+        """The campaign's ``simulate = "<power model>"``: a configured source reading a
+        simulated JS220, and the bench a device reports to (``address``, ``stop``); see
+        :mod:`.simulated`."""
+        from .simulated import simulated_js220
+
+        return simulated_js220(model, settings, **faults)
+
     # --- PowerSource ------------------------------------------------------------------------
 
     def configure(self) -> None:

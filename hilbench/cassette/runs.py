@@ -26,6 +26,8 @@ from hilbench.documents import DocumentStream, Metric
 from hilbench.orchestrator.instruments import Instrument, InstrumentSpec
 from hilbench.orchestrator.phases import Phase, RunContext
 from hilbench.power.align import IntervalEstimate
+from hilbench.power.marker_record import EVENT_KIND as MARKER_EVENT
+from hilbench.power.marker_record import edges_from_event
 from hilbench.power.registry import instrument_class
 from hilbench.power.source import SampleBatch
 from hilbench.wire.link import ClockOffset
@@ -156,6 +158,9 @@ class Recording:
                 t = estimate.restamp(t)
             rebuilt.samples[source] = SampleBatch(t, values)
             rebuilt.start_uncertainty_s[source] = stream.meta.get("t0_uncertainty_s")
+        for e in run.events_named(MARKER_EVENT, phase["uid"]):
+            rebuilt.markers.setdefault(str(e["data"].get("instrument")), []).append(
+                edges_from_event(e["data"]))
         for inst in acquired:
             rebuilt.samples.setdefault(inst.spec.id, SampleBatch.empty())
         return rebuilt

@@ -24,6 +24,7 @@ from hilbench.cassette.runs import (
     Recording,
     campaign_row_instruments,
 )
+from hilbench.cassette.verify_markers import check_markers
 from hilbench.confined_read import ConfinedFolder
 from hilbench.orchestrator.instruments import InstrumentSpec
 from hilbench.report.trials import TRIALS, check_trials
@@ -58,6 +59,7 @@ def verify_bundle(bundle: Path) -> Outcome:
             continue
         for problem in _check_offsets(record):
             outcome.problems.append(f"{record.label()}: {problem}")
+        outcome.problems += check_markers(recording, record)
         compare_run(recording, record, comparison, REL_TOL)
     outcome.problems += comparison.differences
     outcome.checked = comparison.compared

@@ -18,7 +18,9 @@ from hilbench.contracts.registry import workloads
 _DOC = """``workloads`` the driver serves; ``simulated`` (with ``simulation``, one line saying
     what) when the device itself is simulated; one map per workload; ``meter_link``: the
     driver reports its device's state to the simulated bench meter when ``configure`` gives it
-    ``sim_meter``."""
+    ``sim_meter``; ``marker``: the device drives a marker line around each timed stage that an
+    instrument can record in its own sample stream (what, where), so windows may be cut by
+    sample index (:mod:`hilbench.power.markers`)."""
 
 
 def _capabilities_struct() -> type[Contract]:
@@ -32,6 +34,7 @@ def _capabilities_struct() -> type[Contract]:
         ("nir", NirCapabilities | None, None),  # NIR graphs (the closed category)
         ("power", Detail | None, None),
         ("meter_link", bool, False),
+        ("marker", Detail | None, None),
         ("detail", Detail, msgspec.field(default_factory=dict)),
     ]
     return msgspec.defstruct("Capabilities", fields, bases=(Contract,), module=__name__,
@@ -52,6 +55,8 @@ def capabilities_wire(caps: Any) -> dict[str, Any]:
     driver does not declare it (a peer without that plugin would refuse the key); the core's
     keys stay, null included, as every protocol version sent them."""
     wire = msgspec.to_builtins(caps)
+    if wire.get("marker", 0) is None:  # added in issue 35: sent only when declared
+        del wire["marker"]
     for name, w in workloads().items():
         if wire.get(name, 0) is None and not w.always_on_wire:
             del wire[name]

@@ -20,6 +20,7 @@ from hilbench.clock import now
 from hilbench.documents import Event, Samples
 from hilbench.orchestrator.spawn import SpawnedProcess, SpawnError, spawn_announcing
 from hilbench.power.align import IntervalEstimate
+from hilbench.power.marker_record import MarkerEdges, recorded_markers
 from hilbench.power.registry import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
 from hilbench.power.registry import instrument_class
 from hilbench.power.source import (
@@ -61,7 +62,8 @@ class InstrumentSpec:
 class Instrument:
     spec: InstrumentSpec
     source: PowerSource
-    meter: SpawnedProcess | None = None  # the simulated meter's process, when simulated
+    # the simulated meter's process, or a simulating plugin's bench (``address``, ``stop``)
+    meter: SpawnedProcess | Any = None
 
     @property
     def info(self) -> SourceInfo:
@@ -74,7 +76,7 @@ class Instrument:
 
     @property
     def simulation(self) -> str:
-        if self.spec.simulate is not None:
+        if self.spec.simulate is not None and isinstance(self.meter, SpawnedProcess):
             return (f"{self.info.name} readings from the simulated bench meter (power model "
                     f"{self.spec.simulate})")
         return str(getattr(self.info, "simulation", "") or "simulated readings")
@@ -131,11 +133,13 @@ def open_instrument(spec: InstrumentSpec, log_dir: Path | None = None) -> Instru
     configure it (I/O happens here)."""
     meter = None
     resource, library = spec.resource, spec.visa_library
+    cls = instrument_class(spec.driver)
+    if spec.simulate is not None and hasattr(cls, "simulated"):
+        return _open_simulated_plugin(spec, cls)
     if spec.simulate is not None:
         meter = _start_simulated_meter(spec, log_dir)
         host, _, port = meter.address.rpartition(":")
         resource, library = f"TCPIP::{host}::{port}::SOCKET", "@py"
-    cls = instrument_class(spec.driver)
     try:
         source = cls.from_config(resource, spec.settings, visa_library=library)
         source.configure()
@@ -144,6 +148,22 @@ def open_instrument(spec: InstrumentSpec, log_dir: Path | None = None) -> Instru
             meter.stop()
         raise InstrumentFault(f"instrument {spec.id} ({spec.driver}): {exc}") from exc
     return Instrument(spec, source, meter)
+
+
+def _open_simulated_plugin(spec: InstrumentSpec, cls: Any) -> Instrument:
+    """An instrument plugin that simulates itself (``cls.simulated``, e.g. a fast instrument
+    with marker inputs): it returns its configured source and the bench the measured device
+    reports to (``address``, ``stop``), used as the simulated meter is."""
+    if spec.simulate not in POWER_MODELS:
+        raise InstrumentFault(f"instrument {spec.id}: unknown power model {spec.simulate!r} "
+                              f"(known: {sorted(POWER_MODELS)})")
+    try:
+        source, bench = cls.simulated(POWER_MODELS[str(spec.simulate)], spec.settings,
+                                      noise_std_w=spec.noise_std_w, drift_ppm=spec.drift_ppm,
+                                      gain_error=spec.gain_error)
+    except (ValueError, PowerSourceError) as exc:
+        raise InstrumentFault(f"instrument {spec.id} ({spec.driver}, simulated): {exc}") from exc
+    return Instrument(spec, source, bench)
 
 
 class PhaseAcquisition:
@@ -159,6 +179,8 @@ class PhaseAcquisition:
         self.t0_uncertainty_s: float | None = None
         # The instrument's real sample interval as learned at stop (None: the source says not).
         self.interval_estimate: IntervalEstimate | None = None
+        # Marker edges the instrument recorded in its own stream (a marker source only)
+        self.markers: list[MarkerEdges] | None = None
 
     def start(self) -> None:
         try:
@@ -191,6 +213,9 @@ class PhaseAcquisition:
             if health.overflow:
                 problems.append("reading memory overflowed")
             raise InstrumentFault(f"instrument {self.instrument.spec.id}: " + "; ".join(problems))
+        self.markers = recorded_markers(source, self._emit, self.run_uid, self.phase_uid,
+                                        self.instrument.spec.id,
+                                        sum(len(b) for b in self.batches))
         if not self.batches:
             return SampleBatch.empty()
         batch = SampleBatch(

@@ -16,6 +16,7 @@ from hilbench.documents import Document, DocumentStream, PhaseStart, PhaseStop, 
 from hilbench.orchestrator.instruments import Instrument, PhaseAcquisition
 from hilbench.orchestrator.interrupt import raise_if_interrupted
 from hilbench.power.align import IntervalEstimate
+from hilbench.power.markers import MarkerEdges
 from hilbench.power.source import SampleBatch
 from hilbench.power.timing import drift_residual_s
 from hilbench.wire.link import ClockOffset
@@ -45,6 +46,8 @@ class Phase:
     start_uncertainty_s: dict[str, float | None] = field(default_factory=dict)
     # instrument id -> its real sample interval as estimated at stop (readings restamped)
     interval_estimates: dict[str, IntervalEstimate] = field(default_factory=dict)
+    # instrument id -> the marker edges it recorded in its own stream (marker sources only)
+    markers: dict[str, list[MarkerEdges]] = field(default_factory=dict)
 
     def poll(self) -> None:
         """Drain instruments; call this whenever the orchestrator waits."""
@@ -109,6 +112,8 @@ class RunContext:
                 phase.start_uncertainty_s[acq.instrument.spec.id] = acq.t0_uncertainty_s
                 if acq.interval_estimate is not None:
                     phase.interval_estimates[acq.instrument.spec.id] = acq.interval_estimate
+                if acq.markers is not None:
+                    phase.markers[acq.instrument.spec.id] = acq.markers
         except BaseException as exc:
             for acq in phase.acquisitions:
                 if acq.instrument.spec.id not in phase.samples:

@@ -113,6 +113,8 @@ class PowerEstimate:
     within_windows_se_w: float | None = None
     coverage: float = 1.0  # fraction of the window the readings cover (lowest over windows)
     edges_half_width_w: float = 0.0  # bound from the window's unobserved edges (see below)
+    # what the timing half-width is: the clock-offset mapping, or a marker's edges (issue 35)
+    timing_source: str = "clock offset"
 
     @cached_property
     def budget(self) -> UncertaintyBudget:
@@ -127,7 +129,7 @@ class PowerEstimate:
                 UncertaintyComponent("instrument offset", "rectangular", a.absolute_w),
                 UncertaintyComponent("supply voltage", "rectangular", a.supply_relative * mean),
                 UncertaintyComponent(
-                    "clock offset",
+                    self.timing_source,
                     "clock_offset",
                     self.timing_half_width_s,
                     per_s_positive=self.clock_per_s_positive,
@@ -144,7 +146,10 @@ class PowerEstimate:
         return self.budget.expanded95
 
     def to_dict(self) -> dict[str, Any]:
+        marked = {} if self.timing_source == "clock offset" else {
+            "timing_source": self.timing_source}
         return {
+            **marked,
             "phase": self.phase,
             "mean_w": self.mean_w,
             "std_error_w": self.std_error_w,
@@ -492,6 +497,7 @@ def pool_estimates(estimates: Sequence[PowerEstimate]) -> PowerEstimate:
         within_windows_se_w=within,
         coverage=min(e.coverage for e in estimates),
         edges_half_width_w=avg([e.edges_half_width_w for e in estimates]),
+        timing_source=" and ".join(sorted({e.timing_source for e in estimates})),
     )
 
 

@@ -87,14 +87,17 @@ class SimulatedDeviceLink:
         self._flusher: threading.Thread | None = None
         self.writes = 0  # writes to the meter so far: what deferral saves is counted here
 
-    def state(self, name: str, t: float | None = None) -> None:
+    def state(self, name: str, t: float | None = None, marker: int | None = None) -> None:
         """Report that the device entered state ``name`` at ``t`` (default: now), on the
         monotonic clock it shares with the meter: stamping on arrival would add the meter's
         own latency to every state change. Deferred changes go first, in the same write, and a
-        held meter is released (``SIM:LIVE``): from here on the device reports as it goes."""
+        held meter is released (``SIM:LIVE``): from here on the device reports as it goes.
+        ``marker``: the level (0/1) the device's marker pin took at the same moment, told in
+        the same write (``SIM:MARK``)."""
         with self._lock:
             stamp = bench_now() if t is None else t
-            self._send([*self._deferred, (name, stamp)], live=self._holding)
+            marks = [] if marker is None else [(int(marker), stamp)]
+            self._send([*self._deferred, (name, stamp)], live=self._holding, marks=marks)
 
     def marker(self, level: int, t: float | None = None) -> None:
         """Report that the device's marker pin went to ``level`` (0 or 1) at ``t`` (default
@@ -160,9 +163,12 @@ class SimulatedDeviceLink:
                     self._holding = False  # the meter is gone: nobody to tell
 
     def _send(self, changes: list[tuple[str, float]], *, hold: bool = False,
-              live: bool = False, told: float | None = None) -> None:
-        """One write (lock held): ``changes``, then HOLD (at ``told``, default now) or LIVE."""
+              live: bool = False, told: float | None = None,
+              marks: list[tuple[int, float]] | None = None) -> None:
+        """One write (lock held): ``changes`` and ``marks`` (marker levels), then HOLD (at
+        ``told``, default now) or LIVE."""
         text = "".join(f"SIM:STAT {name},{stamp!r}\n" for name, stamp in changes)
+        text += "".join(f"SIM:MARK {level},{stamp!r}\n" for level, stamp in marks or ())
         t = bench_now()  # after every change above was stamped
         if hold:
             self._told = t if told is None else told

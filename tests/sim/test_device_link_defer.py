@@ -108,3 +108,25 @@ def test_a_device_that_stamps_its_samples_holds_at_the_first_start_and_goes_live
     link.close()
     time.sleep(0.1)
     assert sink.lines(0) == lines  # live: nothing left to tell
+
+
+def test_a_stage_change_carries_its_marker_level_in_the_same_write():
+    """The emulated board's marker pin follows its stage (high in a timed stage, low at idle):
+    the level goes out with the state line and its stamp, one write, deferred changes first,
+    and a held meter is released as for any reported state."""
+    from hilbench_drivers.arduino import marker_level
+
+    sink = LineSink()
+    link = SimulatedDeviceLink(sink.address)
+    t = bench_now()
+    link.defer([("inference", t - 1.0), ("idle", t - 0.5)])  # written at once: not held yet
+    assert hold_stamp(sink.lines(3)[2]) >= t
+    link.defer([("preprocessing", t - 0.2)])  # held: waits for the next write (on a slow
+    link.state("inference", t, marker=marker_level("inference"))  # host: a HOLD of its own)
+    link.state("idle", t + 1.0, marker=marker_level("idle"))
+    told = [x for x in sink.lines(9 if link.writes == 4 else 8)[3:]
+            if not x.startswith("SIM:HOLD")]
+    assert told == [f"SIM:STAT preprocessing,{t - 0.2!r}", f"SIM:STAT inference,{t!r}",
+                    f"SIM:MARK 1,{t!r}", "SIM:LIVE", f"SIM:STAT idle,{t + 1.0!r}",
+                    f"SIM:MARK 0,{t + 1.0!r}"]
+    link.close()

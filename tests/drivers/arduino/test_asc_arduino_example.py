@@ -73,3 +73,17 @@ def test_energy_per_inference_is_dynamic_power_times_single_stream_time(example_
         energy = power[f"energy_per_inference_j.{stage}"]["value"]
         dynamic = power[f"dynamic_power_w.{stage}"]["value"]
         assert energy == pytest.approx(dynamic * single[time_name]["value"], rel=1e-6)
+
+
+def test_without_a_marker_input_the_windows_stay_software_and_say_why(example_run):
+    """The board declares its marker, but the DMM here records no marker input: every window
+    is placed in software, and each figure says so with the reason (the marker example cuts
+    them by the marker instead: test_marker_example.py)."""
+    proc, _, metrics = example_run
+    power = metrics["asc.power"]
+    for stage in ("preprocessing", "inference"):
+        meta = power[f"active_power_w.{stage}"]["meta"]
+        assert meta["alignment"] == "software"
+        assert "records no marker input" in meta["alignment_reason"]
+    assert "MARKER-CUT" not in proc.stdout
+    assert "mapped by the clock offset" in proc.stdout

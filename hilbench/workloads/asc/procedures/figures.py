@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 
 from hilbench.power.estimators import PhaseWindow, PowerEstimate, phase_power, pool_estimates
+from hilbench.power.marker_windows import WindowAlignment, marked_estimate, phase_alignment
+from hilbench.power.markers import MarkerEdges
 from hilbench.power.metrics import dynamic_power, energy_per_inference
 from hilbench.power.provenance import META_KEY, NOT_STATED, PowerOrigin
 from hilbench.power.source import SampleBatch
@@ -49,6 +51,18 @@ class PowerWindow:
     interval: dict[str, Any] | None = None
     # further instruments on the same device: their phase_readings, by instrument id
     others: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # marker edges the instrument recorded in the phase, and whether the device marks the
+    # window (capabilities marker): together they cut it by sample index (issue 35)
+    markers: list[MarkerEdges] | None = None
+    device_marks: bool = False
+
+    def alignment(self, inst: Instrument) -> WindowAlignment:
+        """How this window is placed in ``inst``'s samples: marker-cut or software."""
+        if self.stage == "idle":
+            return WindowAlignment(None, "the idle window is the orchestrator's own; the "
+                                         "device's marker stays low in it")
+        samples = 0 if self.batch is None else len(self.batch)
+        return phase_alignment(self.markers, inst.info, samples, self.device_marks)
 
     def seen_by(self, instrument_id: str) -> PowerWindow:
         """The same window as a further instrument read it."""
@@ -71,7 +85,8 @@ def phase_readings(phase: Phase, inst: Instrument | None, end: float) -> dict[st
         return {"batch": None, "start_uncertainty_s": None}
     key = inst.spec.id
     out: dict[str, Any] = {"batch": phase.samples.get(key),
-                           "start_uncertainty_s": phase.start_uncertainty_s.get(key)}
+                           "start_uncertainty_s": phase.start_uncertainty_s.get(key),
+                           "markers": phase.markers.get(key)}
     if key in phase.interval_estimates:
         out["drift_residual_s"] = phase.drift_residual_s(key, end)
         out["interval"] = phase.interval_estimates[key].to_dict()
@@ -92,10 +107,15 @@ def window_estimate(w: PowerWindow, inst: Instrument, boundary: str
     uncertainty it was computed with. Each window's timing is known as well as its own
     phase's offset probe and acquisition start: the errors of different windows are
     independent."""
-    timing = timing_uncertainty_s(inst, w.offset_uncertainty_s, w.start_uncertainty_s,
-                                  w.drift_residual_s)
     t, watts = window_readings(w.batch, inst, f"the {w.stage} window (repetition "
                                               f"{w.repetition})")
+    cut = w.alignment(inst).cut
+    if cut is not None:
+        return (marked_estimate("active", watts, cut, inst.info,
+                                boundary=boundary),  # type: ignore[arg-type]
+                cut.edge_uncertainty_s)
+    timing = timing_uncertainty_s(inst, w.offset_uncertainty_s, w.start_uncertainty_s,
+                                  w.drift_residual_s)
     estimate = phase_power(
         t, watts,
         PhaseWindow("idle" if w.stage == "idle" else "active", w.start, w.end), inst.info,

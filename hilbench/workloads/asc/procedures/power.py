@@ -33,6 +33,7 @@ from hilbench.power.estimators import (
 )
 from hilbench.power.instrument_agreement import META_KEY as INSTRUMENTS_KEY
 from hilbench.power.instrument_agreement import compare_instruments
+from hilbench.power.marker_windows import alignment_summary
 from hilbench.power.provenance import META_KEY, PowerOrigin, agreement, stated_uncertainty95
 from hilbench.power.timing import aperture_s
 from hilbench.sdk import Instrument, Phase, RunContext, check_region
@@ -227,13 +228,15 @@ def _active_window(
         _check_window(ctx, device, phase, f"{stage} window {rep}", loop, echo)
         start = phase.to_orchestrator_time(device.name, float(loop["t_start"]))
         end = phase.to_orchestrator_time(device.name, float(loop["t_end"]))
+        marks = device.capabilities.marker is not None
         ctx.emit(Event(ctx.run_uid, phase.uid, "repeat_result", ctx.now(),
                        {**loop, "repetition": rep, "start": start, "end": end,
-                        "request_window": list(device.window or ())}))
+                        "request_window": list(device.window or ()), "device_marks": marks}))
     return PowerWindow(stage, rep, start, end, loop=loop,
                        offset_uncertainty_s=phase.offsets[device.name].uncertainty_s,
                        **phase_readings(phase, inst, end),
-                       others=other_readings(phase, instruments, inst, end))
+                       others=other_readings(phase, instruments, inst, end),
+                       device_marks=marks)
 
 
 def _check_window(ctx: RunContext, device: RemoteDevice, phase: Phase, what: str,
@@ -408,7 +411,8 @@ def _power_figures(
             estimate, timing = window_estimate(w, inst, spec.boundary)
             estimates[w.stage].append(estimate)
             timings.append(timing)
-        out = stage_power_figures(estimates, loop_times, times)
+        out = stage_power_figures(estimates, loop_times, times, extra=lambda stage: (
+            alignment_summary([w.alignment(inst) for w in windows if w.stage == stage])))
     except ValueError as exc:
         return {"reason": f"instrument {inst.spec.id}: {exc}"}
     out["meta"] = {
@@ -417,7 +421,8 @@ def _power_figures(
         "timing_uncertainty_per_window_s": timings,
         "windows": [
             {"stage": w.stage, "repetition": w.repetition, "start": w.start, "end": w.end,
-             "drift_residual_s": w.drift_residual_s, "interval": w.interval}
+             "drift_residual_s": w.drift_residual_s, "interval": w.interval,
+             **w.alignment(inst).to_dict()}
             for w in windows
         ],
     }

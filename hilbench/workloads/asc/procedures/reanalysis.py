@@ -170,7 +170,8 @@ def _window(event: dict[str, Any], phase: Phase, agent: str, inst: Any, onboard:
     if event["name"] == "idle_window":
         return PowerWindow("idle", rep, start, end, offset_uncertainty_s=0.0, **readings)
     return PowerWindow(str(d["stage"]), rep, start, end, loop=d,
-                       offset_uncertainty_s=phase.offsets[agent].uncertainty_s, **readings)
+                       offset_uncertainty_s=phase.offsets[agent].uncertainty_s, **readings,
+                       device_marks=bool(d.get("device_marks")))
 
 
 def _check_regions(run: RecordedRun) -> None:

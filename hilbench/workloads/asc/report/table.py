@@ -24,6 +24,7 @@ from rich.console import Console
 from hilbench.power.instrument_agreement import disagreeing_instruments, disagreement_text
 from hilbench.power.provenance import origin_of, origins_text
 from hilbench.report.campaign_data import CampaignData, load_campaign_data
+from hilbench.report.marker_note import marker_parts
 from hilbench.report.table import EMPTY, Cell, Column, Table, format_quantity
 
 STAGES = ("preprocessing", "inference")
@@ -404,7 +405,8 @@ def _power_description(stream: int, runs: list[dict[str, dict[str, Any]]],
             f"sample interval {meta.get('sample_interval_s'):g} s"
             + (f", aperture {aperture:g} s" if aperture else ""),
             f"boundary readings: {meta.get('boundary')}",
-            *(_attribution_parts(meta["attribution"]) if meta.get("attribution") else (
+            *(_attribution_parts(meta["attribution"]) if meta.get("attribution") else
+              marker_parts(runs) or (
                 f"timing ± {meta.get('timing_uncertainty_s'):.2g} s at most (each window its "
                 "own phase's clock probe and meter start, independent)",
                 "active window = device loop start..end mapped by the clock offset")),

@@ -1,0 +1,102 @@
+"""How a measured phase's power window is placed: cut by the device's marker in the instrument's
+own samples, or (the fallback) mapped in software, and which one each figure used.
+
+A phase is marker-cut when the device declares a marker (capabilities ``marker``) and the
+instrument recorded exactly one marked region in the phase's samples: the device held its
+marker high around the timed region (a repeat window). The window is then the samples between
+the two edges, placed on the instrument's own sample index, and its timing uncertainty is the
+edge uncertainty — one sample period plus the stated input latency
+(:func:`hilbench.power.markers.edge_uncertainty_s`) — instead of the clock-offset mapping's.
+Anything else (no marker declared, an instrument without marker inputs, no region or several)
+keeps the software window, and says why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hilbench.power.estimators import BoundaryPolicy, PhaseWindow, PowerEstimate, phase_power
+from hilbench.power.markers import MarkedWindow, MarkerEdges, Pairing, cut_windows
+from hilbench.power.source import SourceInfo
+
+MARKER_CUT = "marker-cut"
+SOFTWARE = "software"
+TIMING_SOURCE = "marker edges"  # the budget's timing component for a marker-cut window
+
+
+@dataclass(frozen=True)
+class WindowAlignment:
+    """How one window was placed: ``cut`` when by marker, else ``reason`` says why not."""
+
+    cut: MarkedWindow | None
+    reason: str | None = None
+
+    @property
+    def method(self) -> str:
+        return MARKER_CUT if self.cut is not None else SOFTWARE
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.cut is None:
+            return {"alignment": SOFTWARE, "alignment_reason": self.reason}
+        c = self.cut
+        return {"alignment": MARKER_CUT, "marker_channel": c.channel,
+                "marker_samples": [c.start, c.stop],
+                "edge_uncertainty_s": c.edge_uncertainty_s,
+                "marker_duration_s": c.duration_s}
+
+
+def phase_alignment(markers: Sequence[MarkerEdges] | None, info: SourceInfo, samples: int,
+                    device_marks: bool) -> WindowAlignment:
+    """The marked region of a phase (see the module), or why the window stays software's."""
+    if not device_marks:
+        return WindowAlignment(None, "the device declares no marker around this window "
+                                     "(capabilities marker)")
+    if markers is None or info.sample_period_s is None or info.marker_latency_s is None:
+        return WindowAlignment(None, f"{info.name} records no marker input in its stream")
+    found = [w for edges in markers for w in cut_windows(
+        edges, sample_period_s=info.sample_period_s, marker_latency_s=info.marker_latency_s,
+        pairing=pairing_of(edges), n_samples=samples)]
+    if len(found) != 1:
+        return WindowAlignment(None, f"{len(found)} marked regions in the phase's {samples} "
+                                     "samples, expected 1")
+    return WindowAlignment(found[0])
+
+
+def pairing_of(edges: MarkerEdges) -> Pairing:
+    """A line's edges alternate in level; events of one kind (an LPM01A's ``eventsrc``, a
+    trigger input) repeat it: those delimit windows in turn, a start event and an end event."""
+    repeated = len(edges) > 1 and bool(np.all(edges.level == edges.level[0]))
+    return "alternate" if repeated else "level"
+
+
+def marked_estimate(name: str, watts: np.ndarray, cut: MarkedWindow, info: SourceInfo, *,
+                    boundary: BoundaryPolicy) -> PowerEstimate:
+    """Mean power of the samples inside ``cut``, on the instrument's own sample clock (sample
+    ``k`` at ``k`` periods), the edges' uncertainty as its timing. As the marker bench
+    (:mod:`hilbench.bench.power_accuracy_marker`): the window ends one period before the
+    second cut, so every sample used begins after the region's true start."""
+    period = cut.sample_period_s
+    t = np.arange(len(watts), dtype=np.float64) * period
+    window = PhaseWindow(name, cut.start * period, (cut.stop - 1) * period)
+    estimate = phase_power(t, watts, window, info, boundary=boundary, aperture_s=period,
+                           timing_uncertainty_s=cut.edge_uncertainty_s)
+    return dataclasses.replace(estimate, timing_source=TIMING_SOURCE)
+
+
+def alignment_summary(alignments: Sequence[WindowAlignment]) -> dict[str, Any]:
+    """What a figure pooled from these windows says about their placement."""
+    methods = sorted({a.method for a in alignments})
+    out: dict[str, Any] = {"alignment": methods[0] if len(methods) == 1 else "mixed"}
+    cuts = [a.cut.edge_uncertainty_s for a in alignments if a.cut is not None]
+    if cuts:
+        out["edge_uncertainty_s"] = max(cuts)
+        out["marker_windows"] = len(cuts)
+    reasons = sorted({a.reason for a in alignments if a.reason})
+    if reasons:
+        out["alignment_reason"] = "; ".join(reasons)
+    return out
