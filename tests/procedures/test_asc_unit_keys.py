@@ -48,3 +48,20 @@ def test_another_model_or_setting_is_another_key(tmp_path):
     assert _digest(tmp_path / "b", model[:-1] + bytes([model[-1] ^ 1])) != here
     assert _digest(tmp_path / "c", model, "limit = 3") != here
     assert _digest(tmp_path / "d", model, "fixture_seed = 1") != here
+
+
+def test_the_modelled_energy_per_operation_is_the_campaigns_and_its_defaults_keep_old_keys(
+        tmp_path):
+    model = packaged_model_path().read_bytes()
+    plain = _digest(tmp_path / "a", model)
+    assert _digest(tmp_path / "b", model, "modelled_mac_pj = 4.6\nmodelled_ac_pj = 0.9") == plain
+    assert _digest(tmp_path / "c", model, "modelled_mac_pj = 3.1") != plain
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "model.npz").write_bytes(model)
+    (tmp_path / "d" / "c.toml").write_text(CAMPAIGN.format(extra="modelled_ac_pj = 0.03"))
+    (table,) = load_campaign(tmp_path / "d" / "c.toml").tables_of("asc")
+    energy = table.energy_model()
+    assert energy.e_ac_j == 0.03e-12 and energy.e_mac_j == 4.6e-12
+    assert "modelled_ac_pj" in energy.source
+    (table,) = load_campaign(tmp_path / "a" / "c.toml").tables_of("asc")
+    assert "45 nm" in table.energy_model().source

@@ -104,11 +104,12 @@ def emit_reference_check(ctx: Any, res: Any, records: list[Any], device: Any) ->
 
     if not isinstance(res.model, NirAscModel) or not records:
         return
-    check_and_emit(ctx, res.model, res.test, records, require_nir_device(device), device.name)
+    check_and_emit(ctx, res.model, res.test, records, require_nir_device(device), device.name,
+                   res.spec.energy_model())
 
 
 def check_and_emit(ctx: Any, model: Any, test: Any, records: list[Any],
-                   declared: Mapping[str, Any], agent: str) -> None:
+                   declared: Mapping[str, Any], agent: str, energy: Any = None) -> None:
     """The reference check of :func:`emit_reference_check` for a NIR model (``NirAscModel``),
     the test split the records index and what the device declared; also what a replay runs."""
     from hilbench.documents import Metric
@@ -119,7 +120,8 @@ def check_and_emit(ctx: Any, model: Any, test: Any, records: list[Any],
     inputs = SpikeInputs(model.asc)
     rasters = [inputs.raster(test.slices[r.index]) for r in records]
     check = check_against_reference(model.asc, rasters, [r.index for r in records],
-                                    [r.predicted for r in records], declared.get("semantics"))
+                                    [r.predicted for r in records], declared.get("semantics"),
+                                    energy)
     run = ctx.run_uid
     where = {"graph_sha256": model.sha256, "samples": check.samples,
              "measured_on": "the reference execution (NIR 1.0) of the samples this run ran"}

@@ -79,7 +79,8 @@ def _reference_check(run: RecordedRun, records: list[SampleRecord], out: Any) ->
                          f"ran {str(params.get('graph_sha256'))[:12]}…")
     agent = run.agent()
     caps = ((run.run.get("agents") or {}).get(agent, {}).get("capabilities") or {}).get("nir")
-    check_and_emit(out.context, res.model, res.test, records, caps or {}, agent)
+    check_and_emit(out.context, res.model, res.test, records, caps or {}, agent,
+                   spec.energy_model())
 
 
 def _sample_records(run: RecordedRun) -> tuple[list[SampleRecord], np.ndarray, list[str]]:
