@@ -33,7 +33,17 @@ def test_an_honest_phase_passes_and_states_its_typical_request():
     timing = run_phase([0.36 * MS] * 15 + [1.2 * MS])  # one slow wake-up, inside the bound
     assert timing.typical["median_outside_s"] == pytest.approx(0.36 * MS)
     assert timing.typical["requests"] == 16
-    assert timing.summary()["typical"]["limit_s"] == pytest.approx(LINK.q99_s + 0.03 * MS)
+    assert timing.summary()["typical"]["limit_s"] == pytest.approx(LINK.tail_q99_s + 0.03 * MS)
+    # the echoes' 99th percentile read from their body: eight slow wake-ups do not lift it
+    assert LINK.median_s < LINK.tail_q99_s < LINK.q99_s
+
+
+def test_a_claim_short_by_less_than_the_slow_echoes_is_still_unverified():
+    # stop 41's CI: under load a few slow echoes lifted the pool's own p99 past the 1.8 ms a
+    # forged sample left unclaimed; the median of the requests is held to the echoes' body
+    short = (LINK.tail_q99_s + LINK.q99_s) / 2
+    with pytest.raises(TimingUnverified, match="the median of 12 requests"):
+        run_phase([short] * 12)
 
 
 def test_a_claim_short_by_a_constant_part_of_every_sample_is_unverified_by_name():

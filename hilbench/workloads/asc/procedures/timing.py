@@ -106,7 +106,8 @@ class PhaseTiming:
 
     def check_typical(self) -> None:
         """After a phase of one request per sample: the typical (median) request must spend
-        no more outside its claim than the link's echoes do at their 99th percentile.
+        no more outside its claim than the link's echoes do at their 99th percentile, read
+        from their body (:attr:`LinkBound.tail_q99_s`: a few slow wake-ups do not lift it).
 
         Each request alone is held to the link's bound, which covers a rare slow wake-up and
         so lets a claim short by a constant part of it pass every time (a device claiming
@@ -120,11 +121,11 @@ class PhaseTiming:
         if link is None or len(self.single_outside) < TYPICAL_MIN_REQUESTS:
             return
         typical = float(statistics.median(self.single_outside))
-        limit = link.q99_s + self.offset.uncertainty_s
+        limit = link.tail_q99_s + self.offset.uncertainty_s
         self.typical = {"median_outside_s": typical, "limit_s": limit,
                         "requests": len(self.single_outside),
                         "rule": "median time outside the claim ≤ the echoes' 99th percentile "
-                                "+ the clock offset's uncertainty"}
+                                "(read from their body) + the clock offset's uncertainty"}
         if typical > limit:
             raise TimingUnverified(
                 self.agent, "timing_unverified",
