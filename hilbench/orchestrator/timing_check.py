@@ -114,7 +114,7 @@ class Allowance:
         if self.link is None:
             return LEGACY_LINK_S
         bound = self.link.bound_s
-        if self.single and self.link.body_s is not None:
+        if self.single:  # a bound recorded before its body was read: single = bound_s
             bound = max(self.link.single_bound_s,
                         min(bound, SINGLE_CLAIM_FACTOR * self.claimed_s))
         return self.turns * bound
@@ -146,8 +146,7 @@ class Allowance:
     def describe(self) -> str:
         link = (f"link {self.link.describe()}" if self.link is not None
                 else f"link {LEGACY_LINK_S} s (legacy constant: recorded before link probes)")
-        if (self.single and self.link is not None and self.link.body_s is not None
-                and self.link_s < self.turns * self.link.bound_s):
+        if self.single and self.link is not None and self.link_s < self.turns * self.link.bound_s:
             link = (f"link {self.link_s / self.turns * 1e3:.3f} ms: one request may use the "
                     f"link's tail only up to {SINGLE_CLAIM_FACTOR:g} × its claim of "
                     f"{self.claimed_s:.6f} s, and at "
