@@ -31,7 +31,9 @@ import numpy as np
 from hilbench.agent.dispatch import ContractDriver
 from hilbench.agent.driver import DriverError
 from hilbench.clock import now
-from hilbench.contracts.asc import (
+from hilbench.contracts.base import Reply
+from hilbench.contracts.capabilities import ConfigureReply, Settings
+from hilbench.workloads.asc.contract import (
     MAX_WINDOW_S,
     STAGES,
     AscHeldReply,
@@ -46,8 +48,6 @@ from hilbench.contracts.asc import (
     AscUnload,
     AscWindowResult,
 )
-from hilbench.contracts.base import Reply
-from hilbench.contracts.capabilities import ConfigureReply, Settings
 from hilbench_drivers.arduino.board import Board, Identity, audio_to_pcm16
 from hilbench_drivers.arduino.discovery import resolve_port
 from hilbench_drivers.arduino.link import BoardError, BoardReset, SerialLink
@@ -255,7 +255,7 @@ class ArduinoDriver(ContractDriver):
     def apply(self, settings: Settings) -> ConfigureReply:
         return ConfigureReply(detail={"board": self._identity().board})
 
-    # -- ASC device role (bodies arrive checked against hilbench.contracts.asc) ----------------
+    # -- ASC device role (bodies arrive checked against hilbench.workloads.asc.contract) ------
 
     def load_asc(self, body: AscLoad, arrays: list[np.ndarray]) -> Reply:
         if isinstance(body, AscLoadModel):

@@ -20,10 +20,12 @@ import numpy as np
 from hilbench.agent.dispatch import ContractDriver
 from hilbench.agent.driver import DriverError
 from hilbench.clock import bench_now, now
-from hilbench.contracts.asc import AscLoad, AscRepeat, AscRun
 from hilbench.contracts.base import Reply
 from hilbench.contracts.capabilities import ConfigureReply, Settings
-from hilbench.contracts.qubo import (
+from hilbench.power.rapl import DEFAULT_POWERCAP_ROOT, RaplCounters, probe_rapl
+from hilbench.sim.device_link import SimulatedDeviceLink, relink
+from hilbench.workloads.asc.contract import AscLoad, AscRepeat, AscRun
+from hilbench.workloads.qubo.contract import (
     FixedTimeout,
     QuboLoad,
     QuboLoadReply,
@@ -32,8 +34,6 @@ from hilbench.contracts.qubo import (
     Reached,
     Solved,
 )
-from hilbench.power.rapl import DEFAULT_POWERCAP_ROOT, RaplCounters, probe_rapl
-from hilbench.sim.device_link import SimulatedDeviceLink, relink
 from hilbench_drivers.cpu import qubo_solvers
 from hilbench_drivers.cpu.asc import AscDevice
 from hilbench_drivers.cpu.asc_nir import nir_support

@@ -31,7 +31,8 @@ import numpy as np
 
 from hilbench.agent.driver import DriverError
 from hilbench.clock import bench_now, now
-from hilbench.contracts.asc import (
+from hilbench.contracts.base import Reply
+from hilbench.workloads.asc.contract import (
     MAX_WINDOW_S,
     STAGES,
     AscHeldReply,
@@ -49,7 +50,6 @@ from hilbench.contracts.asc import (
     AscUnload,
     AscWindowResult,
 )
-from hilbench.contracts.base import Reply
 from hilbench.workloads.asc.features import extract_features
 from hilbench.workloads.asc.quant import ModelFileError, QuantisedModel
 from hilbench_drivers.cpu.asc_nir import NirCpuModel
@@ -109,7 +109,7 @@ class AscDevice:
         return AscStreamReply(stream_samples=0)
 
     def _load_model(self, body: AscLoadModel, arrays: list[np.ndarray]) -> AscModelReply:
-        from hilbench.nir.model import is_nir_load
+        from hilbench.workloads.asc.nir.model import is_nir_load
 
         if is_nir_load(body.meta):
             return self._load_nir(NirCpuModel(body.meta, dict(zip(body.arrays, arrays,

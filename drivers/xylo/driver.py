@@ -24,7 +24,10 @@ import numpy as np
 from hilbench.agent.dispatch import ContractDriver
 from hilbench.agent.driver import DriverError
 from hilbench.clock import now
-from hilbench.contracts.asc import (
+from hilbench.contracts.base import Reply
+from hilbench.contracts.capabilities import ConfigureReply, Settings
+from hilbench.sim.device_link import SimulatedDeviceLink, relink
+from hilbench.workloads.asc.contract import (
     MAX_WINDOW_S,
     AscHeldReply,
     AscLoad,
@@ -40,9 +43,6 @@ from hilbench.contracts.asc import (
     AscUnload,
     AscWindowResult,
 )
-from hilbench.contracts.base import Reply
-from hilbench.contracts.capabilities import ConfigureReply, Settings
-from hilbench.sim.device_link import SimulatedDeviceLink, relink
 from hilbench_drivers.xylo.network import NetworkFileError, XyloNetwork
 from hilbench_drivers.xylo.nir_support import network_from_load, nir_support
 
@@ -172,7 +172,7 @@ class XyloDriver(ContractDriver):
         return AscStreamReply(stream_samples=0)
 
     def _load_model(self, body: AscLoadModel, arrays: list[np.ndarray]) -> AscModelReply:
-        from hilbench.nir.model import is_nir_load
+        from hilbench.workloads.asc.nir.model import is_nir_load
 
         parts = dict(zip(body.arrays, arrays, strict=True))
         try:

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from hilbench.agent.driver import DriverError
-from hilbench.contracts import asc
 from hilbench.contracts.base import Reply
+from hilbench.workloads.asc import contract as asc
 
 # (where, cmd, request, arrays, stop) -> the driver's checked reply (DriverError naming where).
 Step = Callable[[str, str, Any, list[np.ndarray], threading.Event], Reply]

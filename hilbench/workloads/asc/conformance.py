@@ -9,9 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from hilbench.contracts import asc
 from hilbench.testing.driver_conformance import Suite, refused, refused_key
+from hilbench.workloads.asc import contract as asc
 from hilbench.workloads.asc.procedures import device as asc_device
+from hilbench.workloads.asc.remote import RemoteAscDevice
 
 
 def check_asc(suite: Suite, device: Any, caps: asc.AscCapabilities, *, asc_model: Any = None,
@@ -19,9 +20,10 @@ def check_asc(suite: Suite, device: Any, caps: asc.AscCapabilities, *, asc_model
     """``asc_model``: a ``QuantisedModel`` or anything with ``metadata()`` and ``arrays()``;
     ``asc_sample``: a 1 s sample the device takes."""
     model, sample = asc_model, asc_sample
+    role = RemoteAscDevice(device)
     suite.check("asc: running a sample that is not held is refused", lambda: refused(
         device, "not_loaded",
-        lambda: device.asc.run_asc(asc.AscSingleStream(workload="asc", index=12345))))
+        lambda: role.run_asc(asc.AscSingleStream(workload="asc", index=12345))))
     suite.check("asc: a NaN window is refused naming duration_s", lambda: refused_key(
         device, "run", {"workload": "asc", "mode": "repeat", "stage": "idle",
                         "duration_s": math.nan}, "duration_s"))
@@ -34,13 +36,13 @@ def check_asc(suite: Suite, device: Any, caps: asc.AscCapabilities, *, asc_model
     if caps.sample_capacity == 1:
         suite.check("asc: a second sample is refused with device_full", lambda: refused(
             device, "device_full", lambda: asc_device.load_sample(device, 1, sample)))
-    result = suite.check("asc: single stream", lambda: device.asc.run_asc(
+    result = suite.check("asc: single stream", lambda: role.run_asc(
         asc.AscSingleStream(workload="asc", index=0)))
     if result is not None:
         suite.check("asc: the single-stream result is sound", lambda: _sample(result, caps))
     if "repeat" in caps.modes:
         for stage in ("idle", *caps.timed_stages()):
-            window = suite.check(f"asc: repeat {stage}", lambda stage=stage: device.asc.run_asc(
+            window = suite.check(f"asc: repeat {stage}", lambda stage=stage: role.run_asc(
                 asc.AscRepeat(workload="asc", stage=stage, duration_s=0.05,  # type: ignore
                               index=None if stage == "idle" else 0)))
             if window is not None:

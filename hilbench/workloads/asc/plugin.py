@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from hilbench.contracts import asc
 from hilbench.contracts.base import ContractError, Reply
 from hilbench.contracts.registry import WorkloadPlugin
+from hilbench.workloads.asc import contract as asc
 
 _RUNS = (asc.AscSingleStream, asc.AscRepeat, asc.AscStream, asc.AscSamples)
 _SAMPLE_RUNS = (asc.AscSingleStream, asc.AscSamples)  # no stage, no duration
@@ -106,5 +106,6 @@ WORKLOAD = WorkloadPlugin(
     report_figures=("hilbench.workloads.asc.report.figures:report_figures",),
     trace_runs="hilbench.workloads.asc.report.figures:trace_runs",
     stage_plans="hilbench.workloads.asc.report.stages:STAGES",
+    methodology="hilbench.workloads.asc.report.methodology:asc_methodology",
     conformance="hilbench.workloads.asc.conformance:check_asc",
 )
