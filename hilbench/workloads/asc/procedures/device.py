@@ -53,7 +53,7 @@ def send_model(device: RemoteDevice, model: Any) -> dict[str, Any]:
         require_nir_device(device)
     arrays = model.arrays()
     names = sorted(arrays)
-    reply = RemoteAscDevice(device).load_asc(
+    reply = RemoteAscDevice(device).load_model(
         AscLoadModel(workload="asc", meta=model.metadata(), arrays=names),
         [np.ascontiguousarray(arrays[n]) for n in names])
     return to_wire(reply)
@@ -61,28 +61,28 @@ def send_model(device: RemoteDevice, model: Any) -> dict[str, Any]:
 
 def load_sample(device: RemoteDevice, index: int, audio: np.ndarray) -> dict[str, Any]:
     """Put one 1 s sample (float32) into device memory under ``index`` (untimed)."""
-    reply = RemoteAscDevice(device).load_asc(AscLoadSample(workload="asc", index=int(index)),
-                                [np.ascontiguousarray(audio, dtype=np.float32)])
+    reply = RemoteAscDevice(device).load_sample(AscLoadSample(workload="asc", index=int(index)),
+                                                np.ascontiguousarray(audio, dtype=np.float32))
     return to_wire(reply)
 
 
 def unload_sample(device: RemoteDevice, index: int) -> dict[str, Any]:
     """Free the device memory that sample ``index`` holds."""
-    return to_wire(RemoteAscDevice(device).load_asc(
-        AscUnload(workload="asc", index=int(index)), []))
+    return to_wire(RemoteAscDevice(device).free_sample(
+        AscUnload(workload="asc", index=int(index))))
 
 
 def load_stream(device: RemoteDevice, indices: Sequence[int], audio: np.ndarray
                 ) -> dict[str, Any]:
     """Give the device k consecutive 1 s samples to play one after another (untimed)."""
-    reply = RemoteAscDevice(device).load_asc(
+    reply = RemoteAscDevice(device).load_stream(
         AscLoadStream(workload="asc", indices=[int(i) for i in indices]),
-        [np.ascontiguousarray(audio, dtype=np.float32)])
+        np.ascontiguousarray(audio, dtype=np.float32))
     return to_wire(reply)
 
 
 def unload_stream(device: RemoteDevice) -> dict[str, Any]:
-    return to_wire(RemoteAscDevice(device).load_asc(AscUnloadStream(workload="asc"), []))
+    return to_wire(RemoteAscDevice(device).free_stream(AscUnloadStream(workload="asc")))
 
 
 @dataclass(frozen=True)
@@ -130,10 +130,9 @@ def run_single_stream(
         for index in range(audio.shape[0]):
             load_sample(device, index, audio[index])
             t_issue = now()
-            result = handle.run_asc(AscSingleStream(workload="asc", index=index))
+            result = handle.run_sample(AscSingleStream(workload="asc", index=index))
             t_done = now()
             unload_sample(device, index)
-            assert isinstance(result, AscSampleResult)
             checked_answer(device.name, result, index, "")
             record = SampleRecord(
                 index=index,
@@ -210,7 +209,8 @@ def load_sample_list(device: RemoteDevice, indices: list[int], audio: np.ndarray
     """Loading is untimed (LoadGen loads its sample library before issuing queries): the
     list's audio travels before the run, which carries only the indices."""
     chunk = np.ascontiguousarray(audio, dtype=np.float32)
-    RemoteAscDevice(device).load_asc(AscLoadSampleList(workload="asc", indices=indices), [chunk])
+    RemoteAscDevice(device).load_sample_list(
+        AscLoadSampleList(workload="asc", indices=indices), chunk)
 
 
 def run_sample_list(device: RemoteDevice, indices: list[int],

@@ -198,7 +198,7 @@ def _device_idle_window(
     body = _window_body("idle", rows, idle_s)
     echo = window_echo(to_wire(body))
     with ctx.phase("idle", [device], echo=echo) as phase:
-        loop = to_wire(RemoteAscDevice(device).run_asc(body))
+        loop = to_wire(RemoteAscDevice(device).run_window(body))
         _check_window(ctx, device, phase, f"idle window {rep}", loop, echo)
         start = phase.to_orchestrator_time(device.name, float(loop["t_start"]))
         end = phase.to_orchestrator_time(device.name, float(loop["t_end"]))
@@ -225,7 +225,7 @@ def _active_window(
     echo = window_echo(to_wire(body))
     with ctx.phase(f"active_{stage}", [device], instruments, echo=echo) as phase:
         with device.waiting(phase.poll):
-            loop = to_wire(RemoteAscDevice(device).run_asc(body))
+            loop = to_wire(RemoteAscDevice(device).run_window(body))
         _check_window(ctx, device, phase, f"{stage} window {rep}", loop, echo)
         start = phase.to_orchestrator_time(device.name, float(loop["t_start"]))
         end = phase.to_orchestrator_time(device.name, float(loop["t_end"]))
