@@ -24,25 +24,24 @@ import numpy as np
 from hilbench.agent.dispatch import ContractDriver
 from hilbench.agent.driver import DriverError
 from hilbench.clock import now
-from hilbench.contracts.asc import (
+from hilbench.contracts.capabilities import ConfigureReply, Settings
+from hilbench.sim.device_link import SimulatedDeviceLink, relink
+from hilbench.workloads.asc.contract import (
     MAX_WINDOW_S,
     AscHeldReply,
-    AscLoad,
     AscLoadModel,
     AscLoadSample,
     AscLoadStream,
     AscModelReply,
     AscRepeat,
-    AscRun,
     AscSampleResult,
     AscSingleStream,
+    AscStream,
     AscStreamReply,
     AscUnload,
+    AscUnloadStream,
     AscWindowResult,
 )
-from hilbench.contracts.base import Reply
-from hilbench.contracts.capabilities import ConfigureReply, Settings
-from hilbench.sim.device_link import SimulatedDeviceLink, relink
 from hilbench_drivers.xylo.network import NetworkFileError, XyloNetwork
 from hilbench_drivers.xylo.nir_support import network_from_load, nir_support
 
@@ -156,23 +155,18 @@ class XyloDriver(ContractDriver):
 
     # -- loading (untimed) -------------------------------------------------------------------------
 
-    def load_asc(self, body: AscLoad, arrays: list[np.ndarray]) -> Reply:
-        if isinstance(body, AscLoadModel):
-            return self._load_model(body, arrays)
-        if isinstance(body, AscLoadSample):
-            return self._load_sample(body.index, arrays[0])
-        if isinstance(body, AscUnload):
-            self._audio.pop(body.index, None)
-            if self._held.pop(body.index, None) is None:
-                raise DriverError(f"sample {body.index} is not in device memory", "not_loaded")
-            return AscHeldReply(index=body.index, held=sorted(self._held))
-        if isinstance(body, AscLoadStream):
-            return self._load_stream(body.indices, arrays[0])
+    def free_sample(self, body: AscUnload) -> AscHeldReply:
+        self._audio.pop(body.index, None)
+        if self._held.pop(body.index, None) is None:
+            raise DriverError(f"sample {body.index} is not in device memory", "not_loaded")
+        return AscHeldReply(index=body.index, held=sorted(self._held))
+
+    def free_stream(self, body: AscUnloadStream) -> AscStreamReply:
         self._stream = []
         return AscStreamReply(stream_samples=0)
 
-    def _load_model(self, body: AscLoadModel, arrays: list[np.ndarray]) -> AscModelReply:
-        from hilbench.nir.model import is_nir_load
+    def load_model(self, body: AscLoadModel, arrays: list[np.ndarray]) -> AscModelReply:
+        from hilbench.workloads.asc.nir.model import is_nir_load
 
         parts = dict(zip(body.arrays, arrays, strict=True))
         try:
@@ -221,7 +215,8 @@ class XyloDriver(ContractDriver):
         result = self._front_end.spikes(audio)
         return result.raster, {"afe_cached": result.cached, "afe_host_s": result.host_s}
 
-    def _load_sample(self, index: int, audio: np.ndarray) -> AscHeldReply:
+    def load_sample(self, body: AscLoadSample, audio: np.ndarray) -> AscHeldReply:
+        index = body.index
         if index not in self._held and len(self._held) >= SAMPLE_CAPACITY:
             raise DriverError(
                 f"device memory holds {SAMPLE_CAPACITY} sample (index "
@@ -236,7 +231,8 @@ class XyloDriver(ContractDriver):
         return AscHeldReply(index=index, held=sorted(self._held), capacity=SAMPLE_CAPACITY,
                             detail=info)
 
-    def _load_stream(self, indices: list[int], audio: np.ndarray) -> AscStreamReply:
+    def load_stream(self, body: AscLoadStream, audio: np.ndarray) -> AscStreamReply:
+        indices = body.indices
         if len(indices) > self.stream_capacity:
             raise DriverError(f"a stream holds at most {self.stream_capacity} samples, got "
                               f"{len(indices)}", "device_full")
@@ -246,23 +242,18 @@ class XyloDriver(ContractDriver):
 
     # -- timed work ------------------------------------------------------------------------------
 
-    def run_asc(self, body: AscRun, stop: threading.Event) -> Reply:
-        if isinstance(body, AscSingleStream):
-            return self._single(body.index)
+    def run_repeat(self, body: AscRepeat, stop: threading.Event) -> AscWindowResult:
         if body.stage == "idle":
-            t_start = now()
-            power = self.backend.idle(body.duration_s, stop)
-            t_end = now()
-            return AscWindowResult(
-                stage="idle", iterations=0, mean_s=None, std_error_s=None, t_start=t_start,
-                t_end=t_end, power=power,
-                stopped_early=stop.is_set() and t_end - t_start < body.duration_s)
-        if isinstance(body, AscRepeat):
-            assert body.index is not None  # the contract asks for it outside idle
-            if body.stage == "preprocessing":  # declared only with the chip's own AFE
-                return self._afe_loop(body.index, body.duration_s, stop)
-            return self._loop([(body.index, self._held_raster(body.index))], body.duration_s,
-                              stop, repeat=body.index)
+            return self._idle(body.duration_s, stop)
+        assert body.index is not None  # the contract asks for it outside idle
+        if body.stage == "preprocessing":  # declared only with the chip's own AFE
+            return self._afe_loop(body.index, body.duration_s, stop)
+        return self._loop([(body.index, self._held_raster(body.index))], body.duration_s,
+                          stop, repeat=body.index)
+
+    def run_stream(self, body: AscStream, stop: threading.Event) -> AscWindowResult:
+        if body.stage == "idle":
+            return self._idle(body.duration_s, stop)
         if body.stage != "inference":
             raise DriverError("a stream window times inference; pre-processing on the chip's "
                               "AFE is timed in repeat mode", "bad_arguments", key="stage")
@@ -270,7 +261,17 @@ class XyloDriver(ContractDriver):
             raise DriverError("no stream loaded: send load part='stream' first", "not_loaded")
         return self._loop(self._stream, body.duration_s, stop)
 
-    def _single(self, index: int) -> AscSampleResult:
+    def _idle(self, duration_s: float, stop: threading.Event) -> AscWindowResult:
+        t_start = now()
+        power = self.backend.idle(duration_s, stop)
+        t_end = now()
+        return AscWindowResult(
+            stage="idle", iterations=0, mean_s=None, std_error_s=None, t_start=t_start,
+            t_end=t_end, power=power,
+            stopped_early=stop.is_set() and t_end - t_start < duration_s)
+
+    def run_sample(self, body: AscSingleStream) -> AscSampleResult:
+        index = body.index
         net = self._require_network()
         pre: dict[str, Any] = {}
         t_first = None

@@ -33,8 +33,8 @@ from neurobench.metrics.workload import (  # noqa: E402
 from neurobench.models import SNNTorchModel  # noqa: E402
 
 from hilbench.complexity import algorithm_metrics  # noqa: E402
-from hilbench.nir.asc import packaged_graph, packaged_test_spikes  # noqa: E402
 from hilbench.nir.reference import run_reference  # noqa: E402
+from hilbench.workloads.asc.nir.graph import packaged_graph, packaged_test_spikes  # noqa: E402
 
 SAMPLES = 6  # NeuroBench deep-copies each layer per step: about 2 s a sample
 

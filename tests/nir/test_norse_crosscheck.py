@@ -12,8 +12,8 @@ pytest.importorskip("nir")
 torch = pytest.importorskip("torch")
 norse_torch = pytest.importorskip("norse.torch")
 
-from hilbench.nir.asc import packaged_graph, packaged_test_spikes  # noqa: E402
 from hilbench.nir.reference import run_reference  # noqa: E402
+from hilbench.workloads.asc.nir.graph import packaged_graph, packaged_test_spikes  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:nirtorch.load is being deprecated:DeprecationWarning")

@@ -19,7 +19,7 @@ else:
     pytest.importorskip("soundfile")
     pytest.importorskip("scipy")
 
-from hilbench.cli.asc_train import train
+from hilbench.workloads.asc.cli_train import train
 from hilbench.workloads.asc.dataset import load_split
 from hilbench.workloads.asc.features import extract_features
 from hilbench.workloads.asc.fixture import make_fixture

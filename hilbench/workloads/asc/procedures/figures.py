@@ -38,7 +38,7 @@ class PowerWindow:
     """One measured window: its stage, where it lies on the orchestrator timeline, the
     samples of the phase it belongs to, and (active windows) the device's loop report."""
 
-    stage: str  # "idle" or one of hilbench.contracts.asc.STAGES
+    stage: str  # "idle" or one of hilbench.workloads.asc.contract.STAGES
     repetition: int
     start: float
     end: float

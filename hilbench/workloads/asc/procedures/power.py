@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hilbench import clock
-from hilbench.contracts.asc import STAGES, AscCapabilities, AscRepeat, AscStream
 from hilbench.contracts.base import to_wire
 from hilbench.contracts.power import power_report
 from hilbench.contracts.remote import RemoteDevice
@@ -38,6 +37,7 @@ from hilbench.power.provenance import META_KEY, PowerOrigin, agreement, stated_u
 from hilbench.power.timing import aperture_s
 from hilbench.sdk import Instrument, Phase, RunContext, check_region
 from hilbench.wire.link_probe import Echo
+from hilbench.workloads.asc.contract import STAGES, AscCapabilities, AscRepeat, AscStream
 from hilbench.workloads.asc.procedures.device import (
     load_sample,
     load_stream,
@@ -68,6 +68,7 @@ from hilbench.workloads.asc.procedures.single_stream import (
     stage_times,
 )
 from hilbench.workloads.asc.procedures.timing import PhaseTiming, sample_untimed, window_echo
+from hilbench.workloads.asc.remote import RemoteAscDevice
 
 if TYPE_CHECKING:
     from hilbench.workloads.asc.procedures.run import AscResources, AscSpec
@@ -197,7 +198,7 @@ def _device_idle_window(
     body = _window_body("idle", rows, idle_s)
     echo = window_echo(to_wire(body))
     with ctx.phase("idle", [device], echo=echo) as phase:
-        loop = to_wire(device.asc.run_asc(body))
+        loop = to_wire(RemoteAscDevice(device).run_window(body))
         _check_window(ctx, device, phase, f"idle window {rep}", loop, echo)
         start = phase.to_orchestrator_time(device.name, float(loop["t_start"]))
         end = phase.to_orchestrator_time(device.name, float(loop["t_end"]))
@@ -224,7 +225,7 @@ def _active_window(
     echo = window_echo(to_wire(body))
     with ctx.phase(f"active_{stage}", [device], instruments, echo=echo) as phase:
         with device.waiting(phase.poll):
-            loop = to_wire(device.asc.run_asc(body))
+            loop = to_wire(RemoteAscDevice(device).run_window(body))
         _check_window(ctx, device, phase, f"{stage} window {rep}", loop, echo)
         start = phase.to_orchestrator_time(device.name, float(loop["t_start"]))
         end = phase.to_orchestrator_time(device.name, float(loop["t_end"]))

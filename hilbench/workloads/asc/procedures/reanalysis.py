@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import numpy as np
 
-from hilbench.contracts.asc import AscCapabilities
 from hilbench.contracts.base import decode
 from hilbench.contracts.capabilities import Capabilities
 from hilbench.sdk import check_region
 from hilbench.wire.link import AgentError
+from hilbench.workloads.asc.contract import AscCapabilities
 from hilbench.workloads.asc.procedures.device import SampleRecord
 from hilbench.workloads.asc.procedures.figures import PowerWindow, other_readings, phase_readings
 from hilbench.workloads.asc.procedures.pipeline import (

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hilbench.contracts.asc import STAGES
 from hilbench.power.marker_windows import MARKER_CUT
+from hilbench.workloads.asc.contract import STAGES
 
 
 def marker_parts(runs: list[dict[str, dict[str, Any]]]) -> list[str]:
