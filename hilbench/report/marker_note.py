@@ -8,6 +8,9 @@ from typing import Any
 from hilbench.contracts.asc import STAGES
 from hilbench.power.marker_windows import MARKER_CUT
 
+SINGLE_STREAM = "single_stream"  # a single-stream power window's stage in the figures' windows
+LABELS = {SINGLE_STREAM: "single-stream"}
+
 
 def marker_parts(runs: list[dict[str, dict[str, Any]]]) -> list[str]:
     """The description's lines for marker-cut windows over ``runs`` (their metrics by name);
@@ -20,9 +23,12 @@ def marker_parts(runs: list[dict[str, dict[str, Any]]]) -> list[str]:
         return []
     edges = [float(w["edge_uncertainty_s"]) for w in cut if w.get("edge_uncertainty_s")]
     by_stage = ", ".join(
-        f"{stage} {sum(w.get('stage') == stage for w in cut)}/"
-        f"{sum(w.get('stage') == stage for w in windows)}" for stage in STAGES
+        f"{LABELS.get(stage, stage)} {sum(w.get('stage') == stage for w in cut)}/"
+        f"{sum(w.get('stage') == stage for w in windows)}" for stage in (*STAGES, SINGLE_STREAM)
         if any(w.get("stage") == stage for w in windows))
+    regions = sum(int(w.get("marker_regions") or 0) for w in cut)
+    if regions:  # single stream: one marked region per sample run
+        by_stage += f"; {regions} samples each placed by its own marked region"
     software = sorted({str(w.get("alignment_reason")) for w in windows
                        if w.get("alignment") != MARKER_CUT and w.get("stage") != "idle"})
     parts = [

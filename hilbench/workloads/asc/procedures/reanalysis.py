@@ -154,7 +154,8 @@ def _pipeline(event: dict[str, Any], phase: Phase, agent: str, inst: Any) -> Pip
     offset = phase.offsets[agent]
     window = PipelineWindow(int(d["repetition"]), float(d["start"]), float(d["end"]), None,
                             offset.offset_s, offset.uncertainty_s, None,
-                            samples_from(d["samples"]), list_rows=rows_of(d["list_windows"]))
+                            samples_from(d["samples"]), list_rows=rows_of(d["list_windows"]),
+                            device_marks=bool(d.get("device_marks")))
     return attach_readings(window, phase, inst)
 
 
