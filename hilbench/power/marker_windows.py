@@ -19,7 +19,8 @@ placed from those regions (:mod:`hilbench.power.marker_stages`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,9 +61,11 @@ class WindowAlignment:
 
 
 def phase_alignment(markers: Sequence[MarkerEdges] | None, info: SourceInfo, samples: int,
-                    device_marks: bool) -> WindowAlignment:
-    """The marked region of a phase (see the module), or why the window stays software's."""
-    found, reason = _marked_regions(markers, info, samples, device_marks)
+                    device_marks: bool, device_latency_s: float = 0.0) -> WindowAlignment:
+    """The marked region of a phase (see the module), or why the window stays software's.
+    ``device_latency_s``: what the device states about its own line's edges against the work
+    (a host GPIO's), added to each edge's uncertainty."""
+    found, reason = _marked_regions(markers, info, samples, device_marks, device_latency_s)
     if reason is not None:
         return WindowAlignment(None, reason)
     if len(found) != 1:
@@ -97,10 +100,11 @@ class RegionsAlignment:
 
 
 def sample_regions(markers: Sequence[MarkerEdges] | None, info: SourceInfo, samples: int,
-                   device_marks: bool, ran: int) -> RegionsAlignment:
+                   device_marks: bool, ran: int, device_latency_s: float = 0.0
+                   ) -> RegionsAlignment:
     """The marked regions of a single-stream window in which the device ran ``ran`` samples
     (see the module), or why the window stays software's."""
-    found, reason = _marked_regions(markers, info, samples, device_marks)
+    found, reason = _marked_regions(markers, info, samples, device_marks, device_latency_s)
     if reason is not None:
         return RegionsAlignment((), reason)
     if len(found) != ran:
@@ -110,15 +114,35 @@ def sample_regions(markers: Sequence[MarkerEdges] | None, info: SourceInfo, samp
 
 
 def _marked_regions(markers: Sequence[MarkerEdges] | None, info: SourceInfo, samples: int,
-                    device_marks: bool) -> tuple[list[MarkedWindow], str | None]:
+                    device_marks: bool, device_latency_s: float = 0.0
+                    ) -> tuple[list[MarkedWindow], str | None]:
     """Every marked region in a phase's ``samples`` samples, or why none is looked for."""
     if not device_marks:
         return [], "the device declares no marker around this window (capabilities marker)"
     if markers is None or info.sample_period_s is None or info.marker_latency_s is None:
         return [], f"{info.name} records no marker input in its stream"
     return [w for edges in markers for w in cut_windows(
-        edges, sample_period_s=info.sample_period_s, marker_latency_s=info.marker_latency_s,
+        edges, sample_period_s=info.sample_period_s,
+        marker_latency_s=info.marker_latency_s + device_latency_s,
         pairing=pairing_of(edges), n_samples=samples)], None
+
+
+def stated_device_latency(latency_s: float) -> dict[str, Any]:
+    """A marker-cut window's meta for the device's stated line latency (none when 0)."""
+    return {"device_marker_latency_s": latency_s} if latency_s else {}
+
+
+def device_marker_latency_s(marker: Mapping[str, Any] | None) -> float | None:
+    """What a device's declared marker (capabilities ``marker``) states about its line's edges
+    against the work it marks (``latency_s``, 0 when not stated: a pin the firmware drives
+    itself); None when it declares no marker or states a latency that is no number of seconds
+    0 or more (a claim that would shrink the edges' uncertainty is not taken)."""
+    if marker is None:
+        return None
+    value = marker.get("latency_s", 0.0)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value >= 0 else None
 
 
 def pairing_of(edges: MarkerEdges) -> Pairing:

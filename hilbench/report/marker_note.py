@@ -31,11 +31,14 @@ def marker_parts(runs: list[dict[str, dict[str, Any]]]) -> list[str]:
         by_stage += f"; {regions} samples each placed by its own marked region"
     software = sorted({str(w.get("alignment_reason")) for w in windows
                        if w.get("alignment") != MARKER_CUT and w.get("stage") != "idle"})
+    device = max((float(w.get("device_marker_latency_s") or 0.0) for w in cut), default=0.0)
+    device_part = (f" + the device's stated marker latency, {1e6 * device:.3g} µs" if device
+                   else "")
     parts = [
         f"active windows MARKER-CUT ({by_stage}): the samples between the device's marker "
         "edges in the instrument's own stream, edge uncertainty ± "
         f"{1e6 * max(edges):.3g} µs per window (one sample period + the stated input "
-        "latency)",
+        f"latency{device_part})",
         "idle window: software (the orchestrator's own; the marker stays low)",
     ]
     if software:

@@ -36,7 +36,13 @@ from hilbench.documents import Event
 from hilbench.power.estimators import PowerEstimate
 from hilbench.power.marker_stages import METHOD as MARKED_METHOD
 from hilbench.power.marker_stages import marked_stage_power
-from hilbench.power.marker_windows import RegionsAlignment, alignment_summary, sample_regions
+from hilbench.power.marker_windows import (
+    RegionsAlignment,
+    alignment_summary,
+    device_marker_latency_s,
+    sample_regions,
+    stated_device_latency,
+)
 from hilbench.power.markers import MarkerEdges
 from hilbench.power.source import SampleBatch
 from hilbench.power.stage_attribution import (
@@ -105,12 +111,13 @@ class PipelineWindow:
     # sample (capabilities marker): together they place the stages by sample index (issue 35)
     markers: list[MarkerEdges] | None = None
     device_marks: bool = False
+    device_marker_latency_s: float = 0.0  # what the device states about its line's edges
 
     def alignment(self, inst: Instrument) -> RegionsAlignment:
         """How this window's samples are placed in ``inst``'s samples: marker-cut or software."""
         held = 0 if self.batch is None else len(self.batch)
         return sample_regions(self.markers, inst.info, held, self.device_marks,
-                              len(self.samples["index"]))
+                              len(self.samples["index"]), self.device_marker_latency_s)
 
     def list_means(self, stage: str) -> np.ndarray:
         """The stage's mean device time over each sample list the window ran."""
@@ -145,7 +152,8 @@ class PipelineWindow:
     def event_data(self) -> dict[str, Any]:
         return {"repetition": self.repetition, "start": self.start, "end": self.end,
                 "samples": {k: v.tolist() for k, v in self.samples.items()},
-                "device_marks": self.device_marks}
+                "device_marks": self.device_marks,
+                "device_marker_latency_s": self.device_marker_latency_s}
 
 
 def samples_from(data: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -220,7 +228,7 @@ def pipeline_window(
             rep, float(samples["t_start"][0] - offset.offset_s),
             float(samples["t_end"][-1] - offset.offset_s), None, offset.offset_s,
             offset.uncertainty_s, None, samples, list_rows=rows_of(list_windows),
-            device_marks=device.capabilities.marker is not None)
+            **device_marking(device))
         ctx.emit(Event(ctx.run_uid, phase.uid, "pipeline_window", ctx.now(),
                        {**window.event_data(), "list_windows": list_windows}))
     return attach_readings(window, phase, inst)
@@ -310,7 +318,7 @@ def pipeline_power_figures(
                      "end": w.end} for w in idle_windows]
         + [{"stage": "single_stream", "repetition": w.repetition, "start": w.start,
             "end": w.end, "samples": len(w.samples["index"]), "interval": w.interval,
-            **w.alignment(inst).to_dict()}
+            **w.alignment(inst).to_dict(), **stated_device_latency(w.device_marker_latency_s)}
            for w in pipelines],
     }
     return out
@@ -336,3 +344,10 @@ def _attribute(w: PipelineWindow, inst: Instrument, aperture: float, stages: tup
                                      w.drift_residual_s)
     return attribute_stage_power(t, watts, aperture, w.schedule(stages), (w.start, w.end),
                                  accuracy, max_shift_s=max_shift, edge_s=STAGE_EDGE_S)
+
+
+def device_marking(device: RemoteDevice) -> dict[str, Any]:
+    """Whether ``device`` marks its timed regions (a declared marker with a usable stated
+    latency) and that latency, as a window's keyword arguments."""
+    latency = device_marker_latency_s(device.capabilities.marker)
+    return {"device_marks": latency is not None, "device_marker_latency_s": latency or 0.0}
