@@ -9,7 +9,12 @@ import numpy as np
 import pytest
 
 from hilbench.power.marker_stages import marked_stage_power
-from hilbench.power.marker_windows import MARKER_CUT, SOFTWARE, sample_regions
+from hilbench.power.marker_windows import (
+    MARKER_CUT,
+    SOFTWARE,
+    device_marker_latency_s,
+    sample_regions,
+)
 from hilbench.power.markers import edges_from_levels
 from hilbench.power.source import SourceInfo
 from hilbench.power.uncertainty import InstrumentAccuracy
@@ -80,3 +85,21 @@ def test_a_region_count_unlike_the_samples_run_keeps_software_alignment_saying_w
     assert undeclared.method == SOFTWARE and "capabilities marker" in undeclared.reason
     assert undeclared.to_dict() == {"alignment": SOFTWARE,
                                     "alignment_reason": undeclared.reason}
+
+
+@pytest.mark.parametrize(("declared", "taken"), [
+    (None, None), ({"pin": "D2"}, 0.0), ({"latency_s": 2e-5}, 2e-5), ({"latency_s": 0}, 0.0),
+    ({"latency_s": -1e-6}, None), ({"latency_s": float("nan")}, None),
+    ({"latency_s": "1e-6"}, None), ({"latency_s": True}, None)])
+def test_a_device_marker_latency_is_taken_only_as_seconds_0_or_more(declared, taken):
+    """An agent's claim that would shrink the edges' uncertainty (negative, not a number) is not
+    taken: the device's marker is then not used at all."""
+    assert device_marker_latency_s(declared) == taken
+
+
+def test_the_device_latency_widens_each_edge():
+    watts, edges, _ = _stream(seed=5, samples=30)
+    plain = sample_regions([edges], _info(), len(watts), True, 30)
+    wider = sample_regions([edges], _info(), len(watts), True, 30, device_latency_s=2e-5)
+    assert wider.edge_uncertainty_s == pytest.approx(plain.edge_uncertainty_s + 2e-5)
+    assert [(c.start, c.stop) for c in wider.cuts] == [(c.start, c.stop) for c in plain.cuts]
