@@ -54,3 +54,12 @@ def assert_power_truth(metrics: Mapping[str, Any], truth: Mapping[str, float],
         true_energy = true_dynamic * energy["meta"]["execution_time_s"]
         assert abs(energy["value"] - true_energy) <= energy["uncertainty"], stage
         assert energy["uncertainty"] > 0 and dynamic["uncertainty"] > 0
+
+
+def exported_bundle(campaign: str, db: Path, out: Path) -> Path:
+    """``hilbench audit export`` of ``campaign`` in store ``db`` to ``out`` (it must succeed)."""
+    from tests.subprocesses import hilbench
+
+    done = hilbench("audit", "export", campaign, "--db", db, "--out", out)
+    assert done.returncode == 0, done.stderr
+    return out

@@ -14,7 +14,11 @@ import pytest
 from hilbench.sim.power_model import ARDUINO_NANO_33_BLE
 from hilbench.store import Store
 from tests.cassette.test_audit import _tamper
-from tests.drivers.arduino.short_example import assert_power_truth, run_short_example
+from tests.drivers.arduino.short_example import (
+    assert_power_truth,
+    exported_bundle,
+    run_short_example,
+)
 from tests.subprocesses import hilbench, unit_runs
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
@@ -83,10 +87,8 @@ def test_figures_hold_the_simulation_truth_within_their_stated_uncertainty(examp
 
 @pytest.fixture(scope="module")
 def bundle(example_run, tmp_path_factory):
-    out = tmp_path_factory.mktemp("audit-marker") / "bundle"
-    done = hilbench("audit", "export", "asc-arduino-marker", "--db", example_run[3], "--out", out)
-    assert done.returncode == 0, done.stderr
-    return out
+    return exported_bundle("asc-arduino-marker", example_run[3],
+                           tmp_path_factory.mktemp("audit-marker") / "bundle")
 
 
 def test_audit_verify_recomputes_the_marker_cut_figures_from_the_stored_edges(bundle):

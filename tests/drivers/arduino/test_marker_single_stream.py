@@ -12,20 +12,26 @@ import pytest
 from hilbench.cassette.bundle import DATA
 from hilbench.cassette.runs import Recording
 from hilbench.confined_read import ConfinedFolder
-from hilbench.sim.power_model import ARDUINO_NANO_33_BLE
 from hilbench.store import Store
 from hilbench.workloads.asc.procedures.reanalysis import reanalyse
 from tests.cassette.test_audit import _tamper
-from tests.drivers.arduino.short_example import assert_power_truth, run_short_example
+from tests.drivers.arduino.short_example import (
+    assert_power_truth,
+    exported_bundle,
+    run_short_example,
+)
+from tests.drivers.arduino.test_marker_example import (  # the same example's settings
+    EXAMPLE,
+    LATENCY_S,
+    RATE_HZ,
+    STAGES,
+    TRUTH,
+)
 from tests.subprocesses import hilbench, unit_runs
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "asc-arduino-marker.toml"
-STAGES = ("preprocessing", "inference")
-RATE_HZ, LATENCY_S = 50_000, 1e-6  # the example's settings
 EDGE_S = 1.0 / RATE_HZ + LATENCY_S
-TRUTH = ARDUINO_NANO_33_BLE.state_watts
 
 
 @pytest.fixture(scope="module")
@@ -76,10 +82,8 @@ def test_figures_hold_the_simulation_truth_within_their_stated_uncertainty(examp
 
 @pytest.fixture(scope="module")
 def bundle(example_run, tmp_path_factory):
-    out = tmp_path_factory.mktemp("audit-marker-ss") / "bundle"
-    done = hilbench("audit", "export", "asc-arduino-marker", "--db", example_run[3], "--out", out)
-    assert done.returncode == 0, done.stderr
-    return out
+    return exported_bundle("asc-arduino-marker", example_run[3],
+                           tmp_path_factory.mktemp("audit-marker-ss") / "bundle")
 
 
 def test_software_alignment_of_the_same_run_is_less_certain_or_refused(example_run, bundle):

@@ -13,7 +13,7 @@ from hilbench.sim.xylo_power import XYLO_AUDIO_2
 from hilbench.store import Store
 from hilbench.workloads.asc.procedures.run import ensure_fixture
 from tests.agent.test_marker_gpio import fake_sysfs
-from tests.drivers.arduino.short_example import assert_power_truth
+from tests.drivers.arduino.short_example import assert_power_truth, exported_bundle
 from tests.drivers.xylo.conftest import REPO, shortened_example
 from tests.subprocesses import hilbench, run_campaign, unit_runs
 
@@ -81,9 +81,7 @@ def test_the_printed_table_says_marker_cut_with_the_edge_uncertainty(example_run
 
 
 def test_audit_verify_recomputes_the_marker_cut_figures(example_run, tmp_path):
-    out = tmp_path / "bundle"
-    done = hilbench("audit", "export", "asc-xylo-marker", "--db", example_run[3], "--out", out)
-    assert done.returncode == 0, done.stderr
+    out = exported_bundle("asc-xylo-marker", example_run[3], tmp_path / "bundle")
     done = hilbench("audit", "verify", out)
     assert done.returncode == 0, done.stdout
     assert "all agree" in done.stdout
