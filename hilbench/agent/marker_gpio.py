@@ -26,6 +26,7 @@ import logging
 import math
 import os
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ CONSUMER = "hilbench-marker"
 # A user-space write (sysfs or a character-device ioctl) returns within tens of µs on an idle
 # host; the default states 100 µs. Measure with a loop-back into the instrument to state less.
 DEFAULT_LATENCY_S = 100e-6
+EXPORT_WAIT_S = 1.0  # how long an exported sysfs line may take to appear
 _CHARDEV = re.compile(r"^(?:/dev/)?(gpiochip\d{1,4}):(\d{1,5})$")
 _SYSFS = re.compile(r"^(?:/sys/class/gpio/)?gpio(\d{1,5})(?:/value)?$")
 
@@ -90,6 +92,9 @@ class _SysfsLine:
         line = _inside(root, SYSFS, name)
         if not line.exists() and (base / "export").exists():
             (base / "export").write_text(str(number))
+            deadline = time.monotonic() + EXPORT_WAIT_S  # udev sets the new line up
+            while not line.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
         direction = _inside(root, SYSFS, name, "direction")
         if direction.exists() and direction.read_text().strip() != "out":
             direction.write_text("out")
