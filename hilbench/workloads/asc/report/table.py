@@ -21,6 +21,7 @@ from typing import Any
 from rich.console import Console
 
 from hilbench.power.instrument_agreement import disagreeing_instruments, disagreement_text
+from hilbench.power.marker_windows import MARKER_CUT
 from hilbench.power.mean_uncertainty import mean_uncertainty
 from hilbench.power.provenance import origin_of, origins_text
 from hilbench.report.campaign_data import CampaignData, load_campaign_data
@@ -350,8 +351,8 @@ def _power_description(stream: int, runs: list[dict[str, dict[str, Any]]],
             f"sample interval {meta.get('sample_interval_s'):g} s"
             + (f", aperture {aperture:g} s" if aperture else ""),
             f"boundary readings: {meta.get('boundary')}",
-            *(_attribution_parts(meta["attribution"]) if meta.get("attribution") else
-              marker_parts(runs) or (
+            *([*_attribution_parts(meta["attribution"]), *marker_parts(runs)]
+              if meta.get("attribution") else marker_parts(runs) or (
                 f"timing ± {meta.get('timing_uncertainty_s'):.2g} s at most (each window its "
                 "own phase's clock probe and meter start, independent)",
                 "active window = device loop start..end mapped by the clock offset")),
@@ -378,12 +379,14 @@ def _attribution_parts(found: list[dict[str, Any]]) -> list[str]:
     """How stage power was separated in single-stream power windows."""
     shifts = ", ".join(
         f"{1e6 * float(a['shift_s']):+.0f} ± {1e6 * float(a['shift_std_error_s']):.2g} µs "
-        f"(of ± {1e6 * float(a['max_shift_s']):.0f})" for a in found)
+        f"(of ± {1e6 * float(a['max_shift_s']):.0f})" for a in found
+        if a.get("alignment") != MARKER_CUT)  # marker-cut windows: marker_parts says how
     return [
         "each stage's active power attributed from the readings by when the device ran it "
         "(least squares on each reading's share of time in each stage; the time between "
         "samples is a state of its own)",
-        f"readings aligned to the device clock by a fitted shift per window: {shifts}",
+        *([f"readings aligned to the device clock by a fitted shift per window: {shifts}"]
+          if shifts else []),
     ]
 
 
