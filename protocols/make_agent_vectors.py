@@ -15,13 +15,14 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from hilbench.contracts import asc, qubo
 from hilbench.contracts.base import to_wire
 from hilbench.contracts.capabilities import Settings
 from hilbench.contracts.spec import replace_tables
 from hilbench.wire import codec
 from hilbench.wire.codec import Message
+from hilbench.workloads.asc import contract as asc
 from hilbench.workloads.asc.vectors import fixed_model
+from hilbench.workloads.qubo import contract as qubo
 
 OUT = Path(__file__).parent / "vectors" / "agent_messages.json"
 SPEC = Path(__file__).parent / "agent-protocol.md"

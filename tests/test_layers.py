@@ -38,7 +38,13 @@ FLOORS: list[tuple[str, set[str]]] = [
      {"hilbench.cli", "hilbench.bench", "hilbench.testing", "hilbench.launch",
       "hilbench.__main__", "hilbench.campaigns",
       # each workload's driver conformance cases, run by hilbench.testing.driver_conformance
-      "hilbench.workloads.qubo.conformance", "hilbench.workloads.asc.conformance"}),
+      "hilbench.workloads.qubo.conformance", "hilbench.workloads.asc.conformance",
+      # each workload's commands (the hilbench.commands entry-point group)
+      "hilbench.workloads.qubo.cli", "hilbench.workloads.qubo.cli_targets",
+      "hilbench.workloads.asc.cli", "hilbench.workloads.asc.cli_train",
+      # and benchmarks (the hilbench.benchmarks entry-point group)
+      "hilbench.workloads.qubo.bench_cpu", "hilbench.workloads.qubo.bench_generator",
+      "hilbench.workloads.asc.bench_harness"}),
 ]
 
 # Arrows up that another part of issue 32 owns, with its owner; the lead removes an entry once

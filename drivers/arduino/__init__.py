@@ -31,23 +31,23 @@ import numpy as np
 from hilbench.agent.dispatch import ContractDriver
 from hilbench.agent.driver import DriverError
 from hilbench.clock import now
-from hilbench.contracts.asc import (
+from hilbench.contracts.capabilities import ConfigureReply, Settings
+from hilbench.workloads.asc.contract import (
     MAX_WINDOW_S,
     STAGES,
     AscHeldReply,
-    AscLoad,
     AscLoadModel,
     AscLoadSample,
+    AscLoadStream,
     AscModelReply,
     AscRepeat,
-    AscRun,
     AscSampleResult,
     AscSingleStream,
+    AscStreamReply,
     AscUnload,
+    AscUnloadStream,
     AscWindowResult,
 )
-from hilbench.contracts.base import Reply
-from hilbench.contracts.capabilities import ConfigureReply, Settings
 from hilbench_drivers.arduino.board import Board, Identity, audio_to_pcm16
 from hilbench_drivers.arduino.discovery import resolve_port
 from hilbench_drivers.arduino.link import BoardError, BoardReset, SerialLink
@@ -255,21 +255,22 @@ class ArduinoDriver(ContractDriver):
     def apply(self, settings: Settings) -> ConfigureReply:
         return ConfigureReply(detail={"board": self._identity().board})
 
-    # -- ASC device role (bodies arrive checked against hilbench.contracts.asc) ----------------
+    # -- ASC device role (bodies arrive checked against hilbench.workloads.asc.contract) ------
 
-    def load_asc(self, body: AscLoad, arrays: list[np.ndarray]) -> Reply:
-        if isinstance(body, AscLoadModel):
-            return self._check_model(body, arrays)
-        if isinstance(body, AscLoadSample):
-            return self._load_sample(body.index, arrays[0])
-        if isinstance(body, AscUnload):
-            self._call("unload", lambda b: b.unload(body.index))
-            self._held = None
-            return AscHeldReply(index=body.index, held=[])
+    def free_sample(self, body: AscUnload) -> AscHeldReply:
+        self._call("unload", lambda b: b.unload(body.index))
+        self._held = None
+        return AscHeldReply(index=body.index, held=[])
+
+    def load_stream(self, body: AscLoadStream, audio: np.ndarray) -> AscStreamReply:
         raise DriverError("the board holds one sample and plays no streams "
                           "(capabilities asc.stream_capacity 0)", "device_full")
 
-    def _check_model(self, body: AscLoadModel, arrays: list[np.ndarray]) -> AscModelReply:
+    def free_stream(self, body: AscUnloadStream) -> AscStreamReply:
+        raise DriverError("the board holds one sample and plays no streams "
+                          "(capabilities asc.stream_capacity 0)", "device_full")
+
+    def load_model(self, body: AscLoadModel, arrays: list[np.ndarray]) -> AscModelReply:
         from hilbench.workloads.asc.quant import ModelFileError, QuantisedModel
         from hilbench_drivers.arduino.model_header import model_fingerprint
 
@@ -304,7 +305,8 @@ class ArduinoDriver(ContractDriver):
             detail={"model_fingerprint": fingerprint, "built_in": True, "reflashed": reflashed},
         )
 
-    def _load_sample(self, index: int, sample: np.ndarray) -> AscHeldReply:
+    def load_sample(self, body: AscLoadSample, sample: np.ndarray) -> AscHeldReply:
+        index = body.index
         if index >= 65536:
             raise DriverError(f"the board numbers samples 0..65535, got {index}",
                               "bad_arguments", key="index")
@@ -326,15 +328,8 @@ class ArduinoDriver(ContractDriver):
                             detail={"bytes": len(data), "format": kind.name.lower(),
                                     "transfer_s": transfer_s})
 
-    def run_asc(self, body: AscRun, stop: threading.Event) -> Reply:
-        if isinstance(body, AscSingleStream):
-            return self._single_stream(body.index)
-        if isinstance(body, AscRepeat):
-            return self._repeat(body, stop)
-        raise DriverError("the board plays no streams (capabilities asc.modes)", "bad_arguments",
-                          key="mode")
-
-    def _single_stream(self, index: int) -> AscSampleResult:
+    def run_sample(self, body: AscSingleStream) -> AscSampleResult:
+        index = body.index
         t_sent = now()
         result = self._call(f"running sample {index}", lambda b: b.run(index))
         t_end = now()
@@ -353,7 +348,7 @@ class ArduinoDriver(ContractDriver):
             t_end=t_end,
         )
 
-    def _repeat(self, body: AscRepeat, stop: threading.Event) -> AscWindowResult:
+    def run_repeat(self, body: AscRepeat, stop: threading.Event) -> AscWindowResult:
         index = body.index if body.index is not None else 0  # idle holds any sample
         t_sent = now()
         result = self._call(f"repeating {body.stage}", lambda b: b.repeat(

@@ -20,10 +20,25 @@ import numpy as np
 from hilbench.agent.dispatch import ContractDriver
 from hilbench.agent.driver import DriverError
 from hilbench.clock import bench_now, now
-from hilbench.contracts.asc import AscLoad, AscRepeat, AscRun
-from hilbench.contracts.base import Reply
 from hilbench.contracts.capabilities import ConfigureReply, Settings
-from hilbench.contracts.qubo import (
+from hilbench.power.rapl import DEFAULT_POWERCAP_ROOT, RaplCounters, probe_rapl
+from hilbench.sim.device_link import SimulatedDeviceLink, relink
+from hilbench.workloads.asc.contract import (
+    AscHeldReply,
+    AscLoadModel,
+    AscLoadSample,
+    AscLoadStream,
+    AscModelReply,
+    AscRepeat,
+    AscSampleResult,
+    AscSingleStream,
+    AscStream,
+    AscStreamReply,
+    AscUnload,
+    AscUnloadStream,
+    AscWindowResult,
+)
+from hilbench.workloads.qubo.contract import (
     FixedTimeout,
     QuboLoad,
     QuboLoadReply,
@@ -32,8 +47,6 @@ from hilbench.contracts.qubo import (
     Reached,
     Solved,
 )
-from hilbench.power.rapl import DEFAULT_POWERCAP_ROOT, RaplCounters, probe_rapl
-from hilbench.sim.device_link import SimulatedDeviceLink, relink
 from hilbench_drivers.cpu import qubo_solvers
 from hilbench_drivers.cpu.asc import AscDevice
 from hilbench_drivers.cpu.asc_nir import nir_support
@@ -200,17 +213,36 @@ class CpuDriver(ContractDriver):
 
     # -- ASC device role ------------------------------------------------------------------------
 
-    def load_asc(self, body: AscLoad, arrays: list[np.ndarray]) -> Reply:
-        return self._asc.load(body, arrays)
+    # One method per message kind; the held model, samples and stream are the ASC device's.
 
-    def run_asc(self, body: AscRun, stop: threading.Event) -> Reply:
-        if not isinstance(body, AscRepeat):
-            return self._asc.run(body, stop)
-        # A power window: the internal (RAPL) reading over the same loop, where it can be read.
+    def load_model(self, body: AscLoadModel, arrays: list[np.ndarray]) -> AscModelReply:
+        return self._asc.load_model(body, arrays)
+
+    def load_sample(self, body: AscLoadSample, audio: np.ndarray) -> AscHeldReply:
+        return self._asc.load_sample(body, audio)
+
+    def free_sample(self, body: AscUnload) -> AscHeldReply:
+        return self._asc.free_sample(body)
+
+    def load_stream(self, body: AscLoadStream, audio: np.ndarray) -> AscStreamReply:
+        return self._asc.load_stream(body, audio)
+
+    def free_stream(self, body: AscUnloadStream) -> AscStreamReply:
+        return self._asc.free_stream(body)
+
+    def run_sample(self, body: AscSingleStream) -> AscSampleResult:
+        return self._asc.run_sample(body)
+
+    def run_repeat(self, body: AscRepeat, stop: threading.Event) -> AscWindowResult:
+        """A power window with the internal (RAPL) reading over the same loop, where it can
+        be read."""
         window = RaplWindow(self._rapl, self._rapl_reason)
-        result = self._asc.run(body, stop)
+        result = self._asc.run_repeat(body, stop)
         result.power = window.close()
         return result
+
+    def run_stream(self, body: AscStream, stop: threading.Event) -> AscWindowResult:
+        return self._asc.run_stream(body, stop)
 
     def _sim_state(self, state: str, t: float | None = None) -> None:
         """Tell the simulated meter the device entered ``state`` at ``t`` (bench clock;

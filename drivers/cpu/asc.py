@@ -31,25 +31,23 @@ import numpy as np
 
 from hilbench.agent.driver import DriverError
 from hilbench.clock import bench_now, now
-from hilbench.contracts.asc import (
+from hilbench.workloads.asc.contract import (
     MAX_WINDOW_S,
     STAGES,
     AscHeldReply,
-    AscLoad,
     AscLoadModel,
     AscLoadSample,
     AscLoadStream,
     AscModelReply,
     AscRepeat,
-    AscRun,
     AscSampleResult,
     AscSingleStream,
     AscStream,
     AscStreamReply,
     AscUnload,
+    AscUnloadStream,
     AscWindowResult,
 )
-from hilbench.contracts.base import Reply
 from hilbench.workloads.asc.features import extract_features
 from hilbench.workloads.asc.quant import ModelFileError, QuantisedModel
 from hilbench_drivers.cpu.asc_nir import NirCpuModel
@@ -93,23 +91,18 @@ class AscDevice:
 
     # -- loading (untimed) ----------------------------------------------------------------------
 
-    def load(self, body: AscLoad, arrays: list[np.ndarray]) -> Reply:
-        if isinstance(body, AscLoadModel):
-            return self._load_model(body, arrays)
-        if isinstance(body, AscLoadSample):
-            return self._load_sample(body.index, arrays[0])
-        if isinstance(body, AscUnload):
-            if self._held.pop(body.index, None) is None:
-                raise DriverError(f"sample {body.index} is not in device memory (held: "
-                                  f"{sorted(self._held)})", "not_loaded")
-            return AscHeldReply(index=body.index, held=sorted(self._held))
-        if isinstance(body, AscLoadStream):
-            return self._load_stream(body.indices, arrays[0])
+    def free_sample(self, body: AscUnload) -> AscHeldReply:
+        if self._held.pop(body.index, None) is None:
+            raise DriverError(f"sample {body.index} is not in device memory (held: "
+                              f"{sorted(self._held)})", "not_loaded")
+        return AscHeldReply(index=body.index, held=sorted(self._held))
+
+    def free_stream(self, body: AscUnloadStream) -> AscStreamReply:
         self._stream, self._stream_indices = None, []
         return AscStreamReply(stream_samples=0)
 
-    def _load_model(self, body: AscLoadModel, arrays: list[np.ndarray]) -> AscModelReply:
-        from hilbench.nir.model import is_nir_load
+    def load_model(self, body: AscLoadModel, arrays: list[np.ndarray]) -> AscModelReply:
+        from hilbench.workloads.asc.nir.model import is_nir_load
 
         if is_nir_load(body.meta):
             return self._load_nir(NirCpuModel(body.meta, dict(zip(body.arrays, arrays,
@@ -157,7 +150,8 @@ class AscDevice:
                 "bad_arguments",
             )
 
-    def _load_sample(self, index: int, audio: np.ndarray) -> AscHeldReply:
+    def load_sample(self, body: AscLoadSample, audio: np.ndarray) -> AscHeldReply:
+        index = body.index
         self._require_model()
         self._check_audio(audio, f"sample {index}")
         if index not in self._held and len(self._held) >= self.sample_capacity:
@@ -169,7 +163,8 @@ class AscDevice:
         self._held[index] = np.array(audio, dtype=np.float32, copy=True)
         return AscHeldReply(index=index, held=sorted(self._held), capacity=self.sample_capacity)
 
-    def _load_stream(self, indices: list[int], audio: np.ndarray) -> AscStreamReply:
+    def load_stream(self, body: AscLoadStream, audio: np.ndarray) -> AscStreamReply:
+        indices = body.indices
         self._require_model()
         if len(indices) > self.stream_capacity:
             raise DriverError(f"a stream holds at most {self.stream_capacity} samples, got "
@@ -181,14 +176,8 @@ class AscDevice:
 
     # -- timed work -----------------------------------------------------------------------------
 
-    def run(self, body: AscRun, stop: threading.Event) -> Reply:
-        if isinstance(body, AscSingleStream):
-            return self._single_stream(body.index)
-        if isinstance(body, AscRepeat):
-            return self._repeat(body, stop)
-        return self._play_stream(body, stop)
-
-    def _single_stream(self, index: int) -> AscSampleResult:
+    def run_sample(self, body: AscSingleStream) -> AscSampleResult:
+        index = body.index
         model = self._require_model()
         audio = self._require_sample(index)
         # The simulated meter hears of the stages after they end, stamped when they began: a
@@ -213,7 +202,7 @@ class AscDevice:
             t_end=t3,
         )
 
-    def _repeat(self, body: AscRepeat, stop: threading.Event) -> AscWindowResult:
+    def run_repeat(self, body: AscRepeat, stop: threading.Event) -> AscWindowResult:
         if body.stage == "idle":
             return self._idle(body.duration_s, stop)
         model = self._require_model()
@@ -223,7 +212,7 @@ class AscDevice:
         result.index = body.index
         return result
 
-    def _play_stream(self, body: AscStream, stop: threading.Event) -> AscWindowResult:
+    def run_stream(self, body: AscStream, stop: threading.Event) -> AscWindowResult:
         if body.stage == "idle":
             return self._idle(body.duration_s, stop)
         model = self._require_model()

@@ -9,7 +9,8 @@ beside the CPU one), and the default set-up installs no torch. So the CPU runs t
 
 Pre-processing: the graph's input is the Xylo AFE's spike counts (AFESim); the CPU's timed
 pre-processing stage reads the raster AFESim made for the held audio
-(:class:`hilbench.nir.inputs.SpikeInputs`), which is all the CPU does to get its input.
+(:class:`hilbench.workloads.asc.nir.inputs.SpikeInputs`), which is all the CPU does to get its
+input.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ EXECUTOR = ("hilbench's numpy reference executor (hilbench.nir.reference, NIR 1.
 
 def nir_support() -> dict[str, Any]:
     """The cpu driver's NIR declaration: it runs graphs when the ``nir`` package is here."""
-    from hilbench.nir.model import nir_declaration
+    from hilbench.workloads.asc.nir.model import nir_declaration
 
     return nir_declaration(EXECUTOR, {}, "none: float64 arithmetic on the graph's float32 "
                                          "parameters")
@@ -38,9 +39,9 @@ class NirCpuModel:
 
     def __init__(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         from hilbench.nir.graph import NirFileError
-        from hilbench.nir.inputs import SpikeInputs
-        from hilbench.nir.model import graph_from_load
         from hilbench.nir.reference import ReferenceExecutor
+        from hilbench.workloads.asc.nir.inputs import SpikeInputs
+        from hilbench.workloads.asc.nir.model import graph_from_load
 
         try:
             self.asc = graph_from_load(meta, arrays)

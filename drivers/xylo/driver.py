@@ -11,6 +11,12 @@ With ``afe = "chip"`` (hardware only) pre-processing happens on the chip's own a
 instead, in real time: a loaded sample stays audio in device memory, and each single-stream run
 plays it into the HDK microphone while the AFE records (:mod:`hilbench_drivers.xylo.chip_afe`);
 ``preprocess_s`` is the sample's recording window and the speaker→AFE latency goes beside it.
+
+With ``marker_gpio`` (a host GPIO line, :mod:`hilbench.agent.marker_gpio`) the agent raises the
+line around each timed region — a sample's inference, a repeat or stream window — for an
+instrument to record in its own sample stream, and declares it (capabilities ``marker``) only
+when the line opened; on the simulated bench the line's edges also reach the simulated meter's
+feed through the device link, as the emulated Arduino's pin does.
 """
 
 from __future__ import annotations
@@ -23,30 +29,32 @@ import numpy as np
 
 from hilbench.agent.dispatch import ContractDriver
 from hilbench.agent.driver import DriverError
+from hilbench.agent.marker_gpio import DEFAULT_LATENCY_S, HostGpioMarker
 from hilbench.clock import now
-from hilbench.contracts.asc import (
+from hilbench.contracts.capabilities import ConfigureReply, Settings
+from hilbench.sim.device_link import SimulatedDeviceLink, relink
+from hilbench.workloads.asc.contract import (
     MAX_WINDOW_S,
     AscHeldReply,
-    AscLoad,
     AscLoadModel,
     AscLoadSample,
     AscLoadStream,
     AscModelReply,
     AscRepeat,
-    AscRun,
     AscSampleResult,
     AscSingleStream,
+    AscStream,
     AscStreamReply,
     AscUnload,
+    AscUnloadStream,
     AscWindowResult,
 )
-from hilbench.contracts.base import Reply
-from hilbench.contracts.capabilities import ConfigureReply, Settings
-from hilbench.sim.device_link import SimulatedDeviceLink, relink
 from hilbench_drivers.xylo.network import NetworkFileError, XyloNetwork
 from hilbench_drivers.xylo.nir_support import network_from_load, nir_support
 
 SAMPLE_CAPACITY = 1
+MARKED_REGION = ("during each timed region: a single-stream sample's inference, a repeat or "
+                 "stream window from its first inference's start to its last one's end")
 CHIP_PREPROCESSING = (
     "measured in real time on the chip's analog front end (AFESamna recording while the sample "
     "plays into the HDK microphone)")
@@ -63,7 +71,9 @@ class XyloDriver(ContractDriver):
     ``afe_cache`` (directory), ``sim_meter`` (host:port of a simulated meter); ``afe`` host
     (Rockpool AFESim on the host, the baseline's method, default) | chip (the HDK's own AFE in
     real time, hardware only) with ``speaker`` (sounddevice index or name), ``afe_dt_ms``
-    (recording bin, 1), ``afe_lead_s``, ``afe_gap_s``, ``afe_tail_s`` (see chip_afe.py)."""
+    (recording bin, 1), ``afe_lead_s``, ``afe_gap_s``, ``afe_tail_s`` (see chip_afe.py);
+    ``marker_gpio`` (gpiochipN:OFFSET or gpioN: the host GPIO line raised around each timed
+    region) with ``marker_latency_s`` (its stated latency, default 100 µs)."""
 
     name: ClassVar[str] = "xylo"
 
@@ -73,6 +83,8 @@ class XyloDriver(ContractDriver):
                  sim_meter: str | None = None, afe: str = "host", speaker: str | None = None,
                  afe_dt_ms: str | float = 1.0, afe_lead_s: str | float = 0.1,
                  afe_gap_s: str | float = 0.25, afe_tail_s: str | float = 0.25,
+                 marker_gpio: str | None = None,
+                 marker_latency_s: str | float = DEFAULT_LATENCY_S,
                  device: Any = None) -> None:
         if afe not in ("host", "chip"):
             raise DriverError(f"xylo afe must be 'host' or 'chip', got {afe!r}", "bad_arguments")
@@ -88,6 +100,7 @@ class XyloDriver(ContractDriver):
         self.afe_cache = afe_cache
         self.backend = device if device is not None else self._open_backend(backend, power_hz)
         self._sim = _link(sim_meter) if sim_meter else None
+        self.marker = HostGpioMarker(marker_gpio, marker_latency_s, mirror=self._mirror_marker)
         self.network: XyloNetwork | None = None
         self._front_end: Any = None
         self._held: dict[int, np.ndarray] = {}
@@ -142,6 +155,11 @@ class XyloDriver(ContractDriver):
         }
         if self.backend.simulated:
             caps["simulation"] = self.backend.simulation
+        marker = self.marker.declaration(MARKED_REGION)
+        if marker is not None:
+            caps["marker"] = marker
+        elif self.marker.spec is not None:  # named but not opened: say why beside the rest
+            caps["detail"]["marker"] = self.marker.reason
         return caps
 
     def link_meter(self, address: str) -> None:
@@ -156,23 +174,18 @@ class XyloDriver(ContractDriver):
 
     # -- loading (untimed) -------------------------------------------------------------------------
 
-    def load_asc(self, body: AscLoad, arrays: list[np.ndarray]) -> Reply:
-        if isinstance(body, AscLoadModel):
-            return self._load_model(body, arrays)
-        if isinstance(body, AscLoadSample):
-            return self._load_sample(body.index, arrays[0])
-        if isinstance(body, AscUnload):
-            self._audio.pop(body.index, None)
-            if self._held.pop(body.index, None) is None:
-                raise DriverError(f"sample {body.index} is not in device memory", "not_loaded")
-            return AscHeldReply(index=body.index, held=sorted(self._held))
-        if isinstance(body, AscLoadStream):
-            return self._load_stream(body.indices, arrays[0])
+    def free_sample(self, body: AscUnload) -> AscHeldReply:
+        self._audio.pop(body.index, None)
+        if self._held.pop(body.index, None) is None:
+            raise DriverError(f"sample {body.index} is not in device memory", "not_loaded")
+        return AscHeldReply(index=body.index, held=sorted(self._held))
+
+    def free_stream(self, body: AscUnloadStream) -> AscStreamReply:
         self._stream = []
         return AscStreamReply(stream_samples=0)
 
-    def _load_model(self, body: AscLoadModel, arrays: list[np.ndarray]) -> AscModelReply:
-        from hilbench.nir.model import is_nir_load
+    def load_model(self, body: AscLoadModel, arrays: list[np.ndarray]) -> AscModelReply:
+        from hilbench.workloads.asc.nir.model import is_nir_load
 
         parts = dict(zip(body.arrays, arrays, strict=True))
         try:
@@ -221,7 +234,8 @@ class XyloDriver(ContractDriver):
         result = self._front_end.spikes(audio)
         return result.raster, {"afe_cached": result.cached, "afe_host_s": result.host_s}
 
-    def _load_sample(self, index: int, audio: np.ndarray) -> AscHeldReply:
+    def load_sample(self, body: AscLoadSample, audio: np.ndarray) -> AscHeldReply:
+        index = body.index
         if index not in self._held and len(self._held) >= SAMPLE_CAPACITY:
             raise DriverError(
                 f"device memory holds {SAMPLE_CAPACITY} sample (index "
@@ -236,7 +250,8 @@ class XyloDriver(ContractDriver):
         return AscHeldReply(index=index, held=sorted(self._held), capacity=SAMPLE_CAPACITY,
                             detail=info)
 
-    def _load_stream(self, indices: list[int], audio: np.ndarray) -> AscStreamReply:
+    def load_stream(self, body: AscLoadStream, audio: np.ndarray) -> AscStreamReply:
+        indices = body.indices
         if len(indices) > self.stream_capacity:
             raise DriverError(f"a stream holds at most {self.stream_capacity} samples, got "
                               f"{len(indices)}", "device_full")
@@ -246,23 +261,18 @@ class XyloDriver(ContractDriver):
 
     # -- timed work ------------------------------------------------------------------------------
 
-    def run_asc(self, body: AscRun, stop: threading.Event) -> Reply:
-        if isinstance(body, AscSingleStream):
-            return self._single(body.index)
+    def run_repeat(self, body: AscRepeat, stop: threading.Event) -> AscWindowResult:
         if body.stage == "idle":
-            t_start = now()
-            power = self.backend.idle(body.duration_s, stop)
-            t_end = now()
-            return AscWindowResult(
-                stage="idle", iterations=0, mean_s=None, std_error_s=None, t_start=t_start,
-                t_end=t_end, power=power,
-                stopped_early=stop.is_set() and t_end - t_start < body.duration_s)
-        if isinstance(body, AscRepeat):
-            assert body.index is not None  # the contract asks for it outside idle
-            if body.stage == "preprocessing":  # declared only with the chip's own AFE
-                return self._afe_loop(body.index, body.duration_s, stop)
-            return self._loop([(body.index, self._held_raster(body.index))], body.duration_s,
-                              stop, repeat=body.index)
+            return self._idle(body.duration_s, stop)
+        assert body.index is not None  # the contract asks for it outside idle
+        if body.stage == "preprocessing":  # declared only with the chip's own AFE
+            return self._afe_loop(body.index, body.duration_s, stop)
+        return self._loop([(body.index, self._held_raster(body.index))], body.duration_s,
+                          stop, repeat=body.index)
+
+    def run_stream(self, body: AscStream, stop: threading.Event) -> AscWindowResult:
+        if body.stage == "idle":
+            return self._idle(body.duration_s, stop)
         if body.stage != "inference":
             raise DriverError("a stream window times inference; pre-processing on the chip's "
                               "AFE is timed in repeat mode", "bad_arguments", key="stage")
@@ -270,13 +280,24 @@ class XyloDriver(ContractDriver):
             raise DriverError("no stream loaded: send load part='stream' first", "not_loaded")
         return self._loop(self._stream, body.duration_s, stop)
 
-    def _single(self, index: int) -> AscSampleResult:
+    def _idle(self, duration_s: float, stop: threading.Event) -> AscWindowResult:
+        t_start = now()
+        power = self.backend.idle(duration_s, stop)
+        t_end = now()
+        return AscWindowResult(
+            stage="idle", iterations=0, mean_s=None, std_error_s=None, t_start=t_start,
+            t_end=t_end, power=power,
+            stopped_early=stop.is_set() and t_end - t_start < duration_s)
+
+    def run_sample(self, body: AscSingleStream) -> AscSampleResult:
+        index = body.index
         net = self._require_network()
         pre: dict[str, Any] = {}
         t_first = None
         if self.chip:  # the measurement: played and recorded in real time, then inferred
             if index not in self._audio:
                 self._held_raster(index)  # not_loaded
+            self.marker.set(1)  # the region covers pre-processing on the chip's AFE too
             recording = self.chip.record(self._audio[index], net.sample_rate, net.dt)
             self._held[index] = recording.raster
             pre, t_first = recording.reply(), recording.t_start
@@ -296,7 +317,10 @@ class XyloDriver(ContractDriver):
         )
 
     def _infer(self, raster: np.ndarray) -> Any:
-        result = self.backend.infer(raster, on_start=self._state_at("inference"))
+        try:
+            result = self.backend.infer(raster, on_start=self._state_at("inference"))
+        finally:
+            self.marker.set(0)
         self._state("idle", result.t_end)
         return result
 
@@ -310,13 +334,17 @@ class XyloDriver(ContractDriver):
         t_start = now()
         deadline = t_start + duration
         i = 0
-        while True:
-            result = self.backend.infer(queue[i % len(queue)][1],
-                                        on_start=self._state_at("inference") if i == 0 else None)
-            times.append(result.device_s)
-            i += 1
-            if result.t_end >= deadline or stop.is_set():
-                break
+        try:
+            while True:
+                result = self.backend.infer(
+                    queue[i % len(queue)][1],
+                    on_start=self._state_at("inference") if i == 0 else None)
+                times.append(result.device_s)
+                i += 1
+                if result.t_end >= deadline or stop.is_set():
+                    break
+        finally:
+            self.marker.set(0)
         t_end = result.t_end
         self._state("idle", t_end)
         power = self.backend.power_window_end()
@@ -344,12 +372,16 @@ class XyloDriver(ContractDriver):
         self.backend.power_window_start()
         t_start = now()
         deadline = t_start + duration
-        while True:
-            recording = self.chip.record(self._audio[index], net.sample_rate, net.dt)
-            times.append(recording.preprocess_s)
-            latencies.append(recording.latency_s)
-            if now() >= deadline or stop.is_set():
-                break
+        self.marker.set(1)
+        try:
+            while True:
+                recording = self.chip.record(self._audio[index], net.sample_rate, net.dt)
+                times.append(recording.preprocess_s)
+                latencies.append(recording.latency_s)
+                if now() >= deadline or stop.is_set():
+                    break
+        finally:
+            self.marker.set(0)
         t_end = now()
         power = self.backend.power_window_end(AFE_RAILS)
         mean, error = _mean_and_error(times)
@@ -365,10 +397,22 @@ class XyloDriver(ContractDriver):
     # -- helpers ---------------------------------------------------------------------------------
 
     def _state_at(self, state: str) -> Any:
-        if self._sim is None:
-            return None
+        """The hook a back end calls as the timed work starts: the marker line up, and the
+        simulated meter told the state."""
         link = self._sim
-        return lambda t: link.state(state, t)
+        if link is None and not self.marker.opened:
+            return None
+
+        def started(t: float) -> None:
+            self.marker.set(1)
+            if link is not None:
+                link.state(state, t)
+        return started
+
+    def _mirror_marker(self, level: int, t: float) -> None:
+        """The marker line's edge, as the simulated bench's instrument sees the wire."""
+        if self._sim is not None:
+            self._sim.marker(level, t)
 
     def _state(self, state: str, t: float) -> None:
         if self._sim is not None:
@@ -391,6 +435,7 @@ class XyloDriver(ContractDriver):
 
     def close(self) -> None:
         self.backend.close()
+        self.marker.close()
         if self._sim is not None:
             self._sim.close()
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from hilbench.nir.asc import AscGraph
 from hilbench.nir.graph import NirFileError
+from hilbench.workloads.asc.nir.graph import AscGraph
 from hilbench_drivers.xylo.network import (
     MAX_HIDDEN_NEURONS,
     MAX_INPUT_CHANNELS,

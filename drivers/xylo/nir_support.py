@@ -25,7 +25,7 @@ QUANTISATION = ("integer weights and thresholds as in the graph; decays are bit 
 
 def nir_support() -> dict[str, Any]:
     """The declaration (``nir`` in capabilities): it runs graphs when ``nir`` is installed."""
-    from hilbench.nir.model import nir_declaration
+    from hilbench.workloads.asc.nir.model import nir_declaration
     from hilbench_drivers.xylo.nir_export import XYLO_SEMANTICS
 
     return nir_declaration(EXECUTOR, XYLO_SEMANTICS.to_dict(), QUANTISATION)
@@ -33,7 +33,7 @@ def nir_support() -> dict[str, Any]:
 
 def network_from_load(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Any:
     """The Xylo network of a NIR graph load (NirFileError in one line when it cannot be)."""
-    from hilbench.nir.model import graph_from_load
+    from hilbench.workloads.asc.nir.model import graph_from_load
     from hilbench_drivers.xylo.nir_import import import_graph
 
     return import_graph(graph_from_load(meta, arrays))

@@ -3,8 +3,8 @@ decoded against its Struct (and the driver's declared capabilities) before the d
 and every reply is checked against its Struct before it leaves.
 
 A driver either implements the typed roles (:class:`ContractDriver` with the role methods each
-workload's plugin routes its requests to, and ``apply``), receiving Structs and returning
-them, or keeps the plain
+workload's plugin routes its requests to — one method per message kind, by the plugin's
+``roles`` table — and ``apply``), receiving Structs and returning them, or keeps the plain
 ``load``/``run``/``configure`` of :class:`hilbench.agent.driver.Driver`: it then receives the
 checked body as a map, and the keys of its reply that the contract does not name travel under
 the reply's ``detail``.
@@ -148,7 +148,10 @@ class Dispatcher:
         if role is None:
             raise DriverError(f"no role method serves {type(request).__name__}",
                               "driver_error")
-        return role(driver, request, arrays, stop)
+        try:
+            return role(driver, request, arrays, stop)
+        except ContractError as exc:  # the plugin's refusal: e.g. no method for this kind
+            raise DriverError(str(exc), exc.code, key=exc.key) from None
 
     def _plain(self, cmd: str, request: Any, body: dict[str, Any], arrays: list[np.ndarray],
                stop: threading.Event) -> DriverResult:

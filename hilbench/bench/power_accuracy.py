@@ -271,7 +271,7 @@ MULTIRUN_RUNS = 5
 def mean_of_runs(runs: list[TrialResult]) -> TrialResult:
     """The mean of runs measured with ONE meter (its calibration error common to all), with
     the uncertainty the tables give such a mean, scored against the mean truth."""
-    from hilbench.workloads.asc.report.table import mean_uncertainty
+    from hilbench.power.mean_uncertainty import mean_uncertainty
 
     mean = float(np.mean([r.value for r in runs]))
     truth = float(np.mean([r.truth for r in runs]))

@@ -17,6 +17,9 @@ from hilbench.power.marker_record import EVENT_KIND, edges_from_event
 from hilbench.power.marker_windows import MARKER_CUT, pairing_of
 from hilbench.power.markers import cut_windows
 
+PIPELINE_PHASE = "active_pipeline"  # a single-stream power window: one region per sample
+PIPELINE_STAGE = "single_stream"  # its entry in a figure's windows
+
 
 def check_markers(recording: Recording, record: RecordedRun) -> Iterator[str]:
     """Problems with ``record``'s stored marker edges, each naming the phase and instrument."""
@@ -60,8 +63,10 @@ def _check_figure_windows(record: RecordedRun,
         cut = [w for w in windows if isinstance(w, dict) and w.get("alignment") == MARKER_CUT]
         single: dict[str, list[tuple[int, int]]] = {}
         for (inst, _), (phase, found) in regions.items():  # events come in phase order
-            if inst == source and len(found) == 1:
+            if inst == source and len(found) == 1 and phase != PIPELINE_PHASE:
                 single.setdefault(phase, []).append(found[0])
+        sampled = [w for w in cut if w.get("stage") == PIPELINE_STAGE]
+        cut = [w for w in cut if w.get("stage") != PIPELINE_STAGE]
         if len(cut) != sum(len(found) for found in single.values()):
             yield (f"{record.label()}: {metric['name']} states {len(cut)} marker-cut "
                    f"window(s); the stored edges of {source} give "
@@ -73,4 +78,24 @@ def _check_figure_windows(record: RecordedRun,
                 yield (f"{record.label()}: {metric['name']}: the {w.get('stage')} window "
                        f"states samples {w.get('marker_samples')}, the stored edges cut "
                        f"{None if region is None else list(region)}")
+        yield from _check_sample_regions(record, metric["name"], source, sampled, regions)
         return  # every figure of a run states the same windows: one check is enough
+
+
+def _check_sample_regions(record: RecordedRun, name: str, source: str,
+                          sampled: list[dict], regions: dict[tuple[str, str],
+                                                             tuple[str, list[tuple[int, int]]]]
+                          ) -> Iterator[str]:
+    """Single-stream windows cut by one marked region per sample: each states how many
+    regions and the samples from the first's start to the last's end; the stored edges of its
+    phase must cut the same."""
+    phases = [found for (inst, _), (phase, found) in regions.items()
+              if inst == source and phase == PIPELINE_PHASE]
+    for k, w in enumerate(sampled):
+        found = phases[k] if k < len(phases) else []
+        span = [found[0][0], found[-1][1]] if found else None
+        stated = (w.get("marker_regions"), list(w.get("marker_samples") or []))
+        if stated != (len(found), span):
+            yield (f"{record.label()}: {name}: single-stream window {w.get('repetition')} "
+                   f"states {stated[0]} marked regions over samples {stated[1]}, the stored "
+                   f"edges of {source} cut {len(found)} over {span}")

@@ -6,16 +6,14 @@ import click
 
 from hilbench.cli.lazy import BENCHMARKS_GROUP, LazyGroup
 
-# name -> "module:attribute" of a click command, imported when run. Drivers' benchmarks
-# (`bench xylo`, `bench arduino-serial`) join through the `hilbench.benchmarks` entry points.
+# name -> "module:attribute" of a click command, imported when run. Drivers' and workloads'
+# benchmarks (`bench xylo`, `bench qubo-cpu`, …) join through the `hilbench.benchmarks` entry
+# points.
 BENCHMARKS: dict[str, str] = {
     "dispatch": "hilbench.bench.dispatch:dispatch",
     "power-accuracy": "hilbench.bench.power_accuracy_command:power_accuracy",
     "stage-attribution": "hilbench.bench.stage_attribution:stage_attribution",
     "store-stream": "hilbench.bench.store_stream:store_stream",
-    "asc-harness": "hilbench.bench.asc_harness:asc_harness",
-    "qubo-cpu": "hilbench.bench.qubo_cpu:qubo_cpu",
-    "qubo-generator": "hilbench.bench.qubo_generator:qubo_generator",
     "results": "hilbench.bench.results_scale:results_scale",
     "flat-cost": "hilbench.bench.flat_cost:flat_cost",
     "soak": "hilbench.bench.soak:soak",

@@ -76,16 +76,16 @@ def _resolve(store: Any, campaigns: tuple[str, ...], trace_runs: tuple[str, ...]
               type=click.Path(file_okay=False, path_type=Path),
               help="Folder for report.html, report.md, runs.csv and figures/ (created).")
 @click.option("--reference", default=None,
-              help="ASC ratios against this system (a campaign name as given) [default: the "
-                   "first campaign].")
+              help="Cross-system ratios against this system (a campaign name as given) "
+                   "[default: the first campaign].")
 @click.option("--reported", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               default=None,
               help="Check the trials against figures reported earlier (the JSON or CSV of an "
                    "earlier `hilbench summary`) [default: each figure's trial mean].")
 @click.option("--trace", "trace_runs", multiple=True,
               help="Draw the power trace of this run (uid prefix; repeat) instead of the "
-                   "default choice (each ASC power group's first run, the longest QUBO run "
-                   "with power).")
+                   "default choice (each workload's own pick, e.g. a power group's first "
+                   "run).")
 def report(campaigns: tuple[str, ...], db_path: Path | None, system_files: tuple[Path, ...],
            out_dir: Path, reference: str | None, reported: Path | None,
            trace_runs: tuple[str, ...]) -> None:

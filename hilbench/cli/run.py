@@ -309,7 +309,7 @@ def demo(db: Path | None, quiet: bool, again: bool) -> None:
     hilbench starts the CPU agent process itself on loopback, runs D-Wave SA and Tabu for
     fixed timeouts on NeuroBench MIS workloads, stores every run and prints a BKS-gap table.
     """
-    resource = files("hilbench.campaigns").joinpath("qubo-cpu.toml")
+    resource = files("hilbench.campaigns").joinpath("demo.toml")
     db = _db_path(db)
     from hilbench.orchestrator.interrupt import Interrupted
 

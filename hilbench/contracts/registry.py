@@ -74,6 +74,9 @@ class WorkloadPlugin:
     report_figures: tuple[str, ...] = ()
     # "module:function", function(source) -> run uids whose power trace the report draws.
     trace_runs: str | None = None
+    # "module:function", function(data: CampaignData) -> list[str]: how its runs were timed and
+    # measured, in sentences (the report's methodology section, in the registry's order).
+    methodology: str | None = None
     # "module:attribute": the NeuroBench stage plans of its procedure family (workflow figure).
     stage_plans: str | None = None
     # "module:function": its driver conformance cases, function(suite, device, declared map,

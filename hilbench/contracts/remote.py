@@ -1,9 +1,9 @@
-"""Device handles: the role Protocols of :mod:`hilbench.contracts` over an agent link.
+"""Device handles: a workload's typed requests over an agent link.
 
-A procedure receives a :class:`RemoteDevice`, never the client: ``device.qubo`` is a
-:class:`~hilbench.contracts.qubo.QuboSolver`, ``device.asc`` an
-:class:`~hilbench.contracts.asc.AscDevice`. Every request body is built from its Struct and
-every reply decoded against its Struct; a reply that breaks the contract raises
+A procedure receives a :class:`RemoteDevice`, never the client; each workload wraps it in its
+role (its package's ``remote`` module, e.g. a solver or a device role) or calls
+:meth:`RemoteDevice.call` itself. Every request body is built from its Struct and every reply
+decoded against its Struct; a reply that breaks the contract raises
 :class:`~hilbench.wire.link.AgentError` with code ``bad_reply`` naming the key, which
 fails that run and lets the campaign go on.
 
@@ -15,13 +15,11 @@ a dialled-in agent, or :class:`hilbench.orchestrator.local.LocalLink` (a driver 
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from hilbench.contracts import asc, qubo
 from hilbench.contracts.base import ContractError, Reply, decode, to_wire
 from hilbench.contracts.capabilities import Capabilities
 from hilbench.contracts.messages import reply_type
@@ -79,14 +77,6 @@ class RemoteDevice:
         burst = getattr(self.link, "link_burst", None)
         return 0.0 if burst is None else float(burst(echo))
 
-    @property
-    def qubo(self) -> RemoteQuboSolver:
-        return RemoteQuboSolver(self)
-
-    @property
-    def asc(self) -> RemoteAscDevice:
-        return RemoteAscDevice(self)
-
     @contextlib.contextmanager
     def waiting(self, poll: Callable[[], None] | None = None,
                 timeout_s: float | None = None) -> Iterator[None]:
@@ -113,43 +103,3 @@ class RemoteDevice:
         except ContractError as exc:
             raise AgentError(self.name, "bad_reply", str(exc), {"key": exc.key}) from None
         return typed, list(reply.arrays)
-
-
-class RemoteQuboSolver:
-    """:class:`~hilbench.contracts.qubo.QuboSolver` over an agent link."""
-
-    def __init__(self, device: RemoteDevice) -> None:
-        self.device = device
-
-    def load_qubo(self, body: qubo.QuboLoad, matrix: np.ndarray) -> qubo.QuboLoadReply:
-        reply, _ = self.device.call("load", body, [matrix], REPLY_MARGIN_S)
-        assert isinstance(reply, qubo.QuboLoadReply)
-        return reply
-
-    def solve(self, body: qubo.QuboRun, stop: threading.Event | None = None) -> qubo.Solved:
-        budget = body.timeout_s if isinstance(body, qubo.FixedTimeout) else body.max_time_s
-        reply, arrays = self.device.call("run", body, None, budget + REPLY_MARGIN_S)
-        assert isinstance(reply, qubo.QuboRunReply)
-        # The state is checked by the procedure (a missing one fails the run as bad_solution).
-        return qubo.Solved(reply, arrays[0] if len(arrays) == 1 else None)  # type: ignore[arg-type]
-
-
-class RemoteAscDevice:
-    """:class:`~hilbench.contracts.asc.AscDevice` over an agent link."""
-
-    def __init__(self, device: RemoteDevice) -> None:
-        self.device = device
-
-    def load_asc(self, body: asc.AscLoad, arrays: list[np.ndarray]) -> Reply:
-        return self.device.call("load", body, arrays, LOAD_TIMEOUT_S)[0]
-
-    def run_asc(self, body: asc.AscRun, stop: threading.Event | None = None) -> Reply:
-        budget = getattr(body, "duration_s", 0.0)
-        return self.device.call("run", body, None, budget + 60.0)[0]
-
-    def run_samples(self, body: asc.AscSamples) -> asc.AscSamplesResult:
-        """Single stream over samples of the loaded list, run by the agent (not a driver's
-        role: the agent runs it over the driver's load, run and unload)."""
-        reply = self.device.call("run", body, None, 60.0 * len(body.indices))[0]
-        assert isinstance(reply, asc.AscSamplesResult)
-        return reply

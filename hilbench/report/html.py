@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from hilbench.report.document import Report
-from hilbench.report.figures.style import ratio_text
+from hilbench.report.figures.style import ratio_text, versus
 from hilbench.report.markup import MdSafe, html_environment, markdown_environment
 from hilbench.report.render import render_markdown
 from hilbench.report.table import Cell, Table
 from hilbench.safe_paths import open_inside, write_inside
 from hilbench.simulation import LABEL
-from hilbench.workloads.asc.report.figures import versus
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,12 @@ GPI_INDICES = (0, 1, 2, 3, 7)  # 7 is the trigger input
 TIME64_SCALE = 1 << 30  # pyjoulescope_driver.time64: 2**30 per second since 2018-01-01 UTC
 TIME64_EPOCH = 1514764800.0
 SIMULATED_SERIAL = "SIM0001"
+# The stream trails the bench clock by this much: a device's state and marker lines reach the
+# feed over a pipe and TCP some time after the moment they stamp (the emulated Arduino's: its
+# stderr, a reader thread, the link), and a sample computed before its news arrived would show
+# the old level — an edge missed or late beyond its stated uncertainty (in single stream, 2 of
+# 340 samples' regions went missing at 50 kS/s). A real JS220's USB stream trails it too.
+NEWS_LAG_S = 0.1
 
 
 def _signal_topics() -> dict[str, tuple[int, int]]:
@@ -83,8 +89,10 @@ class SimulatedJs220Driver:
                  drift_ppm: float = 0.0, gpi_latency_s: float = 0.5e-6,
                  gpi_wiring: dict[int, str] | None = None, noise_std_w: float = 0.0,
                  gain_error: float = 0.0, supply_v: float | None = None,
-                 seed: int | None = None, timeout: float | None = None) -> None:
+                 seed: int | None = None, timeout: float | None = None,
+                 news_lag_s: float = NEWS_LAG_S) -> None:
         self.feed = feed
+        self.news_lag_s = float(news_lag_s)
         self.prefix = f"u/js220/{serial}"
         self.drift_ppm = float(drift_ppm)
         self.gpi_latency_s = float(gpi_latency_s)
@@ -228,11 +236,12 @@ class SimulatedJs220Driver:
                                              MAX_SIGNAL_RATE)
             self._state.next_id[data_topic] = now_id - now_id % step
         elif not on and data_topic in self._state.next_id:
-            self._publish_due(only=data_topic)
+            time.sleep(self.news_lag_s)  # the device's news of the last samples arrives
+            self._publish_due(only=data_topic, end_id=now_id)
             del self._state.next_id[data_topic]
 
-    def _now_id(self) -> int:
-        told = min(bench_now(), self.feed.told_until()) - self.gpi_latency_s
+    def _now_id(self, lag_s: float = 0.0) -> int:
+        told = min(bench_now() - lag_s, self.feed.told_until()) - self.gpi_latency_s
         return max(0, int((told - self._state.origin) * self.counter_rate))
 
     def _decimate(self, data_topic: str) -> int:
@@ -255,10 +264,11 @@ class SimulatedJs220Driver:
         if pump is not None and pump is not threading.current_thread():
             pump.join(timeout=5)
 
-    def _publish_due(self, only: str | None = None) -> None:
+    def _publish_due(self, only: str | None = None, end_id: int | None = None) -> None:
         """Publish every enabled stream's samples up to the counter's present value (lock
         held: stream messages go out in order, and a stopped stream is flushed first)."""
-        end_id = self._now_id()
+        if end_id is None:
+            end_id = self._now_id(self.news_lag_s)
         for data_topic, start_id in list(self._state.next_id.items()):
             if only is not None and data_topic != only:
                 continue

@@ -33,8 +33,8 @@ class UnderDeclaring(CpuDriver):
         solved.reply.untimed_s = 2e-3
         return solved
 
-    def run_asc(self, body, stop):
-        reply = super().run_asc(body, stop)
+    def run_sample(self, body):
+        reply = super().run_sample(body)
         time.sleep(5e-3)  # after its region: in the request's window, in no stage
         return reply
 

@@ -14,8 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hilbench.nir.asc import packaged_graph, packaged_graph_path, packaged_test_spikes
 from hilbench.store import Store
+from hilbench.workloads.asc.nir.graph import (
+    packaged_graph,
+    packaged_graph_path,
+    packaged_test_spikes,
+)
 from hilbench.workloads.asc.procedures.run import cache_dir, ensure_fixture
 from tests.subprocesses import hilbench, run_campaign, unit_runs
 
@@ -175,9 +179,9 @@ def test_a_cpu_run_stores_the_algorithm_metrics_of_the_samples_it_ran(cpu_run):
     """The figures equal the metrics computed here from the AFESim rasters of exactly the
     samples the run's events name (two clips of the test split, found by their audio)."""
     from hilbench.complexity import algorithm_metrics, modelled_energy
-    from hilbench.nir.inputs import SpikeInputs
     from hilbench.nir.reference import run_reference
     from hilbench.workloads.asc import load_split
+    from hilbench.workloads.asc.nir.inputs import SpikeInputs
 
     _, metrics, samples, _ = cpu_run
     asc = packaged_graph()
@@ -203,8 +207,8 @@ def test_a_cpu_run_stores_the_algorithm_metrics_of_the_samples_it_ran(cpu_run):
 
 
 def test_classes_that_disagree_with_the_reference_fail_the_check():
-    from hilbench.nir.agreement import check_against_reference
     from hilbench.nir.reference import run_reference
+    from hilbench.workloads.asc.nir.agreement import check_against_reference
 
     asc = packaged_graph()
     rasters = list(packaged_test_spikes().rasters[:20])
@@ -227,9 +231,9 @@ def test_the_closed_path_runs_without_torch():
         "import sys\n"
         "for name in ('torch', 'nirtorch', 'snntorch', 'norse', 'neurobench', 'rockpool'):\n"
         "    sys.modules[name] = None\n"
-        "from hilbench.nir.asc import packaged_graph_path, packaged_test_spikes\n"
-        "from hilbench.nir.model import NirAscModel\n"
-        "from hilbench.nir.agreement import check_against_reference\n"
+        "from hilbench.workloads.asc.nir.graph import packaged_graph_path, packaged_test_spikes\n"
+        "from hilbench.workloads.asc.nir.model import NirAscModel\n"
+        "from hilbench.workloads.asc.nir.agreement import check_against_reference\n"
         "from hilbench_drivers.cpu.asc_nir import NirCpuModel\n"
         "model = NirAscModel(packaged_graph_path())\n"
         "device = NirCpuModel(model.metadata(), model.arrays())\n"
@@ -247,7 +251,7 @@ def test_the_closed_path_runs_without_torch():
 
 def test_a_load_whose_graph_does_not_match_its_claimed_hash_is_rejected():
     from hilbench.agent.driver import DriverError
-    from hilbench.nir.model import NirAscModel
+    from hilbench.workloads.asc.nir.model import NirAscModel
     from hilbench_drivers.cpu.asc_nir import NirCpuModel
 
     model = NirAscModel(packaged_graph_path())
@@ -263,11 +267,11 @@ def test_a_run_whose_classes_disagree_fails_loudly_after_storing_the_check():
     are emitted (so the store keeps them), then the run fails naming the samples."""
     from types import SimpleNamespace
 
-    from hilbench.nir.inputs import SpikeInputs
-    from hilbench.nir.model import NirAscModel
     from hilbench.nir.reference import run_reference
     from hilbench.wire.link import AgentError
     from hilbench.workloads.asc import load_split
+    from hilbench.workloads.asc.nir.inputs import SpikeInputs
+    from hilbench.workloads.asc.nir.model import NirAscModel
     from hilbench.workloads.asc.procedures.nir import check_and_emit
 
     root = ensure_fixture(cache_dir() / "asc-fixture-0", seed=0)

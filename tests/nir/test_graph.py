@@ -11,7 +11,6 @@ import pytest
 
 nir = pytest.importorskip("nir")
 
-from hilbench.nir.asc import AscGraph, packaged_graph_path  # noqa: E402
 from hilbench.nir.graph import (  # noqa: E402
     MAX_GRAPH_BYTES,
     NirFileError,
@@ -21,6 +20,7 @@ from hilbench.nir.graph import (  # noqa: E402
     with_hilbench_metadata,
     write_graph,
 )
+from hilbench.workloads.asc.nir.graph import AscGraph, packaged_graph_path  # noqa: E402
 
 # The packaged ASC graph's identity. Stored runs of the closed category carry it, so a change of
 # the graph or of the hash function must show up here, not in a database months later.

@@ -8,7 +8,6 @@ import pytest
 
 nir = pytest.importorskip("nir")
 
-from hilbench.nir.asc import packaged_graph, packaged_test_spikes  # noqa: E402
 from hilbench.nir.graph import NirFileError  # noqa: E402
 from hilbench.nir.reference import (  # noqa: E402
     NIR_SEMANTICS,
@@ -16,6 +15,7 @@ from hilbench.nir.reference import (  # noqa: E402
     predicted_classes,
     run_reference,
 )
+from hilbench.workloads.asc.nir.graph import packaged_graph, packaged_test_spikes  # noqa: E402
 
 DT = 0.01
 

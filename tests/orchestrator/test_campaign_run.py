@@ -294,7 +294,7 @@ def test_unreachable_agent_exits_3(tmp_path):
 def test_example_campaign_is_the_demo_campaign():
     root = Path(__file__).resolve().parents[2]
     example = root / "examples" / "qubo-cpu.toml"
-    packaged = root / "hilbench" / "campaigns" / "qubo-cpu.toml"
+    packaged = root / "hilbench" / "campaigns" / "demo.toml"
     assert example.read_text() == packaged.read_text()
     assert len(expand_all(load_campaign(example))) == 300  # 5 × 5 × 3 × 4
 

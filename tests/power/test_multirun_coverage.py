@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from hilbench.bench.power_accuracy import SCENARIOS, draw_instrument, run_trial
-from hilbench.workloads.asc.report.table import mean_uncertainty
+from hilbench.power.mean_uncertainty import mean_uncertainty
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,6 @@ import msgspec
 import pytest
 
 from hilbench.agent.runtime import AgentRuntime
-from hilbench.contracts.qubo import FixedTimeout, QuboRun, Solved
 from hilbench.orchestrator.campaign import load_campaign
 from hilbench.orchestrator.runner import CampaignRunner
 from hilbench.report.campaign_data import load_campaign_data
@@ -24,6 +23,7 @@ from hilbench.report.trials import check_trials
 from hilbench.sim import SimulatedMeter
 from hilbench.sim.power_model import SIMULATED_CPU
 from hilbench.store import Store
+from hilbench.workloads.qubo.contract import FixedTimeout, QuboRun, Solved
 from hilbench.workloads.qubo.report.table import gap_rows
 from hilbench_drivers.cpu import CpuDriver
 from tests.agent_thread import serving_apart

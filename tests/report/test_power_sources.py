@@ -13,7 +13,6 @@ import pytest
 
 from hilbench.agent.runtime import AgentRuntime
 from hilbench.contracts.power import PowerReport, StatedAccuracy
-from hilbench.contracts.qubo import QuboRun, Solved
 from hilbench.orchestrator.campaign import load_campaign
 from hilbench.orchestrator.runner import CampaignRunner
 from hilbench.report.campaign_data import load_campaign_data
@@ -22,6 +21,7 @@ from hilbench.report.summary import summary_tables
 from hilbench.sim import SimulatedMeter
 from hilbench.sim.power_model import SIMULATED_CPU
 from hilbench.store import Store
+from hilbench.workloads.qubo.contract import QuboRun, Solved
 from hilbench_drivers.cpu import CpuDriver
 from tests.agent_thread import serving
 from tests.campaign_toml import agent, campaign, keysight, qubo, write_campaign

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import tomllib
 
-from hilbench.report.methodology import PAPER_SEEDS, _seeds_line
+from hilbench.workloads.qubo.report.methodology import PAPER_SEEDS, _seeds_line
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -32,6 +32,6 @@ def test_the_papers_five_seeds_are_said_as_such():
 
 def test_the_shipped_cpu_examples_use_the_papers_five_seeds():
     for path in (EXAMPLES / "qubo-cpu.toml",
-                 EXAMPLES.parent / "hilbench" / "campaigns" / "qubo-cpu.toml"):
+                 EXAMPLES.parent / "hilbench" / "campaigns" / "demo.toml"):
         tables = tomllib.loads(path.read_text())["qubo"]
         assert all(t["seeds"] == list(range(PAPER_SEEDS)) for t in tables), path

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from hilbench.cli.asc_train import train
+from hilbench.workloads.asc.cli_train import train
 from hilbench.workloads.asc.dataset import load_split
 from hilbench.workloads.asc.features import extract_features
 from hilbench.workloads.asc.fixture import make_fixture

@@ -113,6 +113,13 @@ def ratio_text(ratio: float) -> str:
     return f"{ratio:.1f}" if ratio >= 10 else f"{ratio:.2f}" if ratio >= 1 else f"{ratio:.3g}"
 
 
+def versus(ratio: float) -> str:
+    """reference / system as words: ``60.9× below the reference``."""
+    if ratio >= 1:
+        return f"{ratio_text(ratio)}× below the reference"
+    return f"{ratio_text(1 / ratio)}× the reference"
+
+
 def log_ticks(ax: Any, axis: str, unit: str) -> None:
     """SI-prefixed tick labels on a log axis (``300 mW``, not ``3×10⁻¹``); minor ticks are
     labelled too when the axis spans less than about a decade and a half."""

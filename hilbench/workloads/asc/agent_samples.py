@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from hilbench.agent.driver import DriverError
-from hilbench.contracts import asc
 from hilbench.contracts.base import Reply
+from hilbench.workloads.asc import contract as asc
 
 # (where, cmd, request, arrays, stop) -> the driver's checked reply (DriverError naming where).
 Step = Callable[[str, str, Any, list[np.ndarray], threading.Event], Reply]
@@ -27,21 +27,31 @@ class SampleLists:
     def __init__(self, step: Step) -> None:
         self._step = step
         self._samples: dict[int, np.ndarray] = {}  # index -> audio
+        # request kind -> what the agent does with it (None: the driver's reply)
+        self._serves: dict[type, Callable[[Any, list[np.ndarray], threading.Event],
+                                          Reply | None]] = {
+            asc.AscLoadSampleList: self._load,
+            asc.AscSamples: self._run,
+            asc.AscLoadModel: self._model_loaded,
+        }
 
     def serve(self, request: Any, arrays: list[np.ndarray], stop: threading.Event
               ) -> Reply | None:
         """The reply to a request the agent serves itself; None: the driver's."""
-        if isinstance(request, asc.AscLoadSampleList):
-            self._samples = dict(zip(request.indices, np.array(arrays[0], copy=True),
-                                     strict=True))
-            return asc.AscSampleListReply(indices=request.indices)
-        if isinstance(request, asc.AscSamples):
-            return self._run(request, stop)
-        if isinstance(request, asc.AscLoadModel):
-            self._samples = {}  # checked against the previous model's input
-        return None
+        serve = self._serves.get(type(request))
+        return None if serve is None else serve(request, arrays, stop)
 
-    def _run(self, request: asc.AscSamples, stop: threading.Event) -> asc.AscSamplesResult:
+    def _load(self, request: asc.AscLoadSampleList, arrays: list[np.ndarray],
+              stop: threading.Event) -> asc.AscSampleListReply:
+        self._samples = dict(zip(request.indices, np.array(arrays[0], copy=True), strict=True))
+        return asc.AscSampleListReply(indices=request.indices)
+
+    def _model_loaded(self, request: asc.AscLoadModel, arrays: list[np.ndarray],
+                      stop: threading.Event) -> None:
+        self._samples = {}  # checked against the previous model's input; the driver loads it
+
+    def _run(self, request: asc.AscSamples, arrays: list[np.ndarray], stop: threading.Event
+             ) -> asc.AscSamplesResult:
         missing = [i for i in request.indices if i not in self._samples]
         if missing:
             raise DriverError(f"samples {missing[:8]} are not in the loaded sample list (it "

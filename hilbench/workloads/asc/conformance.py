@@ -9,9 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from hilbench.contracts import asc
 from hilbench.testing.driver_conformance import Suite, refused, refused_key
+from hilbench.workloads.asc import contract as asc
 from hilbench.workloads.asc.procedures import device as asc_device
+from hilbench.workloads.asc.remote import RemoteAscDevice
 
 
 def check_asc(suite: Suite, device: Any, caps: asc.AscCapabilities, *, asc_model: Any = None,
@@ -19,9 +20,10 @@ def check_asc(suite: Suite, device: Any, caps: asc.AscCapabilities, *, asc_model
     """``asc_model``: a ``QuantisedModel`` or anything with ``metadata()`` and ``arrays()``;
     ``asc_sample``: a 1 s sample the device takes."""
     model, sample = asc_model, asc_sample
+    role = RemoteAscDevice(device)
     suite.check("asc: running a sample that is not held is refused", lambda: refused(
         device, "not_loaded",
-        lambda: device.asc.run_asc(asc.AscSingleStream(workload="asc", index=12345))))
+        lambda: role.run_sample(asc.AscSingleStream(workload="asc", index=12345))))
     suite.check("asc: a NaN window is refused naming duration_s", lambda: refused_key(
         device, "run", {"workload": "asc", "mode": "repeat", "stage": "idle",
                         "duration_s": math.nan}, "duration_s"))
@@ -34,18 +36,14 @@ def check_asc(suite: Suite, device: Any, caps: asc.AscCapabilities, *, asc_model
     if caps.sample_capacity == 1:
         suite.check("asc: a second sample is refused with device_full", lambda: refused(
             device, "device_full", lambda: asc_device.load_sample(device, 1, sample)))
-    result = suite.check("asc: single stream", lambda: device.asc.run_asc(
+    result = suite.check("asc: single stream", lambda: role.run_sample(
         asc.AscSingleStream(workload="asc", index=0)))
     if result is not None:
         suite.check("asc: the single-stream result is sound", lambda: _sample(result, caps))
     if "repeat" in caps.modes:
-        for stage in ("idle", *caps.timed_stages()):
-            window = suite.check(f"asc: repeat {stage}", lambda stage=stage: device.asc.run_asc(
-                asc.AscRepeat(workload="asc", stage=stage, duration_s=0.05,  # type: ignore
-                              index=None if stage == "idle" else 0)))
-            if window is not None:
-                suite.check(f"asc: repeat {stage} covers its window",
-                            lambda window=window, stage=stage: _window(window, stage))
+        _check_repeat(suite, role, caps)
+    if "stream" in caps.modes and caps.stream_capacity >= 2:
+        _check_stream(suite, role, caps, sample)
     suite.check("asc: unload", lambda: asc_device.unload_sample(device, 0))
     suite.check("asc: unloading it again is refused with not_loaded", lambda: refused(
         device, "not_loaded", lambda: asc_device.unload_sample(device, 0)))
@@ -54,6 +52,44 @@ def check_asc(suite: Suite, device: Any, caps: asc.AscCapabilities, *, asc_model
             asc_device.run_single_stream(device, np.stack([sample, sample, sample]))))
         suite.check("asc: a sample list's time outside its stages within the declared "
                     "per-sample untimed work", lambda: _sample_untimed(device, sample, caps))
+
+
+def _check_repeat(suite: Suite, role: RemoteAscDevice, caps: asc.AscCapabilities) -> None:
+    """Idle and each timed stage's window over the held sample 0 (run_repeat)."""
+    for stage in ("idle", *caps.timed_stages()):
+        window = suite.check(f"asc: repeat {stage}", lambda stage=stage: role.run_repeat(
+            asc.AscRepeat(workload="asc", stage=stage, duration_s=0.05,  # type: ignore
+                          index=None if stage == "idle" else 0)))
+        if window is not None:
+            suite.check(f"asc: repeat {stage} covers its window",
+                        lambda window=window, stage=stage: _window(window, stage))
+
+
+def _check_stream(suite: Suite, role: RemoteAscDevice, caps: asc.AscCapabilities,
+                  sample: np.ndarray) -> None:
+    """A stream of two samples loaded, played in idle and inference windows, and freed (each
+    its own role method: load_stream, run_stream, free_stream)."""
+    body = asc.AscLoadStream(workload="asc", indices=[0, 1])
+    loaded = suite.check("asc: stream load", lambda: role.load_stream(
+        body, np.stack([sample, sample])))
+    if loaded is None:
+        return
+    suite.check("asc: the stream holds the samples sent", lambda: _stream(loaded, [0, 1]))
+    stages = ["idle", *(s for s in caps.timed_stages() if s == "inference")]
+    for stage in stages:
+        window = suite.check(f"asc: stream {stage}", lambda stage=stage: role.run_stream(
+            asc.AscStream(workload="asc", stage=stage, duration_s=0.05)))  # type: ignore
+        if window is not None:
+            suite.check(f"asc: stream {stage} covers its window",
+                        lambda window=window, stage=stage: _window(window, stage))
+    suite.check("asc: stream freed", lambda: _stream(
+        role.free_stream(asc.AscUnloadStream(workload="asc")), []))
+
+
+def _stream(reply: Any, indices: list[int]) -> None:
+    assert isinstance(reply, asc.AscStreamReply), type(reply).__name__
+    assert reply.stream_samples == len(indices), f"stream_samples {reply.stream_samples}"
+    assert not reply.indices or reply.indices == indices, f"indices {reply.indices}"
 
 
 def _sample(result: Any, caps: asc.AscCapabilities) -> None:

@@ -52,9 +52,9 @@ def readers() -> dict[str, str]:
 
 def load_model_file(path: str | Path) -> AscModel:
     """Read a model file with the reader registered for its format (a ``.nir`` file: a NIR
-    graph, :class:`hilbench.nir.model.NirAscModel`)."""
+    graph, :class:`hilbench.workloads.asc.nir.model.NirAscModel`)."""
     if Path(path).suffix.lower() == ".nir":
-        from hilbench.nir.model import NirAscModel
+        from hilbench.workloads.asc.nir.model import NirAscModel
 
         return NirAscModel(path)
     fmt = model_format(path)

@@ -6,16 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from hilbench.contracts import asc
-from hilbench.contracts.base import ContractError, Reply
-from hilbench.contracts.registry import WorkloadPlugin
+from hilbench.contracts.base import ContractError
+from hilbench.contracts.registry import Role, WorkloadPlugin
+from hilbench.workloads.asc import contract as asc
 
 _RUNS = (asc.AscSingleStream, asc.AscRepeat, asc.AscStream, asc.AscSamples)
 _SAMPLE_RUNS = (asc.AscSingleStream, asc.AscSamples)  # no stage, no duration
-_LOADS = (asc.AscLoadModel, asc.AscLoadSample, asc.AscUnload, asc.AscLoadStream,
-          asc.AscUnloadStream, asc.AscLoadSampleList)
 
 
 def check_declared(request: Any, declared: asc.AscCapabilities) -> None:
@@ -56,14 +52,30 @@ def for_version(declared: dict[str, Any], version: int) -> dict[str, Any]:
     return declared
 
 
-def _load(driver: Any, request: Any, arrays: list[np.ndarray], stop: Any
-          ) -> tuple[Reply, list[np.ndarray]]:
-    return driver.load_asc(request, arrays), []
+def _method(driver: Any, name: str, request: Any) -> Any:
+    """The driver's role method ``name``; a request it has none for is refused naming the
+    request's tag (a device without streams need not write the stream methods)."""
+    found = getattr(driver, name, None)
+    if not callable(found):
+        config = type(request).__struct_config__
+        raise ContractError("bad_arguments", str(config.tag_field),
+                            f"this driver does not serve asc {config.tag_field} "
+                            f"{config.tag!r} (it has no {name} method)")
+    return found
 
 
-def _run(driver: Any, request: Any, arrays: list[np.ndarray], stop: Any
-         ) -> tuple[Reply, list[np.ndarray]]:
-    return driver.run_asc(request, stop), []
+# Each message kind -> how it reaches its AscDevice method: (driver, request, payload arrays,
+# stop event) -> (reply, reply arrays). The sample lists are the agent's (agent_side).
+ROLES: dict[type, Role] = {
+    asc.AscLoadModel: lambda d, r, a, s: (_method(d, "load_model", r)(r, a), []),
+    asc.AscLoadSample: lambda d, r, a, s: (_method(d, "load_sample", r)(r, a[0]), []),
+    asc.AscUnload: lambda d, r, a, s: (_method(d, "free_sample", r)(r), []),
+    asc.AscLoadStream: lambda d, r, a, s: (_method(d, "load_stream", r)(r, a[0]), []),
+    asc.AscUnloadStream: lambda d, r, a, s: (_method(d, "free_stream", r)(r), []),
+    asc.AscSingleStream: lambda d, r, a, s: (_method(d, "run_sample", r)(r), []),
+    asc.AscRepeat: lambda d, r, a, s: (_method(d, "run_repeat", r)(r, s), []),
+    asc.AscStream: lambda d, r, a, s: (_method(d, "run_stream", r)(r, s), []),
+}
 
 
 WORKLOAD = WorkloadPlugin(
@@ -85,7 +97,7 @@ WORKLOAD = WorkloadPlugin(
     },
     capabilities=asc.AscCapabilities,
     check=check_declared,
-    roles={**dict.fromkeys(_LOADS, _load), **dict.fromkeys(_RUNS, _run)},
+    roles=ROLES,
     agent_side="hilbench.workloads.asc.agent_samples:SampleLists",
     complete=complete,
     for_version=for_version,
@@ -106,5 +118,6 @@ WORKLOAD = WorkloadPlugin(
     report_figures=("hilbench.workloads.asc.report.figures:report_figures",),
     trace_runs="hilbench.workloads.asc.report.figures:trace_runs",
     stage_plans="hilbench.workloads.asc.report.stages:STAGES",
+    methodology="hilbench.workloads.asc.report.methodology:asc_methodology",
     conformance="hilbench.workloads.asc.conformance:check_asc",
 )

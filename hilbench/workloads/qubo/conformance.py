@@ -7,11 +7,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from hilbench.contracts import qubo
 from hilbench.contracts.base import UntimedWork
 from hilbench.orchestrator.timing_check import declared_untimed
 from hilbench.testing.driver_conformance import Suite, refused_key
+from hilbench.workloads.qubo import contract as qubo
 from hilbench.workloads.qubo.procedures.solve import QuboWorkload, check_solution, load, run_body
+from hilbench.workloads.qubo.remote import RemoteQuboSolver
 
 
 def check_qubo(suite: Suite, device: Any, caps: qubo.QuboCapabilities, *, qubo_nodes: int = 12,
@@ -20,7 +21,7 @@ def check_qubo(suite: Suite, device: Any, caps: qubo.QuboCapabilities, *, qubo_n
     driver's declared minimum) — a solver that needs longer to have any state says so here."""
     nodes, timeout_s = qubo_nodes, qubo_timeout_s
     workload = QuboWorkload.generate(nodes, 0.2, 0)
-    solver = device.qubo
+    solver = RemoteQuboSolver(device)
     low = caps.timeout_range_s[0] if caps.timeout_range_s else qubo.MIN_TIMEOUT_S
     timeout = timeout_s if timeout_s is not None else max(low, 0.05)
     for name in caps.solvers:

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from hilbench.contracts import qubo
 from hilbench.contracts.base import ContractError, Reply
 from hilbench.contracts.registry import WorkloadPlugin
+from hilbench.workloads.qubo import contract as qubo
 
 _RUNS = (qubo.FixedTimeout, qubo.TimeToSolution)
 
@@ -85,5 +85,6 @@ WORKLOAD = WorkloadPlugin(
     report_figures=("hilbench.workloads.qubo.report.figures:report_figures",),
     trace_runs="hilbench.workloads.qubo.report.figures:trace_runs",
     stage_plans="hilbench.workloads.qubo.report.stages:STAGES",
+    methodology="hilbench.workloads.qubo.report.methodology:qubo_methodology",
     conformance="hilbench.workloads.qubo.conformance:check_qubo",
 )

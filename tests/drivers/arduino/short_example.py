@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,3 +35,31 @@ def run_short_example(example: Path, host_program: Path,
         "HILBENCH_ARDUINO_HOST": str(host_program)})
     assert proc.returncode == 0, proc.stderr
     return proc, db
+
+
+def assert_power_truth(metrics: Mapping[str, Any], truth: Mapping[str, float],
+                       stages: tuple[str, ...]) -> None:
+    """Idle, active, dynamic power and energy per inference each within its stated
+    uncertainty of the power model's truth (energy: the true dynamic power times the time the
+    device reported), every uncertainty above 0."""
+    idle = metrics["idle_power_w"]
+    assert abs(idle["value"] - truth["idle"]) <= idle["uncertainty"]
+    for stage in stages:
+        active = metrics[f"active_power_w.{stage}"]
+        assert abs(active["value"] - truth[stage]) <= active["uncertainty"], stage
+        dynamic = metrics[f"dynamic_power_w.{stage}"]
+        true_dynamic = truth[stage] - truth["idle"]
+        assert abs(dynamic["value"] - true_dynamic) <= dynamic["uncertainty"], stage
+        energy = metrics[f"energy_per_inference_j.{stage}"]
+        true_energy = true_dynamic * energy["meta"]["execution_time_s"]
+        assert abs(energy["value"] - true_energy) <= energy["uncertainty"], stage
+        assert energy["uncertainty"] > 0 and dynamic["uncertainty"] > 0
+
+
+def exported_bundle(campaign: str, db: Path, out: Path) -> Path:
+    """``hilbench audit export`` of ``campaign`` in store ``db`` to ``out`` (it must succeed)."""
+    from tests.subprocesses import hilbench
+
+    done = hilbench("audit", "export", campaign, "--db", db, "--out", out)
+    assert done.returncode == 0, done.stderr
+    return out

@@ -14,7 +14,11 @@ import pytest
 from hilbench.sim.power_model import ARDUINO_NANO_33_BLE
 from hilbench.store import Store
 from tests.cassette.test_audit import _tamper
-from tests.drivers.arduino.short_example import run_short_example
+from tests.drivers.arduino.short_example import (
+    assert_power_truth,
+    exported_bundle,
+    run_short_example,
+)
 from tests.subprocesses import hilbench, unit_runs
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
@@ -78,28 +82,13 @@ def test_the_marker_edges_are_stored_with_each_phase(example_run):
 
 
 def test_figures_hold_the_simulation_truth_within_their_stated_uncertainty(example_run):
-    _, metrics, _, _ = example_run
-    idle = metrics["idle_power_w"]
-    assert abs(idle["value"] - TRUTH["idle"]) <= idle["uncertainty"]
-    for stage in STAGES:
-        active = metrics[f"active_power_w.{stage}"]
-        assert abs(active["value"] - TRUTH[stage]) <= active["uncertainty"], stage
-        dynamic = metrics[f"dynamic_power_w.{stage}"]
-        true_dynamic = TRUTH[stage] - TRUTH["idle"]
-        assert abs(dynamic["value"] - true_dynamic) <= dynamic["uncertainty"], stage
-        energy = metrics[f"energy_per_inference_j.{stage}"]
-        # the truth for the time the device reported: true dynamic power x that time
-        true_energy = true_dynamic * energy["meta"]["execution_time_s"]
-        assert abs(energy["value"] - true_energy) <= energy["uncertainty"], stage
-        assert energy["uncertainty"] > 0 and dynamic["uncertainty"] > 0
+    assert_power_truth(example_run[1], TRUTH, STAGES)
 
 
 @pytest.fixture(scope="module")
 def bundle(example_run, tmp_path_factory):
-    out = tmp_path_factory.mktemp("audit-marker") / "bundle"
-    done = hilbench("audit", "export", "asc-arduino-marker", "--db", example_run[3], "--out", out)
-    assert done.returncode == 0, done.stderr
-    return out
+    return exported_bundle("asc-arduino-marker", example_run[3],
+                           tmp_path_factory.mktemp("audit-marker") / "bundle")
 
 
 def test_audit_verify_recomputes_the_marker_cut_figures_from_the_stored_edges(bundle):

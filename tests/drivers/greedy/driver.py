@@ -13,7 +13,7 @@ import numpy as np
 from hilbench.agent.dispatch import ContractDriver
 from hilbench.agent.driver import DriverError
 from hilbench.clock import now
-from hilbench.contracts.qubo import (
+from hilbench.workloads.qubo.contract import (
     FixedTimeout,
     QuboLoad,
     QuboLoadReply,

@@ -6,11 +6,11 @@ from __future__ import annotations
 import threading
 
 from hilbench.agent.runtime import AgentRuntime
-from hilbench.contracts.qubo import QuboRun, Solved
 from hilbench.orchestrator.campaign import parse_campaign
 from hilbench.orchestrator.runner import CampaignRunner
 from hilbench.store import Store
 from hilbench.testing.driver_conformance import check_driver
+from hilbench.workloads.qubo.contract import QuboRun, Solved
 from tests.agent_thread import serving
 from tests.drivers.greedy.driver import GreedyDriver
 from tests.subprocesses import unit_runs

@@ -11,8 +11,8 @@ import pytest
 
 pytest.importorskip("nir")
 
-from hilbench.nir.asc import AscGraph, packaged_graph
 from hilbench.nir.graph import NirFileError, graph_hash, read_graph
+from hilbench.workloads.asc.nir.graph import AscGraph, packaged_graph
 from hilbench_drivers.xylo.network import XyloNetwork
 from hilbench_drivers.xylo.nir_export import export_file, export_graph
 from hilbench_drivers.xylo.nir_import import import_graph

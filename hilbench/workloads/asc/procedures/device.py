@@ -16,7 +16,10 @@ from typing import Any
 import numpy as np
 
 from hilbench.clock import now
-from hilbench.contracts.asc import (
+from hilbench.contracts.base import to_wire
+from hilbench.contracts.remote import RemoteDevice
+from hilbench.wire.link import AgentError
+from hilbench.workloads.asc.contract import (
     MAX_SAMPLE_LIST,
     AscLoadModel,
     AscLoadSample,
@@ -29,10 +32,8 @@ from hilbench.contracts.asc import (
     AscUnload,
     AscUnloadStream,
 )
-from hilbench.contracts.base import to_wire
-from hilbench.contracts.remote import RemoteDevice
-from hilbench.wire.link import AgentError
 from hilbench.workloads.asc.dataset import CLASSES
+from hilbench.workloads.asc.remote import RemoteAscDevice
 
 # Where a sample's device time of each stage is kept (SampleRecord, a sample's reply, events).
 STAGE_FIELDS = {"preprocessing": "preprocess_s", "inference": "inference_s"}
@@ -44,7 +45,7 @@ SAMPLE_LIST_BYTES = 8 * 1024 * 1024
 def send_model(device: RemoteDevice, model: Any) -> dict[str, Any]:
     """Put the int8 model into the device: JSON metadata plus its integer arrays (a NIR
     graph: its file's bytes, only to a device that declares it runs NIR graphs)."""
-    from hilbench.nir.model import NirAscModel
+    from hilbench.workloads.asc.nir.model import NirAscModel
 
     if isinstance(model, NirAscModel):
         from hilbench.workloads.asc.procedures.nir import require_nir_device
@@ -52,7 +53,7 @@ def send_model(device: RemoteDevice, model: Any) -> dict[str, Any]:
         require_nir_device(device)
     arrays = model.arrays()
     names = sorted(arrays)
-    reply = device.asc.load_asc(
+    reply = RemoteAscDevice(device).load_model(
         AscLoadModel(workload="asc", meta=model.metadata(), arrays=names),
         [np.ascontiguousarray(arrays[n]) for n in names])
     return to_wire(reply)
@@ -60,27 +61,28 @@ def send_model(device: RemoteDevice, model: Any) -> dict[str, Any]:
 
 def load_sample(device: RemoteDevice, index: int, audio: np.ndarray) -> dict[str, Any]:
     """Put one 1 s sample (float32) into device memory under ``index`` (untimed)."""
-    reply = device.asc.load_asc(AscLoadSample(workload="asc", index=int(index)),
-                                [np.ascontiguousarray(audio, dtype=np.float32)])
+    reply = RemoteAscDevice(device).load_sample(AscLoadSample(workload="asc", index=int(index)),
+                                                np.ascontiguousarray(audio, dtype=np.float32))
     return to_wire(reply)
 
 
 def unload_sample(device: RemoteDevice, index: int) -> dict[str, Any]:
     """Free the device memory that sample ``index`` holds."""
-    return to_wire(device.asc.load_asc(AscUnload(workload="asc", index=int(index)), []))
+    return to_wire(RemoteAscDevice(device).free_sample(
+        AscUnload(workload="asc", index=int(index))))
 
 
 def load_stream(device: RemoteDevice, indices: Sequence[int], audio: np.ndarray
                 ) -> dict[str, Any]:
     """Give the device k consecutive 1 s samples to play one after another (untimed)."""
-    reply = device.asc.load_asc(
+    reply = RemoteAscDevice(device).load_stream(
         AscLoadStream(workload="asc", indices=[int(i) for i in indices]),
-        [np.ascontiguousarray(audio, dtype=np.float32)])
+        np.ascontiguousarray(audio, dtype=np.float32))
     return to_wire(reply)
 
 
 def unload_stream(device: RemoteDevice) -> dict[str, Any]:
-    return to_wire(device.asc.load_asc(AscUnloadStream(workload="asc"), []))
+    return to_wire(RemoteAscDevice(device).free_stream(AscUnloadStream(workload="asc")))
 
 
 @dataclass(frozen=True)
@@ -123,15 +125,14 @@ def run_single_stream(
     if uses_sample_lists(device):
         return _run_sample_lists(device, audio, on_sample)
     records = []
-    handle = device.asc
+    handle = RemoteAscDevice(device)
     with device.waiting(timeout_s=SAMPLE_TIMEOUT_S):
         for index in range(audio.shape[0]):
             load_sample(device, index, audio[index])
             t_issue = now()
-            result = handle.run_asc(AscSingleStream(workload="asc", index=index))
+            result = handle.run_sample(AscSingleStream(workload="asc", index=index))
             t_done = now()
             unload_sample(device, index)
-            assert isinstance(result, AscSampleResult)
             checked_answer(device.name, result, index, "")
             record = SampleRecord(
                 index=index,
@@ -208,7 +209,8 @@ def load_sample_list(device: RemoteDevice, indices: list[int], audio: np.ndarray
     """Loading is untimed (LoadGen loads its sample library before issuing queries): the
     list's audio travels before the run, which carries only the indices."""
     chunk = np.ascontiguousarray(audio, dtype=np.float32)
-    device.asc.load_asc(AscLoadSampleList(workload="asc", indices=indices), [chunk])
+    RemoteAscDevice(device).load_sample_list(
+        AscLoadSampleList(workload="asc", indices=indices), chunk)
 
 
 def run_sample_list(device: RemoteDevice, indices: list[int],
@@ -217,7 +219,7 @@ def run_sample_list(device: RemoteDevice, indices: list[int],
     """Single stream over a loaded list; the reply checked (order, one sample after the
     other), with the orchestrator's request→reply window (sent, received)."""
     with device.waiting(poll, timeout_s=SAMPLE_TIMEOUT_S * len(indices)):
-        reply = device.asc.run_samples(AscSamples(workload="asc", indices=indices))
+        reply = RemoteAscDevice(device).run_samples(AscSamples(workload="asc", indices=indices))
     assert device.window is not None
     sent, received = device.window
     _check_list(device.name, indices, reply.results, reply.stopped_early)

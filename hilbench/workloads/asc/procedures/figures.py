@@ -38,7 +38,7 @@ class PowerWindow:
     """One measured window: its stage, where it lies on the orchestrator timeline, the
     samples of the phase it belongs to, and (active windows) the device's loop report."""
 
-    stage: str  # "idle" or one of hilbench.contracts.asc.STAGES
+    stage: str  # "idle" or one of hilbench.workloads.asc.contract.STAGES
     repetition: int
     start: float
     end: float
@@ -55,6 +55,7 @@ class PowerWindow:
     # window (capabilities marker): together they cut it by sample index (issue 35)
     markers: list[MarkerEdges] | None = None
     device_marks: bool = False
+    device_marker_latency_s: float = 0.0  # what the device states about its line's edges
 
     def alignment(self, inst: Instrument) -> WindowAlignment:
         """How this window is placed in ``inst``'s samples: marker-cut or software."""
@@ -62,7 +63,8 @@ class PowerWindow:
             return WindowAlignment(None, "the idle window is the orchestrator's own; the "
                                          "device's marker stays low in it")
         samples = 0 if self.batch is None else len(self.batch)
-        return phase_alignment(self.markers, inst.info, samples, self.device_marks)
+        return phase_alignment(self.markers, inst.info, samples, self.device_marks,
+                               self.device_marker_latency_s)
 
     def seen_by(self, instrument_id: str) -> PowerWindow:
         """The same window as a further instrument read it."""

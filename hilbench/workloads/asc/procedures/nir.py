@@ -9,20 +9,21 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hilbench.nir.model import graph_hash_of_file, is_nir_path
+from hilbench.workloads.asc.nir.model import graph_hash_of_file, is_nir_path
 
 __all__ = ["PACKAGED_NIR", "category", "is_nir_path", "nir_model_path", "nir_refusal"]
 
-PACKAGED_NIR = "packaged-nir"  # model = "packaged-nir": hilbench/nir/data/asc-snn-fixture.nir
+# model = "packaged-nir": hilbench/workloads/asc/nir/data/asc-snn-fixture.nir
+PACKAGED_NIR = "packaged-nir"
 CLOSED, OPEN = "closed", "open"
 
 
 def nir_model_path(value: str, base_dir: Path) -> str:
     """The graph file a ``model`` value names: inside the campaign file's folder (no absolute
     path, no ``..``, no link leading out), and a graph that loads. ValueError in one line."""
-    from hilbench.nir.asc import AscGraph, packaged_graph_path
     from hilbench.nir.graph import NirFileError
     from hilbench.safe_paths import OutsideFolder, inside
+    from hilbench.workloads.asc.nir.graph import AscGraph, packaged_graph_path
 
     if value == PACKAGED_NIR:
         path = packaged_graph_path()
@@ -100,7 +101,7 @@ def emit_reference_check(ctx: Any, res: Any, records: list[Any], device: Any) ->
     execution of the samples it ran, the algorithm-track metrics of those samples and the
     modelled energy per inference — stored; then AgentError (the run fails) when the classes
     agree on fewer than 99 %."""
-    from hilbench.nir.model import NirAscModel
+    from hilbench.workloads.asc.nir.model import NirAscModel
 
     if not isinstance(res.model, NirAscModel) or not records:
         return
@@ -113,9 +114,9 @@ def check_and_emit(ctx: Any, model: Any, test: Any, records: list[Any],
     """The reference check of :func:`emit_reference_check` for a NIR model (``NirAscModel``),
     the test split the records index and what the device declared; also what a replay runs."""
     from hilbench.documents import Metric
-    from hilbench.nir.agreement import MIN_AGREEMENT, check_against_reference
-    from hilbench.nir.inputs import SpikeInputs
     from hilbench.wire.link import AgentError
+    from hilbench.workloads.asc.nir.agreement import MIN_AGREEMENT, check_against_reference
+    from hilbench.workloads.asc.nir.inputs import SpikeInputs
 
     inputs = SpikeInputs(model.asc)
     rasters = [inputs.raster(test.slices[r.index]) for r in records]

@@ -11,7 +11,11 @@ run does (each sample loaded, pre-processed, inferred and unloaded, the next onl
 previous), cycling through the test split for ``active_s``. The device says when each stage of
 each sample ran; the meter's readings are attributed to the stages by regression on each
 reading's stage occupancy (:func:`hilbench.power.stage_attribution.attribute_stage_power`),
-with the readings' alignment to the device's clock fitted within the timing uncertainty. The
+with the readings' alignment to the device's clock fitted within the timing uncertainty. A
+device that marks its samples (capabilities ``marker``) recorded by an instrument with marker
+inputs has each sample's stages placed by its marked region in the instrument's own samples
+instead (:mod:`hilbench.power.marker_stages`, "marker-cut"); software alignment stays the
+fallback, its reason stored. The
 time between samples (load, unload, the list round trips) is a state of its own. The stage
 times inside the window come from the same code path as the single-stream times, so the
 loop-time check compares like with like. This needs readings shorter than a stage (the
@@ -30,8 +34,22 @@ import numpy as np
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event
 from hilbench.power.estimators import PowerEstimate
+from hilbench.power.marker_stages import METHOD as MARKED_METHOD
+from hilbench.power.marker_stages import marked_stage_power
+from hilbench.power.marker_windows import (
+    RegionsAlignment,
+    alignment_summary,
+    device_marker_latency_s,
+    sample_regions,
+    stated_device_latency,
+)
+from hilbench.power.markers import MarkerEdges
 from hilbench.power.source import SampleBatch
-from hilbench.power.stage_attribution import StageSchedule, attribute_stage_power
+from hilbench.power.stage_attribution import (
+    StageAttribution,
+    StageSchedule,
+    attribute_stage_power,
+)
 from hilbench.power.timing import aperture_s, timing_uncertainty_s
 from hilbench.power.uncertainty import InstrumentAccuracy
 from hilbench.sdk import Instrument, Phase, RunContext, check_region
@@ -89,6 +107,17 @@ class PipelineWindow:
     drift_residual_s: float = 0.0
     interval: dict[str, Any] | None = None
     list_rows: list[tuple[int, int]] = field(default_factory=list)  # each list's first, last
+    # the marker edges the instrument recorded in the phase, and whether the device marks each
+    # sample (capabilities marker): together they place the stages by sample index (issue 35)
+    markers: list[MarkerEdges] | None = None
+    device_marks: bool = False
+    device_marker_latency_s: float = 0.0  # what the device states about its line's edges
+
+    def alignment(self, inst: Instrument) -> RegionsAlignment:
+        """How this window's samples are placed in ``inst``'s samples: marker-cut or software."""
+        held = 0 if self.batch is None else len(self.batch)
+        return sample_regions(self.markers, inst.info, held, self.device_marks,
+                              len(self.samples["index"]), self.device_marker_latency_s)
 
     def list_means(self, stage: str) -> np.ndarray:
         """The stage's mean device time over each sample list the window ran."""
@@ -122,7 +151,9 @@ class PipelineWindow:
 
     def event_data(self) -> dict[str, Any]:
         return {"repetition": self.repetition, "start": self.start, "end": self.end,
-                "samples": {k: v.tolist() for k, v in self.samples.items()}}
+                "samples": {k: v.tolist() for k, v in self.samples.items()},
+                "device_marks": self.device_marks,
+                "device_marker_latency_s": self.device_marker_latency_s}
 
 
 def samples_from(data: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -196,7 +227,8 @@ def pipeline_window(
         window = PipelineWindow(
             rep, float(samples["t_start"][0] - offset.offset_s),
             float(samples["t_end"][-1] - offset.offset_s), None, offset.offset_s,
-            offset.uncertainty_s, None, samples, list_rows=rows_of(list_windows))
+            offset.uncertainty_s, None, samples, list_rows=rows_of(list_windows),
+            **device_marking(device))
         ctx.emit(Event(ctx.run_uid, phase.uid, "pipeline_window", ctx.now(),
                        {**window.event_data(), "list_windows": list_windows}))
     return attach_readings(window, phase, inst)
@@ -263,19 +295,18 @@ def pipeline_power_figures(
         for w in idle_windows:
             estimates["idle"].append(window_estimate(w, inst, spec.boundary)[0])
         for w in pipelines:
-            t, watts = window_readings(w.batch, inst,
-                                       f"single-stream power window {w.repetition}")
-            max_shift = timing_uncertainty_s(inst, w.offset_uncertainty_s,
-                                             w.start_uncertainty_s, w.drift_residual_s)
-            found = attribute_stage_power(
-                t, watts, aperture, w.schedule(stages),
-                (w.start, w.end), InstrumentAccuracy.from_source(info),
-                max_shift_s=max_shift, edge_s=STAGE_EDGE_S)
+            found = _attribute(w, inst, aperture, stages)
             for stage in stages:
                 estimates[stage].append(found.estimates[stage])
-            attributions.append({"repetition": w.repetition, **found.to_dict()})
+            placed = w.alignment(inst)
+            attributions.append({"repetition": w.repetition, **found.to_dict(),
+                                 **placed.to_dict(),
+                                 **({"method": MARKED_METHOD} if placed.cuts else {})})
         spreads = {stage: list_spread(pipelines, stage) for stage in stages}
-        out = stage_power_figures(estimates, loop_times, times, pass_spreads=spreads)
+        out = stage_power_figures(
+            estimates, loop_times, times, pass_spreads=spreads,
+            extra=lambda stage: alignment_summary(
+                [_IDLE_ALIGNMENT] if stage == "idle" else [w.alignment(inst) for w in pipelines]))
     except ValueError as exc:
         return {"reason": f"instrument {inst.spec.id}: {exc}"}
     out["meta"] = {
@@ -286,8 +317,37 @@ def pipeline_power_figures(
         "windows": [{"stage": "idle", "repetition": w.repetition, "start": w.start,
                      "end": w.end} for w in idle_windows]
         + [{"stage": "single_stream", "repetition": w.repetition, "start": w.start,
-            "end": w.end, "samples": len(w.samples["index"]), "interval": w.interval}
+            "end": w.end, "samples": len(w.samples["index"]), "interval": w.interval,
+            **w.alignment(inst).to_dict(), **stated_device_latency(w.device_marker_latency_s)}
            for w in pipelines],
     }
     return out
 
+
+
+_IDLE_ALIGNMENT = RegionsAlignment((), "the idle window is the orchestrator's own; the "
+                                       "device's marker stays low in it")
+
+
+def _attribute(w: PipelineWindow, inst: Instrument, aperture: float, stages: tuple[str, ...]
+               ) -> StageAttribution:
+    """One window's stage powers: placed by the device's marked regions where the instrument
+    recorded one per sample run (:mod:`hilbench.power.marker_stages`), else by the agent's
+    stamps through the phase's clock offset, the alignment fitted within its uncertainty."""
+    t, watts = window_readings(w.batch, inst, f"single-stream power window {w.repetition}")
+    accuracy = InstrumentAccuracy.from_source(inst.info)
+    regions = w.alignment(inst)
+    if regions.cuts:
+        return marked_stage_power(watts, regions, w.samples, stages, accuracy,
+                                  edge_s=STAGE_EDGE_S)
+    max_shift = timing_uncertainty_s(inst, w.offset_uncertainty_s, w.start_uncertainty_s,
+                                     w.drift_residual_s)
+    return attribute_stage_power(t, watts, aperture, w.schedule(stages), (w.start, w.end),
+                                 accuracy, max_shift_s=max_shift, edge_s=STAGE_EDGE_S)
+
+
+def device_marking(device: RemoteDevice) -> dict[str, Any]:
+    """Whether ``device`` marks its timed regions (a declared marker with a usable stated
+    latency) and that latency, as a window's keyword arguments."""
+    latency = device_marker_latency_s(device.capabilities.marker)
+    return {"device_marks": latency is not None, "device_marker_latency_s": latency or 0.0}

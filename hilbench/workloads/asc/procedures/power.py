@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hilbench import clock
-from hilbench.contracts.asc import STAGES, AscCapabilities, AscRepeat, AscStream
 from hilbench.contracts.base import to_wire
 from hilbench.contracts.power import power_report
 from hilbench.contracts.remote import RemoteDevice
@@ -33,11 +32,12 @@ from hilbench.power.estimators import (
 )
 from hilbench.power.instrument_agreement import META_KEY as INSTRUMENTS_KEY
 from hilbench.power.instrument_agreement import compare_instruments
-from hilbench.power.marker_windows import alignment_summary
+from hilbench.power.marker_windows import alignment_summary, stated_device_latency
 from hilbench.power.provenance import META_KEY, PowerOrigin, agreement, stated_uncertainty95
 from hilbench.power.timing import aperture_s
 from hilbench.sdk import Instrument, Phase, RunContext, check_region
 from hilbench.wire.link_probe import Echo
+from hilbench.workloads.asc.contract import STAGES, AscCapabilities, AscRepeat, AscStream
 from hilbench.workloads.asc.procedures.device import (
     load_sample,
     load_stream,
@@ -58,6 +58,7 @@ from hilbench.workloads.asc.procedures.onboard import onboard_figures
 from hilbench.workloads.asc.procedures.pipeline import METHOD as PIPELINE_METHOD
 from hilbench.workloads.asc.procedures.pipeline import (
     PipelineWindow,
+    device_marking,
     load_pipeline,
     pipeline_power_figures,
     pipeline_window,
@@ -68,6 +69,7 @@ from hilbench.workloads.asc.procedures.single_stream import (
     stage_times,
 )
 from hilbench.workloads.asc.procedures.timing import PhaseTiming, sample_untimed, window_echo
+from hilbench.workloads.asc.remote import RemoteAscDevice
 
 if TYPE_CHECKING:
     from hilbench.workloads.asc.procedures.run import AscResources, AscSpec
@@ -197,7 +199,7 @@ def _device_idle_window(
     body = _window_body("idle", rows, idle_s)
     echo = window_echo(to_wire(body))
     with ctx.phase("idle", [device], echo=echo) as phase:
-        loop = to_wire(device.asc.run_asc(body))
+        loop = to_wire(RemoteAscDevice(device).run_window(body))
         _check_window(ctx, device, phase, f"idle window {rep}", loop, echo)
         start = phase.to_orchestrator_time(device.name, float(loop["t_start"]))
         end = phase.to_orchestrator_time(device.name, float(loop["t_end"]))
@@ -224,19 +226,18 @@ def _active_window(
     echo = window_echo(to_wire(body))
     with ctx.phase(f"active_{stage}", [device], instruments, echo=echo) as phase:
         with device.waiting(phase.poll):
-            loop = to_wire(device.asc.run_asc(body))
+            loop = to_wire(RemoteAscDevice(device).run_window(body))
         _check_window(ctx, device, phase, f"{stage} window {rep}", loop, echo)
         start = phase.to_orchestrator_time(device.name, float(loop["t_start"]))
         end = phase.to_orchestrator_time(device.name, float(loop["t_end"]))
-        marks = device.capabilities.marker is not None
+        marking = device_marking(device)
         ctx.emit(Event(ctx.run_uid, phase.uid, "repeat_result", ctx.now(),
                        {**loop, "repetition": rep, "start": start, "end": end,
-                        "request_window": list(device.window or ()), "device_marks": marks}))
+                        "request_window": list(device.window or ()), **marking}))
     return PowerWindow(stage, rep, start, end, loop=loop,
                        offset_uncertainty_s=phase.offsets[device.name].uncertainty_s,
                        **phase_readings(phase, inst, end),
-                       others=other_readings(phase, instruments, inst, end),
-                       device_marks=marks)
+                       others=other_readings(phase, instruments, inst, end), **marking)
 
 
 def _check_window(ctx: RunContext, device: RemoteDevice, phase: Phase, what: str,
@@ -422,7 +423,7 @@ def _power_figures(
         "windows": [
             {"stage": w.stage, "repetition": w.repetition, "start": w.start, "end": w.end,
              "drift_residual_s": w.drift_residual_s, "interval": w.interval,
-             **w.alignment(inst).to_dict()}
+             **w.alignment(inst).to_dict(), **stated_device_latency(w.device_marker_latency_s)}
             for w in windows
         ],
     }

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import numpy as np
 
-from hilbench.contracts.asc import AscCapabilities
 from hilbench.contracts.base import decode
 from hilbench.contracts.capabilities import Capabilities
 from hilbench.sdk import check_region
 from hilbench.wire.link import AgentError
+from hilbench.workloads.asc.contract import AscCapabilities
 from hilbench.workloads.asc.procedures.device import SampleRecord
 from hilbench.workloads.asc.procedures.figures import PowerWindow, other_readings, phase_readings
 from hilbench.workloads.asc.procedures.pipeline import (
@@ -154,7 +154,8 @@ def _pipeline(event: dict[str, Any], phase: Phase, agent: str, inst: Any) -> Pip
     offset = phase.offsets[agent]
     window = PipelineWindow(int(d["repetition"]), float(d["start"]), float(d["end"]), None,
                             offset.offset_s, offset.uncertainty_s, None,
-                            samples_from(d["samples"]), list_rows=rows_of(d["list_windows"]))
+                            samples_from(d["samples"]), list_rows=rows_of(d["list_windows"]),
+                            **_marking(d))
     return attach_readings(window, phase, inst)
 
 
@@ -172,7 +173,7 @@ def _window(event: dict[str, Any], phase: Phase, agent: str, inst: Any, onboard:
         return PowerWindow("idle", rep, start, end, offset_uncertainty_s=0.0, **readings)
     return PowerWindow(str(d["stage"]), rep, start, end, loop=d,
                        offset_uncertainty_s=phase.offsets[agent].uncertainty_s, **readings,
-                       device_marks=bool(d.get("device_marks")))
+                       **_marking(d))
 
 
 def _check_regions(run: RecordedRun) -> None:
@@ -232,3 +233,9 @@ def _check_regions(run: RecordedRun) -> None:
         for window, group, bodies in request_groups(records, [b for _, b in held]):
             check_request(timing, window, group, bodies)
         timing.check_typical()
+
+
+def _marking(data: dict[str, Any]) -> dict[str, Any]:
+    """Whether the window's device marked it, and its stated latency, as the event stored."""
+    return {"device_marks": bool(data.get("device_marks")),
+            "device_marker_latency_s": float(data.get("device_marker_latency_s") or 0.0)}

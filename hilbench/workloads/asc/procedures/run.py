@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from hilbench.contracts.asc import STAGES
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.filehash import sha256_file
 from hilbench.sdk import Instrument, Procedure, RunContext, UnitKey, UnitWork
+from hilbench.workloads.asc.contract import STAGES
 from hilbench.workloads.asc.procedures.nir import category, nir_needs
 from hilbench.workloads.asc.procedures.table import AscSpec
 

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hilbench.contracts.asc import STAGES
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event, Metric
 from hilbench.power.accuracy import clip_accuracy_interval
 from hilbench.sdk import RunContext, check_region
+from hilbench.workloads.asc.contract import STAGES
 from hilbench.workloads.asc.procedures.device import (
     STAGE_FIELDS,
     SampleRecord,

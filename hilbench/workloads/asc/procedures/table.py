@@ -160,7 +160,7 @@ class AscSpec(CampaignTable):
         """For `campaign check`: the NIR graph a table runs, named by its content hash."""
         if not is_nir_path(self.model):
             return []
-        from hilbench.nir.model import graph_hash_of_file
+        from hilbench.workloads.asc.nir.model import graph_hash_of_file
 
         assert self.model is not None
         return [f"model: NIR graph {self.model}, graph sha256 {graph_hash_of_file(self.model)} "

@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hilbench.contracts.asc import AscCapabilities
 from hilbench.contracts.base import UntimedWork
 from hilbench.documents import Event
 from hilbench.sdk import (
@@ -27,6 +26,7 @@ from hilbench.sdk import (
 )
 from hilbench.wire.link import ClockOffset
 from hilbench.wire.link_probe import Echo
+from hilbench.workloads.asc.contract import AscCapabilities
 from hilbench.workloads.asc.procedures.device import load_sample, unload_sample, uses_sample_lists
 
 # What one sample's result adds to a reply (index, class, scores, stage times, region), and

@@ -17,9 +17,9 @@ from hilbench.report.figures.style import (
     figure_context,
     log_ticks,
     new_figure,
-    ratio_text,
     save,
     set_title,
+    versus,
 )
 from hilbench.workloads.asc.report.table import STAGES, AscGroup, Figure, asc_groups, combine
 
@@ -105,13 +105,6 @@ def ratios(systems: list[AscSystem], reference: str | None = None) -> list[Ratio
                     value = a.value / b.value
                 out.append(Ratio(system.label, metric, stage, value))
     return out
-
-
-def versus(ratio: float) -> str:
-    """reference / system as words: ``60.9× below the reference``."""
-    if ratio >= 1:
-        return f"{ratio_text(ratio)}× below the reference"
-    return f"{ratio_text(1 / ratio)}× the reference"
 
 
 def _legend_label(system: AscSystem, ref_ratios: dict[tuple[str, str], float],

@@ -13,7 +13,6 @@ its per-trial values, which :mod:`hilbench.report.trials` checks by NeuroBench's
 from __future__ import annotations
 
 import json
-import math
 import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,14 +21,14 @@ from typing import Any
 from rich.console import Console
 
 from hilbench.power.instrument_agreement import disagreeing_instruments, disagreement_text
+from hilbench.power.marker_windows import MARKER_CUT
+from hilbench.power.mean_uncertainty import mean_uncertainty
 from hilbench.power.provenance import origin_of, origins_text
 from hilbench.report.campaign_data import CampaignData, load_campaign_data
-from hilbench.report.marker_note import marker_parts
 from hilbench.report.table import EMPTY, Cell, Column, Table, format_quantity
+from hilbench.workloads.asc.report.marker_note import marker_parts
 
 STAGES = ("preprocessing", "inference")
-# Budget components that one instrument contributes identically to every run.
-COMMON_MODE = ("instrument gain", "instrument offset", "supply voltage")
 DEFAULT_TIMING = "pre-processing and inference timed on the device's clock"
 
 
@@ -111,59 +110,6 @@ def _device_timing(run: dict[str, Any], agent: str) -> str:
     caps = ((run.get("agents") or {}).get(agent) or {}).get("capabilities") or {}
     timing = (caps.get("asc") or {}).get("timing")
     return str(timing) if timing else DEFAULT_TIMING
-
-
-def _budget_of(metric: dict[str, Any]) -> dict[str, Any] | None:
-    meta = metric.get("meta") or {}
-    return meta.get("budget") or (meta.get("estimate") or {}).get("budget") or None
-
-
-def _budget(metric: dict[str, Any]) -> list[dict[str, Any]] | None:
-    budget = _budget_of(metric)
-    return None if not budget else budget.get("components")
-
-
-def mean_standard_uncertainty(found: list[dict[str, Any]]) -> float | None:
-    """The standard (k = 1) uncertainty of the mean over runs: :func:`mean_uncertainty` over
-    each run's own coverage factor (its budget's 95 % expanded / combined standard); None when
-    a run stored no budget to say it."""
-    expanded = mean_uncertainty(found)
-    ratios = []
-    for metric in found:
-        budget = _budget_of(metric) or {}
-        u = budget.get("combined_standard_uncertainty")
-        big_u = budget.get("expanded_uncertainty_95")
-        if expanded is None or u is None or not big_u:
-            return None
-        ratios.append(float(u) / float(big_u))
-    return expanded * statistics.fmean(ratios) if ratios else None
-
-
-def mean_uncertainty(found: list[dict[str, Any]]) -> float | None:
-    """95 % uncertainty of the mean over runs. With stored budgets, the common-mode part
-    (same instrument) is averaged as fully correlated and the rest as independent; without,
-    all of it is taken as independent."""
-    uncs = [m["uncertainty"] for m in found]
-    if any(u is None for u in uncs):
-        return None
-    n = len(found)
-    budgets = [_budget(m) for m in found]
-    if n == 1 or any(b is None for b in budgets):
-        return math.sqrt(sum(u * u for u in uncs)) / n
-    common, independent, factors = [], [], []
-    for metric, components in zip(found, budgets, strict=True):
-        assert components is not None
-        c2 = sum(c["standard_uncertainty"] ** 2 for c in components
-                 if c["name"].startswith(COMMON_MODE))
-        i2 = sum(c["standard_uncertainty"] ** 2 for c in components
-                 if not c["name"].startswith(COMMON_MODE))
-        common.append(math.sqrt(c2))
-        independent.append(i2)
-        combined = math.sqrt(c2 + i2)
-        factors.append(metric["uncertainty"] / combined if combined > 0 else 2.0)
-    u_common = statistics.fmean(common)
-    u_independent = math.sqrt(sum(independent)) / n
-    return statistics.fmean(factors) * math.hypot(u_common, u_independent)
 
 
 def combine(runs: list[dict[str, dict[str, Any]]], name: str) -> Figure | None:
@@ -405,8 +351,8 @@ def _power_description(stream: int, runs: list[dict[str, dict[str, Any]]],
             f"sample interval {meta.get('sample_interval_s'):g} s"
             + (f", aperture {aperture:g} s" if aperture else ""),
             f"boundary readings: {meta.get('boundary')}",
-            *(_attribution_parts(meta["attribution"]) if meta.get("attribution") else
-              marker_parts(runs) or (
+            *([*_attribution_parts(meta["attribution"]), *marker_parts(runs)]
+              if meta.get("attribution") else marker_parts(runs) or (
                 f"timing ± {meta.get('timing_uncertainty_s'):.2g} s at most (each window its "
                 "own phase's clock probe and meter start, independent)",
                 "active window = device loop start..end mapped by the clock offset")),
@@ -433,12 +379,14 @@ def _attribution_parts(found: list[dict[str, Any]]) -> list[str]:
     """How stage power was separated in single-stream power windows."""
     shifts = ", ".join(
         f"{1e6 * float(a['shift_s']):+.0f} ± {1e6 * float(a['shift_std_error_s']):.2g} µs "
-        f"(of ± {1e6 * float(a['max_shift_s']):.0f})" for a in found)
+        f"(of ± {1e6 * float(a['max_shift_s']):.0f})" for a in found
+        if a.get("alignment") != MARKER_CUT)  # marker-cut windows: marker_parts says how
     return [
         "each stage's active power attributed from the readings by when the device ran it "
         "(least squares on each reading's share of time in each stage; the time between "
         "samples is a state of its own)",
-        f"readings aligned to the device clock by a fitted shift per window: {shifts}",
+        *([f"readings aligned to the device clock by a fitted shift per window: {shifts}"]
+          if shifts else []),
     ]
 
 

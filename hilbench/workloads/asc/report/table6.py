@@ -15,6 +15,7 @@ carries them, so the 5-trial rule is checked on this table as on the others.
 
 from __future__ import annotations
 
+from hilbench.power.mean_uncertainty import mean_standard_uncertainty
 from hilbench.report.campaign_data import CampaignData
 from hilbench.report.figures.source import Source
 from hilbench.report.table import Cell, Column, Table
@@ -23,7 +24,6 @@ from hilbench.workloads.asc.report.table import (
     accuracy_cell,
     figure_cell,
     instruments_label,
-    mean_standard_uncertainty,
 )
 
 KEY = "asc.neurobench-table6"

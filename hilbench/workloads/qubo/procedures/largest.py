@@ -36,6 +36,7 @@ from hilbench.wire.link import AgentError
 from hilbench.workloads.qubo import edges_in_graph
 from hilbench.workloads.qubo.check import SolutionError
 from hilbench.workloads.qubo.procedures.solve import QuboWorkload, check_solution, load, run_body
+from hilbench.workloads.qubo.remote import RemoteQuboSolver
 
 if TYPE_CHECKING:
     from hilbench.sdk import Campaign
@@ -141,7 +142,7 @@ def _attempt(ctx: RunContext, unit: LargestUnit, device: RemoteDevice, n: int
     outcome: dict[str, Any] = {"nodes": n, "edges": edges_in_graph(n, unit.density)}
     workload = QuboWorkload.generate(n, unit.density, t.seed)
     outcome["generate_s"] = time.monotonic() - started
-    solver = device.qubo
+    solver = RemoteQuboSolver(device)
     try:
         with ctx.phase(f"load n={n}", [device]):
             left = t.time_limit_s - (time.monotonic() - started)

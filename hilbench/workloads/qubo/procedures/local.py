@@ -17,6 +17,7 @@ from hilbench.sdk import LocalLink
 from hilbench.workloads.qubo import bks_gap
 from hilbench.workloads.qubo.check import is_overrun
 from hilbench.workloads.qubo.procedures.solve import QuboWorkload, check_solution, load, run_body
+from hilbench.workloads.qubo.remote import RemoteQuboSolver
 
 LoadedWorkload = QuboWorkload
 
@@ -30,7 +31,7 @@ def load_workload(
 ) -> tuple[QuboWorkload, dict[str, Any]]:
     """Generate the workload and load it into ``driver`` (untimed); returns the load reply."""
     workload = QuboWorkload.generate(nodes, density, seed)
-    return workload, to_wire(load(_device(driver).qubo, workload, solvers))
+    return workload, to_wire(load(RemoteQuboSolver(_device(driver)), workload, solvers))
 
 
 def solve_fixed_timeout(
@@ -43,7 +44,7 @@ def solve_fixed_timeout(
 ) -> dict[str, Any]:
     """One fixed-timeout run, checked; the summary a user reads (gap None when infeasible) and
     the returned ``state``."""
-    solved = _device(driver).qubo.solve(
+    solved = RemoteQuboSolver(_device(driver)).solve(
         run_body("fixed_timeout", solver, run_seed, timeout_s=timeout_s))
     check = check_solution(workload, solved)
     reply = solved.reply

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from hilbench import clock
-from hilbench.contracts.qubo import QuboRunReply
 from hilbench.power.provenance import agreement
 from hilbench.power.timing import aperture_s, timing_uncertainty_s
 from hilbench.sdk import Instrument, Phase
 from hilbench.sdk.power import PowerFigure, agent_power, instrument_power
 from hilbench.workloads.qubo.check import overrun_tolerance_s
+from hilbench.workloads.qubo.contract import QuboRunReply
 
 POLL_S = 0.05
 FIXED_RUNTIME = "average power over the fixed runtime [start, start + timeout]"

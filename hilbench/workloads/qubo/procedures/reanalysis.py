@@ -15,10 +15,10 @@ import msgspec
 
 from hilbench.contracts.base import decode
 from hilbench.contracts.capabilities import Capabilities
-from hilbench.contracts.qubo import QuboRunReply
 from hilbench.sdk import check_timed_region
 from hilbench.workloads.qubo import Target
 from hilbench.workloads.qubo.check import StateCheck
+from hilbench.workloads.qubo.contract import QuboRunReply
 from hilbench.workloads.qubo.procedures.power import run_power
 from hilbench.workloads.qubo.procedures.run import (
     QuboUnit,

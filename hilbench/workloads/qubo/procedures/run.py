@@ -16,7 +16,6 @@ import msgspec
 
 from hilbench.contracts.base import UntimedWork, to_wire
 from hilbench.contracts.capabilities import Capabilities
-from hilbench.contracts.qubo import QuboCapabilities, QuboLimits, QuboRunReply
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event, Metric, flag
 from hilbench.sdk import (
@@ -40,6 +39,7 @@ from hilbench.workloads.qubo.check import (
     is_overrun,
     overrun_tolerance_s,
 )
+from hilbench.workloads.qubo.contract import QuboCapabilities, QuboLimits, QuboRunReply
 from hilbench.workloads.qubo.generator import edge_count
 from hilbench.workloads.qubo.procedures.power import (
     RunPower,
@@ -50,6 +50,7 @@ from hilbench.workloads.qubo.procedures.power import (
 )
 from hilbench.workloads.qubo.procedures.solve import QuboWorkload, check_solution, load, run_body
 from hilbench.workloads.qubo.procedures.table import QuboTable
+from hilbench.workloads.qubo.remote import RemoteQuboSolver
 
 if TYPE_CHECKING:
     from hilbench.sdk import Campaign
@@ -213,7 +214,7 @@ def run_unit(
     ``bad_reply`` naming the field.
     """
     workload = QuboWorkload.generate(unit.nodes, unit.density, unit.seed)
-    solver = device.qubo
+    solver = RemoteQuboSolver(device)
     with ctx.phase("load", [device]) as phase:
         loaded = load(solver, workload, [unit.solver])  # prepare only what this run uses
         ctx.emit(Event(ctx.run_uid, phase.uid, "loaded", ctx.now(), to_wire(loaded)))

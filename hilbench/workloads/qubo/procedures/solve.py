@@ -1,9 +1,9 @@
 """The one call path of every QUBO run: build the workload, load it, solve it, check the answer.
 
 ``qubo`` (fixed timeout, time to solution), ``largest_workload`` and ``hilbench qubo solve`` all
-go through these functions with a :class:`~hilbench.contracts.qubo.QuboSolver` — a remote handle
-over an agent, or the same handle over a driver in this process — so the bodies sent and the
-checks made of the answer are the same everywhere.
+go through these functions with a :class:`~hilbench.workloads.qubo.contract.QuboSolver` — a
+remote handle over an agent, or the same handle over a driver in this process — so the bodies
+sent and the checks made of the answer are the same everywhere.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hilbench.contracts.qubo import (
+from hilbench.workloads.qubo import SparseQubo, generate_qubo
+from hilbench.workloads.qubo.check import StateCheck, check_state, state_vector, verify_claim
+from hilbench.workloads.qubo.contract import (
     FixedTimeout,
     QuboLoad,
     QuboLoadReply,
@@ -22,8 +24,6 @@ from hilbench.contracts.qubo import (
     Solved,
     TimeToSolution,
 )
-from hilbench.workloads.qubo import SparseQubo, generate_qubo
-from hilbench.workloads.qubo.check import StateCheck, check_state, state_vector, verify_claim
 
 
 @dataclass

@@ -22,9 +22,9 @@ import pytest
 
 pytest.importorskip("nir", reason="the Xylo environment lacks nir: pip install -e '.[xylo,nir]'")
 
-from hilbench.nir.asc import packaged_graph, packaged_test_spikes
 from hilbench.nir.reference import run_reference
 from hilbench.workloads.asc import load_split
+from hilbench.workloads.asc.nir.graph import packaged_graph, packaged_test_spikes
 from hilbench.workloads.asc.procedures.run import ensure_fixture
 from hilbench_drivers.xylo.afe import HostFrontEnd
 from hilbench_drivers.xylo.network import AfeSettings

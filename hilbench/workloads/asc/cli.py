@@ -92,7 +92,7 @@ def _summary(root: Path, decode: bool) -> dict[str, Any]:
 
 
 # Sub-commands living in other modules (heavier imports), loaded only when used.
-LAZY_COMMANDS: dict[str, str] = {"train": "hilbench.cli.asc_train:train"}
+LAZY_COMMANDS: dict[str, str] = {"train": "hilbench.workloads.asc.cli_train:train"}
 
 
 @click.group(cls=LazyGroup, lazy_commands=LAZY_COMMANDS)

@@ -16,8 +16,8 @@ from functools import cache
 
 import numpy as np
 
-from hilbench.nir.asc import AscGraph, packaged_test_spikes
 from hilbench.nir.graph import NirFileError
+from hilbench.workloads.asc.nir.graph import AscGraph, packaged_test_spikes
 
 
 def audio_sha256(audio: np.ndarray) -> str:

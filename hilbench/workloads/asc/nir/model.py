@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from hilbench.nir.asc import AscGraph
 from hilbench.nir.graph import MAX_GRAPH_BYTES, NirFileError
+from hilbench.workloads.asc.nir.graph import AscGraph
 
 NIR_SUFFIX = ".nir"
 LOAD_FORMAT = "hilbench.nir.graph"  # the ``format`` of the load message's metadata

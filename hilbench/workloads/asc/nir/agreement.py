@@ -18,9 +18,9 @@ import numpy as np
 
 from hilbench.complexity.energy import EnergyModel, ModelledEnergy, modelled_energy
 from hilbench.complexity.metrics import AlgorithmMetrics, algorithm_metrics
-from hilbench.nir.asc import AscGraph
 from hilbench.nir.graph import NirFileError
 from hilbench.nir.reference import NIR_SEMANTICS, Semantics, run_reference
+from hilbench.workloads.asc.nir.graph import AscGraph
 
 MIN_AGREEMENT = 0.99  # the bound: classes agree on >= 99 % of the samples run
 

@@ -256,12 +256,42 @@ class AscCapabilities(Contract, omit_defaults=False, kw_only=True):
 
 @runtime_checkable
 class AscDevice(Protocol):
-    """The ASC role: a device (or a handle to one) holding a model and samples, running them."""
+    """The ASC role: a device (or a handle to one) holding a model and samples, running them.
 
-    def load_asc(self, body: AscLoad, arrays: list[np.ndarray]) -> Reply:
-        """Untimed: a model, a sample, a stream, or freeing one (reply type by ``part``)."""
+    One method per message kind, as LoadGen loads its samples and then issues queries: loads
+    are untimed, runs timed on the device. The ASC plugin's table routes each request to its
+    method (``hilbench.workloads.asc.plugin``); a driver without streams may leave out
+    ``load_stream``, ``free_stream`` and ``run_stream`` (such a request is refused naming
+    ``part`` or ``mode``)."""
+
+    def load_model(self, body: AscLoadModel, arrays: list[np.ndarray]) -> AscModelReply:
+        """The model: its metadata and one array per name in ``body.arrays``."""
         ...
 
-    def run_asc(self, body: AscRun, stop: threading.Event) -> Reply:
-        """Timed on the device: one sample, or a power window (reply type by ``mode``)."""
+    def load_sample(self, body: AscLoadSample, audio: np.ndarray) -> AscHeldReply:
+        """One sample into device memory under ``body.index``."""
+        ...
+
+    def free_sample(self, body: AscUnload) -> AscHeldReply:
+        """The memory sample ``body.index`` holds, freed."""
+        ...
+
+    def load_stream(self, body: AscLoadStream, audio: np.ndarray) -> AscStreamReply:
+        """k consecutive samples (``audio`` is ``(k, samples)``) to play in order."""
+        ...
+
+    def free_stream(self, body: AscUnloadStream) -> AscStreamReply:
+        """The loaded stream, freed."""
+        ...
+
+    def run_sample(self, body: AscSingleStream) -> AscSampleResult:
+        """One held sample, its stages timed on the device (single stream)."""
+        ...
+
+    def run_repeat(self, body: AscRepeat, stop: threading.Event) -> AscWindowResult:
+        """A power window: the held sample again and again (or idle) for ``duration_s``."""
+        ...
+
+    def run_stream(self, body: AscStream, stop: threading.Event) -> AscWindowResult:
+        """A power window: the loaded stream played in order (or idle) for ``duration_s``."""
         ...

@@ -1,6 +1,6 @@
 """The ASC spiking network that hilbench ships as a NIR graph, and the input it expects.
 
-Package data (``hilbench/nir/data``, PROVENANCE.md there says how each file was made):
+Package data (``hilbench/workloads/asc/nir/data``, PROVENANCE.md there says how each file was made):
 
 - ``asc-snn-fixture.nir``: the Xylo ASC network of ``drivers/xylo/data/xylo-asc-fixture.npz``
   exported by :mod:`hilbench_drivers.xylo.nir_export` (quantised weights, NIR CubaLIF layers);
@@ -30,7 +30,7 @@ GRAPH_FORMAT = "hilbench.nir.asc-snn"
 
 
 def data_path(name: str) -> Path:
-    return Path(str(resources.files("hilbench.nir") / "data" / name))
+    return Path(str(resources.files("hilbench.workloads.asc.nir") / "data" / name))
 
 
 def packaged_graph_path() -> Path:

@@ -171,7 +171,7 @@ def target(
     """
     _check_workload(nodes, density, seed)
     if kind != "official":
-        from hilbench.cli.qubo_targets import print_other_target
+        from hilbench.workloads.qubo.cli_targets import print_other_target
 
         print_other_target(kind, nodes, density, seed, time_limit, as_json)
         return
@@ -393,7 +393,7 @@ class _ticking:
 
 
 def _register_targets() -> None:
-    from hilbench.cli.qubo_targets import targets
+    from hilbench.workloads.qubo.cli_targets import targets
 
     qubo.add_command(targets)
 
