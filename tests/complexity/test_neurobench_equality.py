@@ -55,7 +55,7 @@ def test_hilbench_metrics_equal_neurobenchs_on_the_reference_model():
     from neurobench.models import SNNTorchModel
 
     from hilbench.complexity import algorithm_metrics
-    from hilbench.nir.asc import packaged_graph, packaged_test_spikes
+    from hilbench.workloads.asc.nir.graph import packaged_graph, packaged_test_spikes
     from hilbench.nir.reference import run_reference
     from tests.complexity.snntorch_graph import GraphAsSnnTorch
 

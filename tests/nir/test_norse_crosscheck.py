@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 <<<<<<< HEAD
-from hilbench.nir.asc import packaged_graph, packaged_test_spikes
+from hilbench.workloads.asc.nir.graph import packaged_graph, packaged_test_spikes
 from hilbench.nir.reference import run_reference
 =======
 pytest.importorskip("nir")
