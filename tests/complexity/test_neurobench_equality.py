@@ -18,27 +18,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-<<<<<<< HEAD
-=======
-pytest.importorskip("nir")
-torch = pytest.importorskip("torch")
-snn = pytest.importorskip("snntorch")
-pytest.importorskip("neurobench")
-
-from neurobench.benchmarks import Benchmark  # noqa: E402
-from neurobench.metrics.static import ConnectionSparsity  # noqa: E402
-from neurobench.metrics.workload import (  # noqa: E402
-    ActivationSparsity,
-    MembraneUpdates,
-    SynapticOperations,
-)
-from neurobench.models import SNNTorchModel  # noqa: E402
-
-from hilbench.complexity import algorithm_metrics  # noqa: E402
-from hilbench.nir.reference import run_reference  # noqa: E402
-from hilbench.workloads.asc.nir.graph import packaged_graph, packaged_test_spikes  # noqa: E402
-
->>>>>>> 85fbd676aabd989bb339c422d157cca9c10ea9be
 SAMPLES = 6  # NeuroBench deep-copies each layer per step: about 2 s a sample
 
 
@@ -55,8 +34,8 @@ def test_hilbench_metrics_equal_neurobenchs_on_the_reference_model():
     from neurobench.models import SNNTorchModel
 
     from hilbench.complexity import algorithm_metrics
-    from hilbench.workloads.asc.nir.graph import packaged_graph, packaged_test_spikes
     from hilbench.nir.reference import run_reference
+    from hilbench.workloads.asc.nir.graph import packaged_graph, packaged_test_spikes
     from tests.complexity.snntorch_graph import GraphAsSnnTorch
 
     asc, samples = packaged_graph(), packaged_test_spikes()

@@ -8,17 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-<<<<<<< HEAD
-from hilbench.workloads.asc.nir.graph import packaged_graph, packaged_test_spikes
 from hilbench.nir.reference import run_reference
-=======
-pytest.importorskip("nir")
-torch = pytest.importorskip("torch")
-norse_torch = pytest.importorskip("norse.torch")
-
-from hilbench.nir.reference import run_reference  # noqa: E402
-from hilbench.workloads.asc.nir.graph import packaged_graph, packaged_test_spikes  # noqa: E402
->>>>>>> 85fbd676aabd989bb339c422d157cca9c10ea9be
+from hilbench.workloads.asc.nir.graph import packaged_graph, packaged_test_spikes
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:nirtorch.load is being deprecated:DeprecationWarning")
