@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hilbench.contracts.power import PowerReport, power_report
+from hilbench.contracts.power import PowerReport
 from hilbench.power.estimators import (
     PhaseWindow,
     PowerEstimate,
@@ -74,9 +74,8 @@ def onboard_figures(  # noqa: C901
     first: PowerReport | None = None
     try:
         for w in windows:
-            power = power_report((w.loop or {}).get("power"))
-            t, rails = window_readings(power, w.start, w.end)
-            first = first or power
+            t, rails = window_readings(w.power, w.start, w.end)
+            first = first or w.power
             readings.append((w, t, rails))
     except ValueError as exc:
         return {"reason": f"on-board power: {exc}"}
