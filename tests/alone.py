@@ -45,17 +45,49 @@ def is_serial(item: pytest.Item) -> bool:
     return item.get_closest_marker("serial") is not None
 
 
-def order(items: list[pytest.Item], seconds: dict[str, float]) -> None:
-    """Serial tests first, then each test file by its recorded time, longest first (a long
-    file started last ends last, with the other workers idle); a file's tests stay together,
-    in their own order, so their module fixtures are made once."""
-    per_file: dict[str, float] = {}
-    for item in items:
-        per_file[item.nodeid.split("::")[0]] = (
-            per_file.get(item.nodeid.split("::")[0], 0.0) + seconds.get(item.nodeid, 0.0))
-    position = {item.nodeid: i for i, item in enumerate(items)}
-    items.sort(key=lambda it: (not is_serial(it), -per_file[it.nodeid.split("::")[0]],
-                               position[it.nodeid]))
+def order(items: list[pytest.Item], seconds: dict[str, float], workers: int) -> None:
+    """Serial tests first; then the rest dealt into one lane per worker, balanced by recorded
+    time, each lane's files longest first (a long test started last ends last, with the other
+    workers idle), a file's tests together so its module fixtures are made once.
+
+    pytest-xdist's work stealing hands worker i the i-th equal-count slice of this order before
+    any stealing, so the lanes are cut to those counts: without it, the longest files all fell
+    into the first worker's slice, behind the serial phase, and ended last."""
+    serial = [item for item in items if is_serial(item)]
+    rest = [item for item in items if not is_serial(item)]
+    files: dict[str, list[pytest.Item]] = {}
+    for item in rest:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+
+    def cost(tests: list[pytest.Item]) -> float:
+        return sum(seconds.get(t.nodeid, 0.5) for t in tests)
+
+    capacities, left = [], len(items)
+    for i in range(max(1, workers)):  # the slices work stealing cuts
+        capacities.append(left // (max(1, workers) - i))
+        left -= capacities[-1]
+    lanes: list[list[list[pytest.Item]]] = [[] for _ in capacities]
+    used = [0] * len(capacities)
+    load = [0.0] * len(capacities)
+    if serial:
+        lanes[0].append(serial)
+        used[0], load[0] = len(serial), cost(serial)
+    for tests in sorted(files.values(), key=cost, reverse=True):
+        while tests:
+            open_lanes = [i for i in range(len(lanes)) if used[i] < capacities[i]] or [-1]
+            lane = min(open_lanes, key=lambda i: load[i])
+            room = capacities[lane] - used[lane] if lane >= 0 else len(tests)
+            part, tests = tests[:room], tests[room:]
+            lanes[lane].append(part)
+            used[lane] += len(part)
+            load[lane] += cost(part)
+    ordered: list[pytest.Item] = []
+    for lane in lanes:
+        head = lane[:1] if serial and lane is lanes[0] else []
+        ordered += [t for group in head for t in group]
+        ordered += [t for group in sorted(lane[len(head):], key=cost, reverse=True)
+                    for t in group]
+    items[:] = ordered
 
 
 def count_serial(items: list[pytest.Item]) -> None:

@@ -35,7 +35,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     durations.mark_slow(items)  # the slow tier as recorded (tests/durations.py)
-    alone.order(items, durations.recorded())  # serial tests first, long files early
+    # serial tests first, then a lane per worker balanced by recorded time (tests/alone.py)
+    alone.order(items, durations.recorded(), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", 1)))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
