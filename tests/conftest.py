@@ -35,6 +35,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     durations.mark_slow(items)  # the slow tier as recorded (tests/durations.py)
+    # serial tests first, then a lane per worker balanced by recorded time (tests/alone.py)
+    alone.order(items, durations.recorded(), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", 1)))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    alone.count_serial(session.items)  # after -m / -k deselected what they do
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -58,7 +64,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: waiting for a turn is no test's time
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    with alone.turn(item.get_closest_marker("serial") is not None):
+    with alone.turn(alone.is_serial(item)):
         return (yield)
 
 

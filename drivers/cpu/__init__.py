@@ -44,7 +44,6 @@ from hilbench.workloads.qubo.contract import (
     QuboLoadReply,
     QuboRun,
     QuboRunReply,
-    Reached,
     Solved,
 )
 from hilbench_drivers.cpu import qubo_solvers
@@ -186,28 +185,28 @@ class CpuDriver(ContractDriver):
         finally:
             t_end = now()
             self._sim_state("idle")
+        run = result.run
         # Contract: the best state travels as the one payload; the orchestrator re-scores it.
-        state = np.ascontiguousarray(result.pop("state"), dtype=np.uint8)
+        state = np.ascontiguousarray(run.state, dtype=np.uint8)
         # The timed region on this agent's clock; the orchestrator maps it onto its timeline.
-        reached = result.pop("reached", None)
         reply = QuboRunReply(
-            cost=int(result.pop("cost")),
-            requested_s=float(result.pop("requested_s")),
+            cost=int(run.cost),
+            requested_s=float(result.requested_s),
             actual_s=t_end - t_start,
             t_start=t_start,
             t_end=t_end,
-            reached=None if reached is None else [Reached(**hit) for hit in reached],
+            reached=result.reached,
             solver=body.solver,
             mode=type(body).__struct_config__.tag,
-            target=result.pop("target", None),
-            set_size=result.pop("set_size", None),
-            setup_s=result.pop("setup_s", None),
-            solver_s=result.pop("solver_s", None),
-            cost_check_s=result.pop("cost_check_s", None),
-            stopped_early=bool(result.pop("stopped_early", False)),
+            target=result.target,
+            set_size=result.set_size,
+            setup_s=result.setup_s,
+            solver_s=run.solver_s,
+            cost_check_s=run.cost_check_s,
+            stopped_early=result.stopped_early,
             power=window.close(),
-            solver_params=result.pop("solver_params", {}),
-            detail=result,  # what else the solver said (reads, …)
+            solver_params=run.solver_params,
+            detail=run.detail,  # what else the solver said (reads, …)
         )
         return Solved(reply, state)
 

@@ -26,6 +26,7 @@ import numpy as np
 from hilbench.agent.driver import DriverError
 from hilbench.clock import now
 from hilbench.workloads.qubo import SparseQubo
+from hilbench_drivers.cpu.solver_run import SolverRun
 
 # Safety margin before the deadline on top of the measured cost-check time (Python overhead).
 _MARGIN_S = 60e-6
@@ -123,7 +124,7 @@ class AnytimeMis:
         deadline: float,
         stop: Any,
         on_improve: Any = None,
-    ) -> dict[str, Any]:
+    ) -> SolverRun:
         """Search until ``deadline`` (seconds on hilbench.clock.now) less the cost-check reserve.
 
         ``on_improve(cost)`` is called with the best cost after each chunk that improved it and
@@ -164,13 +165,12 @@ class AnytimeMis:
         cost = self.cost(self.best)
         t_checked = now()
         cpu_s = time.thread_time() - cpu0
-        return {
-            "cost": cost,
-            "state": self.best.copy(),
-            "set_size": self.best_size,
-            "solver_s": t_solved - t0,
-            "cost_check_s": t_checked - t_solved,
-            "solver_params": {
+        return SolverRun(
+            cost=cost,
+            state=self.best.copy(),
+            solver_s=t_solved - t0,
+            cost_check_s=t_checked - t_solved,
+            solver_params={
                 "algorithm": "greedy + ARW (1,2)-swap iterated local search (numba)",
                 "ils_steps": steps_done,
                 "last_improvement_s": improved_at - t0,
@@ -178,4 +178,4 @@ class AnytimeMis:
                 # CPU time this thread got; wall time beyond it was spent waiting for a core.
                 "cpu_s": cpu_s,
             },
-        }
+        )

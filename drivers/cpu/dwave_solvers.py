@@ -28,6 +28,7 @@ import numpy as np
 from hilbench.agent.driver import DriverError
 from hilbench.clock import now
 from hilbench.workloads.qubo import SparseQubo
+from hilbench_drivers.cpu.solver_run import SolverRun
 
 _MARGIN_S = 100e-6  # Python overhead between the last check of the clock and the return
 MAX_SA_READS = 100_000  # bounds SA's sample buffer (reads x nodes bytes) at long timeouts
@@ -119,7 +120,7 @@ class SaSolver:
         fit = math.floor((budget_s - self.call_setup_s) / self.sweep_s)
         return int(min(self.max_sweeps, max(1, fit)))
 
-    def run(self, seed: int, deadline: float, stop: Any, on_improve: Any = None) -> dict[str, Any]:
+    def run(self, seed: int, deadline: float, stop: Any, on_improve: Any = None) -> SolverRun:
         """Fixed timeout: reads repeat while the next one is predicted to fit (SA's interrupt
         function is asked between reads), in one call unless its reads end early. Time to
         solution (``on_improve``): calls of doubling read counts, each checked, since progress
@@ -199,7 +200,7 @@ class TabuSolver:
         self._read(timeout_ms, seed)
         return now() - t
 
-    def run(self, seed: int, deadline: float, stop: Any, on_improve: Any = None) -> dict[str, Any]:
+    def run(self, seed: int, deadline: float, stop: Any, on_improve: Any = None) -> SolverRun:
         """One read with the whole budget; for time to solution (``on_improve``), reads of
         doubling timeout so that progress is seen between them."""
         t0 = now()
@@ -233,18 +234,13 @@ class TabuSolver:
 
 def checked_answer(
     sparse: Any, state: np.ndarray | None, reads: int, t0: float, params: dict[str, Any]
-) -> dict[str, Any]:
+) -> SolverRun:
     """The best state with its cost computed inside the timed region (the cost check is part of
     the system under test), and the solver's own time apart from the check's."""
     t_solved = now()
     assert state is not None
     cost = sparse.cost(state)
-    return {
-        "cost": cost,
-        "state": state,
-        "reads": reads,
-        "solver_s": t_solved - t0,
-        "cost_check_s": now() - t_solved,
-        "solver_params": params,
-    }
+    return SolverRun(cost=cost, state=state, solver_s=t_solved - t0,
+                     cost_check_s=now() - t_solved, solver_params=params,
+                     detail={"reads": reads})
 

@@ -18,10 +18,25 @@ import numpy as np
 from hilbench.agent.driver import DriverError
 from hilbench.clock import now
 from hilbench.workloads.qubo import SparseQubo, bks_gap
+from hilbench.workloads.qubo.contract import Reached
+from hilbench_drivers.cpu.solver_run import SolverRun
 
 SOLVERS = ("sa", "tabu", "anytime")
 MIN_TIMEOUT_S = 1e-3
 MAX_TIMEOUT_S = 1e2
+
+
+@dataclass
+class Solve:
+    """One scenario's run: the solver's run, what was asked of it and what came of it."""
+
+    run: SolverRun
+    requested_s: float
+    set_size: int
+    setup_s: float
+    stopped_early: bool
+    target: int | None = None
+    reached: list[Reached] | None = None  # time to solution: each gap met, in order
 
 
 @dataclass
@@ -100,16 +115,11 @@ def solve_fixed_timeout(
     seed: int,
     stop: threading.Event,
     t_start: float,
-) -> dict[str, Any]:
+) -> Solve:
     """Run ``solver`` until ``t_start + timeout_s`` (hilbench.clock.now), cost check included."""
-    result = _solver(loaded, solver).run(seed, t_start + timeout_s, stop)
-    result.update(
-        requested_s=timeout_s,
-        set_size=int(result["state"].sum()),
-        setup_s=loaded.setup_s[solver],
-        stopped_early=stop.is_set(),
-    )
-    return result
+    run = _solver(loaded, solver).run(seed, t_start + timeout_s, stop)
+    return Solve(run, requested_s=timeout_s, set_size=int(run.state.sum()),
+                 setup_s=loaded.setup_s[solver], stopped_early=stop.is_set())
 
 
 def solve_to_target(
@@ -121,30 +131,24 @@ def solve_to_target(
     seed: int,
     stop: threading.Event,
     t_start: float,
-) -> dict[str, Any]:
+) -> Solve:
     """Time to solution: solve until every gap threshold is reached or ``max_time_s`` passes.
 
     ``reached`` lists, for each threshold met, the seconds from ``t_start`` to the moment the
     solver's checked best cost first met it.
     """
     pending = sorted({float(g) for g in gaps}, reverse=True)
-    reached: list[dict[str, Any]] = []
+    reached: list[Reached] = []
 
     def on_improve(cost: int) -> bool:
         t = now() - t_start
         gap = bks_gap(cost, target)
         while pending and gap <= pending[0]:
-            reached.append({"gap": pending.pop(0), "t_s": t, "cost": int(cost)})
+            reached.append(Reached(gap=pending.pop(0), t_s=t, cost=int(cost)))
         return not pending
 
     check: Callable[[int], bool] = on_improve
-    result = _solver(loaded, solver).run(seed, t_start + max_time_s, stop, check)
-    result.update(
-        target=target,
-        requested_s=max_time_s,
-        reached=reached,
-        set_size=int(result["state"].sum()),
-        setup_s=loaded.setup_s[solver],
-        stopped_early=stop.is_set(),
-    )
-    return result
+    run = _solver(loaded, solver).run(seed, t_start + max_time_s, stop, check)
+    return Solve(run, requested_s=max_time_s, set_size=int(run.state.sum()),
+                 setup_s=loaded.setup_s[solver], stopped_early=stop.is_set(), target=target,
+                 reached=reached)

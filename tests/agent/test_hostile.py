@@ -121,6 +121,7 @@ def _half_sent(endpoint: str, connections: int, announced: int, sent: int) -> No
         s.close()
 
 
+@pytest.mark.serial  # its answers are held to 1 s: beside a third worker they took 1.02 s
 def test_half_sent_200_mb_frames_on_16_connections():
     with agent_process() as (proc, endpoint):
         _attack(endpoint, _half_sent, 16, 200_000_000, 100_000_000)

@@ -18,69 +18,26 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-pytest.importorskip("nir")
-torch = pytest.importorskip("torch")
-snn = pytest.importorskip("snntorch")
-pytest.importorskip("neurobench")
-
-from neurobench.benchmarks import Benchmark  # noqa: E402
-from neurobench.metrics.static import ConnectionSparsity  # noqa: E402
-from neurobench.metrics.workload import (  # noqa: E402
-    ActivationSparsity,
-    MembraneUpdates,
-    SynapticOperations,
-)
-from neurobench.models import SNNTorchModel  # noqa: E402
-
-from hilbench.complexity import algorithm_metrics  # noqa: E402
-from hilbench.nir.reference import run_reference  # noqa: E402
-from hilbench.workloads.asc.nir.graph import packaged_graph, packaged_test_spikes  # noqa: E402
-
 SAMPLES = 6  # NeuroBench deep-copies each layer per step: about 2 s a sample
-
-
-class InputScale(torch.nn.Module):
-    def __init__(self, scale: np.ndarray) -> None:
-        super().__init__()
-        self.register_buffer("scale", torch.as_tensor(scale, dtype=torch.float32))
-
-    def forward(self, x):
-        return x * self.scale
-
-
-class GraphAsSnnTorch(torch.nn.Module):
-    """Linear → scale → Synaptic per (Linear, CubaLIF) pair of a chain graph."""
-
-    def __init__(self, graph, dt: float, pairs) -> None:
-        super().__init__()
-        layers = []
-        for fc, lif in pairs:
-            w, n = graph.nodes[fc].weight, graph.nodes[lif]
-            a_syn = (np.float32(dt) / n.tau_syn).astype(np.float64)
-            a_mem = (np.float32(dt) / n.tau_mem).astype(np.float64)
-            assert np.allclose(a_mem * n.r, 1) and not np.any(n.v_leak) and not np.any(n.v_reset)
-            linear = torch.nn.Linear(w.shape[1], w.shape[0], bias=False)
-            linear.weight.data = torch.as_tensor(w, dtype=torch.float32)
-            layers += [linear, InputScale(a_syn * n.w_in),
-                       snn.Synaptic(alpha=torch.as_tensor(1 - a_syn, dtype=torch.float32),
-                                    beta=torch.as_tensor(1 - a_mem, dtype=torch.float32),
-                                    threshold=torch.as_tensor(n.v_threshold, dtype=torch.float32),
-                                    reset_mechanism="zero", reset_delay=False, init_hidden=True)]
-        self.layers = torch.nn.Sequential(*layers)
-
-    def reset(self) -> None:
-        """SNNTorchModel calls this before each batch (snntorch.utils.reset looks only at a
-        network's direct children, so it would miss these layers and carry state over)."""
-        for layer in self.layers:
-            if isinstance(layer, snn.Synaptic):
-                layer.reset_mem()
-
-    def forward(self, x):
-        return self.layers(x), None
 
 
 @pytest.mark.slow
 def test_hilbench_metrics_equal_neurobenchs_on_the_reference_model():
+    # imported here, not at collection: torch costs every collecting worker about 3 s
+    pytest.importorskip("nir")
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("snntorch")
+    pytest.importorskip("neurobench")
+    from neurobench.benchmarks import Benchmark
+    from neurobench.metrics.static import ConnectionSparsity
+    from neurobench.metrics.workload import ActivationSparsity, MembraneUpdates, SynapticOperations
+    from neurobench.models import SNNTorchModel
+
+    from hilbench.complexity import algorithm_metrics
+    from hilbench.nir.reference import run_reference
+    from hilbench.workloads.asc.nir.graph import packaged_graph, packaged_test_spikes
+    from tests.complexity.snntorch_graph import GraphAsSnnTorch
+
     asc, samples = packaged_graph(), packaged_test_spikes()
     pick = np.concatenate([np.flatnonzero(samples.labels == 3)[:SAMPLES // 2],
                            np.flatnonzero(samples.labels != 3)[:SAMPLES - SAMPLES // 2]])

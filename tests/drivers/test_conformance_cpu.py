@@ -6,12 +6,14 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import pytest
 
 from hilbench.testing.driver_conformance import check_driver
 from hilbench.workloads.asc.vectors import fixed_model
 from hilbench_drivers.cpu import CpuDriver
 
 
+@pytest.mark.serial  # the kit holds the sample list's untimed time per sample to a bound
 def test_the_cpu_driver_conforms(tmp_path):
     model = fixed_model()
     driver = CpuDriver(rapl_root=str(tmp_path / "no-powercap"))

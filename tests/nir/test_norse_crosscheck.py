@@ -8,12 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-pytest.importorskip("nir")
-torch = pytest.importorskip("torch")
-norse_torch = pytest.importorskip("norse.torch")
-
-from hilbench.nir.reference import run_reference  # noqa: E402
-from hilbench.workloads.asc.nir.graph import packaged_graph, packaged_test_spikes  # noqa: E402
+from hilbench.nir.reference import run_reference
+from hilbench.workloads.asc.nir.graph import packaged_graph, packaged_test_spikes
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:nirtorch.load is being deprecated:DeprecationWarning")
@@ -23,6 +19,10 @@ SAMPLES = 16  # about 0.35 s each in Norse
 
 @pytest.mark.slow
 def test_norse_and_the_reference_emit_the_same_output_spikes():
+    # imported here, not at collection: torch costs every collecting worker about 3 s
+    pytest.importorskip("nir")
+    torch = pytest.importorskip("torch")
+    norse_torch = pytest.importorskip("norse.torch")
     asc, samples = packaged_graph(), packaged_test_spikes()
     # half of them "park", the class whose samples make this network's readout fire
     park = np.flatnonzero(samples.labels == 3)[: SAMPLES // 2]

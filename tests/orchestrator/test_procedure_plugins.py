@@ -73,10 +73,11 @@ def test_running_a_campaign_loads_no_procedure_until_the_registry_asks():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = set(ast.literal_eval(out.stdout.strip()))
-    # The registry reads each workload's descriptor (its plugin module: the wire contract the
-    # capabilities and the agent's checks are built from), and nothing else of it: its
-    # procedures, tables and figures load when a campaign's table asks for them.
-    descriptors = {f"hilbench.workloads.{w}.plugin" for w in workloads()}
+    # The registry reads each workload's descriptor (its plugin module and the wire contract
+    # it names, which the capabilities and the agent's checks are built from), and nothing
+    # else of it: its procedures, tables and figures load when a campaign's table asks for them.
+    descriptors = {f"hilbench.workloads.{w}.{part}" for w in workloads()
+                   for part in ("plugin", "contract")}
     packages = {"hilbench.workloads", "hilbench.workloads.lazy",
                 *(m.rpartition(".")[0] for m in descriptors)}
     assert loaded <= descriptors | packages, sorted(loaded - descriptors - packages)

@@ -33,8 +33,9 @@ def test_agreeing_times_are_not_flagged():
 
 
 def test_loop_time_weights_windows_by_their_samples():
-    loops = [{"iterations": 300, "mean_s": 1e-3, "std_error_s": 1e-6},
-             {"iterations": 100, "mean_s": 2e-3, "std_error_s": 1e-6}]
+    from hilbench.workloads.asc.procedures.pipeline import PassLoop
+
+    loops = [PassLoop("inference", 300, 1e-3, 1e-6, 1), PassLoop("inference", 100, 2e-3, 1e-6, 1)]
     mean, se = loop_time(loops)
     assert mean == pytest.approx(1.25e-3)
     assert 0 < se < 1e-6
@@ -82,5 +83,5 @@ def test_the_windows_list_spread_and_loop_error_come_from_the_lists_means():
     assert spread == pytest.approx(np.std([values[i:j + 1].mean() for i, j in rows], ddof=1))
     assert 20e-6 < spread < 40e-6
     loop = window.loop("inference")
-    assert loop["std_error_s"] == pytest.approx(spread / np.sqrt(50))  # not 5 µs / sqrt(4000)
-    assert loop["lists"] == 50 and loop["iterations"] == 4000
+    assert loop.std_error_s == pytest.approx(spread / np.sqrt(50))  # not 5 µs / sqrt(4000)
+    assert loop.lists == 50 and loop.iterations == 4000

@@ -10,21 +10,27 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-if os.environ.get("CI") == "true":
-    import scipy  # noqa: F401  CI installs the train extra: a missing one fails, never skips
-    import soundfile  # noqa: F401
-    import torch  # noqa: F401
-else:
-    pytest.importorskip("torch")
-    pytest.importorskip("soundfile")
-    pytest.importorskip("scipy")
-
 from hilbench.workloads.asc.cli_train import train
 from hilbench.workloads.asc.dataset import load_split
 from hilbench.workloads.asc.features import extract_features
 from hilbench.workloads.asc.fixture import make_fixture
 from hilbench.workloads.asc.quant import QuantisedModel
 from hilbench.workloads.asc.train import TrainReport, train_model
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _train_extra() -> None:
+    """The train extra, imported when a test here runs (not at collection: torch costs every
+    collecting worker about 3 s). CI installs it: a missing one fails there, never skips."""
+    if os.environ.get("CI") == "true":
+        import scipy  # noqa: F401
+        import soundfile  # noqa: F401
+        import torch  # noqa: F401
+    else:
+        pytest.importorskip("torch")
+        pytest.importorskip("soundfile")
+        pytest.importorskip("scipy")
+
 
 # Fixture generation, audio decoding and the torch import take most of the time.
 pytestmark = pytest.mark.slow

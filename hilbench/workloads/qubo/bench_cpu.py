@@ -18,11 +18,14 @@ from __future__ import annotations
 import os
 import statistics
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from hilbench.workloads.qubo import find_target
+
+if TYPE_CHECKING:
+    from hilbench.workloads.qubo.procedures.local import LocalSolve
 
 
 def _parse_list(text: str, kind: type) -> list[Any]:
@@ -32,18 +35,25 @@ def _parse_list(text: str, kind: type) -> list[Any]:
         raise click.BadParameter(f"{text!r}: {exc}") from exc
 
 
-def _cell(results: list[dict[str, Any]]) -> dict[str, Any]:
-    gaps = [r["gap"] for r in results if r["feasible"] and r["gap"] is not None]
-    ratios = [r["actual_s"] / r["requested_s"] for r in results]
-    cpu = [r["solver_params"]["cpu_s"] / r["requested_s"] for r in results
-           if "cpu_s" in r["solver_params"]]
+def _setups(setup_s: float | dict[str, float] | None) -> dict[str, float]:
+    """The load reply's set-up time per solver (one figure for all: under "all")."""
+    if setup_s is None:
+        return {}
+    return setup_s if isinstance(setup_s, dict) else {"all": setup_s}
+
+
+def _cell(results: list[LocalSolve]) -> dict[str, Any]:
+    gaps = [r.gap for r in results if r.gap is not None]
+    ratios = [r.reply.actual_s / r.reply.requested_s for r in results]
+    cpu = [r.reply.solver_params["cpu_s"] / r.reply.requested_s for r in results
+           if "cpu_s" in r.reply.solver_params]
     return {
         "cpu_ratio_max": max(cpu) if cpu else None,
         "gap": statistics.fmean(gaps) if gaps else None,
-        "feasible": sum(r["feasible"] for r in results) / len(results),
+        "feasible": sum(r.feasible for r in results) / len(results),
         "ratio_max": max(ratios),
         "ratio_median": statistics.median(ratios),
-        "overruns": sum(r["overrun"] for r in results),
+        "overruns": sum(r.overrun for r in results),
     }
 
 
@@ -70,7 +80,7 @@ def qubo_cpu(nodes: str, density: float, seeds: str, timeouts: str, solvers: str
     seed_list = _parse_list(seeds, int)
     budgets = _parse_list(timeouts, float)
     names = _parse_list(solvers, str)
-    results: dict[tuple[int, float, str], list[dict[str, Any]]] = defaultdict(list)
+    results: dict[tuple[int, float, str], list[LocalSolve]] = defaultdict(list)
     driver = load_driver("cpu")
     try:
         for n in sizes:
@@ -79,7 +89,7 @@ def qubo_cpu(nodes: str, density: float, seeds: str, timeouts: str, solvers: str
                 workload, reply = load_workload(driver, n, density, seed, names)
                 click.echo(
                     f"loaded n={n} seed={seed} (target {target}); set-up "
-                    + ", ".join(f"{k} {v:.2f} s" for k, v in reply["setup_s"].items()),
+                    + ", ".join(f"{k} {v:.2f} s" for k, v in _setups(reply.setup_s).items()),
                     err=True,
                 )
                 for budget in budgets:

@@ -289,31 +289,32 @@ def solve(
         raise click.BadParameter(str(exc), param_hint="--driver") from exc
     try:
         workload, _ = load_workload(driver, nodes, density, seed, [solver])
-        outcome = solve_fixed_timeout(driver, workload, solver, timeout_s, run_seed, None)
+        solved = solve_fixed_timeout(driver, workload, solver, timeout_s, run_seed, None)
     except (DriverError, AgentError, SolutionError) as exc:
         raise click.ClickException(str(exc)) from exc
     finally:
         driver.close()
-    if record and outcome["feasible"]:
+    outcome = solved.summary()  # printed as JSON under --json
+    if record and solved.feasible:
         from hilbench.workloads.qubo.best_known import BestKnownStore
 
         outcome["recorded_best_known"] = BestKnownStore().offer(
             nodes,
             density,
             seed,
-            outcome.pop("state"),
+            solved.state,
             {"solver": solver, "driver": driver_name, "timeout_s": timeout_s,
              "run_seed": run_seed, "by": "hilbench qubo solve --record"},
         )
-    outcome.pop("state", None)
-    violated = outcome["violated_edges"]
-    state = "feasible" if outcome["feasible"] else f"INFEASIBLE ({violated} violated edges)"
-    over = " OVERRUN" if outcome["overrun"] else ""
+    check = solved.check
+    state = ("feasible" if check.feasible else
+             f"INFEASIBLE ({check.violated_edges} violated edges)")
+    over = " OVERRUN" if solved.overrun else ""
     # The answer first: on stderr under --json, whose last stdout line is the one object.
     say = (lambda text: click.echo(text, err=True)) if as_json else click.echo
-    say(f"{solver} on n={nodes} d={density:g} seed={seed}: cost {outcome['cost']}, {state}, "
-        f"set size {outcome['set_size']}; time: requested {timeout_s:g} s, actual "
-        f"{outcome['actual_s']:.6f} s{over}")
+    say(f"{solver} on n={nodes} d={density:g} seed={seed}: cost {check.cost}, {state}, "
+        f"set size {check.set_size}; time: requested {timeout_s:g} s, actual "
+        f"{solved.reply.actual_s:.6f} s{over}")
     _add_gap(outcome, _solve_target(target_kind, nodes, density, seed, say))
     if as_json:
         click.echo(json.dumps(outcome, sort_keys=True, default=str))

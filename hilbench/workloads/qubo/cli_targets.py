@@ -34,9 +34,9 @@ def best_known_cell(nodes: int, density: float, seed: int, timeout_s: float) -> 
         "density": density,
         "seed": seed,
         "kind": "best-known",
-        "cost": outcome["cost"],
-        "feasible": outcome["feasible"],
-        "state": outcome["state"],
+        "cost": outcome.check.cost,
+        "feasible": outcome.feasible,
+        "state": outcome.state,
         "provenance": {
             "solver": "anytime",
             "driver": "cpu",

@@ -19,6 +19,7 @@ from hilbench_drivers.joulescope import Joulescope220
 pytestmark = pytest.mark.timeout(60)
 
 
+@pytest.mark.serial  # a region's length against a 60 ppm bound: it missed under load
 def test_a_marked_region_told_over_tcp_is_cut_at_its_true_power_and_length():
     source, bench = Joulescope220.simulated(
         ARDUINO_NANO_33_BLE, {"rate_hz": 100_000, "marker_latency_s": 2e-6},

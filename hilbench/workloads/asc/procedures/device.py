@@ -16,19 +16,21 @@ from typing import Any
 import numpy as np
 
 from hilbench.clock import now
-from hilbench.contracts.base import to_wire
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.wire.link import AgentError
 from hilbench.workloads.asc.contract import (
     MAX_SAMPLE_LIST,
+    AscHeldReply,
     AscLoadModel,
     AscLoadSample,
     AscLoadSampleList,
     AscLoadStream,
+    AscModelReply,
     AscSampleResult,
     AscSamples,
     AscSamplesResult,
     AscSingleStream,
+    AscStreamReply,
     AscUnload,
     AscUnloadStream,
 )
@@ -42,7 +44,7 @@ SAMPLE_TIMEOUT_S = 60.0  # one sample takes milliseconds; this only catches a hu
 # shared by that many samples, and the agent holds no more than this for the list.
 SAMPLE_LIST_BYTES = 8 * 1024 * 1024
 
-def send_model(device: RemoteDevice, model: Any) -> dict[str, Any]:
+def send_model(device: RemoteDevice, model: Any) -> AscModelReply:
     """Put the int8 model into the device: JSON metadata plus its integer arrays (a NIR
     graph: its file's bytes, only to a device that declares it runs NIR graphs)."""
     from hilbench.workloads.asc.nir.model import NirAscModel
@@ -53,36 +55,32 @@ def send_model(device: RemoteDevice, model: Any) -> dict[str, Any]:
         require_nir_device(device)
     arrays = model.arrays()
     names = sorted(arrays)
-    reply = RemoteAscDevice(device).load_model(
+    return RemoteAscDevice(device).load_model(
         AscLoadModel(workload="asc", meta=model.metadata(), arrays=names),
         [np.ascontiguousarray(arrays[n]) for n in names])
-    return to_wire(reply)
 
 
-def load_sample(device: RemoteDevice, index: int, audio: np.ndarray) -> dict[str, Any]:
+def load_sample(device: RemoteDevice, index: int, audio: np.ndarray) -> AscHeldReply:
     """Put one 1 s sample (float32) into device memory under ``index`` (untimed)."""
-    reply = RemoteAscDevice(device).load_sample(AscLoadSample(workload="asc", index=int(index)),
-                                                np.ascontiguousarray(audio, dtype=np.float32))
-    return to_wire(reply)
+    return RemoteAscDevice(device).load_sample(AscLoadSample(workload="asc", index=int(index)),
+                                               np.ascontiguousarray(audio, dtype=np.float32))
 
 
-def unload_sample(device: RemoteDevice, index: int) -> dict[str, Any]:
+def unload_sample(device: RemoteDevice, index: int) -> AscHeldReply:
     """Free the device memory that sample ``index`` holds."""
-    return to_wire(RemoteAscDevice(device).free_sample(
-        AscUnload(workload="asc", index=int(index))))
+    return RemoteAscDevice(device).free_sample(AscUnload(workload="asc", index=int(index)))
 
 
 def load_stream(device: RemoteDevice, indices: Sequence[int], audio: np.ndarray
-                ) -> dict[str, Any]:
+                ) -> AscStreamReply:
     """Give the device k consecutive 1 s samples to play one after another (untimed)."""
-    reply = RemoteAscDevice(device).load_stream(
+    return RemoteAscDevice(device).load_stream(
         AscLoadStream(workload="asc", indices=[int(i) for i in indices]),
         np.ascontiguousarray(audio, dtype=np.float32))
-    return to_wire(reply)
 
 
-def unload_stream(device: RemoteDevice) -> dict[str, Any]:
-    return to_wire(RemoteAscDevice(device).free_stream(AscUnloadStream(workload="asc")))
+def unload_stream(device: RemoteDevice) -> AscStreamReply:
+    return RemoteAscDevice(device).free_stream(AscUnloadStream(workload="asc"))
 
 
 @dataclass(frozen=True)
@@ -114,7 +112,7 @@ class SampleRecord:
 def run_single_stream(
     device: RemoteDevice,
     audio: np.ndarray,
-    on_sample: Callable[[SampleRecord, dict], None] | None = None,
+    on_sample: Callable[[SampleRecord, AscSampleResult], None] | None = None,
 ) -> list[SampleRecord]:
     """For each sample i of ``audio`` (N, samples): load it, run it, unload it; the next one
     only after the previous finished. Only the run is timed (on the device).
@@ -145,7 +143,7 @@ def run_single_stream(
             )
             records.append(record)
             if on_sample is not None:
-                on_sample(record, to_wire(result))
+                on_sample(record, result)
     return records
 
 
@@ -158,7 +156,7 @@ def uses_sample_lists(device: RemoteDevice) -> bool:
 def _run_sample_lists(
     device: RemoteDevice,
     audio: np.ndarray,
-    on_sample: Callable[[SampleRecord, dict], None] | None,
+    on_sample: Callable[[SampleRecord, AscSampleResult], None] | None,
 ) -> list[SampleRecord]:
     """Single stream in lists of samples run by the agent (``samples``)."""
     records: list[SampleRecord] = []
@@ -192,7 +190,7 @@ def _run_sample_lists(
             )
             records.append(record)
             if on_sample is not None:
-                on_sample(record, to_wire(result))
+                on_sample(record, result)
         if reply.stopped_early:  # a stop reached the agent: no figure from part of the set
             raise AgentError(device.name, "stopped",
                              f"the agent stopped the sample list after {len(results)} of "

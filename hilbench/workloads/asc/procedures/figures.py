@@ -16,10 +16,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
+from hilbench.contracts.power import PowerReport
 from hilbench.power.estimators import PhaseWindow, PowerEstimate, phase_power, pool_estimates
 from hilbench.power.marker_windows import WindowAlignment, marked_estimate, phase_alignment
 from hilbench.power.markers import MarkerEdges
@@ -29,14 +30,31 @@ from hilbench.power.source import SampleBatch
 from hilbench.power.timing import aperture_s, timing_uncertainty_s, to_watts
 from hilbench.power.uncertainty import Quantity
 from hilbench.sdk import Instrument, Phase
+from hilbench.workloads.asc.contract import AscWindowResult
 
 Z95 = 1.959963984540054
+
+
+class StageLoop(Protocol):
+    """What the loop time reads of a stage's device loop in a power window: a repeat or
+    stream window's reply (:class:`AscWindowResult`), or one stage of a single-stream window
+    (:meth:`hilbench.workloads.asc.procedures.pipeline.PipelineWindow.loop`)."""
+
+    @property
+    def iterations(self) -> int: ...
+
+    @property
+    def mean_s(self) -> float | None: ...
+
+    @property
+    def std_error_s(self) -> float | None: ...
 
 
 @dataclass
 class PowerWindow:
     """One measured window: its stage, where it lies on the orchestrator timeline, the
-    samples of the phase it belongs to, and (active windows) the device's loop report."""
+    samples of the phase it belongs to, (active windows) the device's loop report, and the
+    device's own power reading over the window, when its reply carried one."""
 
     stage: str  # "idle" or one of hilbench.workloads.asc.contract.STAGES
     repetition: int
@@ -45,7 +63,7 @@ class PowerWindow:
     batch: SampleBatch | None
     offset_uncertainty_s: float  # this phase's clock-offset probe
     start_uncertainty_s: float | None  # this phase's acquisition start, when the meter says
-    loop: dict[str, Any] | None = None
+    loop: AscWindowResult | None = None
     # what the meter's interval estimate leaves open at the window's end, and the estimate
     drift_residual_s: float = 0.0
     interval: dict[str, Any] | None = None
@@ -56,6 +74,7 @@ class PowerWindow:
     markers: list[MarkerEdges] | None = None
     device_marks: bool = False
     device_marker_latency_s: float = 0.0  # what the device states about its line's edges
+    power: PowerReport | None = None  # the agent's claim (an on-board monitor, RAPL)
 
     def alignment(self, inst: Instrument) -> WindowAlignment:
         """How this window is placed in ``inst``'s samples: marker-cut or software."""
@@ -145,12 +164,12 @@ def instrument_meta(inst: Instrument, boundary: str, aperture: float | None) -> 
     }
 
 
-def loop_time(loops: list[dict[str, Any]]) -> tuple[float, float]:
+def loop_time(loops: Sequence[StageLoop]) -> tuple[float, float]:
     """Per-sample mean time over the active windows (device timers), weighted by samples."""
-    counts = np.array([float(lp["iterations"]) for lp in loops])
+    counts = np.array([float(lp.iterations) for lp in loops])
     share = counts / counts.sum()
-    means = np.array([float(lp["mean_s"]) for lp in loops])
-    errors = np.array([float(lp.get("std_error_s") or 0.0) for lp in loops])
+    means = np.array([float(lp.mean_s) for lp in loops])  # type: ignore[arg-type]
+    errors = np.array([float(lp.std_error_s or 0.0) for lp in loops])
     return float((share * means).sum()), float(math.sqrt(((share * errors) ** 2).sum()))
 
 

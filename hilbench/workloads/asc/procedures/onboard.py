@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hilbench.contracts.power import PowerReport, power_report
+from hilbench.contracts.power import PowerReport
 from hilbench.power.estimators import (
     PhaseWindow,
     PowerEstimate,
@@ -55,8 +55,8 @@ def window_readings(power: PowerReport | None, start: float, end: float
     return start + (np.arange(n) + 0.5) * step, rails
 
 
-# complexity: figures from the reply as stored today; typed replies up to the figures (issue 32 item
-# 3) rewrite it
+# complexity: its two inner helpers (estimates over a set of rails, per-rail means) share the
+# windows' readings; the stages whose windows report fewer rails are a second pass over them
 def onboard_figures(  # noqa: C901
     windows: list[PowerWindow],
     boundary: str,
@@ -74,9 +74,8 @@ def onboard_figures(  # noqa: C901
     first: PowerReport | None = None
     try:
         for w in windows:
-            power = power_report((w.loop or {}).get("power"))
-            t, rails = window_readings(power, w.start, w.end)
-            first = first or power
+            t, rails = window_readings(w.power, w.start, w.end)
+            first = first or w.power
             readings.append((w, t, rails))
     except ValueError as exc:
         return {"reason": f"on-board power: {exc}"}
@@ -130,13 +129,23 @@ def onboard_figures(  # noqa: C901
                 **({"idle_same_rails_w": idle_same, "rails": list(rails)} if s != "idle"
                    else {})})
         out.update({k: v for k, v in part.items() if k != "idle_power_w"})
-    rails = list(all_rails)
+    if stated is None:
+        out = {name: _not_stated(*figure) for name, figure in out.items()}
+    out["meta"] = _meta(first, source, list(all_rails), rail_sets, boundary, agent, windows)
+    return out
+
+
+def _meta(first: PowerReport, source: str, rails: list[str],
+          rail_sets: dict[str, tuple[str, ...]], boundary: str, agent: str,
+          windows: list[PowerWindow]) -> dict[str, Any]:
+    """What every on-board figure says about how it was read: the agent's report, its rails
+    and rate, and the accuracy the report states (or that it states none)."""
+    stated = first.stated_accuracy
+    all_rails = tuple(rails)
     rate = first.rate_hz
     origin = PowerOrigin.of_agent(agent, source, stated=stated is not None,
                                   description=f"on-board monitor, rails {', '.join(rails)}")
-    if stated is None:
-        out = {name: _not_stated(*figure) for name, figure in out.items()}
-    out["meta"] = {
+    return {
         META_KEY: origin.to_dict(),
         "category": CATEGORY,
         "source": source,
@@ -155,7 +164,6 @@ def onboard_figures(  # noqa: C901
         "windows": [{"stage": w.stage, "repetition": w.repetition, "start": w.start,
                      "end": w.end} for w in windows],
     }
-    return out
 
 
 def _not_stated(value: float | None, uncertainty: float | None, meta: dict[str, Any]

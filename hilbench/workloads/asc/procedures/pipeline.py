@@ -91,6 +91,18 @@ SAMPLE_FIELDS = ("index", "t_start", "preprocess_s", "inference_s", "t_end")
 STAGE_EDGE_S = 2e-6
 
 
+@dataclass(frozen=True)
+class PassLoop:
+    """One stage's device time per sample over a single-stream window's sample lists (a
+    :class:`~hilbench.workloads.asc.procedures.figures.StageLoop`)."""
+
+    stage: str
+    iterations: int
+    mean_s: float
+    std_error_s: float
+    lists: int
+
+
 @dataclass
 class PipelineWindow:
     """One active window of single stream: where it lies, its readings and each sample's stage
@@ -137,7 +149,7 @@ class PipelineWindow:
         ends["inference"] = t_end
         return StageSchedule(starts, ends)
 
-    def loop(self, stage: str) -> dict[str, Any]:
+    def loop(self, stage: str) -> PassLoop:
         """The stage's device time per sample inside the window, as a repeat loop reports it;
         its standard error from the scatter of the sample lists' means (batch means: the
         samples of one list share the machine's speed at the time)."""
@@ -146,8 +158,7 @@ class PipelineWindow:
         lists = self.list_means(stage)
         if lists.size > 1:
             se = max(se, float(lists.std(ddof=1)) / math.sqrt(lists.size))
-        return {"stage": stage, "iterations": len(values), "mean_s": mean, "std_error_s": se,
-                "lists": int(lists.size)}
+        return PassLoop(stage, len(values), mean, se, int(lists.size))
 
     def event_data(self) -> dict[str, Any]:
         return {"repetition": self.repetition, "start": self.start, "end": self.end,

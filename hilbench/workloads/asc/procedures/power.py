@@ -24,7 +24,7 @@ import numpy as np
 
 from hilbench import clock
 from hilbench.contracts.base import to_wire
-from hilbench.contracts.power import power_report
+from hilbench.contracts.power import PowerReport
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event, Metric
 from hilbench.power.estimators import (
@@ -37,7 +37,13 @@ from hilbench.power.provenance import META_KEY, PowerOrigin, agreement, stated_u
 from hilbench.power.timing import aperture_s
 from hilbench.sdk import Instrument, Phase, RunContext, check_region
 from hilbench.wire.link_probe import Echo
-from hilbench.workloads.asc.contract import STAGES, AscCapabilities, AscRepeat, AscStream
+from hilbench.workloads.asc.contract import (
+    STAGES,
+    AscCapabilities,
+    AscRepeat,
+    AscStream,
+    AscWindowResult,
+)
 from hilbench.workloads.asc.procedures.device import (
     load_sample,
     load_stream,
@@ -47,6 +53,7 @@ from hilbench.workloads.asc.procedures.device import (
 )
 from hilbench.workloads.asc.procedures.figures import (
     PowerWindow,
+    StageLoop,
     instrument_meta,
     loop_time,
     other_readings,
@@ -105,8 +112,8 @@ def run_power_unit(
             sample_reply = load_sample(device, rows[0], test.slices[rows[0]])
         else:
             sample_reply = load_stream(device, rows, test.slices[rows])
-        ctx.emit(Event(ctx.run_uid, phase.uid, "loaded", ctx.now(), {
-            "model": model_reply, "samples": rows, "device": sample_reply,
+        ctx.emit(Event(ctx.run_uid, phase.uid, "loaded", ctx.now(), {  # replies stored as JSON
+            "model": to_wire(model_reply), "samples": rows, "device": to_wire(sample_reply),
             "clip_ids": [test.clip_ids[r] for r in rows],
         }))
     inst = instruments[0] if instruments else None
@@ -140,7 +147,8 @@ def _run_single_stream_power(ctx: RunContext, res: AscResources, device: RemoteD
         model_reply = send_model(device, res.model)
         lists = load_pipeline(device, res, spec.power_sample)
         ctx.emit(Event(ctx.run_uid, phase.uid, "loaded", ctx.now(), {
-            "model": model_reply, "sample_lists": len(lists),
+            "model": to_wire(model_reply),  # the reply stored as JSON in the event
+            "sample_lists": len(lists),
             "samples": sum(len(indices) for indices in lists)}))
     windows: list[PowerWindow] = []
     pipelines: list[PipelineWindow] = []
@@ -197,17 +205,18 @@ def _device_idle_window(
     """Idle on the device's own timeline, so its on-board monitor reports the window: the
     network configured and the sample(s) in memory, nothing processed."""
     body = _window_body("idle", rows, idle_s)
-    echo = window_echo(to_wire(body))
+    echo = window_echo(to_wire(body))  # the body's wire size shapes the link probe
     with ctx.phase("idle", [device], echo=echo) as phase:
-        loop = to_wire(RemoteAscDevice(device).run_window(body))
+        loop = RemoteAscDevice(device).run_window(body)
         _check_window(ctx, device, phase, f"idle window {rep}", loop, echo)
-        start = phase.to_orchestrator_time(device.name, float(loop["t_start"]))
-        end = phase.to_orchestrator_time(device.name, float(loop["t_end"]))
+        start = phase.to_orchestrator_time(device.name, loop.t_start)
+        end = phase.to_orchestrator_time(device.name, loop.t_end)
         ctx.emit(Event(ctx.run_uid, phase.uid, "idle_window", ctx.now(),
                        {"repetition": rep, "start": start, "end": end,
-                        "power": loop.get("power")}))
+                        # stored as JSON in the event
+                        "power": None if loop.power is None else to_wire(loop.power)}))
     return PowerWindow("idle", rep, start, end, None, phase.offsets[device.name].uncertainty_s,
-                       None, loop)
+                       None, power=loop.power)
 
 
 def _active_window(
@@ -223,33 +232,34 @@ def _active_window(
     """The device processes samples in its memory one at a time for ``active_s`` (its clock):
     one sample repeated, or a loaded stream played in order."""
     body = _window_body(stage, rows, active_s)
-    echo = window_echo(to_wire(body))
+    echo = window_echo(to_wire(body))  # the body's wire size shapes the link probe
     with ctx.phase(f"active_{stage}", [device], instruments, echo=echo) as phase:
         with device.waiting(phase.poll):
-            loop = to_wire(RemoteAscDevice(device).run_window(body))
+            loop = RemoteAscDevice(device).run_window(body)
         _check_window(ctx, device, phase, f"{stage} window {rep}", loop, echo)
-        start = phase.to_orchestrator_time(device.name, float(loop["t_start"]))
-        end = phase.to_orchestrator_time(device.name, float(loop["t_end"]))
+        start = phase.to_orchestrator_time(device.name, loop.t_start)
+        end = phase.to_orchestrator_time(device.name, loop.t_end)
         marking = device_marking(device)
         ctx.emit(Event(ctx.run_uid, phase.uid, "repeat_result", ctx.now(),
-                       {**loop, "repetition": rep, "start": start, "end": end,
+                       {**to_wire(loop),  # the reply stored as JSON in the event
+                        "repetition": rep, "start": start, "end": end,
                         "request_window": list(device.window or ()), **marking}))
     return PowerWindow(stage, rep, start, end, loop=loop,
                        offset_uncertainty_s=phase.offsets[device.name].uncertainty_s,
                        **phase_readings(phase, inst, end),
-                       others=other_readings(phase, instruments, inst, end), **marking)
+                       others=other_readings(phase, instruments, inst, end), power=loop.power,
+                       **marking)
 
 
 def _check_window(ctx: RunContext, device: RemoteDevice, phase: Phase, what: str,
-                  loop: dict[str, Any], echo: Echo) -> None:
+                  loop: AscWindowResult, echo: Echo) -> None:
     """The window the device claims must lie inside the orchestrator's request→reply window
     and hold the loop's work (iterations × mean time), else the run is timing_inconsistent;
     the request's window may exceed the claimed region by the link's bound (:mod:`.asc_timing`)."""
     if device.window is None:
         return
-    n, mean = loop.get("iterations"), loop.get("mean_s")
-    work = float(n) * float(mean) if n is not None and mean is not None else 0.0
-    t_start, t_end = float(loop["t_start"]), float(loop["t_end"])
+    work = loop.iterations * loop.mean_s if loop.mean_s is not None else 0.0
+    t_start, t_end = loop.t_start, loop.t_end
     offset = phase.offsets[device.name]
     check_region(device.name, what, t_start, t_end, *device.window, offset, work)
     timing = PhaseTiming(device.name, offset, sample_untimed(device.capabilities),
@@ -260,9 +270,7 @@ def _check_window(ctx: RunContext, device: RemoteDevice, phase: Phase, what: str
         timing.emit(ctx, phase.uid)
 
 
-# complexity: figures from the reply as stored today; typed replies up to the figures (issue 32 item
-# 3) rewrite it
-def _emit_power_metrics(  # noqa: C901
+def _emit_power_metrics(
     ctx: RunContext,
     spec: AscSpec,
     stream: int,
@@ -289,23 +297,14 @@ def _emit_power_metrics(  # noqa: C901
         "repetitions": spec.repetitions,
         "single_stream_run": times.run_uid,
     }
-    if pipelines is not None:
-        timed = [s for s in STAGES if s == "inference" or all(
-            (w.samples["preprocess_s"] > 0).all() for w in pipelines)]
-        loops = {stage: [w.loop(stage) for w in pipelines] if stage in timed else []
-                 for stage in STAGES}
-    else:
-        loops = {stage: [w.loop for w in windows if w.stage == stage and w.loop]
-                 for stage in STAGES}
-    if onboard:  # the device's own readings are the figures; an internal copy adds nothing
-        loops = {stage: [{**lp, "power": {}} for lp in found] for stage, found in loops.items()}
+    loops, reports = _stage_loops(windows, pipelines, onboard)
     measured = tuple(stage for stage in STAGES if loops[stage])
     loop_times = {stage: loop_time(loops[stage]) for stage in measured}
     for stage in measured:
         mean, se = loop_times[stage]
         ctx.emit(Metric(run, f"loop_time_s.{stage}", mean, "s", se, meta={
             **common, "uncertainty": "standard error of the mean",
-            "samples": sum(int(lp["iterations"]) for lp in loops[stage]),
+            "samples": sum(int(lp.iterations) for lp in loops[stage]),
             "source": "device timers (agent clock) in the power windows",
         }))
 
@@ -318,7 +317,7 @@ def _emit_power_metrics(  # noqa: C901
     compared = _further_instruments(spec, windows, inst, instruments, times, loop_times,
                                     figures if pipelines is None and not onboard else None)
     for stage in measured:
-        reported = agent_active_power(spec.agent, loops[stage],
+        reported = agent_active_power(spec.agent, reports[stage],
                                       (figures or {}).get(f"active_power_w.{stage}"))
         if reported is not None:
             ctx.emit(Metric(run, f"agent_active_power_w.{stage}", reported[0], "W",
@@ -327,8 +326,16 @@ def _emit_power_metrics(  # noqa: C901
         common["note"] = (f"{len(instruments)} instruments measure this agent; figures are "
                           f"{inst.spec.id}'s" + (", each other's beside them with E_n"
                                                   if compared else ""))
+    _emit_figures(ctx, spec.agent, common, figures, compared)
+
+
+def _emit_figures(ctx: RunContext, agent: str, common: dict[str, Any],
+                  figures: dict[str, Any] | None, compared: dict[str, dict[str, Any]]) -> None:
+    """The power figures as metrics, each without a value and with its reason when it could
+    not be had."""
+    run = ctx.run_uid
     if figures is None or "reason" in figures:
-        reason = (figures or {}).get("reason") or f"no instrument measures agent {spec.agent}"
+        reason = (figures or {}).get("reason") or f"no instrument measures agent {agent}"
         for name, unit in POWER_METRICS:
             ctx.emit(Metric(run, name, None, unit, meta={**common, "reason": reason}))
         return
@@ -343,6 +350,26 @@ def _emit_power_metrics(  # noqa: C901
         if name in compared:
             extra = {**extra, INSTRUMENTS_KEY: compared[name]}
         ctx.emit(Metric(run, name, value, unit, uncertainty, meta={**meta, **extra}))
+
+
+def _stage_loops(windows: list[PowerWindow], pipelines: list[PipelineWindow] | None,
+                 onboard: bool) -> tuple[dict[str, list[StageLoop]],
+                                         dict[str, list[PowerReport | None]]]:
+    """Each stage's device loops in its active windows, and the agent's own readings of those
+    windows to go beside the figures: none from single-stream windows, and none with on-board
+    figures (they are those readings)."""
+    reports: dict[str, list[PowerReport | None]] = {stage: [] for stage in STAGES}
+    if pipelines is not None:
+        timed = [s for s in STAGES if s == "inference" or all(
+            (w.samples["preprocess_s"] > 0).all() for w in pipelines)]
+        return {stage: [w.loop(stage) for w in pipelines] if stage in timed else []
+                for stage in STAGES}, reports
+    loops: dict[str, list[StageLoop]] = {stage: [] for stage in STAGES}
+    for w in windows:
+        if w.stage in loops and w.loop is not None:
+            loops[w.stage].append(w.loop)
+            reports[w.stage].append(w.power)
+    return loops, ({stage: [] for stage in STAGES} if onboard else reports)
 
 
 def _further_instruments(spec: AscSpec, windows: list[PowerWindow], inst: Instrument | None,
@@ -360,13 +387,12 @@ def _further_instruments(spec: AscSpec, windows: list[PowerWindow], inst: Instru
         for o in others])
 
 
-def agent_active_power(agent: str, loops: list[dict[str, Any]],
+def agent_active_power(agent: str, reports: Sequence[PowerReport | None],
                        measured: tuple[float | None, float | None, Any] | None
                        ) -> tuple[float, float | None, dict[str, Any]] | None:
     """The agent's own power report over a stage's active windows (every window must carry
     a measured one): their mean, labelled as the agent's, with the uncertainty its source
     states and its agreement (E_n) with the instrument's active power of the same windows."""
-    reports = [power_report(lp.get("power")) for lp in loops]
     if not reports or not all(r is not None and r.usable for r in reports):
         return None
     first = reports[0]

@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import numpy as np
 
-from hilbench.contracts.base import decode
+from hilbench.contracts.base import ContractError, decode
 from hilbench.contracts.capabilities import Capabilities
+from hilbench.contracts.power import power_report
 from hilbench.sdk import check_region
 from hilbench.wire.link import AgentError
-from hilbench.workloads.asc.contract import AscCapabilities
+from hilbench.workloads.asc.contract import AscCapabilities, AscWindowResult
 from hilbench.workloads.asc.procedures.device import SampleRecord
 from hilbench.workloads.asc.procedures.figures import PowerWindow, other_readings, phase_readings
 from hilbench.workloads.asc.procedures.pipeline import (
@@ -166,14 +167,31 @@ def _window(event: dict[str, Any], phase: Phase, agent: str, inst: Any, onboard:
     rep, start, end = int(d["repetition"]), float(d["start"]), float(d["end"])
     if event["name"] == "idle_window" and onboard:
         return PowerWindow("idle", rep, start, end, None, phase.offsets[agent].uncertainty_s,
-                           None, {"power": d.get("power")})
+                           None, power=power_report(d.get("power")))
     readings = {**phase_readings(phase, inst, end),
                 "others": other_readings(phase, instruments, inst, end)}
     if event["name"] == "idle_window":
         return PowerWindow("idle", rep, start, end, offset_uncertainty_s=0.0, **readings)
-    return PowerWindow(str(d["stage"]), rep, start, end, loop=d,
+    loop = stored_window(event)
+    return PowerWindow(loop.stage, rep, start, end, loop=loop,
                        offset_uncertainty_s=phase.offsets[agent].uncertainty_s, **readings,
-                       **_marking(d))
+                       power=loop.power, **_marking(d))
+
+
+WINDOW_KEYS = frozenset(f.encode_name for f in msgspec.structs.fields(AscWindowResult))
+
+
+def stored_window(event: dict[str, Any]) -> AscWindowResult:
+    """A power window's reply as its ``repeat_result`` event stored it (the reply's keys beside
+    the event's own); a key that no longer fits the contract is named in one line."""
+    from hilbench.cassette.runs import NotReanalysable
+
+    d = event["data"]
+    try:
+        return decode(AscWindowResult, {k: v for k, v in d.items() if k in WINDOW_KEYS},
+                      "bad_reply", "the stored power window")
+    except ContractError as exc:
+        raise NotReanalysable(f"{event['name']} event at t={event.get('t')}: {exc}") from None
 
 
 def _check_regions(run: RecordedRun) -> None:
@@ -192,7 +210,7 @@ def _check_regions(run: RecordedRun) -> None:
     # a sample's load and unload as the live phase timed them, before its sample lists
     observed = {e["phase_uid"]: max(e["data"]["pairs_s"])
                 for e in run.events if e["name"] == "load_unload_probe"}
-    samples: dict[str, list[tuple[Any, dict[str, Any]]]] = {}
+    samples: dict[str, list[tuple[Any, tuple[float, float]]]] = {}
     for e in run.events:
         d, phase = e["data"], phases.get(e["phase_uid"])
         if phase is None:
@@ -211,7 +229,7 @@ def _check_regions(run: RecordedRun) -> None:
                                   float(d["inference_s"]), float(d["round_trip_s"]), t_done,
                                   (float(sent), float(received)))
             samples.setdefault(phase["uid"], []).append(
-                (record, {"t_start": d["t_device_start"], "t_end": d["t_device_end"]}))
+                (record, (float(d["t_device_start"]), float(d["t_device_end"]))))
         elif e["name"] == "pipeline_window":
             check_lists(timing, int(d["repetition"]), samples_from(d["samples"]),
                         d["list_windows"])
@@ -230,8 +248,8 @@ def _check_regions(run: RecordedRun) -> None:
         timing = PhaseTiming(agent, clock_offsets(phases[phase_uid])[agent], declared,
                              list_sample_s=observed.get(phase_uid, 0.0))
         records = [r for r, _ in held]
-        for window, group, bodies in request_groups(records, [b for _, b in held]):
-            check_request(timing, window, group, bodies)
+        for window, group, regions in request_groups(records, [b for _, b in held]):
+            check_request(timing, window, group, regions)
         timing.check_typical()
 
 

@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from hilbench.contracts.base import to_wire
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.documents import Event, Metric
 from hilbench.power.accuracy import clip_accuracy_interval
 from hilbench.sdk import RunContext, check_region
-from hilbench.workloads.asc.contract import STAGES
+from hilbench.workloads.asc.contract import STAGES, AscSampleResult
 from hilbench.workloads.asc.procedures.device import (
     STAGE_FIELDS,
     SampleRecord,
@@ -65,7 +66,8 @@ def run_single_stream_phase(ctx: RunContext, res: AscResources, device: RemoteDe
         t0 = ctx.now()
         model_reply = send_model(device, res.model)
         ctx.emit(Event(ctx.run_uid, phase.uid, "loaded", ctx.now(), {
-            "model": model_reply, "load_s": ctx.now() - t0,
+            "model": to_wire(model_reply),  # the reply stored as JSON in the event
+            "load_s": ctx.now() - t0,
         }))
         # One sample first, loaded, run and unloaded like the others but kept out of every
         # figure (LoadGen's warm-up): a device's one-time costs fall on its first run (the cpu
@@ -91,27 +93,27 @@ def run_single_stream_phase(ctx: RunContext, res: AscResources, device: RemoteDe
                              lambda: device.link_burst(echo))
         if uses_sample_lists(device):
             timing.list_sample_s = observe_load_unload(ctx, phase, device, 0, test.slices[0])
-        pending: list[tuple[SampleRecord, dict]] = []  # the samples of the request in hand
+        # the samples of the request in hand, each with its region on the device's clock
+        pending: list[tuple[SampleRecord, tuple[float, float]]] = []
 
         def check_pending() -> None:
             """The request's samples (one, or a sample list) against its window."""
             if pending:
-                records, bodies = zip(*pending, strict=True)
+                records, regions = zip(*pending, strict=True)
                 assert records[0].window is not None
-                check_request(timing, records[0].window, records, bodies)
+                check_request(timing, records[0].window, records, regions)
                 pending.clear()
 
-        def on_sample(record: SampleRecord, body: dict) -> None:
+        def on_sample(record: SampleRecord, body: AscSampleResult) -> None:
             # The device's region must lie inside the request→reply window of the request that
             # ran it (its own run request, or the sample list it came in).
             assert record.window is not None
             sent, received = record.window
-            check_region(device.name, f"sample {record.index}", float(body["t_start"]),
-                         float(body["t_end"]), sent, received, phase.offsets[device.name],
-                         record.device_s)
+            check_region(device.name, f"sample {record.index}", body.t_start, body.t_end,
+                         sent, received, phase.offsets[device.name], record.device_s)
             if pending and pending[0][0].window != record.window:
                 check_pending()
-            pending.append((record, body))
+            pending.append((record, (body.t_start, body.t_end)))
             label = int(labels[record.index])
             ctx.emit(Event(ctx.run_uid, phase.uid, "sample", record.t_done, {
                 "index": record.index,
@@ -120,18 +122,18 @@ def run_single_stream_phase(ctx: RunContext, res: AscResources, device: RemoteDe
                 "label": label,
                 "predicted": record.predicted,
                 "correct": record.predicted == label,
-                "scores": body.get("scores"),
+                "scores": body.scores,
                 "preprocess_s": record.preprocess_s,
-                "preprocess_reason": body.get("preprocess_reason"),
+                "preprocess_reason": body.preprocess_reason,
                 # a device that pre-processes in real time (Xylo's on-chip AFE) measures
                 # how long its input took to arrive (speaker -> microphone)
-                "preprocess_latency_s": body.get("preprocess_latency_s"),
+                "preprocess_latency_s": body.preprocess_latency_s,
                 "inference_s": record.inference_s,
                 "round_trip_s": record.round_trip_s,
                 "overhead_s": record.overhead_s,
                 "request_window": [sent, received],
-                "t_device_start": body.get("t_start"),
-                "t_device_end": body.get("t_end"),
+                "t_device_start": body.t_start,
+                "t_device_end": body.t_end,
             }))
 
         try:

@@ -180,26 +180,30 @@ def observe_load_unload(ctx: Any, phase: Any, device: Any, index: int, audio: An
     return float(statistics.median(pairs))
 
 
-def request_groups(records: Sequence[Any], bodies: Sequence[dict[str, Any]]
-                   ) -> list[tuple[tuple[float, float], list[Any], list[dict[str, Any]]]]:
+Region = tuple[float, float]  # a sample's t_start, t_end on the device's clock
+
+
+def request_groups(records: Sequence[Any], regions: Sequence[Region]
+                   ) -> list[tuple[tuple[float, float], list[Any], list[Region]]]:
     """Consecutive samples run by one request (a sample list, or one run request each), with
     that request's window."""
-    groups: list[tuple[tuple[float, float], list[Any], list[dict[str, Any]]]] = []
-    for record, body in zip(records, bodies, strict=True):
+    groups: list[tuple[tuple[float, float], list[Any], list[Region]]] = []
+    for record, region in zip(records, regions, strict=True):
         window = tuple(record.window)
         if not groups or groups[-1][0] != window:
             groups.append((window, [], []))  # type: ignore[arg-type]
         groups[-1][1].append(record)
-        groups[-1][2].append(body)
+        groups[-1][2].append(region)
     return groups  # type: ignore[return-value]
 
 
 def check_request(timing: PhaseTiming, window: tuple[float, float], records: Sequence[Any],
-                  bodies: Sequence[dict[str, Any]]) -> TimingCheck:
-    """One request's samples: their stages added up against its window."""
+                  regions: Sequence[Region]) -> TimingCheck:
+    """One request's samples (each with its region on the device's clock): their stages added
+    up against its window."""
     stages = sum(float(r.device_s) for r in records)
     first, last = records[0], records[-1]
     what = (f"sample {first.index}" if len(records) == 1 else
             f"sample list of {len(records)} (samples {first.index} … {last.index})")
-    region = (float(bodies[0]["t_start"]), float(bodies[-1]["t_end"]))
+    region = (float(regions[0][0]), float(regions[-1][1]))
     return timing.check(what, window[0], window[1], stages, len(records), region)

@@ -3,6 +3,12 @@ column per system, in fixed units — accuracy in %, times in ms, power in mW, e
 inference in mJ — so that systems compare at a glance and a figure is never re-scaled into µs,
 µJ or nJ beside a neighbour in ms.
 
+The rows are what NeuroBench's ASC system-track specification asks a submission to report
+(github.com/NeuroBench/system_benchmarks, ASC.md at f9c0b4f, "update specs matching paper"):
+test-set accuracy; execution time "averaged over all samples in the test set", with "standard
+error", pre-processing "reported separately from inference"; idle and active power, and their
+difference as dynamic power; energy as "power by the averaged execution time".
+
 Execution times are the single-stream mean over the test set ± its standard error; power and
 energy come from each system's power runs with the shortest stream (one sample repeated where
 measured, as Table 6 reports them; :func:`hilbench.workloads.asc.report.figures.asc_systems`

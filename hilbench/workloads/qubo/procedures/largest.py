@@ -147,6 +147,7 @@ def _attempt(ctx: RunContext, unit: LargestUnit, device: RemoteDevice, n: int
         with ctx.phase(f"load n={n}", [device]):
             left = t.time_limit_s - (time.monotonic() - started)
             with device.waiting(timeout_s=max(left, 1.0)):
+                # the reply goes into the size_attempt event, stored as JSON
                 outcome["load"] = to_wire(load(solver, workload, [t.solver]))
         with ctx.phase(f"solve n={n}", [device]):
             left = t.time_limit_s - (time.monotonic() - started)

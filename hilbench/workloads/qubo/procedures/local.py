@@ -9,13 +9,16 @@ contract and the checks of the returned state are those of a campaign run.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from hilbench.contracts.base import to_wire
+import numpy as np
+
 from hilbench.contracts.remote import RemoteDevice
 from hilbench.sdk import LocalLink
 from hilbench.workloads.qubo import bks_gap
-from hilbench.workloads.qubo.check import is_overrun
+from hilbench.workloads.qubo.check import StateCheck, is_overrun
+from hilbench.workloads.qubo.contract import QuboLoadReply, QuboRunReply
 from hilbench.workloads.qubo.procedures.solve import QuboWorkload, check_solution, load, run_body
 from hilbench.workloads.qubo.remote import RemoteQuboSolver
 
@@ -28,10 +31,57 @@ def _device(driver: Any) -> RemoteDevice:
 
 def load_workload(
     driver: Any, nodes: int, density: float, seed: int, solvers: list[str] | None = None
-) -> tuple[QuboWorkload, dict[str, Any]]:
+) -> tuple[QuboWorkload, QuboLoadReply]:
     """Generate the workload and load it into ``driver`` (untimed); returns the load reply."""
     workload = QuboWorkload.generate(nodes, density, seed)
-    return workload, to_wire(load(RemoteQuboSolver(_device(driver)), workload, solvers))
+    return workload, load(RemoteQuboSolver(_device(driver)), workload, solvers)
+
+
+@dataclass(frozen=True)
+class LocalSolve:
+    """One fixed-timeout run as checked here: the workload, the solver's reply, the check of
+    the state it returned (and that state), and the BKS-gap to ``target`` (None when
+    infeasible or without a target)."""
+
+    workload: QuboWorkload
+    solver: str
+    reply: QuboRunReply
+    check: StateCheck
+    state: np.ndarray
+    target: int | None
+
+    @property
+    def feasible(self) -> bool:
+        return self.check.feasible
+
+    @property
+    def overrun(self) -> bool:
+        return is_overrun(self.reply.requested_s, self.reply.actual_s)
+
+    @property
+    def gap(self) -> float | None:
+        if self.target is None or not self.check.feasible:
+            return None
+        return bks_gap(self.check.cost, self.target)
+
+    def summary(self) -> dict[str, Any]:
+        """What a user reads (``qubo solve --json``), the state left out."""
+        return {
+            "nodes": self.workload.nodes,
+            "density": self.workload.density,
+            "seed": self.workload.seed,
+            "solver": self.solver,
+            "cost": self.check.cost,
+            "feasible": self.check.feasible,
+            "set_size": self.check.set_size,
+            "violated_edges": self.check.violated_edges,
+            "requested_s": self.reply.requested_s,
+            "actual_s": self.reply.actual_s,
+            "overrun": self.overrun,
+            "gap": self.gap,
+            "target": self.target,
+            "solver_params": self.reply.solver_params,
+        }
 
 
 def solve_fixed_timeout(
@@ -41,27 +91,9 @@ def solve_fixed_timeout(
     timeout_s: float,
     run_seed: int,
     target: int | None,
-) -> dict[str, Any]:
-    """One fixed-timeout run, checked; the summary a user reads (gap None when infeasible) and
-    the returned ``state``."""
+) -> LocalSolve:
+    """One fixed-timeout run, checked."""
     solved = RemoteQuboSolver(_device(driver)).solve(
         run_body("fixed_timeout", solver, run_seed, timeout_s=timeout_s))
     check = check_solution(workload, solved)
-    reply = solved.reply
-    return {
-        "nodes": workload.nodes,
-        "density": workload.density,
-        "seed": workload.seed,
-        "solver": solver,
-        "cost": check.cost,
-        "feasible": check.feasible,
-        "set_size": check.set_size,
-        "violated_edges": check.violated_edges,
-        "requested_s": reply.requested_s,
-        "actual_s": reply.actual_s,
-        "overrun": is_overrun(reply.requested_s, reply.actual_s),
-        "gap": bks_gap(check.cost, target) if (target is not None and check.feasible) else None,
-        "target": target,
-        "solver_params": reply.solver_params,
-        "state": solved.state,
-    }
+    return LocalSolve(workload, solver, solved.reply, check, solved.state, target)

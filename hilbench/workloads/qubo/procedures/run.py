@@ -217,18 +217,20 @@ def run_unit(
     solver = RemoteQuboSolver(device)
     with ctx.phase("load", [device]) as phase:
         loaded = load(solver, workload, [unit.solver])  # prepare only what this run uses
+        # the reply stored as JSON in the event
         ctx.emit(Event(ctx.run_uid, phase.uid, "loaded", ctx.now(), to_wire(loaded)))
     body = run_body(unit.scenario, unit.solver, unit.seed, timeout_s=unit.timeout_s,
                     target=target.cost, gaps=unit.gaps, max_time_s=unit.max_time_s)
     # The link is measured with requests of this run's shape: its body, and its reply's state
     # (one byte a node) with the reply's map, each after the link sat idle as it will while the
     # solver works.
-    echo = Echo(unit.nodes + REPLY_MAP_BYTES, to_wire(body),
+    echo = Echo(unit.nodes + REPLY_MAP_BYTES, to_wire(body),  # its wire size
                 work_s=unit.timeout_s or unit.max_time_s or 0.0)
     with ctx.phase("solve", [device], instruments, echo=echo) as phase:
         with device.waiting(phase.poll):
             solved = solver.solve(body)
         result = solved.reply
+        # the reply stored as JSON in the event (reanalysis decodes it into QuboRunReply)
         ctx.emit(Event(ctx.run_uid, phase.uid, "solve_result", ctx.now(), to_wire(result)))
         assert device.window is not None
         timing = check_timed_region(result.t_start, result.t_end, result.actual_s,
@@ -262,9 +264,7 @@ def declared_untimed(caps: Capabilities) -> UntimedWork | None:
     return caps.qubo.untimed if caps.qubo is not None else None
 
 
-# complexity: figures from the reply as stored today; typed replies up to the figures (issue 32 item
-# 3) rewrite it
-def _emit_metrics(  # noqa: C901
+def _emit_metrics(
     ctx: RunContext,
     unit: QuboUnit,
     result: QuboRunReply,
@@ -342,18 +342,23 @@ def _emit_metrics(  # noqa: C901
         gap = None
         gap_meta.update(status="infeasible", reason=f"{check.violated_edges} violated edges")
     figure("bks_gap", gap, "", meta=gap_meta)
-    # The gap to the best feasible cost any solver here recorded (None: nothing recorded yet).
-    known_meta: dict[str, Any] = {"best_known": best_known}
-    known_gap: float | None = None
-    if best_known is None:
-        known_meta["reason"] = "no best-known value recorded for this workload"
-    elif not check.feasible:
-        known_meta.update(status="infeasible")
-    else:
-        known_gap = bks_gap(check.cost, best_known)
-    figure("best_known_gap", known_gap, "", meta=known_meta)
+    figure("best_known_gap", *_best_known_gap(check, best_known))
     if unit.scenario == "fixed_timeout":
         ctx.emit(Metric(run, "cost_check_s", result.cost_check_s or 0.0, "s"))
+
+
+def _best_known_gap(check: StateCheck, best_known: int | None
+                    ) -> tuple[float | None, str, None, dict[str, Any]]:
+    """The gap to the best feasible cost any solver here recorded (None: nothing recorded yet,
+    or an infeasible state), as (value, unit, uncertainty, meta)."""
+    meta: dict[str, Any] = {"best_known": best_known}
+    if best_known is None:
+        meta["reason"] = "no best-known value recorded for this workload"
+        return None, "", None, meta
+    if not check.feasible:
+        meta.update(status="infeasible")
+        return None, "", None, meta
+    return bks_gap(check.cost, best_known), "", None, meta
 
 
 def reached_times(result: QuboRunReply, gaps: Sequence[float]) -> dict[float, float]:
