@@ -115,6 +115,10 @@ class PowerEstimate:
     edges_half_width_w: float = 0.0  # bound from the window's unobserved edges (see below)
     # what the timing half-width is: the clock-offset mapping, or a marker's edges (issue 35)
     timing_source: str = "clock offset"
+    # stage attribution only: the error of the correction for the bias the device's stamp
+    # jitter leaves (hilbench.power.stamp_jitter), and the jitter measured; 0 adds no component
+    jitter_half_width_w: float = 0.0
+    stamp_jitter_s: float = 0.0
 
     @cached_property
     def budget(self) -> UncertaintyBudget:
@@ -138,8 +142,18 @@ class PowerEstimate:
                 UncertaintyComponent("quantisation", "rectangular", self.quantisation_half_width_w),
                 UncertaintyComponent("boundary mixing", "rectangular", self.mixing_half_width_w),
                 UncertaintyComponent("unobserved edges", "rectangular", self.edges_half_width_w),
+                *self._jitter_component(),
             )
         )
+
+    def _jitter_component(self) -> tuple[UncertaintyComponent, ...]:
+        if self.jitter_half_width_w <= 0:
+            return ()
+        return (UncertaintyComponent(
+            "stamp jitter", "rectangular", self.jitter_half_width_w,
+            note=f"the device's stamps jitter {self.stamp_jitter_s * 1e6:.3g} µs (spread of "
+                 f"each sample's own fitted alignment, less the readings' noise); the figure is "
+                 f"corrected for the bias that leaves, this is the correction's error"),)
 
     @property
     def uncertainty95(self) -> float:
@@ -497,6 +511,8 @@ def pool_estimates(estimates: Sequence[PowerEstimate]) -> PowerEstimate:
         within_windows_se_w=within,
         coverage=min(e.coverage for e in estimates),
         edges_half_width_w=avg([e.edges_half_width_w for e in estimates]),
+        jitter_half_width_w=avg([e.jitter_half_width_w for e in estimates]),
+        stamp_jitter_s=max(e.stamp_jitter_s for e in estimates),
         timing_source=" and ".join(sorted({e.timing_source for e in estimates})),
     )
 

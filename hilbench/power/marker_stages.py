@@ -98,7 +98,7 @@ def marked_stage_power(watts: np.ndarray, regions: RegionsAlignment,
 
     def fit(schedule: StageSchedule) -> StageAttribution:
         return attribute_stage_power(t, watts, period, schedule, window, accuracy,
-                                     max_shift_s=0.0, edge_s=edge_s)
+                                     max_shift_s=0.0, edge_s=edge_s, stamp_jitter=False)
 
     found = fit(base)
     # the sampling phase of each edge, independent from edge to edge: the powers' slopes in

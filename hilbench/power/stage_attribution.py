@@ -61,6 +61,12 @@ from hilbench.power.stage_design import (
     window_error,
 )
 from hilbench.power.stage_schedule import OTHER, StageSchedule
+from hilbench.power.stamp_jitter import (
+    correction_half_width,
+    jitter_bias,
+    sample_offsets,
+    stamp_jitter_s,
+)
 from hilbench.power.uncertainty import InstrumentAccuracy
 
 __all__ = ["OTHER", "AttributionError", "StageAttribution", "StageSchedule",
@@ -301,6 +307,23 @@ def _shift_and_drift(block_shift: np.ndarray, centred: np.ndarray, scale: float
             spread / math.sqrt(float((centred ** 2).sum())))
 
 
+def _jitter_corrected(schedule: StageSchedule, origin: float, u: np.ndarray, a: float,
+                      other: bool, y: np.ndarray, power: np.ndarray, measure: bool
+                      ) -> tuple[np.ndarray, float, np.ndarray]:
+    """The powers less the bias the stamps' jitter leaves (:mod:`hilbench.power.stamp_jitter`),
+    the jitter measured (0 unless ``measure``) and the correction's error (half-width)."""
+    if not measure:
+        return power, 0.0, np.zeros(power.shape)
+
+    def moved(o: Occupancy, d: float) -> np.ndarray:
+        return fractions(o, u + d, a, other)
+
+    offsets, offset_var = sample_offsets(schedule, origin, u, a, moved, y, power)
+    jitter = stamp_jitter_s(offsets, offset_var)
+    bias, bias_se = jitter_bias(schedule, origin, jitter, moved, power)
+    return power - bias, jitter, correction_half_width(bias, bias_se, offsets.size)
+
+
 def attribute_stage_power(
     t: np.ndarray,
     watts: np.ndarray,
@@ -313,6 +336,7 @@ def attribute_stage_power(
     batches: int = BATCHES,
     max_inflation: float = MAX_INFLATION,
     edge_s: float = 0.0,
+    stamp_jitter: bool = True,
 ) -> StageAttribution:
     """Stage powers (and OTHER's) from readings ``watts`` stamped at ``t`` (start of each
     aperture, orchestrator time) over the pipeline ``schedule`` inside ``window``.
@@ -323,7 +347,10 @@ def attribute_stage_power(
     ``edge_s`` is how well the schedule's stamps mark where the power changes (half-width:
     timer reads and call overhead between a stamp and the work): the powers' change when every
     stage interval is that much shorter at both ends goes into each budget as a rectangular
-    component ("boundary mixing"). Raises
+    component ("boundary mixing"). With ``stamp_jitter`` the jitter of the schedule's stamps is
+    measured from the stamps (:mod:`hilbench.power.stamp_jitter`) and its bias enters each
+    budget ("stamp jitter"); a schedule placed by the instrument's own marker edges passes
+    False (its edges' error is stated by the caller). Raises
     :class:`AttributionError` when the stages cannot be separated (aperture long compared with
     the stages), the best alignment lies outside ``± max_shift_s`` (searched to twice that:
     the powers at a wrong alignment are wrong, so no figure is better) or is not unique, or
@@ -425,12 +452,16 @@ def attribute_stage_power(
     infl = inflation(f)
     edge = _edge_effect(schedule, start, x + shift + drift * (x - ref), a, other, y - y0,
                         power - y0, edge_s)
+    power, jitter, jitter_w = _jitter_corrected(schedule, start, x + shift + drift * (x - ref),
+                                                a, other, y, power, stamp_jitter)
     quant = resolution_w / 2.0 if noise < resolution_w / 2.0 else 0.0
     coverage = window_coverage(t, start, end)
     method = (f"regression on stage occupancy, shift fitted; error of the window's own mean "
               f"from the per-interval and reading variances in the residuals, plus the "
               f"shift's (batch means of {batches} blocks): the timing error is in this "
-              f"statistical part, so the clock component is 0")
+              f"statistical part, so the clock component is 0"
+              + (f"; corrected for the bias of the stamps' {jitter * 1e6:.3g} µs jitter"
+                 if jitter > 0 else ""))
     in_stage = [float(np.diff(np.interp([0.0, end - start], *o))[0]) for o in occ]
     estimates = {}
     for i, name in enumerate(names):
@@ -442,7 +473,7 @@ def attribute_stage_power(
             windows=1, noise_w=noise, accuracy=accuracy, timing_half_width_s=0.0,
             clock_per_s_positive=0.0, clock_per_s_negative=0.0,
             quantisation_half_width_w=quant, mixing_half_width_w=float(edge[i]),
-            coverage=coverage)
+            coverage=coverage, jitter_half_width_w=float(jitter_w[i]), stamp_jitter_s=jitter)
     spread = np.std(block_power, axis=0, ddof=1) / math.sqrt(batches)
     return StageAttribution(
         estimates=estimates, shift_s=float(shift), shift_std_error_s=shift_se,

@@ -19,9 +19,16 @@ Occupancy = list[tuple[np.ndarray, np.ndarray]]
 
 def occupancy(schedule: StageSchedule, origin: float) -> Occupancy:
     """Per stage, knots of the cumulative time spent in it (piecewise linear, flat between)."""
+    return intervals_occupancy([(schedule.starts[k], schedule.ends[k]) for k in schedule.stages],
+                               origin)
+
+
+def intervals_occupancy(intervals: list[tuple[np.ndarray, np.ndarray]], origin: float
+                        ) -> Occupancy:
+    """:func:`occupancy` of each stage's (starts, ends), sorted and disjoint within a stage."""
     out = []
-    for stage in schedule.stages:
-        s, e = schedule.starts[stage] - origin, schedule.ends[stage] - origin
+    for starts, ends in intervals:
+        s, e = starts - origin, ends - origin
         before = np.concatenate(([0.0], np.cumsum(e - s)[:-1]))
         out.append((np.column_stack((s, e)).ravel(),
                     np.column_stack((before, before + (e - s))).ravel()))
