@@ -132,11 +132,12 @@ def test_the_cpu_bench_without_jitter_measures_none():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("jitter_s", JITTERS)
+@pytest.mark.parametrize("jitter_s", (0.0, 60e-6))  # none, and the finding's 60 µs
 def test_the_95_percent_intervals_cover_the_truth_at_every_jitter(jitter_s):
-    """30 windows per jitter (a few minutes; the 200-seed sweep is in the commit message): 24
-    of 30 or more, which a true 95 % coverage misses with probability 0.2 % (binomial)."""
-    rates, refused = coverage(jitter_s, range(100, 130))
+    """15 windows per jitter (the 200-seed sweep at 0/20/60/150 µs is in the commit message; 30
+    windows at four jitters took minutes of the suite's CPU): 12 of 15 or more, which a true
+    95 % coverage misses with probability 0.5 % (binomial)."""
+    rates, refused = coverage(jitter_s, range(100, 115))
     print(f"coverage at {jitter_s * 1e6:g} µs jitter: {rates} ({refused} refused)")
-    assert refused <= 6
+    assert refused <= 3
     assert all(rate >= 0.80 for rate in rates.values()), rates
