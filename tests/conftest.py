@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests import alone, cassette_recording, durations
+from tests import alone, bytecode, cassette_recording, durations
 
 # the cassette fixture (its --record-mode option is added below)
 from tests.cassette_recording import cassette  # noqa: F401
@@ -52,6 +52,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _MADE_HERE.append(lock_dir)
     if not hasattr(config, "workerinput"):  # the controller, or a run without xdist
         _MADE_HERE.append(alone.start_session())
+        bytecode.share_in(_MADE_HERE[-1])  # the workers and every child inherit it
     config.addinivalue_line(
         "markers", "outside_ci: needs something CI never has; may skip under CI=true"
     )
