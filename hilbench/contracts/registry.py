@@ -79,6 +79,9 @@ class WorkloadPlugin:
     methodology: str | None = None
     # "module:attribute": the NeuroBench stage plans of its procedure family (workflow figure).
     stage_plans: str | None = None
+    # "module:attribute": the campaigns and stored runs the core's daemon and store benchmarks
+    # drive, when it is the first workload to offer them (hilbench.bench.bench_campaign).
+    bench_fixture: str | None = None
     # "module:function": its driver conformance cases, function(suite, device, declared map,
     # **options) (hilbench.testing.driver_conformance runs them for a driver declaring it).
     conformance: str | None = None
