@@ -82,6 +82,8 @@ class WorkloadPlugin:
     # "module:attribute": the campaigns and stored runs the core's daemon and store benchmarks
     # drive, when it is the first workload to offer them (hilbench.bench.bench_campaign).
     bench_fixture: str | None = None
+    # "module:attribute": its NeuroBench leaderboard rows (hilbench.report.leaderboard).
+    leaderboard: str | None = None
     # "module:function": its driver conformance cases, function(suite, device, declared map,
     # **options) (hilbench.testing.driver_conformance runs them for a driver declaring it).
     conformance: str | None = None

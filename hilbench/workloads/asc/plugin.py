@@ -120,4 +120,5 @@ WORKLOAD = WorkloadPlugin(
     stage_plans="hilbench.workloads.asc.report.stages:STAGES",
     methodology="hilbench.workloads.asc.report.methodology:asc_methodology",
     conformance="hilbench.workloads.asc.conformance:check_asc",
+    leaderboard="hilbench.workloads.asc.report.leaderboard",
 )
