@@ -84,6 +84,9 @@ class WorkloadPlugin:
     bench_fixture: str | None = None
     # "module:attribute": its NeuroBench leaderboard rows (hilbench.report.leaderboard).
     leaderboard: str | None = None
+    # "module:function": its own section of the report's results, across campaigns
+    # (hilbench.report.sections).
+    report_section: str | None = None
     # "module:function": its driver conformance cases, function(suite, device, declared map,
     # **options) (hilbench.testing.driver_conformance runs them for a driver declaring it).
     conformance: str | None = None

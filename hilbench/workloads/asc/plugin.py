@@ -121,4 +121,5 @@ WORKLOAD = WorkloadPlugin(
     methodology="hilbench.workloads.asc.report.methodology:asc_methodology",
     conformance="hilbench.workloads.asc.conformance:check_asc",
     leaderboard="hilbench.workloads.asc.report.leaderboard",
+    report_section="hilbench.workloads.asc.report.section:report_section",
 )
