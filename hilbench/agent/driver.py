@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
+
+from hilbench.entry_points import entry_points
 
 ENTRY_POINT_GROUP = "hilbench.drivers"
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import importlib
 import logging
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint
 from typing import Any
 
 import click
+
+from hilbench.entry_points import entry_points
 
 log = logging.getLogger(__name__)
 

@@ -22,12 +22,12 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from importlib.metadata import entry_points
 from typing import Any
 
 import numpy as np
 
 from hilbench.contracts.base import Reply
+from hilbench.entry_points import entry_points
 
 ENTRY_POINT_GROUP = "hilbench.workloads"
 CORE_DISTRIBUTION = "hilbench"

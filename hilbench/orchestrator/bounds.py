@@ -22,9 +22,9 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
+from hilbench.entry_points import entry_points
 from hilbench.orchestrator.campaign_errors import CampaignError
 from hilbench.orchestrator.eta import OVERHEAD_PER_RUN_S, duration_text
 from hilbench.orchestrator.procedure import load_procedure

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from hilbench.contracts.registry import ENTRY_POINT_GROUP as WORKLOAD_GROUP
 from hilbench.contracts.registry import workloads
+from hilbench.entry_points import entry_points
 
 if TYPE_CHECKING:
     from hilbench.contracts.remote import RemoteDevice

@@ -3,9 +3,9 @@ group, by name, so that the core names no instrument driver."""
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
 from typing import Any
 
+from hilbench.entry_points import entry_points
 from hilbench.power.source import InstrumentFault
 
 ENTRY_POINT_GROUP = "hilbench.instruments"

@@ -24,6 +24,7 @@ import sqlite3
 from pathlib import Path
 from typing import Literal
 
+from hilbench.store import head_schema
 from hilbench.store.engine import BUSY_TIMEOUT_S, parse_db
 from hilbench.store.errors import (
     StoreError,
@@ -158,11 +159,13 @@ ALEMBIC_VERSION_TABLE = (
 Mode = Literal["read", "write"]
 
 
-def open_store(path: Path, mode: Mode) -> sqlite3.Connection:
+def open_store(path: Path, mode: Mode, *, from_head: bool = True) -> sqlite3.Connection:
     """Open ``path`` as a hilbench store, creating (``write``) or migrating it when needed.
 
     ``read`` never creates a file and uses a read-only connection, so a reader cannot corrupt a
     store that a campaign is writing; an older schema is migrated first by a short write.
+    A new store is made from the head schema (:mod:`hilbench.store.head_schema`) unless
+    ``from_head`` is False (the migrations then build it step by step).
     """
     _check_file(path, create=mode == "write")
     if mode == "write":
@@ -173,7 +176,7 @@ def open_store(path: Path, mode: Mode) -> sqlite3.Connection:
             _set_wal(conn, path)
             conn.execute("PRAGMA synchronous = FULL")
             conn.execute("PRAGMA foreign_keys = ON")
-            migrate(conn, path)
+            migrate(conn, path, from_head=from_head)
         except sqlite3.Error as exc:  # e.g. no room for the write-ahead log
             conn.close()
             raise access_problem(path, write=True) or store_error(
@@ -200,36 +203,19 @@ def open_store(path: Path, mode: Mode) -> sqlite3.Connection:
     return conn
 
 
-def migrate(conn: sqlite3.Connection, path: Path) -> None:
+def migrate(conn: sqlite3.Connection, path: Path, *, from_head: bool = True) -> None:
     """Bring the store to SCHEMA_VERSION: the frozen steps in one transaction, then the Alembic
     revisions in another; safe against a concurrent migrator (each waits for the write lock
-    and reads the version again)."""
+    and reads the version again). An empty database gets the head schema at once."""
     try:
         conn.execute("BEGIN IMMEDIATE")
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         _refuse_newer(version, path)
-        install_functions(conn)  # functions a migration may call
-        for statements in LEGACY_MIGRATIONS[version:]:
-            for statement in statements:
-                conn.execute(statement)
-        # Stamped as Alembic's baseline (a store of version 4 made before Alembic gets it now).
-        conn.execute(ALEMBIC_VERSION_TABLE)
-        if not conn.execute("SELECT 1 FROM alembic_version").fetchone():
-            conn.execute(
-                "INSERT INTO alembic_version VALUES (?)", (f"{max(version, BASELINE_VERSION):04d}",)
-            )
-        if version < BASELINE_VERSION:
-            conn.execute(f"PRAGMA user_version = {BASELINE_VERSION}")
-            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-        for step in range(max(version, BASELINE_VERSION) + 1, FIRST_ALEMBIC_STEP):
-            cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
-            conn.execute("PRAGMA writable_schema = ON")
-            for statement in SQLITE_MIGRATIONS[step]:
-                conn.execute(statement)
-            conn.execute(f"PRAGMA schema_version = {cookie + 1}")
-            conn.execute("PRAGMA writable_schema = OFF")
-            conn.execute("UPDATE alembic_version SET version_num = ?", (f"{step:04d}",))
-            conn.execute(f"PRAGMA user_version = {step}")
+        if from_head and version == 0 and _is_empty(conn) and \
+                head_schema.create(conn, SCHEMA_VERSION, APPLICATION_ID):
+            conn.execute("COMMIT")
+            return
+        _frozen_steps(conn, version)
         conn.execute("COMMIT")
     except sqlite3.Error as exc:
         if conn.in_transaction:
@@ -237,6 +223,37 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
         raise store_error(path, "create or upgrade the store schema", exc) from exc
     if version < SCHEMA_VERSION:
         _upgrade_by_alembic(path)
+
+
+def _frozen_steps(conn: sqlite3.Connection, version: int) -> None:
+    """The legacy steps to the baseline, the Alembic stamp, the frozen SQLite steps up to
+    FIRST_ALEMBIC_STEP, in the caller's transaction."""
+    install_functions(conn)  # functions a migration may call
+    for statements in LEGACY_MIGRATIONS[version:]:
+        for statement in statements:
+            conn.execute(statement)
+    # Stamped as Alembic's baseline (a store of version 4 made before Alembic gets it now).
+    conn.execute(ALEMBIC_VERSION_TABLE)
+    if not conn.execute("SELECT 1 FROM alembic_version").fetchone():
+        conn.execute(
+            "INSERT INTO alembic_version VALUES (?)", (f"{max(version, BASELINE_VERSION):04d}",)
+        )
+    if version < BASELINE_VERSION:
+        conn.execute(f"PRAGMA user_version = {BASELINE_VERSION}")
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    for step in range(max(version, BASELINE_VERSION) + 1, FIRST_ALEMBIC_STEP):
+        cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
+        conn.execute("PRAGMA writable_schema = ON")
+        for statement in SQLITE_MIGRATIONS[step]:
+            conn.execute(statement)
+        conn.execute(f"PRAGMA schema_version = {cookie + 1}")
+        conn.execute("PRAGMA writable_schema = OFF")
+        conn.execute("UPDATE alembic_version SET version_num = ?", (f"{step:04d}",))
+        conn.execute(f"PRAGMA user_version = {step}")
+
+
+def _is_empty(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
 
 
 def _upgrade_by_alembic(path: Path) -> None:

@@ -234,3 +234,44 @@ def _writers_open_at_once(target, writers: int = 4) -> list[BaseException]:
     for thread in threads:
         thread.join()
     return errors
+
+
+def _schema_of(path) -> tuple[list[tuple], tuple]:
+    conn = sqlite3.connect(path)
+    try:
+        objects = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"
+                               " ORDER BY type, name").fetchall()
+        marks = tuple(conn.execute(f"PRAGMA {p}").fetchone()[0]
+                      for p in ("user_version", "application_id"))
+        return objects, marks + tuple(conn.execute("SELECT * FROM alembic_version").fetchall())
+    finally:
+        conn.close()
+
+
+def test_a_new_store_made_from_the_head_schema_equals_one_the_migrations_built(tmp_path):
+    """hilbench/store/head_schema.sql is generated from the migrations: a store made from it has
+    the same objects, statements, marks and Alembic stamp as one built step by step, and the
+    file regenerates identically (it is stale the moment a revision is added)."""
+    from hilbench.store import make_head_schema
+    from hilbench.store.schema import open_store
+
+    open_store(tmp_path / "head.sqlite", "write").close()
+    open_store(tmp_path / "steps.sqlite", "write", from_head=False).close()
+    assert _schema_of(tmp_path / "head.sqlite") == _schema_of(tmp_path / "steps.sqlite")
+    assert make_head_schema.main(["--check"]) == 0
+
+
+def test_a_head_schema_of_another_version_is_not_used(tmp_path, monkeypatch):
+    """A file left behind by another version (a revision added, the file not regenerated) makes
+    nothing: the new store is built by the migrations, at the code's version."""
+    from hilbench.store import head_schema
+
+    stale = tmp_path / "head_schema.sql"
+    stale.write_text(head_schema.HEAD_SQL.read_text(encoding="utf-8").replace(
+        f"schema {SCHEMA_VERSION} (Alembic revision {SCHEMA_VERSION:04d})",
+        f"schema {SCHEMA_VERSION - 1} (Alembic revision {SCHEMA_VERSION - 1:04d})"))
+    monkeypatch.setattr(head_schema, "HEAD_SQL", stale)
+    assert head_schema.statements_for(SCHEMA_VERSION) is None
+    StoreWriter(tmp_path / "new.sqlite").close()
+    assert _differences(tmp_path / "new.sqlite") == []
+    assert _schema_of(tmp_path / "new.sqlite")[1][0] == SCHEMA_VERSION

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import zipfile
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
+from hilbench.entry_points import entry_points
 from hilbench.private_files import open_private, private_dir
 
 ENTRY_POINT_GROUP = "hilbench.asc_models"

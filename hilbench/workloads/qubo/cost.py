@@ -8,11 +8,14 @@ couplings instead, always in int64.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 
 from hilbench.workloads.qubo.generator import DIAGONAL_WEIGHT, EDGE_WEIGHT, graph_edges
+
+if TYPE_CHECKING:
+    import networkx as nx  # imported where a graph is made: 0.1-0.4 s of every start
 
 # Samples scored per vectorised block in SparseQubo.costs, bounding memory at rows x edges.
 _COST_BLOCK_ELEMENTS = 1 << 24

@@ -16,7 +16,6 @@ from typing import Any, Literal
 import numpy as np
 
 from hilbench.workloads.qubo.cost import SparseQubo
-from hilbench.workloads.qubo.exact import maximum_independent_set
 from hilbench.workloads.qubo.generator import (
     DIAGONAL_WEIGHT,
     EDGE_WEIGHT,
@@ -93,6 +92,8 @@ def _exact(nodes: int, density: float, seed: int) -> Target:
 
 @functools.lru_cache(maxsize=64)
 def _exact_set(nodes: int, density: float, seed: int) -> tuple[int, tuple[int, ...]]:
+    from hilbench.workloads.qubo.exact import maximum_independent_set  # networkx: 0.1 s
+
     independent_set = maximum_independent_set(qubo_graph(nodes, density, seed))
     return -len(independent_set), tuple(independent_set)
 
