@@ -12,7 +12,8 @@ from pathlib import Path
 
 import click
 
-from hilbench.bench.daemon_harness import DaemonProc, env_note, qubo_file, successes
+from hilbench.bench.bench_campaign import bench_fixture, campaign_file
+from hilbench.bench.daemon_harness import DaemonProc, env_note, successes
 from hilbench.daemon.control import request, wake
 from hilbench.daemon.queue_db import QueueDB
 
@@ -28,7 +29,7 @@ def _pct(values: list[float], q: float) -> float:
               help="Then time this many whole `hilbench status --json` commands, still under "
               "load.")
 def status(seconds: float, cli_calls: int) -> None:
-    """`status` latency while 1 ms QUBO units run back to back under the daemon.
+    """`status` latency while 1 ms units run back to back under the daemon.
 
     Asks over the control socket every 50 ms (the request `hilbench status --json` makes), and
     times whole `hilbench status --json` commands, whose own Python start-up comes on top.
@@ -36,7 +37,7 @@ def status(seconds: float, cli_calls: int) -> None:
     with tempfile.TemporaryDirectory(prefix="hilbench-bench-status-") as tmp:
         folder = Path(tmp)
         db = folder / "s.sqlite"
-        path = qubo_file(folder, "status-load", 20_000)
+        path = campaign_file(folder, "status-load", 20_000)
         with QueueDB(db) as q:
             q.add(str(path), path.read_text(), "status-load")
         daemon = DaemonProc(db)
@@ -62,8 +63,8 @@ def status(seconds: float, cli_calls: int) -> None:
                 cli_s.append(time.perf_counter() - started)
         finally:
             daemon.stop()
-    click.echo(f"campaign under the daemon: {units_per_s:.1f} units/s (1 ms QUBO, simulated "
-               f"meter) while asked; {env_note()}")
+    click.echo(f"campaign under the daemon: {units_per_s:.1f} units/s (1 ms "
+               f"{bench_fixture().LABEL}, simulated meter) while asked; {env_note()}")
     click.echo(f"status over the control socket: {len(socket_s)} asks, median "
                f"{statistics.median(socket_s) * 1e3:.1f} ms, p99 {_pct(socket_s, 0.99) * 1e3:.1f} "
                f"ms, max {max(socket_s) * 1e3:.1f} ms")
@@ -93,7 +94,7 @@ def daemon_overhead(units: int, rounds: int) -> None:
     queued: list[float] = []
     with tempfile.TemporaryDirectory(prefix="hilbench-bench-overhead-") as tmp:
         folder = Path(tmp)
-        path = qubo_file(folder, "overhead", units)
+        path = campaign_file(folder, "overhead", units)
         db = folder / "daemon.sqlite"
         daemon = DaemonProc(db)
         daemon.start()
@@ -125,8 +126,8 @@ def daemon_overhead(units: int, rounds: int) -> None:
         finally:
             daemon.stop()
     r, d = statistics.median(runs), statistics.median(queued)
-    click.echo(f"one campaign file, {units} units (1 ms QUBO, spawned CPU agent, simulated "
-               f"meter), {rounds} round(s) interleaved; {env_note()}")
+    click.echo(f"one campaign file, {units} units (1 ms {bench_fixture().LABEL}, spawned CPU "
+               f"agent, simulated meter), {rounds} round(s) interleaved; {env_note()}")
     click.echo("`hilbench run FILE --again` (start to exit, Python start-up included) vs the "
                "daemon (`queue add` + wake to the history entry; its worker process waits, "
                "imported, while the bench is idle); each path on one store across rounds")
@@ -142,7 +143,7 @@ def schedule_timing(minutes: int) -> None:
     with tempfile.TemporaryDirectory(prefix="hilbench-bench-schedule-") as tmp:
         folder = Path(tmp)
         db = folder / "s.sqlite"
-        path = qubo_file(folder, "every-minute", 4)
+        path = campaign_file(folder, "every-minute", 4)
         with QueueDB(db) as q:
             sid = q.add_schedule(name="every-minute", source_path=str(path),
                                  content=path.read_text(), cron="* * * * *", tz="UTC",

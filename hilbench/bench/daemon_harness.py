@@ -1,5 +1,5 @@
-"""What the daemon benchmarks share: simulated-bench campaign files, a daemon process, and
-reading the store for what ran."""
+"""What the daemon benchmarks share: a daemon process, and reading the store for what ran (their
+campaign files: :func:`hilbench.bench.bench_campaign.campaign_file`)."""
 
 from __future__ import annotations
 
@@ -18,49 +18,6 @@ import psutil
 
 from hilbench.daemon.queue_db import QueueDB
 from hilbench.private_files import open_private
-
-SIM_METER = """
-[[instruments]]
-id = "dmm"
-driver = "keysight34465a"
-measures = "cpu0"
-simulate = "simulated-cpu"
-
-[instruments.settings]
-function = "current"
-range = 10.0
-nplc = 0.02
-autozero = false
-sample_interval_s = 0.001
-supply_voltage_v = 12.0
-"""
-
-
-def qubo_file(folder: Path, name: str, units: int, timeout_s: float = 0.001) -> Path:
-    """A campaign of ``units`` QUBO units (n = 10, 15, 20, 25; SA; ``timeout_s``) on a spawned
-    CPU agent measured by the simulated bench meter."""
-    nodes = [10, 15, 20, 25]
-    seeds = -(-units // len(nodes))
-    text = f"""[campaign]
-name = "{name}"
-
-[[agents]]
-id = "cpu0"
-driver = "cpu"
-spawn = true
-
-[[qubo]]
-agent = "cpu0"
-scenario = "fixed_timeout"
-nodes = {nodes}
-densities = [0.05]
-seeds = {list(range(seeds))}
-solvers = ["sa"]
-timeouts_s = [{timeout_s}]
-{SIM_METER}"""
-    path = folder / f"{name}.toml"
-    path.write_text(text)
-    return path
 
 
 class DaemonProc:

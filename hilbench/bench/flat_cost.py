@@ -3,8 +3,9 @@ its start?
 
 Runs one long campaign on the simulated bench the way `hilbench run` does — the campaign
 runner in this process, a spawned CPU agent, the simulated Keysight meter reading every
-millisecond, a real store file — with QUBO units of a few milliseconds (n = 10 and 25 by
-default). It prints runs per second in the first and the last tenth of the campaign, the
+millisecond, a real store file — with units of a few milliseconds (the first registered
+workload's bench campaign: QUBO, n = 10 and 25 by default, as shipped). It prints runs per
+second in the first and the last tenth of the campaign, the
 orchestrator's RSS after the first tenth and at the end, and its growth per run (least squares
 over the last nine tenths, so start-up allocations are not counted). ``--trace`` also prints
 the sites whose Python allocations grew most between the first tenth and the end
@@ -14,7 +15,6 @@ the sites whose Python allocations grew most between the first tenth and the end
 from __future__ import annotations
 
 import gc
-import math
 import tempfile
 import time
 from pathlib import Path
@@ -22,26 +22,13 @@ from pathlib import Path
 import click
 
 
-def _campaign(units: int, nodes: list[int], timeout_s: float, meter: bool):
+def _campaign(units: int, sizes: list[int], timeout_s: float, meter: bool):
+    """Five instances a size, repeated to ``units``, of the bench workload (noisy meter)."""
+    from hilbench.bench.bench_campaign import campaign_data
     from hilbench.orchestrator.campaign import parse_campaign
 
-    seeds = list(range(5))
-    per_rep = len(nodes) * len(seeds)
-    data = {
-        "campaign": {"name": "flat-cost", "repetitions": max(1, math.ceil(units / per_rep))},
-        "agents": [{"id": "cpu0", "driver": "cpu", "spawn": True}],
-        "qubo": [{"nodes": nodes, "densities": [0.1], "seeds": seeds, "solvers": ["sa"],
-                  "timeouts_s": [timeout_s]}],
-    }
-    if meter:
-        data["instruments"] = [{
-            "id": "dmm", "driver": "keysight34465a", "measures": "cpu0",
-            "simulate": "simulated-cpu", "noise_std_w": 0.01,
-            "settings": {"function": "current", "supply_voltage_v": 12.0, "range": 10.0,
-                         "nplc": 0.02, "autozero": False,
-                         "sample_interval_s": 0.001},
-        }]
-    return parse_campaign(data, "flat-cost.toml")
+    return parse_campaign(campaign_data("flat-cost", units, timeout_s, sizes=sizes, instances=5,
+                                        meter=meter, noise_std_w=0.01), "flat-cost.toml")
 
 
 def _children_rss(process) -> dict[str, int]:
@@ -92,7 +79,8 @@ def _print_memory(rss: list[int], children: dict[int, dict[str, int]], snapshots
 @click.command("flat-cost")
 @click.option("--units", type=click.IntRange(min=100), default=3000, show_default=True,
               help="Runs in the campaign (the issue's soak: 10 200).")
-@click.option("--nodes", default="10,25", show_default=True, help="QUBO sizes, comma-separated.")
+@click.option("--nodes", default="10,25", show_default=True,
+              help="Problem sizes (nodes) of the bench campaign, comma-separated.")
 @click.option("--timeout", "timeout_s", type=float, default=0.001, show_default=True,
               help="Each unit's fixed timeout, seconds.")
 @click.option("--meter/--no-meter", default=True, show_default=True,
@@ -106,6 +94,7 @@ def flat_cost(units: int, nodes: str, timeout_s: float, meter: bool, trace: bool
     """Runs/s in the first and last tenth of a long simulated campaign, and RSS growth per run."""
     import psutil
 
+    from hilbench.bench.bench_campaign import bench_fixture
     from hilbench.orchestrator.interrupt import signals_interrupt
     from hilbench.orchestrator.runner import CampaignAborted, CampaignRunner
 
@@ -140,7 +129,7 @@ def flat_cost(units: int, nodes: str, timeout_s: float, meter: bool, trace: bool
                 click.echo(f"  {done}/{total} runs, RSS {rss[-1] / 2**20:.1f} MiB", err=True)
 
         runner.on_unit_done = on_unit_done
-        click.echo(f"{total} QUBO runs (n = {nodes}, {timeout_s * 1e3:g} ms each"
+        click.echo(f"{total} {bench_fixture().LABEL} runs (n = {nodes}, {timeout_s * 1e3:g} ms each"
                    f"{', simulated meter at 1 ms' if meter else ''}); store {store}", err=True)
         started = time.perf_counter()
         try:

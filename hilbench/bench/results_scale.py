@@ -1,10 +1,11 @@
 """`hilbench bench results`: how long `hilbench results` takes as the store grows, on SQLite
 and (``--db postgresql://…``) on PostgreSQL in the same run.
 
-A store is filled through the real StoreWriter with campaigns of QUBO-shaped runs (load and
-solve phases, solution events, a batch of power samples, the metrics a fixed-timeout run
-stores), and `hilbench results` is run as a user runs it (a fresh process each time, so
-interpreter start-up is included) at each requested size: the summary table, one campaign by
+A store is filled through the real StoreWriter with campaigns of runs shaped like the first
+registered workload's (its bench fixture's; as shipped QUBO: load and solve phases, solution
+events, a batch of power samples, the metrics a fixed-timeout run stores), and `hilbench
+results` is run as a user runs it (a fresh process each time, so interpreter start-up is
+included) at each requested size: the summary table, one campaign by
 name, and the full CSV and JSON listings (written to /dev/null). A PostgreSQL store gets the
 same runs, copied from the SQLite one at each size with :func:`hilbench.store.copy.copy_runs`
 (filling is set-up, not the subject; the copy's rate is printed too), so both listings are of
@@ -13,7 +14,6 @@ identical stores.
 
 from __future__ import annotations
 
-import itertools
 import os
 import resource
 import statistics
@@ -27,81 +27,29 @@ from typing import Any
 import click
 import numpy as np
 
-from hilbench import __version__
+from hilbench.bench.bench_campaign import bench_fixture
 from hilbench.cli.options import DB
-from hilbench.documents import (
-    Event,
-    Metric,
-    PhaseStart,
-    PhaseStop,
-    RunStart,
-    RunStop,
-    Samples,
-    new_uid,
-)
+from hilbench.documents import new_uid
 from hilbench.store import StoreWriter
 from hilbench.store.copy import copy_runs
 from hilbench.store.engine import DbTarget
 
 CAMPAIGN_RUNS = 1000
-NODES = (100, 250, 500, 1000, 2500)
-SOLVERS = ("sa", "tabu")
-TIMEOUTS = (0.001, 0.01, 0.1, 1.0)
-SEEDS = range(5)
-
-
-def _grid() -> list[tuple[int, int, str, float]]:
-    return list(itertools.product(NODES, SEEDS, SOLVERS, TIMEOUTS))
 
 
 def _write_campaign(
     writer: StoreWriter, name: str, runs: int, rng: np.random.Generator
 ) -> list[str]:
-    """Write one campaign of ``runs`` QUBO-shaped runs; return their uids."""
+    """Write one campaign of ``runs`` runs shaped like the bench workload's; return their
+    uids."""
     uid = new_uid()
     uids: list[str] = []
     writer.begin_campaign(uid, name, {"name": name, "bench": "results"})
-    grid = _grid()
+    write_run = bench_fixture().write_run
     t = 0.0
     for i in range(runs):
-        n, seed, solver, timeout = grid[i % len(grid)]
-        rep = i // len(grid)
-        key = f"qubo/fixed_timeout/n={n}/d=0.05/seed={seed}/{solver}/timeout={timeout:g}/rep={rep}"
-        params = {"workload": "qubo", "scenario": "fixed_timeout", "nodes": n, "density": 0.05,
-                  "seed": seed, "solver": solver, "timeout_s": timeout, "repetition": rep,
-                  "target": -n // 10, "target_source": "published"}
-        run = new_uid()
+        run, t = write_run(writer, uid, i, t, rng)
         uids.append(run)
-        writer(RunStart(run, uid, key, "qubo.fixed_timeout", params, {"cpu0": {}}, t,
-                        time.time(), __version__))
-        load, solve = new_uid(), new_uid()
-        writer(PhaseStart(load, run, "load", t, {}))
-        writer(PhaseStop(load, run, t + 0.01, "success"))
-        writer(PhaseStart(solve, run, "solve", t + 0.01, {}))
-        writer(Event(run, solve, "solution", t + 0.01 + timeout, {"cost": -n // 10}))
-        ts = t + 0.01 + np.arange(20) * 0.025
-        writer(Samples(run, solve, "dmm", "W", ts, 30 + rng.standard_normal(20)))
-        writer(PhaseStop(solve, run, t + 0.02 + timeout, "success"))
-        gap = abs(rng.normal(0.05, 0.02))
-        feasible = rng.random() > 0.02
-        actual = timeout * (1.02 if rng.random() > 0.05 else 1.3)
-        for metric, value, unit, unc in (
-            ("requested_s", timeout, "s", None),
-            ("actual_s", actual, "s", None),
-            ("overrun", float(actual > timeout * 1.05 and actual - timeout > 5e-4), "", None),
-            ("feasible", float(feasible), "", None),
-            ("cost", float(-n // 10), "", None),
-            ("bks_gap", gap if feasible else None, "", None),
-            ("run_time_s", timeout * 1.02, "s", 1e-6),
-            ("avg_power_w", 30 + rng.normal(), "W", 0.4),
-            ("energy_j", (30 + rng.normal()) * timeout, "J", 0.01),
-        ):
-            writer(Metric(run, metric, value, unit, unc,
-                          meta={"target": -n // 10, "target_source": "published"}
-                          if metric == "bks_gap" else {}))
-        status = "success" if rng.random() > 0.01 else "fail"
-        writer(RunStop(run, t + 0.03 + timeout, status, "" if status == "success" else "bench"))
-        t += 0.05 + timeout
     writer.end_campaign(uid, "success")
     return uids
 

@@ -1,6 +1,7 @@
 """`hilbench bench soak`: a time-compressed night of the daemon on the simulated bench.
 
-Queues ``--campaigns`` QUBO campaigns (n = 10-25, 1 ms, simulated meter) totalling ``--units``
+Queues ``--campaigns`` campaigns of 1 ms units (the first registered workload's bench
+campaign: QUBO, n = 10-25, as shipped; simulated meter) totalling ``--units``
 units, adds a ``* * * * *`` schedule (priority 1, so each fire's item runs after the campaign
 in progress, while queued work remains), and while the daemon works SIGKILLs it
 ``--daemon-kills`` times and an agent ``--agent-kills`` times at random moments (between 12 %
@@ -24,12 +25,12 @@ from pathlib import Path
 
 import click
 
+from hilbench.bench.bench_campaign import campaign_file
 from hilbench.bench.daemon_harness import (
     DaemonProc,
     accounting,
     busy_throughput,
     env_note,
-    qubo_file,
     successes,
     unit_keys,
 )
@@ -75,9 +76,9 @@ def _soak(units: int, campaigns: int, fires: int, daemon_kills: int, agent_kills
     expected: dict[int, set[str]] = {}
     with QueueDB(db) as q:
         for i in range(campaigns):
-            path = qubo_file(folder, f"soak-{i:02d}", per)
+            path = campaign_file(folder, f"soak-{i:02d}", per)
             expected[q.add(str(path), path.read_text(), f"soak-{i:02d}")] = unit_keys(path)
-        nightly = qubo_file(folder, "soak-scheduled", 40)
+        nightly = campaign_file(folder, "soak-scheduled", 40)
         sid = q.add_schedule(name="soak-scheduled", source_path=str(nightly),
                              content=nightly.read_text(), cron="* * * * *", tz="UTC",
                              missed="run-once", trials=None, record=None, priority=1,

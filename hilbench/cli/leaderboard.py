@@ -34,7 +34,11 @@ def leaderboard(campaigns: tuple[str, ...], system_path: Path, db_path: Path | N
     a row with any simulated figure says simulated = true.
     """
     from hilbench.report.campaign_data import load_campaign_data
-    from hilbench.report.leaderboard import leaderboard_rows, render_leaderboard
+    from hilbench.report.leaderboard import (
+        leaderboard_rows,
+        render_leaderboard,
+        what_makes_a_row,
+    )
     from hilbench.report.system import SystemFileError, load_system
     from hilbench.store import Store, StoreError
 
@@ -57,7 +61,6 @@ def leaderboard(campaigns: tuple[str, ...], system_path: Path, db_path: Path | N
         raise SystemExit(EXIT_USAGE) from None
     rows = leaderboard_rows(data, system)
     if not rows:
-        click.echo("error: the campaigns hold no ASC or QUBO time-to-solution / largest-workload "
-                   "results (a fixed-timeout sweep alone is not a leaderboard entry)", err=True)
+        click.echo(f"error: the campaigns hold no {what_makes_a_row()}", err=True)
         raise SystemExit(EXIT_USAGE)
     click.echo(render_leaderboard(rows, fmt), nl=False)

@@ -79,6 +79,14 @@ class WorkloadPlugin:
     methodology: str | None = None
     # "module:attribute": the NeuroBench stage plans of its procedure family (workflow figure).
     stage_plans: str | None = None
+    # "module:attribute": the campaigns and stored runs the core's daemon and store benchmarks
+    # drive, when it is the first workload to offer them (hilbench.bench.bench_campaign).
+    bench_fixture: str | None = None
+    # "module:attribute": its NeuroBench leaderboard rows (hilbench.report.leaderboard).
+    leaderboard: str | None = None
+    # "module:function": its own section of the report's results, across campaigns
+    # (hilbench.report.sections).
+    report_section: str | None = None
     # "module:function": its driver conformance cases, function(suite, device, declared map,
     # **options) (hilbench.testing.driver_conformance runs them for a driver declaring it).
     conformance: str | None = None

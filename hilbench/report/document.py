@@ -24,16 +24,14 @@ from hilbench.report.campaign_data import CampaignData, load_campaign_data
 from hilbench.report.figures.source import FigureRequest, Source
 from hilbench.report.figures.trace import load_trace, trace_figure
 from hilbench.report.methodology import campaign_methodology
+from hilbench.report.sections import Detail, WorkloadSection, split_tables
 from hilbench.report.summary import summary_tables
 from hilbench.report.system import SystemDescription
 from hilbench.report.table import Table
-from hilbench.report.trials import ReportedFigures, apply_trial_rule
+from hilbench.report.trials import ReportedFigures
 from hilbench.report.workflow import Workflow, campaign_workflows, stage_lines, workflow_svg
 from hilbench.safe_paths import safe_name, write_inside
 from hilbench.store import Store
-from hilbench.workloads.asc.report.figures import Ratio, asc_systems, ratios
-from hilbench.workloads.asc.report.table6 import KEY as TABLE6_KEY
-from hilbench.workloads.asc.report.table6 import table6
 
 FIGURES_DIR = "figures"
 VERSIONED = ("numpy", "matplotlib", "jinja2", "pyzmq", "dwave-samplers", "numba")
@@ -66,7 +64,7 @@ class CampaignSection:
     started: str
     stopped: str
     config_hash: str
-    tables: list[Table]
+    tables: list[Table]  # every table of the campaign
     workflows: list[WorkflowFigure]
     methodology: list[str]
     figures: list[FigureFile]
@@ -75,21 +73,10 @@ class CampaignSection:
     versions: list[str]  # hilbench versions of the runs and agents, with their hosts
     simulation: list[str]  # what is simulated in the campaign's runs
 
-    @property
-    def main_tables(self) -> list[Table]:
-        """The tables printed in the results; an ASC system's own table (every power stream,
-        power-window times, the agent's report) goes in a folded detail under them, since the
-        report's ASC table is the Table 6 layout across systems (:attr:`Report.asc_table`),
-        printed once for every campaign rather than once per campaign as `summary` does."""
-        return [t for t in self.tables
-                if not t.key.startswith(ASC_DETAIL) and t.key != TABLE6_KEY]
-
-    @property
-    def detail_tables(self) -> list[Table]:
-        return [t for t in self.tables if t.key.startswith(ASC_DETAIL)]
-
-
-ASC_DETAIL = "asc.table6/"
+    # The tables printed (the workload sections' lead tables stand for some), and each
+    # section's folded detail: set by build_report once every section is known.
+    main_tables: list[Table] = field(default_factory=list)
+    details: list[Detail] = field(default_factory=list)
 
 
 @dataclass
@@ -99,11 +86,9 @@ class Report:
     store: str
     systems: list[SystemDescription | None]
     campaigns: list[CampaignSection]
-    figures: list[FigureFile]  # across campaigns: QUBO gap/power/TTS, ASC Table 6
-    ratios: list[Ratio] = field(default_factory=list)
-    reference: str = ""
+    figures: list[FigureFile]  # across campaigns: each workload's (report_figures)
     software: list[str] = field(default_factory=list)
-    asc_table: Table | None = None  # NeuroBench Table 6: metrics × systems, fixed units
+    sections: list[WorkloadSection] = field(default_factory=list)  # each workload's own
 
     @property
     def simulated(self) -> bool:
@@ -236,17 +221,22 @@ def build_report(
             versions=versions, simulation=simulation))
     progress("figures across campaigns")
     common = _common_figures(sources, fig_dir, out, reference)
-    systems_asc = asc_systems(sources)
-    asc_table = table6(systems_asc)
-    if asc_table is not None:
-        apply_trial_rule(asc_table, reported)
+    own = _sections(sources, reported, reference)
+    for section in sections:
+        section.main_tables, section.details = split_tables(section.tables, own)
     ended = [c["wall_stop"] or c["wall_start"] for c in campaign_rows]
     return Report(
         title=_title(systems, campaigns), generated=_utc(max(ended)),
         store=str(store_path), systems=systems, campaigns=sections, figures=common,
-        ratios=ratios([s for s in systems_asc if s.stream is not None], reference),
-        reference=reference or (systems_asc[0].label if len(systems_asc) > 1 else ""),
-        software=_software(), asc_table=asc_table)
+        software=_software(), sections=own)
+
+
+def _sections(sources: list[Source], reported: ReportedFigures | None,
+              reference: str | None) -> list[WorkloadSection]:
+    """Each workload's own section of the results (``WorkloadPlugin.report_section``)."""
+    found = [resolve(w.report_section)(sources, reported, reference)
+             for w in workloads().values() if w.report_section is not None]
+    return [section for section in found if section is not None]
 
 
 def _title(systems: list[SystemDescription | None], campaigns: list[tuple[str, str]]) -> str:

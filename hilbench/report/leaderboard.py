@@ -1,13 +1,14 @@
 """NeuroBench leaderboard rows from stored campaigns and a system description.
 
-One row per entry a leaderboard lists: an ASC row per agent (accuracy, execution time and
-dynamic energy per inference of pre-processing and inference, idle and dynamic power), a QUBO
-row per solver and workload (time and energy to 90 / 95 / 99 % of the target — BKS-gap 0.1,
-0.05, 0.01 — averaged over the seeds that reached it) with the solver's largest workload at 1 %
-density and fully connected. Every row carries the system's fields (system.toml), the spec
-version, whether any of its figures is simulated, and the 5-trial rule's outcome. Numbers are in
-SI units without prefix (s, J, W; accuracy as a fraction); uncertainties are 95 % expanded
-except execution times (standard error), as the tables say.
+Each workload's registration says which rows and columns it adds (``WorkloadPlugin.leaderboard``:
+a ``"module:attribute"``, a module will do, with ``rows(data) -> list[dict]`` — each row's
+``benchmark`` its workload's name —, ``UNITS`` (column -> s, j, w, 1 or B), ``ORDER`` (where its
+rows come among a campaign's), ``ENTRIES`` and ``NOTE`` (what the command says when no campaign
+holds a row), and optionally ``order_rows(rows)`` (applied to every row) and ``md_heading(row)``
+(the Markdown heading's tail, escaped). Every row carries the system's fields (system.toml), the
+spec version, whether any of its figures is simulated, and the 5-trial rule's outcome. Numbers
+are in SI units without prefix (s, J, W; accuracy as a fraction); uncertainties are 95 %
+expanded except execution times (standard error), as the tables say.
 """
 
 from __future__ import annotations
@@ -16,41 +17,41 @@ import csv
 import io
 import json
 from collections.abc import Iterable
+from functools import cache
 from typing import Any
 
 from hilbench import __version__
-from hilbench.power.instrument_agreement import disagreeing_instruments
-from hilbench.power.provenance import origin_of
+from hilbench.contracts.registry import resolve, workloads
 from hilbench.report.campaign_data import CampaignData
 from hilbench.report.markup import md_text
 from hilbench.report.system import SPEC_VERSION, SystemDescription
-from hilbench.report.trials import check_trials
-from hilbench.workloads.asc.report.closed import closed_fields, order_rows
-from hilbench.workloads.asc.report.table import STAGES, AscGroup, asc_groups, combine
-from hilbench.workloads.qubo.report.largest_table import largest_rows
-from hilbench.workloads.qubo.report.tts_table import TtsRow, tts_rows
-
-GAPS = ((0.1, 90), (0.05, 95), (0.01, 99))  # BKS-gap -> % of target optimality
-LARGEST_DENSITIES = ((0.01, "1pct"), (1.0, "fully_connected"))
 
 SYSTEM_FIELDS = ("spec_version", "system", "organisation", "date", "availability",
                  "power_measurement_category", "configuration", "software", "architecture",
                  "algorithm", "power_instrument", "included_power_domains",
                  "omitted_power_domains")
 RUN_FIELDS = ("benchmark", "entry", "simulated", "trials", "trial_rule", "campaigns")
-UNITS: dict[str, str] = {
-    "asc_accuracy": "1", "asc_accuracy_u95": "1",
-    **{f"asc_{what}_{stage}_{unit}": unit
-       for stage in STAGES
-       for what, unit in (("execution_time", "s"), ("execution_time_se", "s"),
-                          ("energy_per_inference", "j"), ("energy_per_inference_u95", "j"),
-                          ("active_power", "w"), ("dynamic_power", "w"))},
-    "asc_idle_power_w": "w", "asc_power_stream_s": "s",
-    "asc_modelled_energy_per_inference_j": "j", "asc_footprint_bytes": "B",
-    **{f"qubo_{what}_{pct}pct_{unit}": unit for _, pct in GAPS
-       for what, unit in (("time_to", "s"), ("energy_to", "j"), ("energy_to_u95", "j"))},
-    **{f"qubo_largest_nodes_{label}": "1" for _, label in LARGEST_DENSITIES},
-}
+
+
+@cache
+def _hooks() -> dict[str, Any]:
+    """Each workload's leaderboard part by workload name, in the order its rows come."""
+    found = {name: resolve(w.leaderboard) for name, w in workloads().items()
+             if w.leaderboard is not None}
+    return dict(sorted(found.items(), key=lambda item: getattr(item[1], "ORDER", 100)))
+
+
+@cache
+def _units() -> dict[str, str]:
+    return {column: unit for hook in _hooks().values() for column, unit in hook.UNITS.items()}
+
+
+def what_makes_a_row() -> str:
+    """What a campaign must hold to give a row, for the message when none does."""
+    hooks = _hooks().values()
+    notes = "; ".join(h.NOTE for h in hooks if getattr(h, "NOTE", None))
+    return (f"{' or '.join(h.ENTRIES for h in hooks) or 'leaderboard'} results"
+            + (f" ({notes})" if notes else ""))
 
 
 def system_fields(system: SystemDescription) -> dict[str, Any]:
@@ -81,118 +82,13 @@ def leaderboard_rows(campaigns: Iterable[CampaignData],
     rows: list[dict[str, Any]] = []
     for data in campaigns:
         ident = f"{data.name} ({data.uid[:8]})"
-        for group in asc_groups(data):
-            rows.append({**base, **_asc_row(group), "campaigns": ident})
-        largest = largest_rows(data)
-        for row in _qubo_rows(tts_rows(data), largest):
-            rows.append({**base, **row, "campaigns": ident})
-    return order_rows(rows)  # closed rows grouped by graph: devices on the same model
-
-
-def _figure(runs: list[dict[str, Any]], name: str) -> tuple[float | None, float | None,
-                                                             tuple[float, ...]]:
-    fig = combine(runs, name)
-    if fig is None or fig.value is None:
-        return None, None, ()
-    return fig.value, fig.uncertainty, fig.trials
-
-
-def _asc_row(group: AscGroup) -> dict[str, Any]:
-    row: dict[str, Any] = {"benchmark": "asc", "entry": group.agent}
-    trials: list[tuple[float, ...]] = []
-    value, u, t = _figure(group.single, "accuracy")
-    row["asc_accuracy"], row["asc_accuracy_u95"] = value, u
-    trials.append(t)
-    for stage in STAGES:
-        name = "preprocess_time_s" if stage == "preprocessing" else "inference_time_s"
-        value, u, t = _figure(group.single, name)
-        row[f"asc_execution_time_{stage}_s"], row[f"asc_execution_time_se_{stage}_s"] = value, u
-        trials.append(t)
-    stream = min(group.power) if group.power else None  # the un-amortised figures first
-    row["asc_power_stream_s"] = stream
-    runs = group.power.get(stream, []) if stream is not None else []
-    origin = origin_of((runs[0].get("idle_power_w") or {}).get("meta")) if runs else None
-    row["asc_power_source"] = origin.explain() if origin is not None else None
-    if origin is not None and not origin.leaderboard_ok:
-        # An agent's own report whose source states no uncertainty stays out of the row.
-        row["asc_power_note"] = ("power figures left out: the agent's own report, "
-                                 "uncertainty not stated")
-        runs = []
-    row["asc_idle_power_w"] = _figure(runs, "idle_power_w")[0]
-    for stage in STAGES:
-        value, u, t = _figure(runs, f"energy_per_inference_j.{stage}")
-        row[f"asc_energy_per_inference_{stage}_j"] = value
-        row[f"asc_energy_per_inference_u95_{stage}_j"] = u
-        trials.append(t)
-        row[f"asc_active_power_{stage}_w"] = _figure(runs, f"active_power_w.{stage}")[0]
-        row[f"asc_dynamic_power_{stage}_w"] = _figure(runs, f"dynamic_power_w.{stage}")[0]
-    # a further instrument on the device whose figures disagree (E_n > 1), by name
-    disagree = disagreeing_instruments([m.get("meta") for r in runs for m in r.values()])
-    row["asc_instruments_disagree"] = ", ".join(disagree) or None
-    row["simulated"] = bool(group.simulation)
-    row.update(closed_fields(group))  # asc_category: closed (a NIR graph) or open
-    row.update(_trial_fields(trials))
-    return row
-
-
-def _qubo_rows(tts: list[TtsRow], largest: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    by_solver: dict[str, dict[str, Any]] = {}
-    for entry in largest:
-        fields = by_solver.setdefault(entry["solver"], {})
-        for density, label in LARGEST_DENSITIES:
-            if abs(entry["density"] - density) < 1e-9:
-                fields[f"qubo_largest_nodes_{label}"] = entry["nodes"]
-                fields["_simulated"] = fields.get("_simulated", False) or entry["simulated"]
-    workloads: dict[tuple[str, int, float], dict[float, TtsRow]] = {}
-    for r in tts:
-        workloads.setdefault((r.solver, r.nodes, r.density), {})[r.gap] = r
-    rows = []
-    seen: set[str] = set()
-    for (solver, nodes, density), gaps in sorted(workloads.items()):
-        row: dict[str, Any] = {"benchmark": "qubo", "entry": solver, "qubo_nodes": nodes,
-                               "qubo_density": density}
-        trials: list[tuple[float, ...]] = []
-        simulated = False
-        seeds = []
-        sources = sorted({r.energy_source for r in gaps.values() if r.energy_source})
-        row["qubo_energy_source"] = "; ".join(sources) or None
-        for gap, pct in GAPS:
-            hit = gaps.get(gap)
-            row[f"qubo_time_to_{pct}pct_s"] = hit.mean_latency_s if hit else None
-            row[f"qubo_energy_to_{pct}pct_j"] = hit.mean_energy_j if hit else None
-            row[f"qubo_energy_to_u95_{pct}pct_j"] = hit.energy_uncertainty_j if hit else None
-            if hit:
-                seeds.append(f"{hit.reached}/{hit.runs}")
-                trials += list(hit.trials.values())
-                simulated = simulated or hit.simulated
-        row["qubo_seeds_reached"] = " ".join(seeds)
-        extra = by_solver.get(solver, {})
-        row.update({k: v for k, v in extra.items() if not k.startswith("_")})
-        row["simulated"] = simulated or extra.get("_simulated", False)
-        row.update(_trial_fields(trials))
-        rows.append(row)
-        seen.add(solver)
-    for solver, extra in sorted(by_solver.items()):
-        if solver not in seen:
-            rows.append({"benchmark": "qubo", "entry": solver,
-                         **{k: v for k, v in extra.items() if not k.startswith("_")},
-                         "simulated": extra.get("_simulated", False),
-                         **_trial_fields([])})
+        for hook in _hooks().values():
+            rows += [{**base, **row, "campaigns": ident} for row in hook.rows(data)]
+    for hook in _hooks().values():
+        order = getattr(hook, "order_rows", None)
+        if order is not None:
+            rows = order(rows)
     return rows
-
-
-def _trial_fields(trials: list[tuple[float, ...]]) -> dict[str, Any]:
-    """How many trials the row's figures average and what the 5-trial rule says of them."""
-    sets = [t for t in trials if t]
-    if not sets:
-        return {"trials": 1, "trial_rule": "1 trial (NeuroBench asks for 5)"}
-    checks = [check_trials(t) for t in sets]
-    n = max(len(t) for t in sets)
-    flagged = [c for c in checks if not c.ok]
-    status = (f"mean of {n} trials reported; " +
-              (f"{len(flagged)} figure(s) flagged not repeatable" if flagged
-               else "every figure repeatable within 5 %"))
-    return {"trials": n, "trial_rule": status}
 
 
 def columns(rows: list[dict[str, Any]]) -> list[str]:
@@ -235,14 +131,12 @@ def render_leaderboard(rows: list[dict[str, Any]], fmt: str) -> str:
 
 
 def _category(row: dict[str, Any]) -> str:
-    category = row.get("asc_category")
-    if category == "closed":
-        return f" — closed, graph {_md(str(row.get('asc_graph_sha256'))[:12])}…"
-    return f" — {_md(category)}" if category else ""
+    heading = getattr(_hooks().get(row.get("benchmark")), "md_heading", None)
+    return heading(row) if heading is not None else ""
 
 
 def _unit(column: str) -> str:
-    unit = UNITS.get(column, "")
+    unit = _units().get(column, "")
     return {"s": "s", "j": "J", "w": "W", "1": "1"}.get(unit, unit)
 
 

@@ -23,6 +23,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from hilbench.report.table import Table
 
@@ -103,6 +104,21 @@ def check_trials(trials: Sequence[float], reported: float | None = None,
         sigma = statistics.stdev(values) * math.sqrt(2 / len(values)) / abs(mean)
     return TrialCheck(values, mean, float(reported), reported_by or "reported", deviation,
                       spread, sigma)
+
+
+def trial_fields(trials: list[tuple[float, ...]]) -> dict[str, Any]:
+    """A leaderboard row's trial fields: how many trials its figures average and what the
+    5-trial rule says of them."""
+    sets = [t for t in trials if t]
+    if not sets:
+        return {"trials": 1, "trial_rule": "1 trial (NeuroBench asks for 5)"}
+    checks = [check_trials(t) for t in sets]
+    n = max(len(t) for t in sets)
+    flagged = [c for c in checks if not c.ok]
+    status = (f"mean of {n} trials reported; " +
+              (f"{len(flagged)} figure(s) flagged not repeatable" if flagged
+               else "every figure repeatable within 5 %"))
+    return {"trials": n, "trial_rule": status}
 
 
 def _pct(fraction: float | None) -> str:

@@ -10,7 +10,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from hilbench.bench.daemon_harness import qubo_file
+from hilbench.bench.bench_campaign import campaign_file
 from hilbench.cassette.reader import Cassette
 from hilbench.store import Store
 from tests.daemon.conftest import history
@@ -21,7 +21,7 @@ from tests.subprocesses import hilbench
 @pytest.mark.slow
 def test_the_daemon_records_a_cassette_that_survives_a_sigkill(tmp_path, daemon_at):
     db, folder = tmp_path / "d.sqlite", tmp_path / "cassette"
-    path = qubo_file(tmp_path, "recorded", 24, timeout_s=0.02)  # simulated meter at 1 kHz
+    path = campaign_file(tmp_path, "recorded", 24, timeout_s=0.02)  # simulated meter at 1 kHz
     queued = path.read_bytes()
     assert hilbench("queue", "add", path, "--db", db, "--record", folder).returncode == 0
     path.write_text(queued.decode() + "\n# edited after it was queued\n")
@@ -77,7 +77,7 @@ def test_the_daemon_records_a_cassette_that_survives_a_sigkill(tmp_path, daemon_
 @pytest.mark.slow
 def test_an_item_the_daemon_ran_whole_replays_with_stand_ins(tmp_path, daemon_at):
     db, folder = tmp_path / "d.sqlite", tmp_path / "cassette"
-    path = qubo_file(tmp_path, "whole", 6, timeout_s=0.02)
+    path = campaign_file(tmp_path, "whole", 6, timeout_s=0.02)
     assert hilbench("queue", "add", path, "--db", db, "--record", folder).returncode == 0
     d = daemon_at(db).start()
     d.wait_until(lambda s: history(db) and s["daemon"]["state"] == "idle", "the item finished")
@@ -91,7 +91,7 @@ def test_queue_add_refuses_a_record_folder_that_holds_files(tmp_path):
     full = tmp_path / "full"
     full.mkdir()
     (full / "mine.txt").write_text("keep")
-    path = qubo_file(tmp_path, "c", 4)
+    path = campaign_file(tmp_path, "c", 4)
     done = hilbench("queue", "add", path, "--db", tmp_path / "d.sqlite", "--record", full)
     assert done.returncode == 2 and "is not empty" in done.stderr
     assert (full / "mine.txt").read_text() == "keep"
@@ -103,7 +103,7 @@ def test_a_cassette_goes_on_only_for_its_owner_and_drops_a_line_cut_by_a_kill(tm
     from hilbench.cassette.recorder import CassetteRecorder
     from hilbench.documents import Event, Samples
 
-    campaign = qubo_file(tmp_path, "c", 4)
+    campaign = campaign_file(tmp_path, "c", 4)
     folder = tmp_path / "cassette"
 
     def recorder(owner: str | None) -> CassetteRecorder:

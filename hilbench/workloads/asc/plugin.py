@@ -120,4 +120,6 @@ WORKLOAD = WorkloadPlugin(
     stage_plans="hilbench.workloads.asc.report.stages:STAGES",
     methodology="hilbench.workloads.asc.report.methodology:asc_methodology",
     conformance="hilbench.workloads.asc.conformance:check_asc",
+    leaderboard="hilbench.workloads.asc.report.leaderboard",
+    report_section="hilbench.workloads.asc.report.section:report_section",
 )

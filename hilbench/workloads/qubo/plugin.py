@@ -87,4 +87,6 @@ WORKLOAD = WorkloadPlugin(
     stage_plans="hilbench.workloads.qubo.report.stages:STAGES",
     methodology="hilbench.workloads.qubo.report.methodology:qubo_methodology",
     conformance="hilbench.workloads.qubo.conformance:check_qubo",
+    leaderboard="hilbench.workloads.qubo.report.leaderboard",
+    bench_fixture="hilbench.workloads.qubo.bench_fixture",
 )

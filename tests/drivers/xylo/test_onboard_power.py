@@ -101,7 +101,7 @@ def test_the_boards_own_readings_are_the_agents_report_never_plus_minus_zero(hdk
     """The stand-in's rails read constant watts, and the HDK states no accuracy: every figure
     is the agent's own report, its uncertainty "not stated" (never ± 0), labelled so in the
     table, and kept out of the leaderboard row."""
-    from hilbench.report.leaderboard import _asc_row
+    from hilbench.workloads.asc.report.leaderboard import asc_row as _asc_row
 
     metrics = _power_metrics(hdk_agent)
     idle = metrics["idle_power_w"]
