@@ -124,6 +124,9 @@ supply_voltage_v = 12.0
 """
 
 
+# It holds each run's measured power to the simulated device's 38 W: under load the agent's
+# state reaches the simulated meter late and idle watts enter the window (36.45 W seen at load 5).
+@pytest.mark.serial
 def test_a_maxcut_campaign_checks_runs_and_reports(tmp_path):
     toml = tmp_path / "maxcut.toml"
     toml.write_text(CAMPAIGN)
