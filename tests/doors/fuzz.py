@@ -75,8 +75,9 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         path = _path(value)
         if path is None or path.is_relative_to(work) or path == Path(os.devnull):
             continue
-        if "__pycache__" in path.parts or path.is_relative_to(_LOCKS):
-            continue  # Python's byte code; this session's bench locks (tests/conftest.py)
+        if "__pycache__" in path.parts or path.is_relative_to(_LOCKS) or (
+                sys.pycache_prefix and path.is_relative_to(sys.pycache_prefix)):
+            continue  # Python's byte code (tests/bytecode.py); this session's bench locks
         outside.append(f"{event} {path}")
 
 
