@@ -52,7 +52,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _MADE_HERE.append(lock_dir)
     if not hasattr(config, "workerinput"):  # the controller, or a run without xdist
         _MADE_HERE.append(alone.start_session())
-        bytecode.share_in(_MADE_HERE[-1])  # the workers and every child inherit it
+        bytecode.allow_writing()  # the workers and every child inherit it
     config.addinivalue_line(
         "markers", "outside_ci: needs something CI never has; may skip under CI=true"
     )
