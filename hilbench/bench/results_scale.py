@@ -14,7 +14,6 @@ identical stores.
 
 from __future__ import annotations
 
-import functools
 import os
 import resource
 import statistics
@@ -74,17 +73,11 @@ def _time_command(args: list[str], repeats: int) -> tuple[float, float]:
 def _compiled_env() -> dict[str, str] | None:
     """The commands run from compiled modules, as an installed hilbench does: where
     PYTHONDONTWRITEBYTECODE is set (an editable install then compiles the package at every
-    start, ~0.1 s) they keep their byte code under a folder of this benchmark's own."""
+    start, ~0.1 s) they may write it, beside the sources (Python's default; a cache prefix
+    would hide the libraries' own compiled files, and the warm-up run would pay for all)."""
     if not os.environ.get("PYTHONDONTWRITEBYTECODE"):
         return None
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = _pycache().name
-    return env
-
-
-@functools.cache
-def _pycache() -> tempfile.TemporaryDirectory:
-    return tempfile.TemporaryDirectory(prefix="hilbench-bench-pycache-")  # removed at exit
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def _scratch_dir() -> str | None:
