@@ -21,10 +21,14 @@ from tests.daemon.conftest import qubo_campaign
 from tests.subprocesses import hilbench
 
 BENCHES = ("A", "B", "C")
-# Three items a bench (each a campaign: a worker and an agent started, ~3 s of CPU) share the
-# queue with a schedule's: each bench takes items while the others do, which is what is shown;
-# 30 items cost 70 s of CPU, 15 cost 66 s (the test's whole child CPU, 2026-11-29).
-ITEMS = 9
+# Two items a bench (each a campaign: a worker and an agent started, ~1.5 s of CPU) share the
+# queue with a schedule's: each bench takes items while the others do, which is what is shown
+# (9 items, 3 a bench, cost 29.5 s of CPU in all; 6 cost 2026-11-30's figure in the commit).
+ITEMS = 6
+# Bench A's first item is long enough to be killed in the middle: many 1 ms units (~40 ms of
+# wall and ~12 ms of CPU each, more wall under load) last seconds for little CPU; 8 units of
+# 1.2 s cost 10 s of SA's CPU. 6 units of 5 ms had all ended unseen under a load of 7.
+LONG_UNITS = 100
 
 
 def _config(tmp_path: Path) -> Path:
@@ -63,8 +67,8 @@ def test_three_benches_share_one_queue_each_item_once_by_its_bench(daemon_at, tm
         for n in range(ITEMS):
             bench = BENCHES[n % 3]
             long = n == 0  # bench A's first item: long enough to be killed in the middle
-            seeds = 8 if long else 1  # 1.2 s units (6 of them ended unseen under load 7)
-            path = qubo_campaign(tmp_path, f"c{n:02d}", seeds, timeout_s=1.2 if long else 0.005)
+            seeds = LONG_UNITS if long else 1
+            path = qubo_campaign(tmp_path, f"c{n:02d}", seeds, timeout_s=0.001 if long else 0.005)
             item = q.add(str(path), path.read_text(), f"c{n:02d}", bench=bench)
             units[item] = (bench, seeds)
         # One schedule for bench B, every minute, its last fire 2.5 minutes ago: every daemon
@@ -126,7 +130,7 @@ def test_three_benches_share_one_queue_each_item_once_by_its_bench(daemon_at, tm
     # The killed item's one campaign ran units before the kill and after it (resumed by
     # bench A's restarted daemon, not started afresh), each unit successful once.
     killed = [r for r in stores["A"] if r[1] == history[first]["campaign_uid"]]
-    assert sum(r[3] == "success" for r in killed) == 8, killed
+    assert sum(r[3] == "success" for r in killed) == LONG_UNITS, killed
     assert min(r[4] for r in killed) < killed_at < max(r[4] for r in killed), killed
     assert benches["A"]["pid"] == a.proc.pid and benches["A"]["state"] in ("idle", "running")
     print(f"{len(history)} items on 3 benches in {time.monotonic() - t0:.1f} s after the kill; "
