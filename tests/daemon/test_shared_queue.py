@@ -22,8 +22,7 @@ from tests.subprocesses import hilbench
 
 BENCHES = ("A", "B", "C")
 # Two items a bench (each a campaign: a worker and an agent started, ~1.5 s of CPU) share the
-# queue with a schedule's: each bench takes items while the others do, which is what is shown
-# (9 items, 3 a bench, cost 29.5 s of CPU in all; 6 cost 2026-11-30's figure in the commit).
+# queue with a schedule's: each bench takes items while the others do, which is what is shown.
 ITEMS = 6
 # Bench A's first item is long enough to be killed in the middle: many 1 ms units (~40 ms of
 # wall and ~12 ms of CPU each, more wall under load) last seconds for little CPU; 8 units of
