@@ -8,6 +8,7 @@ from collections import Counter
 
 import pytest
 
+from hilbench.daemon.queue_db import QueueDB
 from hilbench.store import Store
 from tests.campaign_toml import agent, campaign, keysight, qubo, write_campaign
 from tests.daemon.conftest import history, qubo_campaign
@@ -21,6 +22,8 @@ from tests.subprocesses import (
 )
 
 pytestmark = pytest.mark.slow
+
+BUSY_UNITS = 400
 
 
 def _runs(db):
@@ -92,13 +95,21 @@ def test_a_stop_signal_aborts_the_run_naming_it_and_the_restart_resumes(
     assert len(done) == 3 and set(done.values()) == {1}
 
 
+def _queued(db):
+    """The queue's items, if each is queued (none running)."""
+    with QueueDB(db) as queue:
+        items = queue.items()
+    return items if all(i.state == "queued" for i in items) else []
+
+
 def test_a_hand_run_is_refused_while_the_daemon_holds_the_bench_and_vice_versa(
         tmp_path, daemon_at):
     db = tmp_path / "d.sqlite"
-    # 120 units of at least 0.1 s: still running after a refused `hilbench run` and two more
-    # hilbench commands start up on a loaded machine (at 0.02 s a 60-unit campaign had ended
-    # first; 60 had ended before `queue pause --now` under a load of 10 on 2 cores)
-    busy = qubo_campaign(tmp_path, "busy", 120, timeout_s=0.1)
+    # 400 units of 1 ms (~40 ms of wall each, more under load, for ~12 ms of CPU): still
+    # running after a refused `hilbench run` and two more hilbench commands start up on a loaded
+    # machine (at 0.02 s a 60-unit campaign had ended first; 60 of 0.1 s had ended before
+    # `queue pause --now` under a load of 10 on 2 cores; 120 of 0.1 s cost SA 12 s of CPU)
+    busy = qubo_campaign(tmp_path, "busy", BUSY_UNITS, timeout_s=0.001)
     other = qubo_campaign(tmp_path, "other", 2)
     assert hilbench("queue", "add", busy, "--db", db).returncode == 0
     config = tmp_path / "daemon.toml"
@@ -109,10 +120,18 @@ def test_a_hand_run_is_refused_while_the_daemon_holds_the_bench_and_vice_versa(
     assert refused.returncode == 2, refused.stderr
     assert "in use by pid" in refused.stderr and "campaign busy" in refused.stderr
     assert hilbench("queue", "pause", "--now", "--db", db).returncode == 0
-    d.wait_until(lambda s: s["daemon"]["state"] == "paused" and not s["current"], "paused")
-    # the other way round: a hand run holds the bench, the daemon waits and says why
-    hand = start_campaign(qubo_campaign(tmp_path, "hand", 300, timeout_s=0.02),
-                          tmp_path / "hand.sqlite")
+    d.wait_until(lambda s: s["daemon"]["state"] == "paused" and not s["current"]
+                 and _queued(db), "paused")
+    # The abort was asked for: the item is back in its place at once, no start counted against
+    # its retries (a worker whose report was lost had it filed as a crash, retry_delay_s away).
+    [item] = _queued(db)
+    assert item.outcome == "interrupted by a signal" and item.not_before == 0, item
+    assert item.attempts == 0 and "paused: " in item.message, item
+    # the other way round: a hand run holds the bench, the daemon waits and says why (its
+    # output to a file: a pipe nobody reads fills, and the run then blocks, SIGTERM or not)
+    with open(tmp_path / "hand.out", "w") as out:
+        hand = start_campaign(qubo_campaign(tmp_path, "hand", 600, timeout_s=0.001),
+                              tmp_path / "hand.sqlite", stdout=out, stderr=out)
     try:
         wait_for_run(tmp_path / "hand.sqlite", hand, status=None)
         assert hilbench("queue", "resume", "--db", db).returncode == 0
@@ -125,7 +144,7 @@ def test_a_hand_run_is_refused_while_the_daemon_holds_the_bench_and_vice_versa(
     runs = _runs(db)
     done = Counter(r["unit_key"] for r in runs if r["status"] == "success")
     ended = {r["unit_key"] for r in runs if r["status"] in ("success", "unverified")}
-    assert len(ended) == 120 and set(done.values()) <= {1}
+    assert len(ended) == BUSY_UNITS and set(done.values()) <= {1}
 
 
 def test_pause_after_the_unit_then_resume_loses_and_repeats_nothing(tmp_path, daemon_at):
