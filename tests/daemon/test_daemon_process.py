@@ -77,12 +77,16 @@ def test_sigkill_mid_campaign_then_restart_runs_every_unit_exactly_once(tmp_path
 def test_a_stop_signal_aborts_the_run_naming_it_and_the_restart_resumes(
         tmp_path, daemon_at, sig, other):
     db = tmp_path / "d.sqlite"
-    path = qubo_campaign(tmp_path, "term", 3, timeout_s=1.5)
+    # One unit of 1.5 s and two of 1 ms: SA burns its timeout in CPU, and only the unit the
+    # signal lands in needs to be long
+    sweep = qubo(nodes=[10], seeds=[0], solvers=["sa"], timeouts_s=[1.5, 0.001, 0.002])
+    path = write_campaign(tmp_path, campaign(agent(), sweep, name="term"), "term.toml")
     assert hilbench("queue", "add", path, "--db", db).returncode == 0
     d = daemon_at(db).start()
-    # The signal lands while the first unit solves: the status seen can be a few tenths of a
+    # The signal lands while the long unit solves: the status seen can be a few tenths of a
     # second old, and a 20 ms unit had often ended by then (no run in progress to abort).
-    d.wait_until(lambda s: (s["current"] or {}).get("unit") is not None, "a unit running")
+    d.wait_until(lambda s: "timeout=1.5/" in ((s["current"] or {}).get("unit") or ""),
+                 "the long unit running")
     assert d.signal(sig) == 128 + sig
     aborted = [r for r in _runs(db) if r["status"] == "abort"]
     assert aborted and all(f"interrupted by {sig.name}" in r["reason"] for r in aborted)
