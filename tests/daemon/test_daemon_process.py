@@ -11,7 +11,7 @@ import pytest
 from hilbench.daemon.queue_db import QueueDB
 from hilbench.store import Store
 from tests.campaign_toml import agent, campaign, keysight, qubo, write_campaign
-from tests.daemon.conftest import history, qubo_campaign
+from tests.daemon.conftest import hilbench_here, history, qubo_campaign
 from tests.subprocesses import (
     hilbench,
     start_campaign,
@@ -35,9 +35,9 @@ def test_queued_campaigns_run_in_order_and_reach_the_history(tmp_path, daemon_at
     db = tmp_path / "d.sqlite"
     first = qubo_campaign(tmp_path, "first", 3)
     second = qubo_campaign(tmp_path, "second", 2)
-    assert hilbench("queue", "add", first, "--db", db).returncode == 0
-    assert hilbench("queue", "add", second, "--db", db, "--priority", "1").returncode == 0
-    assert hilbench("queue", "add", first, "--db", db).returncode == 0  # the same file again
+    assert hilbench_here("queue", "add", first, "--db", db).returncode == 0
+    assert hilbench_here("queue", "add", second, "--db", db, "--priority", "1").returncode == 0
+    assert hilbench_here("queue", "add", first, "--db", db).returncode == 0  # the same file again
     d = daemon_at(db).start()
     d.wait_until(lambda s: len(history(db)) == 3 and s["daemon"]["state"] == "idle",
                  "every item done")
@@ -55,7 +55,7 @@ def test_queued_campaigns_run_in_order_and_reach_the_history(tmp_path, daemon_at
 def test_sigkill_mid_campaign_then_restart_runs_every_unit_exactly_once(tmp_path, daemon_at):
     db = tmp_path / "d.sqlite"
     path = qubo_campaign(tmp_path, "long", 40, timeout_s=0.02)
-    assert hilbench("queue", "add", path, "--db", db).returncode == 0
+    assert hilbench_here("queue", "add", path, "--db", db).returncode == 0
     d = daemon_at(db).start()
     d.wait_until(lambda s: (s["current"] or {}).get("done", 0) >= 5, "five units done")
     assert d.signal(signal.SIGKILL) == -signal.SIGKILL
@@ -69,7 +69,7 @@ def test_sigkill_mid_campaign_then_restart_runs_every_unit_exactly_once(tmp_path
     assert len(done) == 40 and set(done.values()) == {1}  # every unit, none twice
     # the run the kill cut short is closed with the reason, not left open
     assert all(r["status"] in ("success", "abort") for r in runs)
-    assert hilbench("queue", "list", "--db", db, "--json").stdout.strip() == "[]"
+    assert hilbench_here("queue", "list", "--db", db, "--json").stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize(("sig", "other"), [(signal.SIGTERM, "SIGINT"),
@@ -81,7 +81,7 @@ def test_a_stop_signal_aborts_the_run_naming_it_and_the_restart_resumes(
     # signal lands in needs to be long
     sweep = qubo(nodes=[10], seeds=[0], solvers=["sa"], timeouts_s=[1.5, 0.001, 0.002])
     path = write_campaign(tmp_path, campaign(agent(), sweep, name="term"), "term.toml")
-    assert hilbench("queue", "add", path, "--db", db).returncode == 0
+    assert hilbench_here("queue", "add", path, "--db", db).returncode == 0
     d = daemon_at(db).start()
     # The signal lands while the long unit solves: the status seen can be a few tenths of a
     # second old, and a 20 ms unit had often ended by then (no run in progress to abort).
@@ -115,7 +115,7 @@ def test_a_hand_run_is_refused_while_the_daemon_holds_the_bench_and_vice_versa(
     # `queue pause --now` under a load of 10 on 2 cores; 120 of 0.1 s cost SA 12 s of CPU)
     busy = qubo_campaign(tmp_path, "busy", BUSY_UNITS, timeout_s=0.001)
     other = qubo_campaign(tmp_path, "other", 2)
-    assert hilbench("queue", "add", busy, "--db", db).returncode == 0
+    assert hilbench_here("queue", "add", busy, "--db", db).returncode == 0
     config = tmp_path / "daemon.toml"
     config.write_text("[daemon]\nbusy_delay_s = 1\n")
     d = daemon_at(db, config=config).start()
@@ -123,7 +123,7 @@ def test_a_hand_run_is_refused_while_the_daemon_holds_the_bench_and_vice_versa(
     refused = hilbench("run", other, "--db", tmp_path / "hand.sqlite", "-q")
     assert refused.returncode == 2, refused.stderr
     assert "in use by pid" in refused.stderr and "campaign busy" in refused.stderr
-    assert hilbench("queue", "pause", "--now", "--db", db).returncode == 0
+    assert hilbench_here("queue", "pause", "--now", "--db", db).returncode == 0
     d.wait_until(lambda s: s["daemon"]["state"] == "paused" and not s["current"]
                  and _queued(db), "paused")
     # The abort was asked for: the item is back in its place at once, no start counted against
@@ -138,7 +138,7 @@ def test_a_hand_run_is_refused_while_the_daemon_holds_the_bench_and_vice_versa(
                               tmp_path / "hand.sqlite", stdout=out, stderr=out)
     try:
         wait_for_run(tmp_path / "hand.sqlite", hand, status=None)
-        assert hilbench("queue", "resume", "--db", db).returncode == 0
+        assert hilbench_here("queue", "resume", "--db", db).returncode == 0
         status = d.wait_until(lambda s: "in use by pid" in s["last_error"], "the daemon waits")
         assert f"pid {hand.pid}" in status["last_error"]
     finally:
@@ -154,14 +154,14 @@ def test_a_hand_run_is_refused_while_the_daemon_holds_the_bench_and_vice_versa(
 def test_pause_after_the_unit_then_resume_loses_and_repeats_nothing(tmp_path, daemon_at):
     db = tmp_path / "d.sqlite"
     path = qubo_campaign(tmp_path, "pausing", 30, timeout_s=0.02)
-    assert hilbench("queue", "add", path, "--db", db).returncode == 0
+    assert hilbench_here("queue", "add", path, "--db", db).returncode == 0
     d = daemon_at(db).start()
     d.wait_until(lambda s: (s["current"] or {}).get("done", 0) >= 3, "three units done")
-    assert hilbench("queue", "pause", "--db", db).returncode == 0
+    assert hilbench_here("queue", "pause", "--db", db).returncode == 0
     d.wait_until(lambda s: s["daemon"]["state"] == "paused" and not s["current"], "paused")
     runs = _runs(db)
     assert runs and all(r["status"] == "success" for r in runs)  # stopped between units
-    assert hilbench("queue", "resume", "--db", db).returncode == 0
+    assert hilbench_here("queue", "resume", "--db", db).returncode == 0
     d.wait_until(lambda s: history(db), "finished")
     done = Counter(r["unit_key"] for r in _runs(db) if r["status"] == "success")
     assert len(done) == 30 and set(done.values()) == {1}
@@ -176,8 +176,8 @@ def test_status_shows_progress_eta_agent_health_and_queue(tmp_path, daemon_at):
     sweep = qubo(nodes=[10], seeds=list(range(100)), solvers=["sa"], timeouts_s=[0.02])
     path = write_campaign(tmp_path, campaign(agent(), sweep, meter, name="watched"), "w.toml")
     later = qubo_campaign(tmp_path, "later", 1)
-    assert hilbench("queue", "add", path, "--db", db).returncode == 0
-    assert hilbench("queue", "add", later, "--db", db).returncode == 0
+    assert hilbench_here("queue", "add", path, "--db", db).returncode == 0
+    assert hilbench_here("queue", "add", later, "--db", db).returncode == 0
     d = daemon_at(db).start()
     s = d.wait_until(lambda s: (s["current"] or {}).get("done", 0) >= 5 and s["agents"]
                      and s["agents"][0]["clock_offset_s"] is not None
@@ -191,7 +191,7 @@ def test_status_shows_progress_eta_agent_health_and_queue(tmp_path, daemon_at):
     assert a["id"] == "cpu0" and a["driver"] == "cpu" and a["host"]
     assert a["last_heard_s_ago"] < 5 and a["clock_offset_uncertainty_s"] >= 0
     assert [i["name"] for i in s["queue"]["head"]] == ["watched", "later"]
-    text = hilbench("status", "--db", db)
+    text = hilbench_here("status", "--db", db)
     assert "campaign: watched" in text.stdout and "ETA based on" in text.stdout
     assert "agent cpu0: cpu on" in text.stdout
     [i] = s["instruments"]
