@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon.conftest import history, qubo_campaign
+from tests.daemon.conftest import hilbench_here, history, qubo_campaign
 from tests.subprocesses import hilbench, units_of
 
 pytestmark = pytest.mark.slow
@@ -116,7 +116,7 @@ def test_a_bench_cut_off_for_60_s_pushes_every_run_once_after(daemon_at, tmp_pat
     try:
         d.start()
         path = qubo_campaign(tmp_path, "long", UNITS, timeout_s=0.001)
-        assert hilbench("queue", "add", path, "--db", store).returncode == 0
+        assert hilbench_here("queue", "add", path, "--db", store).returncode == 0
         before = d.wait_until(lambda s: (s["push"] or {}).get("pushed", 0) >= 3,
                               "3 runs pushed")["push"]["pushed"]
         proxy.cut()
@@ -147,7 +147,7 @@ def test_a_bench_cut_off_for_60_s_pushes_every_run_once_after(daemon_at, tmp_pat
 
     # Pushing the same runs again by hand, under another URL of the same database: each
     # run is still there exactly once.
-    again = hilbench("store", "push", "--db", store, "--to", pg_url)
+    again = hilbench_here("store", "push", "--db", store, "--to", pg_url)
     assert again.returncode == 0, again.stderr
     assert f"{len(local)} finished run(s) not yet pushed" in again.stdout
     assert Counter(uid for uid, *_ in _pg_runs(pg_url)) == Counter(local)

@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 from hilbench.daemon.queue_db import QueueDB
-from tests.daemon.conftest import qubo_campaign
-from tests.subprocesses import hilbench
+from tests.daemon.conftest import hilbench_here, qubo_campaign
 
 BENCHES = ("A", "B", "C")
 # Two items a bench (each a campaign: a worker and an agent started, ~1.5 s of CPU) share the
@@ -143,13 +142,13 @@ def test_status_all_shows_each_bench_and_the_one_that_is_down(daemon_at, tmp_pat
     down = _daemon(daemon_at, tmp_path, "bench-down", pg_url).start()
     down.kill()
     path = qubo_campaign(tmp_path, "later", 1)
-    added = hilbench("queue", "add", path, "--db", pg_url, "--bench", "bench-down")
+    added = hilbench_here("queue", "add", path, "--db", pg_url, "--bench", "bench-down")
     assert added.returncode == 0, added.stderr
     assert "bench bench-down" in added.stdout
-    refused = hilbench("queue", "add", path, "--db", pg_url)
+    refused = hilbench_here("queue", "add", path, "--db", pg_url)
     assert refused.returncode == 2 and "--bench NAME" in refused.stderr, refused.stderr
 
-    shown = hilbench("status", "--all", "--db", pg_url, "--down-after", "5")
+    shown = hilbench_here("status", "--all", "--db", pg_url, "--down-after", "5")
     assert shown.returncode == 0, shown.stderr
     lines = {line.split(":")[0]: line for line in shown.stdout.splitlines()
              if line.startswith("bench ")}
@@ -157,6 +156,6 @@ def test_status_all_shows_each_bench_and_the_one_that_is_down(daemon_at, tmp_pat
     assert "DOWN" not in lines["bench bench-up"] and f"pid {up.proc.pid}" in lines[
         "bench bench-up"]
     assert "DOWN" in lines["bench bench-down"] and "1 queued for it" in lines["bench bench-down"]
-    as_json = json.loads(hilbench("status", "--all", "--db", pg_url, "--json").stdout)
+    as_json = json.loads(hilbench_here("status", "--all", "--db", pg_url, "--json").stdout)
     state = {b["bench"]: b["up"] for b in as_json["benches"]}
     assert state == {"bench-up": True, "bench-down": False}
