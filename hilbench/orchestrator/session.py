@@ -13,11 +13,12 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from hilbench.orchestrator.campaign import Campaign
+if TYPE_CHECKING:  # the daemon files outcomes without loading the campaign model
+    from hilbench.orchestrator.campaign import Campaign
 
 
 class Outcome(enum.Enum):
