@@ -14,15 +14,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.campaign_toml import agent, campaign, qubo, write_campaign
 from tests.daemon.conftest import hilbench_here, history, qubo_campaign
 from tests.subprocesses import hilbench, units_of
 
 pytestmark = pytest.mark.slow
 
 CUT_S = 60.0
-# The campaign runs on through the cut: 1 ms units take ~40 ms of wall each (more under load)
-# for ~12 ms of CPU, where 40 units of 0.8 s cost SA's 32 s of CPU for the same length.
-UNITS = 200
+# The campaign runs on through the cut: 200 units of 1 ms take ~40 ms of wall each (more under
+# load) for ~12 ms of CPU, where 40 units of 0.8 s cost SA's 32 s of CPU. Eight units of 0.5 s
+# end it: seconds of campaign left however fast the short units went (under a load of 10 they
+# had all ended before the failing push was seen).
+SHORT_UNITS, TAIL_UNITS = 200, 8
+UNITS = SHORT_UNITS + TAIL_UNITS
 
 
 class CuttableProxy:
@@ -115,7 +119,9 @@ def test_a_bench_cut_off_for_60_s_pushes_every_run_once_after(daemon_at, tmp_pat
     d = daemon_at(store, config=config, push_to=proxied)
     try:
         d.start()
-        path = qubo_campaign(tmp_path, "long", UNITS, timeout_s=0.001)
+        path = write_campaign(tmp_path, campaign(
+            agent(), qubo(seeds=list(range(SHORT_UNITS)), timeouts_s=[0.001]),
+            qubo(seeds=list(range(TAIL_UNITS)), timeouts_s=[0.5]), name="long"), "long.toml")
         assert hilbench_here("queue", "add", path, "--db", store).returncode == 0
         before = d.wait_until(lambda s: (s["push"] or {}).get("pushed", 0) >= 3,
                               "3 runs pushed")["push"]["pushed"]
@@ -123,7 +129,7 @@ def test_a_bench_cut_off_for_60_s_pushes_every_run_once_after(daemon_at, tmp_pat
         cut_at = time.monotonic()
         during = d.wait_until(lambda s: (s["push"] or {}).get("failing_since") is not None
                               and s["push"]["pending"], "the push fails and runs wait")
-        assert during["current"] is not None  # the campaign goes on meanwhile
+        assert during["current"] is not None, during  # the campaign goes on meanwhile
         time.sleep(max(0.0, CUT_S - (time.monotonic() - cut_at)))
         finished_while_cut = len(_local_finished(store))
         proxy.restore()

@@ -78,8 +78,10 @@ def test_three_benches_share_one_queue_each_item_once_by_its_bench(daemon_at, tm
                              now=time.time() - 150, bench="B")
     first = min(units)
     daemons = {b: _daemon(daemon_at, tmp_path, b, pg_url) for b in BENCHES}
-    for d in daemons.values():
-        d.start()
+    # A last: its long item starts with it, and B's and C's start-ups (seconds each under a
+    # load of 10) had used up its units before the wait below began
+    for b in ("B", "C", "A"):
+        daemons[b].start()
     a = daemons["A"]
     a.wait_until(lambda s: (s["current"] or {}).get("item") == first
                  and s["current"]["done"] >= 1, "bench A is in the middle of its first item")
