@@ -22,19 +22,20 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from hilbench.contracts.base import Reply
 from hilbench.entry_points import entry_points
+
+if TYPE_CHECKING:
+    import numpy as np
 
 ENTRY_POINT_GROUP = "hilbench.workloads"
 CORE_DISTRIBUTION = "hilbench"
 
 # (driver, request, payload arrays, stop event) -> (reply, reply arrays): how a request reaches
 # the role method of a driver that implements the typed roles.
-Role = Callable[[Any, Any, list[np.ndarray], Any], tuple[Reply, list[np.ndarray]]]
+Role = Callable[[Any, Any, list["np.ndarray"], Any], tuple[Reply, list["np.ndarray"]]]
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from hilbench.clock import now
 from hilbench.documents import Event, Samples
 from hilbench.orchestrator.spawn import SpawnedProcess, SpawnError, spawn_announcing
@@ -218,6 +216,8 @@ class PhaseAcquisition:
                                         sum(len(b) for b in self.batches))
         if not self.batches:
             return SampleBatch.empty()
+        import numpy as np
+
         batch = SampleBatch(
             np.concatenate([b.t for b in self.batches]),
             np.concatenate([b.values for b in self.batches]),

@@ -30,7 +30,6 @@ from hilbench.store.listing import (
     run_groups,
 )
 from hilbench.store.opening import open_target
-from hilbench.store.sample_blobs import stamps_from_blob, values_from_blob
 
 if TYPE_CHECKING:
     import numpy as np
@@ -335,6 +334,8 @@ class Store:
         """
         import numpy as np  # only here: listing runs does not need it
 
+        from hilbench.store.sample_blobs import stamps_from_blob, values_from_blob
+
         source = self._pick_source(run_uid, source)
         where, args = _sample_filter(run_uid, source, phase_uid)
         # One read transaction: the count and the batches come from the same snapshot even while
@@ -363,6 +364,8 @@ class Store:
         self, run_uid: str, source: str | None = None, phase_uid: str | None = None
     ) -> Iterator[dict[str, Any]]:
         """Stored batches one at a time (read-only arrays), for streams too long to hold at once."""
+        from hilbench.store.sample_blobs import stamps_from_blob, values_from_blob  # numpy
+
         source = self._pick_source(run_uid, source)
         where, args = _sample_filter(run_uid, source, phase_uid)
         cursor = self._conn.execute(f"SELECT * FROM samples {where} ORDER BY id", args)

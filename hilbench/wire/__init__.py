@@ -1,14 +1,11 @@
-"""Wire protocol between orchestrator and agents: codec, message types, limits."""
+"""Wire protocol between orchestrator and agents: codec, message types, limits.
 
-from hilbench.wire.codec import (
-    PROTOCOL_VERSION,
-    Message,
-    ProtocolError,
-    decode,
-    encode,
-    error_message,
-    new_correlation_id,
-)
+The codec (and numpy with it) loads on first use: commands that only read keys or a campaign
+(`campaign check`, `queue add`) never need it."""
+
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -19,3 +16,11 @@ __all__ = [
     "error_message",
     "new_correlation_id",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from hilbench.wire import codec
+
+        return getattr(codec, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -188,9 +188,10 @@ def test_the_cpu_asc_example_replays_every_figure_exactly(tmp_path):
 @pytest.mark.timeout(900)  # a 600 s recording deadline, then the replay
 @pytest.mark.slow
 def test_a_session_over_60_s_replays_in_a_fifth_of_its_time(tmp_path):
-    """A 60 s power window (a fixed-timeout QUBO run measured by the simulated meter)."""
-    path = _example("qubo-cpu.toml", tmp_path, nodes="[10]", seeds="[0]", solvers='["sa"]',
-                    timeouts_s="[60.0]", sample_interval_s="0.01")
+    """Two 30 s idle power windows and their active ones (the ASC example measured by the
+    simulated meter): a long session whose agent mostly waits, as on a bench."""
+    path = _example("asc-cpu.toml", tmp_path, idle_s="30.0", active_s="1.0",
+                    sample_interval_s="0.01")
     recorded_s, outcome, _ = _record_and_replay(path, tmp_path)
     assert outcome.recorded_s > 60 and outcome.differences == []
     print(f"recorded {recorded_s:.1f} s (orchestrator clock span {outcome.recorded_s:.1f} s), "

@@ -26,9 +26,11 @@ from tests.subprocesses import hilbench_command, run_campaign, start_campaign, u
 pytestmark = pytest.mark.slow
 
 def lifecycle_campaign(timeout_s: float, meter: bool = False) -> str:
-    """Two QUBO runs of ``timeout_s`` on a spawned CPU agent; with ``meter``, a simulated
+    """Two QUBO runs on a spawned CPU agent, the first of ``timeout_s`` (where the signal lands),
+    the second (still to come when it does) of at most 0.2 s; with ``meter``, a simulated
     Keysight reads it every millisecond."""
-    tables = [agent(), qubo(seeds=[0, 1], timeouts_s=[timeout_s])]
+    tables = [agent(), qubo(seeds=[0], timeouts_s=[timeout_s]),
+              qubo(seeds=[1], timeouts_s=[min(timeout_s, 0.2)])]
     if meter:
         settings = {"range": 10.0, "nplc": 0.02, "autozero": False, "sample_interval_s": 0.001}
         tables.append(keysight(simulate="simulated-cpu", noise_std_w=0.01, settings=settings))
