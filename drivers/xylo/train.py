@@ -158,6 +158,7 @@ def train_network(
 
     value_and_grad = jax.jit(jax.value_and_grad(loss_fn))
     opt_init, opt_update, get_params = adam(learning_rate)
+    opt_update = jax.jit(opt_update)  # one compilation, not one per operation and shape
     state = opt_init(params)
     rng = np.random.default_rng(seed)
     batch = min(32, len(labels))
@@ -171,7 +172,11 @@ def train_network(
         if progress:
             progress("train", step + 1, steps)
     trained = net.set_attributes(get_params(state))
-    output, _, _ = trained.reset_state()(jnp.asarray(rasters))
+
+    def forward(p: Any, x: Any) -> Any:
+        return net.reset_state().set_attributes(p)(x)[0]
+
+    output = jax.jit(forward)(get_params(state), jnp.asarray(rasters))  # one compilation
     float_acc = float(np.mean(np.argmax(np.asarray(output).sum(axis=1), axis=1) == labels))
     info = {"trained_on": str(data_root), "train_samples": len(labels), "steps": steps,
             "hidden": list(hidden), "tau_syn_s": list(TAU_SYN_S), "tau_mem_s": TAU_MEM_S,

@@ -111,7 +111,9 @@ def test_no_script_of_theirs_runs_in_the_report(hostile: tuple[Path, str, Path])
 @contextmanager
 def _serving(db: Path, reports: Path) -> Iterator[str]:
     server = make_server(db, "127.0.0.1", 0, report_dir=reports)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() waits for the loop's next poll: 0.5 s by default, per example
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              daemon=True)
     thread.start()
     try:
         yield server.url()

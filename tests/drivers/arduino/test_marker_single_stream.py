@@ -1,7 +1,7 @@
 """``power_method = "single_stream"`` with the emulated Arduino's marker in a simulated JS220's
 stream (issue 35): each sample's stages are placed by its own marked region in the instrument's
 samples, not by the board's reply arrival through the clock offset. The example
-``asc-arduino-marker.toml`` run with the single-stream method (3 s windows, two test clips)."""
+``asc-arduino-marker.toml`` run with the single-stream method (1.5 s windows, two test clips)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from tests.drivers.arduino.test_marker_example import (  # the same example's se
     RATE_HZ,
     STAGES,
     TRUTH,
+    WINDOW_S,
 )
 from tests.subprocesses import hilbench, unit_runs
 
@@ -41,7 +42,7 @@ def example_run(host_program: Path, tmp_path_factory: pytest.TempPathFactory):
     assert 'power_method = "single_stream"' in text, "the example changed shape"
     variant = tmp_path_factory.mktemp("single-stream") / EXAMPLE.name
     variant.write_text(text)
-    proc, db = run_short_example(variant, host_program, tmp_path_factory)
+    proc, db = run_short_example(variant, host_program, tmp_path_factory, WINDOW_S)
     with Store(db) as store:
         run = next(r for r in unit_runs(store) if r["procedure"] == "asc.power")
         assert run["status"] == "success" and run["simulated"]

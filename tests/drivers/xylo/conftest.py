@@ -8,6 +8,7 @@ that command elsewhere (tests/side_envs.py).
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 from pathlib import Path
 
@@ -26,6 +27,25 @@ collect_ignore = [] if HAS_ROCKPOOL else ["xylo_env"]
 @pytest.fixture(scope="session")
 def xylo_python() -> Path:
     return side_envs.xylo_python()
+
+
+@pytest.fixture(scope="session")
+def asc_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An ``XDG_CACHE_HOME`` the example campaigns share: the ASC fixture (seed 0) made once a
+    test process, and one AFE cache (``hilbench/xylo-afe``) for the whole session, so the AFE
+    spikes of the fixture's test samples (~0.8 s of AFESim each) are simulated by the first
+    campaign that needs them, not by each. The AFE cache is keyed by audio, settings and
+    Rockpool version and written by atomic rename, so pytest-xdist's workers share it safely:
+    it lives in their common session folder (the parent of each worker's own)."""
+    from hilbench.private_files import private_dir
+    from hilbench.workloads.asc.procedures.run import ensure_fixture
+
+    cache = tmp_path_factory.mktemp("xdg-cache")
+    ensure_fixture(cache / "hilbench" / "asc-fixture-0", seed=0)
+    base = tmp_path_factory.getbasetemp()
+    session = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    (cache / "hilbench" / "xylo-afe").symlink_to(private_dir(session / "xylo-afe"))
+    return cache
 
 
 def shortened_example(name: str, xylo_python: Path, tables: int) -> str:

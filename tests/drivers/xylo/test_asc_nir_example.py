@@ -10,7 +10,6 @@ from __future__ import annotations
 import pytest
 
 from hilbench.store import Store
-from hilbench.workloads.asc.procedures.run import ensure_fixture
 from tests.drivers.xylo.conftest import REPO, shortened_example
 from tests.subprocesses import run_campaign, unit_runs
 
@@ -22,16 +21,14 @@ GRAPH_SHA = "d1120d3ed08e21d4e95ccea71bab93526b8c71dac523eb6edf2efda44fc7601d"
 
 
 @pytest.fixture(scope="module")
-def example_run(xylo_python, tmp_path_factory):
-    cache = tmp_path_factory.mktemp("xdg-cache")
-    ensure_fixture(cache / "hilbench" / "asc-fixture-0", seed=0)
+def example_run(xylo_python, tmp_path_factory, asc_cache):
     short = shortened_example(EXAMPLE.name, xylo_python, tables=2)
     tmp = tmp_path_factory.mktemp("nir-example")
     campaign = tmp / "asc-nir.toml"
     campaign.write_text(short)
     db = tmp / "r.sqlite"
     proc = run_campaign(campaign, db, timeout=600,
-                        extra_env={"XDG_CACHE_HOME": str(cache), "COLUMNS": "180"})
+                        extra_env={"XDG_CACHE_HOME": str(asc_cache), "COLUMNS": "180"})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     with Store(db) as store:
         runs = {(r["params"]["agent"], r["procedure"]): {

@@ -10,7 +10,6 @@ import re
 import pytest
 
 from hilbench.store import Store
-from hilbench.workloads.asc.procedures.run import ensure_fixture
 from tests.drivers.xylo.conftest import REPO, shortened_example
 from tests.subprocesses import run_campaign, unit_runs
 
@@ -20,9 +19,7 @@ EXAMPLE = REPO / "examples" / "asc-xylo.toml"
 
 
 @pytest.fixture(scope="module")
-def example_run(xylo_python, tmp_path_factory):
-    cache = tmp_path_factory.mktemp("xdg-cache")
-    ensure_fixture(cache / "hilbench" / "asc-fixture-0", seed=0)
+def example_run(xylo_python, tmp_path_factory, asc_cache):
     short = shortened_example(EXAMPLE.name, xylo_python, tables=1)
     short = re.sub(r"^stream_s = \[10\]", "stream_s = [3]", short, flags=re.M)
     short = short.replace('model = "../drivers/xylo/data/', f'model = "{REPO}/drivers/xylo/data/')
@@ -32,7 +29,7 @@ def example_run(xylo_python, tmp_path_factory):
     campaign.write_text(short)
     db = tmp / "r.sqlite"
     proc = run_campaign(
-        campaign, db, timeout=600, extra_env={"XDG_CACHE_HOME": str(cache), "COLUMNS": "180"}
+        campaign, db, timeout=600, extra_env={"XDG_CACHE_HOME": str(asc_cache), "COLUMNS": "180"}
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     with Store(db) as store:

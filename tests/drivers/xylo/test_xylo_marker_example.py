@@ -11,7 +11,6 @@ import pytest
 
 from hilbench.sim.xylo_power import XYLO_AUDIO_2
 from hilbench.store import Store
-from hilbench.workloads.asc.procedures.run import ensure_fixture
 from tests.agent.test_marker_gpio import fake_sysfs
 from tests.drivers.arduino.short_example import assert_power_truth, exported_bundle
 from tests.drivers.xylo.conftest import REPO, shortened_example
@@ -25,9 +24,7 @@ EDGE_S = 1.0 / RATE_HZ + GPI_LATENCY_S + LINE_LATENCY_S
 TRUTH = XYLO_AUDIO_2.state_watts
 
 
-def _run(xylo_python, tmp_path_factory, gpio_root):
-    cache = tmp_path_factory.mktemp("xdg-cache")
-    ensure_fixture(cache / "hilbench" / "asc-fixture-0", seed=0)
+def _run(xylo_python, tmp_path_factory, gpio_root, cache):
     short = shortened_example(EXAMPLE.name, xylo_python, tables=1)
     short = short.replace('model = "../drivers/xylo/data/', f'model = "{REPO}/drivers/xylo/data/')
     tmp = tmp_path_factory.mktemp("xylo-marker")
@@ -45,10 +42,10 @@ def _run(xylo_python, tmp_path_factory, gpio_root):
 
 
 @pytest.fixture(scope="module")
-def example_run(xylo_python, tmp_path_factory):
+def example_run(xylo_python, tmp_path_factory, asc_cache):
     root = tmp_path_factory.mktemp("gpio")
     fake_sysfs(root, 17)
-    return _run(xylo_python, tmp_path_factory, root)
+    return _run(xylo_python, tmp_path_factory, root, asc_cache)
 
 
 def test_the_agent_declares_its_host_gpio_marker(example_run):
@@ -88,9 +85,9 @@ def test_audit_verify_recomputes_the_marker_cut_figures(example_run, tmp_path):
 
 
 def test_a_line_that_does_not_open_leaves_software_windows_saying_so(xylo_python,
-                                                                    tmp_path_factory):
+                                                                    tmp_path_factory, asc_cache):
     empty = tmp_path_factory.mktemp("no-gpio")  # no sys/class/gpio under it
-    _, run, metrics, _ = _run(xylo_python, tmp_path_factory, empty)
+    _, run, metrics, _ = _run(xylo_python, tmp_path_factory, empty, asc_cache)
     capabilities = run["agents"]["xylo0"]["capabilities"]
     assert "marker" not in capabilities
     assert "marker line gpio17 did not open" in capabilities["detail"]["marker"]
