@@ -240,7 +240,7 @@ class _ItemFollow:
 def _run_item(db: Path, item: Any, report: Reporter, queue: str | None) -> SessionOutcome:
     from hilbench.cassette.recorder import CassetteRecorder
     from hilbench.orchestrator.gate import CampaignRefused, gate_snapshot
-    from hilbench.orchestrator.interrupt import Interrupted, signals_interrupt
+    from hilbench.orchestrator.interrupt import signals_interrupt
     from hilbench.orchestrator.runlog import RunLog
     from hilbench.store.paths import logs_dir
 
@@ -265,17 +265,10 @@ def _run_item(db: Path, item: Any, report: Reporter, queue: str | None) -> Sessi
     # As `hilbench run`: an unfinished attempt of this campaign resumes. An item's first start
     # whose campaign had already finished runs it again as a new campaign (queueing it asked
     # for that); a started item (its campaign recorded) never does: it resumes or is done.
-    ended: SessionOutcome | None = None
     try:
         with signals_interrupt():
             ended = run_session(campaign, db, follow.wire,
                                 again_if_finished=item.campaign_uid is None)
-    except Interrupted:
-        # The block's end raises the signal again; run_session had already made it the
-        # outcome (the run in progress aborted). Raised on, it cost the daemon its report: a
-        # `queue pause --now` was filed as a crash and waited retry_delay_s after the resume.
-        if ended is None:
-            raise
     finally:
         follow.stop_health.set()
         runlog.close()
