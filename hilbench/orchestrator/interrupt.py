@@ -30,6 +30,7 @@ class Interrupted(BaseException):
 
 
 _received: list[int] = []  # the stop signal of the current ``signals_interrupt`` block
+_taken = [False]  # its Interrupted was caught and made the block's outcome (interrupt_taken)
 _deferring = [0]  # depth of ``deferred_interrupts`` blocks in the main thread
 
 
@@ -59,14 +60,25 @@ def signals_interrupt() -> Iterator[None]:
         raise Interrupted(signum)
 
     previous = {sig: signal.signal(sig, _handler) for sig in STOP_SIGNALS}
+    _taken[0] = False
     try:
         raise_if_interrupted()  # pending from start-up: nothing in the block starts
         yield
-        raise_if_interrupted()  # a signal whose exception was lost, after the last checkpoint
+        if not _taken[0]:
+            raise_if_interrupted()  # a signal whose exception was lost, after the last checkpoint
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         _received.clear()
+        _taken[0] = False
+
+
+def interrupt_taken() -> None:
+    """The block's ``Interrupted`` was caught and made its outcome (the run in progress aborted,
+    the campaign's end said): the block's end does not raise it a second time. Raised again,
+    `hilbench run` said "before the campaign started; nothing was run" after runs, and the
+    daemon's worker died without its report (a `queue pause --now` filed as a crash)."""
+    _taken[0] = True
 
 
 def interrupt_from_now() -> None:

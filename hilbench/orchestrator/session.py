@@ -13,11 +13,12 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from hilbench.orchestrator.campaign import Campaign
+if TYPE_CHECKING:  # the daemon files outcomes without loading the campaign model
+    from hilbench.orchestrator.campaign import Campaign
 
 
 class Outcome(enum.Enum):
@@ -153,7 +154,7 @@ def outcome_of_exception(exc: BaseException, name: str, db: Path) -> SessionOutc
     """The one table from an exception that ended a campaign to its outcome; None for one
     that is not an expected end (a bug: it goes on up)."""
     from hilbench.orchestrator.client import AgentUnreachable
-    from hilbench.orchestrator.interrupt import Interrupted
+    from hilbench.orchestrator.interrupt import Interrupted, interrupt_taken
     from hilbench.orchestrator.locks import BenchBusy
     from hilbench.orchestrator.runner import CampaignAborted, CampaignSetupError
     from hilbench.orchestrator.spawn import SpawnError
@@ -166,6 +167,7 @@ def outcome_of_exception(exc: BaseException, name: str, db: Path) -> SessionOutc
         return SessionOutcome(Outcome.PAUSED, "paused after a unit; `hilbench queue resume` "
                               "goes on", uid)
     if isinstance(exc, Interrupted):
+        interrupt_taken()
         return SessionOutcome(
             Outcome.INTERRUPTED, f"campaign {name} {exc}: the run in progress is marked aborted,"
             f" the processes hilbench started are stopped; completed runs are in {db}", uid,

@@ -13,7 +13,7 @@ import pytest
 from hilbench.bench.bench_campaign import campaign_file
 from hilbench.cassette.reader import Cassette
 from hilbench.store import Store
-from tests.daemon.conftest import history
+from tests.daemon.conftest import hilbench_here, history
 from tests.subprocesses import hilbench
 
 
@@ -23,7 +23,7 @@ def test_the_daemon_records_a_cassette_that_survives_a_sigkill(tmp_path, daemon_
     db, folder = tmp_path / "d.sqlite", tmp_path / "cassette"
     path = campaign_file(tmp_path, "recorded", 24, timeout_s=0.02)  # simulated meter at 1 kHz
     queued = path.read_bytes()
-    assert hilbench("queue", "add", path, "--db", db, "--record", folder).returncode == 0
+    assert hilbench_here("queue", "add", path, "--db", db, "--record", folder).returncode == 0
     path.write_text(queued.decode() + "\n# edited after it was queued\n")
     d = daemon_at(db).start()
     d.wait_until(lambda s: (s["current"] or {}).get("done", 0) >= 5, "five units done")
@@ -78,7 +78,7 @@ def test_the_daemon_records_a_cassette_that_survives_a_sigkill(tmp_path, daemon_
 def test_an_item_the_daemon_ran_whole_replays_with_stand_ins(tmp_path, daemon_at):
     db, folder = tmp_path / "d.sqlite", tmp_path / "cassette"
     path = campaign_file(tmp_path, "whole", 6, timeout_s=0.02)
-    assert hilbench("queue", "add", path, "--db", db, "--record", folder).returncode == 0
+    assert hilbench_here("queue", "add", path, "--db", db, "--record", folder).returncode == 0
     d = daemon_at(db).start()
     d.wait_until(lambda s: history(db) and s["daemon"]["state"] == "idle", "the item finished")
     assert history(db)[0]["exit_status"] == "completed"
@@ -92,10 +92,10 @@ def test_queue_add_refuses_a_record_folder_that_holds_files(tmp_path):
     full.mkdir()
     (full / "mine.txt").write_text("keep")
     path = campaign_file(tmp_path, "c", 4)
-    done = hilbench("queue", "add", path, "--db", tmp_path / "d.sqlite", "--record", full)
+    done = hilbench_here("queue", "add", path, "--db", tmp_path / "d.sqlite", "--record", full)
     assert done.returncode == 2 and "is not empty" in done.stderr
     assert (full / "mine.txt").read_text() == "keep"
-    assert hilbench("queue", "list", "--db", tmp_path / "d.sqlite", "--json").stdout.strip() \
+    assert hilbench_here("queue", "list", "--db", tmp_path / "d.sqlite", "--json").stdout.strip() \
         in ("[]", "")
 
 

@@ -11,9 +11,9 @@ from collections import Counter
 import pytest
 
 from hilbench.store import Store
-from tests.daemon.conftest import history, qubo_campaign
+from tests.daemon.conftest import hilbench_here, history, qubo_campaign
 from tests.disks import remount, small_tmpfs
-from tests.subprocesses import hilbench, unit_runs
+from tests.subprocesses import unit_runs
 
 pytestmark = pytest.mark.slow
 
@@ -25,7 +25,7 @@ def test_a_full_disk_makes_the_item_wait_and_a_restart_resumes_every_unit_once(
     with small_tmpfs(tmp_path / "disk") as disk:
         db = disk / "d.sqlite"
         path = qubo_campaign(tmp_path, "full", UNITS, timeout_s=0.001)
-        assert hilbench("queue", "add", path, "--db", db).returncode == 0
+        assert hilbench_here("queue", "add", path, "--db", db).returncode == 0
         config = tmp_path / "daemon.toml"
         config.write_text("[daemon]\nretry_delay_s = 3600\n")  # only a restart resumes it
         d = daemon_at(db, config=config).start()
@@ -37,8 +37,8 @@ def test_a_full_disk_makes_the_item_wait_and_a_restart_resumes_every_unit_once(
         # Whether the daemon could write the item's wait into the store's full disk depends on
         # the pages the failed write freed: either the item waits 'queued', saying why, or it
         # stays 'running' (resumed first by a restarted daemon) and the daemon says why.
-        listed = hilbench("queue", "list", "--db", db).stdout
-        [item] = json.loads(hilbench("queue", "list", "--db", db, "--json").stdout)
+        listed = hilbench_here("queue", "list", "--db", db).stdout
+        [item] = json.loads(hilbench_here("queue", "list", "--db", db, "--json").stdout)
         if item["state"] == "queued":
             assert item["outcome"] == "store unwritable" and item["attempts"] == 0, item
             assert "(store unwritable: waiting for the store to be writable" in listed, listed

@@ -15,7 +15,7 @@ from typing import ClassVar
 import pytest
 
 from tests.campaign_toml import agent, campaign, qubo, write_campaign
-from tests.daemon.conftest import history, qubo_campaign
+from tests.daemon.conftest import hilbench_here, history, qubo_campaign
 from tests.subprocesses import hilbench
 
 pytestmark = pytest.mark.slow
@@ -50,7 +50,7 @@ def test_notifications_reach_apprise_and_the_command_and_a_failing_sink_stops_no
     db = tmp_path / "d.sqlite"
     for name in ("one", "two"):
         path = qubo_campaign(tmp_path, name, 1)
-        assert hilbench("queue", "add", path, "--db", db).returncode == 0
+        assert hilbench_here("queue", "add", path, "--db", db).returncode == 0
     d = daemon_at(db, config=config).start()
     status = d.wait_until(lambda s: len(history(db)) == 2 and s["notifications"]["sent"] >= 2
                           and s["notifications"]["failed"] >= 2, "both items and their events")
@@ -77,11 +77,14 @@ def test_sd_notify_ready_watchdog_status_and_stopping(tmp_path, daemon_at):
     assert seen[0].startswith("READY=1\nSTATUS=idle") and f"MAINPID={d.proc.pid}" in seen[0]
     assert any(m.startswith("STATUS=idle: queue empty") for m in seen)
     assert d.signal(signal.SIGTERM) == 143
+    # the daemon has exited: what it sent is in the socket's buffer (waiting 10 s for a
+    # datagram that could not come cost the test 10 s of wall)
+    sock.setblocking(False)
     rest = []
     try:
         while True:
             rest.append(sock.recv(4096).decode())
-    except TimeoutError:
+    except BlockingIOError:
         pass
     assert any(m.startswith("STOPPING=1") for m in rest)
     sock.close()
@@ -142,7 +145,7 @@ def test_an_unreachable_agent_is_notified_as_lost_and_the_item_fails_with_the_re
     text = campaign(agent(spawn=False, address="tcp://127.0.0.1:9"), qubo(), name="gone",
                     connect_timeout_s=0.5)
     path, db = write_campaign(tmp_path, text), tmp_path / "d.sqlite"
-    assert hilbench("queue", "add", path, "--db", db).returncode == 0
+    assert hilbench_here("queue", "add", path, "--db", db).returncode == 0
     d = daemon_at(db, config=config).start()
     # four events: agent.lost, campaign.aborted (retried), agent.lost, campaign.failed (waiting
     # for three read the hook's file before the last one was written, under load)
@@ -159,5 +162,5 @@ def test_an_unreachable_agent_is_notified_as_lost_and_the_item_fails_with_the_re
     assert "campaign.aborted" in kinds  # the first start: retried
     assert all(e["campaign"] == "gone" for e in hooked)
     # the campaign row says why, as `hilbench run` would have stored it
-    shown = hilbench("results", "--db", db)
+    shown = hilbench_here("results", "--db", db)
     assert "gone: abort at" in shown.stdout and "could not start" in shown.stdout

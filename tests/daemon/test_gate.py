@@ -17,7 +17,7 @@ from hilbench.daemon.config import DaemonConfig
 from hilbench.daemon.manager import Daemon
 from hilbench.daemon.queue_db import QueueDB
 from tests.campaign_toml import agent, campaign, qubo, write_campaign
-from tests.subprocesses import hilbench
+from tests.daemon.conftest import hilbench_here
 
 REFUSED = {
     # name: (campaign text, words the one line says)
@@ -42,16 +42,16 @@ def test_queue_and_schedule_add_refuse_what_run_refuses(tmp_path, command, name)
     path = tmp_path / "c.toml"
     path.write_text(text)
     db = tmp_path / "q.sqlite"
-    done = hilbench(*command, path, "--db", db)
+    done = hilbench_here(*command, path, "--db", db)
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and str(path) in lines[0] and words in lines[0], lines
     assert "Traceback" not in done.stderr and done.stdout == ""
-    assert hilbench("run", path, "--db", tmp_path / "r.sqlite", "-q").stderr == done.stderr
+    assert hilbench_here("run", path, "--db", tmp_path / "r.sqlite", "-q").stderr == done.stderr
     if db.exists():  # nothing queued nor scheduled
-        listed = json.loads(hilbench("queue", "list", "--db", db, "--json").stdout)
+        listed = json.loads(hilbench_here("queue", "list", "--db", db, "--json").stdout)
         assert listed == []
-        assert json.loads(hilbench("schedule", "list", "--db", db, "--json").stdout) == []
+        assert json.loads(hilbench_here("schedule", "list", "--db", db, "--json").stdout) == []
 
 
 def _t(*args: int) -> float:
@@ -65,7 +65,7 @@ def test_a_schedule_whose_campaign_became_invalid_is_refused_at_the_fire(tmp_pat
     os.symlink(sys.executable, python)
     path = write_campaign(tmp_path, campaign(agent(python=str(python)), qubo(), name="nightly"))
     db = tmp_path / "s.sqlite"
-    added = hilbench("schedule", "add", path, "--cron", "0 22 * * *", "--tz", "UTC",
+    added = hilbench_here("schedule", "add", path, "--cron", "0 22 * * *", "--tz", "UTC",
                      "--db", db)
     assert added.returncode == 0, added.stderr
     python.unlink()
@@ -89,5 +89,5 @@ def test_a_schedule_whose_campaign_became_invalid_is_refused_at_the_fire(tmp_pat
     assert row["exit_status"] == "failed" and row["outcome"] == "invalid campaign"
     assert row["message"].startswith("refused at the fire of schedule ")
     assert "no Python interpreter at" in row["message"] and str(python) in row["message"]
-    shown = hilbench("queue", "history", "--db", db).stdout
+    shown = hilbench_here("queue", "history", "--db", db).stdout
     assert "(invalid campaign)  refused at the fire" in shown and "no Python interpreter" in shown

@@ -14,12 +14,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon.conftest import history, qubo_campaign
+from tests.campaign_toml import agent, campaign, qubo, write_campaign
+from tests.daemon.conftest import hilbench_here, history, qubo_campaign
 from tests.subprocesses import hilbench, units_of
 
 pytestmark = pytest.mark.slow
 
 CUT_S = 60.0
+# The campaign runs on through the cut: 200 units of 1 ms take ~40 ms of wall each (more under
+# load) for ~12 ms of CPU, where 40 units of 0.8 s cost SA's 32 s of CPU. Eight units of 0.5 s
+# end it: seconds of campaign left however fast the short units went (under a load of 10 they
+# had all ended before the failing push was seen).
+SHORT_UNITS, TAIL_UNITS = 200, 8
+UNITS = SHORT_UNITS + TAIL_UNITS
 
 
 class CuttableProxy:
@@ -112,15 +119,17 @@ def test_a_bench_cut_off_for_60_s_pushes_every_run_once_after(daemon_at, tmp_pat
     d = daemon_at(store, config=config, push_to=proxied)
     try:
         d.start()
-        path = qubo_campaign(tmp_path, "long", 40, timeout_s=0.8)
-        assert hilbench("queue", "add", path, "--db", store).returncode == 0
+        path = write_campaign(tmp_path, campaign(
+            agent(), qubo(seeds=list(range(SHORT_UNITS)), timeouts_s=[0.001]),
+            qubo(seeds=list(range(TAIL_UNITS)), timeouts_s=[0.5]), name="long"), "long.toml")
+        assert hilbench_here("queue", "add", path, "--db", store).returncode == 0
         before = d.wait_until(lambda s: (s["push"] or {}).get("pushed", 0) >= 3,
                               "3 runs pushed")["push"]["pushed"]
         proxy.cut()
         cut_at = time.monotonic()
         during = d.wait_until(lambda s: (s["push"] or {}).get("failing_since") is not None
                               and s["push"]["pending"], "the push fails and runs wait")
-        assert during["current"] is not None  # the campaign goes on meanwhile
+        assert during["current"] is not None, during  # the campaign goes on meanwhile
         time.sleep(max(0.0, CUT_S - (time.monotonic() - cut_at)))
         finished_while_cut = len(_local_finished(store))
         proxy.restore()
@@ -133,7 +142,7 @@ def test_a_bench_cut_off_for_60_s_pushes_every_run_once_after(daemon_at, tmp_pat
 
     local = _local_finished(store)
     remote = _pg_runs(pg_url)
-    assert units_of(store, sorted(local)) == 40  # and any unverified attempt before a unit's run
+    assert units_of(store, sorted(local)) == UNITS  # and any unverified attempt before a unit's run
     assert [h["exit_status"] for h in history(store)] == ["completed"]
     assert Counter(uid for uid, *_ in remote) == Counter(local)  # each run there, once
     assert all(n == 1 for n in Counter((c, k) for _, c, k, s in remote if s == "success")
@@ -144,7 +153,7 @@ def test_a_bench_cut_off_for_60_s_pushes_every_run_once_after(daemon_at, tmp_pat
 
     # Pushing the same runs again by hand, under another URL of the same database: each
     # run is still there exactly once.
-    again = hilbench("store", "push", "--db", store, "--to", pg_url)
+    again = hilbench_here("store", "push", "--db", store, "--to", pg_url)
     assert again.returncode == 0, again.stderr
     assert f"{len(local)} finished run(s) not yet pushed" in again.stdout
     assert Counter(uid for uid, *_ in _pg_runs(pg_url)) == Counter(local)

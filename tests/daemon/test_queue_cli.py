@@ -1,4 +1,5 @@
-"""`hilbench queue` and `hilbench schedule` on a real store file, as a user types them."""
+"""`hilbench queue` and `hilbench schedule` on a real store file, as a user types them (run in
+this process by click's CliRunner, but for the schedule test that sets the server's zone)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,14 @@ import sqlite3
 import pytest
 
 from hilbench.daemon.queue_db import QueueDB
-from tests.daemon.conftest import qubo_campaign
+from tests.daemon.conftest import hilbench_here, qubo_campaign
 from tests.subprocesses import hilbench
 
 pytestmark = pytest.mark.slow
 
 
 def _ids(db):
-    out = hilbench("queue", "list", "--db", db, "--json")
+    out = hilbench_here("queue", "list", "--db", db, "--json")
     assert out.returncode == 0, out.stderr
     return [i["id"] for i in json.loads(out.stdout)]
 
@@ -26,10 +27,10 @@ def test_add_snapshots_the_file_and_a_requeued_file_gets_a_new_id(tmp_path):
     db = tmp_path / "q.sqlite"
     path = qubo_campaign(tmp_path, "snap", 2)
     original = path.read_text()
-    first = hilbench("queue", "add", path, "--db", db, "--trials", "3")
+    first = hilbench_here("queue", "add", path, "--db", db, "--trials", "3")
     assert first.returncode == 0 and "queued item 1: snap" in first.stdout
     path.write_text(original.replace("seeds = [0, 1]", "seeds = [7]"))
-    assert hilbench("queue", "add", path, "--db", db).returncode == 0
+    assert hilbench_here("queue", "add", path, "--db", db).returncode == 0
     with QueueDB(db) as q:
         a, b = q.items()
     assert (a.id, b.id) == (1, 2)
@@ -41,15 +42,16 @@ def test_priority_move_remove_and_history(tmp_path):
     db = tmp_path / "q.sqlite"
     path = qubo_campaign(tmp_path, "order", 1)
     for priority in ("0", "0", "5"):
-        assert hilbench("queue", "add", path, "--db", db, "--priority", priority).returncode == 0
+        added = hilbench_here("queue", "add", path, "--db", db, "--priority", priority)
+        assert added.returncode == 0, added.stderr
     assert _ids(db) == [3, 1, 2]
-    assert hilbench("queue", "move", "2", "--before", "3", "--db", db).returncode == 0
+    assert hilbench_here("queue", "move", "2", "--before", "3", "--db", db).returncode == 0
     assert _ids(db) == [2, 3, 1]
-    assert hilbench("queue", "remove", "3", "--db", db).returncode == 0
+    assert hilbench_here("queue", "remove", "3", "--db", db).returncode == 0
     assert _ids(db) == [2, 1]
-    hist = json.loads(hilbench("queue", "history", "--db", db, "--json").stdout)
+    hist = json.loads(hilbench_here("queue", "history", "--db", db, "--json").stdout)
     assert [(h["id"], h["exit_status"]) for h in hist] == [(3, "removed")]
-    gone = hilbench("queue", "remove", "3", "--db", db)
+    gone = hilbench_here("queue", "remove", "3", "--db", db)
     assert gone.returncode == 2 and "not in the queue (in the history)" in gone.stderr
 
 
@@ -57,7 +59,7 @@ def test_a_bad_campaign_is_refused_naming_file_and_key(tmp_path):
     db = tmp_path / "q.sqlite"
     path = tmp_path / "bad.toml"
     path.write_text(qubo_campaign(tmp_path, "bad", 1).read_text().replace("nodes", "nodez"))
-    out = hilbench("queue", "add", path, "--db", db)
+    out = hilbench_here("queue", "add", path, "--db", db)
     assert out.returncode == 2
     assert "bad.toml [[qubo]] #1: unknown key 'nodez'" in out.stderr
 
@@ -93,7 +95,7 @@ def test_an_item_goes_to_the_bench_whose_daemon_serves_its_agent(tmp_path):
         q.beat("rig-8", host="rig8", pid=1, serves=["tcp://10.1.2.4:5555"])
     path = write_campaign(tmp_path, campaign(
         agent(spawn=False, address="tcp://10.1.2.3:5555"), qubo(), name="remote"))
-    added = hilbench("queue", "add", path, "--db", db)
+    added = hilbench_here("queue", "add", path, "--db", db)
     assert added.returncode == 0, added.stderr
     assert "bench rig-7" in added.stdout
     with QueueDB(db) as q:
@@ -112,7 +114,7 @@ def _before_the_queue_joined_the_schema(conn: sqlite3.Connection) -> None:
 def test_the_history_counts_the_starts_of_a_store_made_before_they_were_counted(tmp_path):
     db = tmp_path / "q.sqlite"
     path = qubo_campaign(tmp_path, "counted", 1)
-    assert hilbench("queue", "add", path, "--db", db).returncode == 0
+    assert hilbench_here("queue", "add", path, "--db", db).returncode == 0
     conn = sqlite3.connect(db)  # the queue table as the first release made it
     conn.execute("ALTER TABLE daemon_queue DROP COLUMN starts")
     _before_the_queue_joined_the_schema(conn)
@@ -124,16 +126,16 @@ def test_the_history_counts_the_starts_of_a_store_made_before_they_were_counted(
         q.set_campaign(item.id, "c1")  # started, killed, started again
         q.set_campaign(item.id, "c1")
         q.finish(item.id, "completed", "done", [])
-    [row] = json.loads(hilbench("queue", "history", "--db", db, "--json").stdout)
+    [row] = json.loads(hilbench_here("queue", "history", "--db", db, "--json").stdout)
     assert row["starts"] == 2
-    shown = hilbench("queue", "history", "--db", db).stdout
+    shown = hilbench_here("queue", "history", "--db", db).stdout
     assert "0 run(s) in 2 start(s)" in shown
 
 
 def test_a_store_made_before_outcomes_were_kept_gains_them_in_place(tmp_path):
     db = tmp_path / "q.sqlite"
     path = qubo_campaign(tmp_path, "older", 1)
-    assert hilbench("queue", "add", path, "--db", db).returncode == 0
+    assert hilbench_here("queue", "add", path, "--db", db).returncode == 0
     conn = sqlite3.connect(db)  # the queue's tables as a store before issue 32 has them
     conn.execute("ALTER TABLE daemon_queue DROP COLUMN outcome")
     conn.execute("ALTER TABLE daemon_history DROP COLUMN outcome")
@@ -148,5 +150,5 @@ def test_a_store_made_before_outcomes_were_kept_gains_them_in_place(tmp_path):
         assert q.release_waits("store unwritable") == 1 and q.items()[0].not_before == 0
         q.finish(item.id, "failed", "3 run(s) failed; first failure: MemoryError", [],
                  "completed with failed runs")
-    shown = hilbench("queue", "history", "--db", db).stdout
+    shown = hilbench_here("queue", "history", "--db", db).stdout
     assert "(completed with failed runs)  3 run(s) failed; first failure: MemoryError" in shown

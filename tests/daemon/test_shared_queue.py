@@ -17,14 +17,16 @@ from pathlib import Path
 import pytest
 
 from hilbench.daemon.queue_db import QueueDB
-from tests.daemon.conftest import qubo_campaign
-from tests.subprocesses import hilbench
+from tests.daemon.conftest import hilbench_here, qubo_campaign
 
 BENCHES = ("A", "B", "C")
-# Three items a bench (each a campaign: a worker and an agent started, ~3 s of CPU) share the
-# queue with a schedule's: each bench takes items while the others do, which is what is shown;
-# 30 items cost 70 s of CPU, 15 cost 66 s (the test's whole child CPU, 2026-11-29).
-ITEMS = 9
+# Two items a bench (each a campaign: a worker and an agent started, ~1.5 s of CPU) share the
+# queue with a schedule's: each bench takes items while the others do, which is what is shown.
+ITEMS = 6
+# Bench A's first item is long enough to be killed in the middle: many 1 ms units (~40 ms of
+# wall and ~12 ms of CPU each, more wall under load) last seconds for little CPU; 8 units of
+# 1.2 s cost 10 s of SA's CPU. 6 units of 5 ms had all ended unseen under a load of 7.
+LONG_UNITS = 100
 
 
 def _config(tmp_path: Path) -> Path:
@@ -63,8 +65,8 @@ def test_three_benches_share_one_queue_each_item_once_by_its_bench(daemon_at, tm
         for n in range(ITEMS):
             bench = BENCHES[n % 3]
             long = n == 0  # bench A's first item: long enough to be killed in the middle
-            seeds = 8 if long else 1  # 1.2 s units (6 of them ended unseen under load 7)
-            path = qubo_campaign(tmp_path, f"c{n:02d}", seeds, timeout_s=1.2 if long else 0.005)
+            seeds = LONG_UNITS if long else 1
+            path = qubo_campaign(tmp_path, f"c{n:02d}", seeds, timeout_s=0.001 if long else 0.005)
             item = q.add(str(path), path.read_text(), f"c{n:02d}", bench=bench)
             units[item] = (bench, seeds)
         # One schedule for bench B, every minute, its last fire 2.5 minutes ago: every daemon
@@ -76,8 +78,10 @@ def test_three_benches_share_one_queue_each_item_once_by_its_bench(daemon_at, tm
                              now=time.time() - 150, bench="B")
     first = min(units)
     daemons = {b: _daemon(daemon_at, tmp_path, b, pg_url) for b in BENCHES}
-    for d in daemons.values():
-        d.start()
+    # A last: its long item starts with it, and B's and C's start-ups (seconds each under a
+    # load of 10) had used up its units before the wait below began
+    for b in ("B", "C", "A"):
+        daemons[b].start()
     a = daemons["A"]
     a.wait_until(lambda s: (s["current"] or {}).get("item") == first
                  and s["current"]["done"] >= 1, "bench A is in the middle of its first item")
@@ -126,7 +130,7 @@ def test_three_benches_share_one_queue_each_item_once_by_its_bench(daemon_at, tm
     # The killed item's one campaign ran units before the kill and after it (resumed by
     # bench A's restarted daemon, not started afresh), each unit successful once.
     killed = [r for r in stores["A"] if r[1] == history[first]["campaign_uid"]]
-    assert sum(r[3] == "success" for r in killed) == 8, killed
+    assert sum(r[3] == "success" for r in killed) == LONG_UNITS, killed
     assert min(r[4] for r in killed) < killed_at < max(r[4] for r in killed), killed
     assert benches["A"]["pid"] == a.proc.pid and benches["A"]["state"] in ("idle", "running")
     print(f"{len(history)} items on 3 benches in {time.monotonic() - t0:.1f} s after the kill; "
@@ -140,13 +144,13 @@ def test_status_all_shows_each_bench_and_the_one_that_is_down(daemon_at, tmp_pat
     down = _daemon(daemon_at, tmp_path, "bench-down", pg_url).start()
     down.kill()
     path = qubo_campaign(tmp_path, "later", 1)
-    added = hilbench("queue", "add", path, "--db", pg_url, "--bench", "bench-down")
+    added = hilbench_here("queue", "add", path, "--db", pg_url, "--bench", "bench-down")
     assert added.returncode == 0, added.stderr
     assert "bench bench-down" in added.stdout
-    refused = hilbench("queue", "add", path, "--db", pg_url)
+    refused = hilbench_here("queue", "add", path, "--db", pg_url)
     assert refused.returncode == 2 and "--bench NAME" in refused.stderr, refused.stderr
 
-    shown = hilbench("status", "--all", "--db", pg_url, "--down-after", "5")
+    shown = hilbench_here("status", "--all", "--db", pg_url, "--down-after", "5")
     assert shown.returncode == 0, shown.stderr
     lines = {line.split(":")[0]: line for line in shown.stdout.splitlines()
              if line.startswith("bench ")}
@@ -154,6 +158,6 @@ def test_status_all_shows_each_bench_and_the_one_that_is_down(daemon_at, tmp_pat
     assert "DOWN" not in lines["bench bench-up"] and f"pid {up.proc.pid}" in lines[
         "bench bench-up"]
     assert "DOWN" in lines["bench bench-down"] and "1 queued for it" in lines["bench bench-down"]
-    as_json = json.loads(hilbench("status", "--all", "--db", pg_url, "--json").stdout)
+    as_json = json.loads(hilbench_here("status", "--all", "--db", pg_url, "--json").stdout)
     state = {b["bench"]: b["up"] for b in as_json["benches"]}
     assert state == {"bench-up": True, "bench-down": False}

@@ -9,6 +9,7 @@ import pytest
 from hilbench.orchestrator.interrupt import (
     Interrupted,
     deferred_interrupts,
+    interrupt_taken,
     raise_if_interrupted,
     signals_interrupt,
 )
@@ -36,5 +37,19 @@ def test_a_signal_inside_a_deferred_block_waits_for_the_next_checkpoint():
 
 
 def test_a_deferred_signal_is_not_lost_when_no_checkpoint_follows():
+    with pytest.raises(Interrupted), signals_interrupt(), deferred_interrupts():
+        os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_a_signal_made_the_outcome_is_not_raised_again_at_the_end_of_the_block():
+    """`hilbench run` and the daemon's worker catch Interrupted and make it the campaign's
+    outcome; the block's end must not raise it a second time (that lost the worker's report)."""
+    with signals_interrupt():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+        except Interrupted:
+            interrupt_taken()
+    # the next block starts afresh: a signal whose exception is lost is raised at its end
     with pytest.raises(Interrupted), signals_interrupt(), deferred_interrupts():
         os.kill(os.getpid(), signal.SIGINT)
