@@ -1,7 +1,7 @@
 """Wire protocol between orchestrator and agents: codec, message types, limits.
 
-The codec (and numpy with it) loads on first use: commands that only read keys or a campaign
-(`campaign check`, `queue add`) never need it."""
+The codec (and numpy with it) loads on first use: commands that only read the store or the
+queue (`results`, `status`, `queue list`) never need it (tests/test_startup_imports.py)."""
 
 from __future__ import annotations
 
