@@ -41,6 +41,23 @@ def hilbench(*args: str | Path, timeout: float = 300, **kw: Any) -> subprocess.C
     )
 
 
+def hilbench_here(*args: str | Path) -> subprocess.CompletedProcess:
+    """``hilbench ARGS`` run in this process (click's CliRunner), as :func:`hilbench` returns
+    it: for commands that are not the test's subject (a `queue add` feeding a daemon under
+    test, a report whose page is checked). A subprocess costs ~0.7 s of CPU in start-up a
+    command; commands whose process is the subject (exit codes, signals, locks) stay
+    subprocesses."""
+    from click.testing import CliRunner
+
+    from hilbench.cli import cli
+
+    argv = [str(a) for a in args]
+    result = CliRunner().invoke(cli, argv)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception  # a bug: its traceback, not an exit code
+    return subprocess.CompletedProcess(argv, result.exit_code, result.stdout, result.stderr)
+
+
 def run_campaign(
     path: str | Path,
     db: str | Path,

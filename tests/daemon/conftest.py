@@ -101,22 +101,6 @@ def daemon_at(tmp_path: Path) -> Iterator[Callable[..., DaemonProcess]]:
         d.stop()
 
 
-def hilbench_here(*args: str | Path) -> subprocess.CompletedProcess:
-    """``hilbench ARGS`` run in this process (click's CliRunner), as :func:`hilbench` returns
-    it: for the commands that only drive a daemon (`queue add`, `pause`, `resume`), in tests
-    whose subject is the daemon. A subprocess costs ~0.7 s of CPU in start-up a command; the
-    commands whose process is the subject (exit codes, signals, locks) stay subprocesses."""
-    from click.testing import CliRunner
-
-    from hilbench.cli import cli
-
-    argv = [str(a) for a in args]
-    result = CliRunner().invoke(cli, argv)
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception  # a bug: its traceback, not an exit code
-    return subprocess.CompletedProcess(argv, result.exit_code, result.stdout, result.stderr)
-
-
 def history(db: Path) -> list[dict[str, Any]]:
     """What `hilbench queue history --json` prints."""
     with QueueDB(db) as queue:

@@ -11,9 +11,10 @@ import pytest
 from hilbench.daemon.queue_db import QueueDB
 from hilbench.store import Store
 from tests.campaign_toml import agent, campaign, keysight, qubo, write_campaign
-from tests.daemon.conftest import hilbench_here, history, qubo_campaign
+from tests.daemon.conftest import history, qubo_campaign
 from tests.subprocesses import (
     hilbench,
+    hilbench_here,
     start_campaign,
     stop,
     unit_runs,

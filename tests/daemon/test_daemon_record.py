@@ -13,8 +13,8 @@ import pytest
 from hilbench.bench.bench_campaign import campaign_file
 from hilbench.cassette.reader import Cassette
 from hilbench.store import Store
-from tests.daemon.conftest import hilbench_here, history
-from tests.subprocesses import hilbench
+from tests.daemon.conftest import history
+from tests.subprocesses import hilbench, hilbench_here
 
 
 @pytest.mark.serial  # asserts honest runs verified on time: alone (tests/alone.py)

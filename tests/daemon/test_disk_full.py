@@ -11,9 +11,9 @@ from collections import Counter
 import pytest
 
 from hilbench.store import Store
-from tests.daemon.conftest import hilbench_here, history, qubo_campaign
+from tests.daemon.conftest import history, qubo_campaign
 from tests.disks import remount, small_tmpfs
-from tests.subprocesses import unit_runs
+from tests.subprocesses import hilbench_here, unit_runs
 
 pytestmark = pytest.mark.slow
 

@@ -15,8 +15,8 @@ from typing import ClassVar
 import pytest
 
 from tests.campaign_toml import agent, campaign, qubo, write_campaign
-from tests.daemon.conftest import hilbench_here, history, qubo_campaign
-from tests.subprocesses import hilbench
+from tests.daemon.conftest import history, qubo_campaign
+from tests.subprocesses import hilbench, hilbench_here
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ from hilbench.daemon.config import DaemonConfig
 from hilbench.daemon.manager import Daemon
 from hilbench.daemon.queue_db import QueueDB
 from tests.campaign_toml import agent, campaign, qubo, write_campaign
-from tests.daemon.conftest import hilbench_here
+from tests.subprocesses import hilbench_here
 
 REFUSED = {
     # name: (campaign text, words the one line says)

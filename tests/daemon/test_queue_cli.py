@@ -11,8 +11,8 @@ import sqlite3
 import pytest
 
 from hilbench.daemon.queue_db import QueueDB
-from tests.daemon.conftest import hilbench_here, qubo_campaign
-from tests.subprocesses import hilbench
+from tests.daemon.conftest import qubo_campaign
+from tests.subprocesses import hilbench, hilbench_here
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from hilbench.daemon.queue_db import QueueDB
-from tests.daemon.conftest import hilbench_here, qubo_campaign
+from tests.daemon.conftest import qubo_campaign
+from tests.subprocesses import hilbench_here
 
 BENCHES = ("A", "B", "C")
 # Two items a bench (each a campaign: a worker and an agent started, ~1.5 s of CPU) share the

@@ -10,12 +10,10 @@ import statistics
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from hilbench.cli import cli
 from hilbench.store import Store
 from tests.report.page_check import TableCell, open_page, parse, printed_matches
-from tests.subprocesses import run_campaign
+from tests.subprocesses import hilbench_here, run_campaign
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # the store: three campaigns
 pytest.importorskip("matplotlib")
@@ -67,8 +65,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _report(*args: str | Path) -> None:
     """``hilbench report ARGS`` in this process (the report is under test, not the process)."""
-    result = CliRunner().invoke(cli, ["report", *map(str, args)])
-    assert result.exit_code == 0, result.output[-3000:]
+    done = hilbench_here("report", *args)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
 
 
 @pytest.fixture(scope="module")
