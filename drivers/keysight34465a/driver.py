@@ -257,7 +257,7 @@ class Keysight34465A:
             self._note(f"{self.resource}: no edge on Ext Trig started the burst during the "
                        "acquisition (is the device's marker pin wired, and the slope right?)")
             return batch
-        self._check_count(t_abort)
+        self._check_count(t_abort, abort_half_width)
         self._estimate_interval(t_abort, abort_half_width)
         return batch
 
@@ -384,11 +384,17 @@ class Keysight34465A:
                 f"every {self.settings.sample_interval_s:g} s"
             )
 
-    def _check_count(self, t_abort: float) -> None:
-        """Compare readings received with those the meter must have taken by ``ABOR``."""
+    def _check_count(self, t_abort: float, abort_half_width_s: float) -> None:
+        """Compare readings received with those the meter must have taken by ``ABOR``.
+
+        The meter parsed ``INIT`` no later than ``t0 + t0_uncertainty_s`` and ``ABOR`` no
+        earlier than ``t_abort - abort_half_width_s``: only readings due within that shortest
+        span are owed. A slow round trip on a loaded host widens both ends; counting from
+        their midpoints called readings missing that the meter never owed."""
         s = self.settings
         assert self.t0 is not None
-        elapsed = t_abort - self.t0 - s.aperture_s
+        t0_latest = self.t0 + (self.t0_uncertainty_s or 0.0)
+        elapsed = t_abort - abort_half_width_s - t0_latest - s.aperture_s
         expected = (
             0 if elapsed < 0 else min(s.sample_count, math.floor(elapsed / s.sample_interval_s) + 1)
         )
@@ -397,8 +403,10 @@ class Keysight34465A:
         if missing > slack or (self._health.overflow and missing > 0):
             self._health.dropped += missing
             self._note(
-                f"{self.resource}: expected about {expected} readings by ABOR, received "
-                f"{self._received} ({missing} missing)"
+                f"{self.resource}: expected at least {expected} readings by ABOR, received "
+                f"{self._received} ({missing} missing; INIT known to ± "
+                f"{format_number(t0_latest - self.t0)} s, ABOR to ± "
+                f"{format_number(abort_half_width_s)} s)"
             )
 
     # --- I/O --------------------------------------------------------------------------------

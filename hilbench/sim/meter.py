@@ -21,7 +21,8 @@ speaks the subset of the 34465A's SCPI that the hilbench driver uses, plus non-s
 - ``SIMulate:TRUTH? <t0>,<t1>``: true mean power in watts over a window on the bench clock.
 
 Faults can be injected to test how the measurement chain copes: SCPI errors, a stalled
-instrument, dropped connections, and reading-memory overflow (small ``memory_readings``).
+instrument, commands parsed late, dropped connections, and reading-memory overflow (small
+``memory_readings``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import math
 import socket
 import socketserver
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 
@@ -86,17 +88,10 @@ class SimulatedMeter(MeterAcquisition):
         options: tuple[str, ...] = ("DIG", "MEM"),
     ) -> None:
         super().__init__(
-            model,
-            noise_std_w=noise_std_w,
-            memory_readings=memory_readings,
-            line_frequency_hz=line_frequency_hz,
-            shunt_ohms=shunt_ohms,
-            initial_state=initial_state,
-            seed=seed,
-            drift_ppm=drift_ppm,
-            gain_error=gain_error,
-            offset_error=offset_error,
-            trigger_latency_s=trigger_latency_s,
+            model, noise_std_w=noise_std_w, memory_readings=memory_readings,
+            line_frequency_hz=line_frequency_hz, shunt_ohms=shunt_ohms,
+            initial_state=initial_state, seed=seed, drift_ppm=drift_ppm, gain_error=gain_error,
+            offset_error=offset_error, trigger_latency_s=trigger_latency_s,
         )
         self.options = tuple(options)  # what *OPT? reports: DIG allows NPLC 0.001-0.006
         from hilbench.wire.keys import is_loopback
@@ -111,6 +106,7 @@ class SimulatedMeter(MeterAcquisition):
         self._errors: deque[tuple[int, str]] = deque()
         self._pending_errors: list[tuple[str, int, str]] = []
         self._stalled = threading.Event()
+        self._late: dict[str, float] = {}  # header -> seconds each arrival waits to be parsed
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._connections: set[socket.socket] = set()
@@ -180,6 +176,10 @@ class SimulatedMeter(MeterAcquisition):
     def resume(self) -> None:
         self._stalled.clear()
 
+    def parse_late(self, command: str, seconds: float) -> None:
+        """Parse ``command`` ``seconds`` after it arrives, as a meter behind a loaded host does."""
+        self._late[normalise_header(command)] = seconds
+
     def drop_connections(self) -> None:
         """Close every client connection abruptly, as a power-cycled or unplugged meter does."""
         with self._lock:
@@ -206,6 +206,8 @@ class SimulatedMeter(MeterAcquisition):
     def _execute_one(self, command: str) -> str | None:
         header, _, arg_text = command.partition(" ")
         args = [a.strip() for a in arg_text.split(",")] if arg_text.strip() else []
+        with contextlib.suppress(ScpiError):
+            time.sleep(self._late.get(normalise_header(header), 0.0))
         with self._lock:
             try:
                 key = normalise_header(header)
