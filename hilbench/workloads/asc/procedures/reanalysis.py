@@ -34,6 +34,7 @@ from hilbench.workloads.asc.procedures.table import AscSpec
 from hilbench.workloads.asc.procedures.timing import (
     PhaseTiming,
     check_request,
+    list_sample_allowance,
     request_groups,
     sample_untimed,
 )
@@ -208,7 +209,7 @@ def _check_regions(run: RecordedRun) -> None:
     declared = sample_untimed(decode(Capabilities, caps, "bad_reply"))
     phases = {p["uid"]: p for p in run.phases}
     # a sample's load and unload as the live phase timed them, before its sample lists
-    observed = {e["phase_uid"]: max(e["data"]["pairs_s"])
+    observed = {e["phase_uid"]: list_sample_allowance(e["data"]["pairs_s"])
                 for e in run.events if e["name"] == "load_unload_probe"}
     samples: dict[str, list[tuple[Any, tuple[float, float]]]] = {}
     for e in run.events:
