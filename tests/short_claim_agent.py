@@ -1,7 +1,7 @@
-"""A cpu ASC agent whose stage times are forged 10× short, in a process of its own: each
-single-stream sample occupies at least 2 ms of its request's window, but claims 0.1 ms of
+"""A cpu ASC agent whose stage times are forged 25× short, in a process of its own: each
+single-stream sample occupies at least 5 ms of its request's window, but claims 0.1 ms of
 pre-processing and 0.1 ms of inference in a region of 0.2 ms (consistent with its stages, placed
-where the sample began), as the issue measured it::
+where the sample began)::
 
     python tests/short_claim_agent.py [--version 2]
 
@@ -27,7 +27,10 @@ except ImportError:  # run as a script: the repository root is not on the path
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]))
     from tests.cpu_wrapper import CpuWrapper
 
-OCCUPIED_S = 2e-3
+# 4.8 ms a sample unclaimed. The issue's liar hid 1.8 ms: on a sample list that is within what a
+# loaded host lets a sample's load and unload take (the fastest of four pairs was 2.15 ms in
+# stop 44's CI), so it is caught on an idle host only (hilbench/workloads/asc/procedures/timing.py)
+OCCUPIED_S = 5e-3
 CLAIMED_STAGE_S = 1e-4
 
 
