@@ -12,6 +12,13 @@ so they land at the head of one worker's queue, and every other test waits befor
 until all of them have ended (:func:`turn` counts them in ``serial-done``). Without that phase
 a serial test waited for whatever ran beside it to end — up to a minute for the suite's
 longest tests — while every other worker stood idle behind the turnstile.
+
+Tests marked ``quiet`` wait nearly all their time (the Xylo chip AFE's real-time playback: 1.7 s
+of CPU in 78 s) and take no lock: collection puts them at the head of the other workers' lanes,
+so they run beside the serial phase, whose tests leave most of the machine idle (40 % of 2 cores,
+sampled in CI). Quiet means a few per cent of a core: the 60 s push cut-off (19 s of CPU in
+71 s) and the 60 s replay session (14 s in 76 s) beside the serial phase let three of its liars
+and power checks fail in one run.
 """
 
 from __future__ import annotations
@@ -45,6 +52,10 @@ def is_serial(item: pytest.Item) -> bool:
     return item.get_closest_marker("serial") is not None
 
 
+def is_quiet(item: pytest.Item) -> bool:
+    return item.get_closest_marker("quiet") is not None and not is_serial(item)
+
+
 def order(items: list[pytest.Item], seconds: dict[str, float], workers: int) -> None:
     """Serial tests first; then the rest dealt into one lane per worker, balanced by recorded
     time, each lane's files longest first (a long test started last ends last, with the other
@@ -54,7 +65,8 @@ def order(items: list[pytest.Item], seconds: dict[str, float], workers: int) -> 
     any stealing, so the lanes are cut to those counts: without it, the longest files all fell
     into the first worker's slice, behind the serial phase, and ended last."""
     serial = [item for item in items if is_serial(item)]
-    rest = [item for item in items if not is_serial(item)]
+    quiet = [item for item in items if is_quiet(item)]
+    rest = [item for item in items if not is_serial(item) and not is_quiet(item)]
     files: dict[str, list[pytest.Item]] = {}
     for item in rest:
         files.setdefault(item.nodeid.split("::")[0], []).append(item)
@@ -69,9 +81,17 @@ def order(items: list[pytest.Item], seconds: dict[str, float], workers: int) -> 
     lanes: list[list[list[pytest.Item]]] = [[] for _ in capacities]
     used = [0] * len(capacities)
     load = [0.0] * len(capacities)
+    heads = [0] * len(capacities)  # groups at a lane's head: the serial phase, quiet tests
     if serial:
         lanes[0].append(serial)
-        used[0], load[0] = len(serial), cost(serial)
+        used[0], load[0], heads[0] = len(serial), cost(serial), 1
+    beside = [i for i in range(1, len(lanes))] or [0]  # lanes that run beside the serial phase
+    for test in sorted(quiet, key=lambda t: cost([t]), reverse=True):
+        lane = min(beside, key=lambda i: load[i])
+        lanes[lane].insert(heads[lane], [test])
+        heads[lane] += 1
+        used[lane] += 1
+        load[lane] += cost([test])
     for tests in sorted(files.values(), key=cost, reverse=True):
         while tests:
             open_lanes = [i for i in range(len(lanes)) if used[i] < capacities[i]] or [-1]
@@ -82,10 +102,9 @@ def order(items: list[pytest.Item], seconds: dict[str, float], workers: int) -> 
             used[lane] += len(part)
             load[lane] += cost(part)
     ordered: list[pytest.Item] = []
-    for lane in lanes:
-        head = lane[:1] if serial and lane is lanes[0] else []
-        ordered += [t for group in head for t in group]
-        ordered += [t for group in sorted(lane[len(head):], key=cost, reverse=True)
+    for lane, head in zip(lanes, heads, strict=True):
+        ordered += [t for group in lane[:head] for t in group]
+        ordered += [t for group in sorted(lane[head:], key=cost, reverse=True)
                     for t in group]
     items[:] = ordered
 
@@ -125,11 +144,11 @@ def _wait_for_serial_phase(folder: str) -> None:
 
 
 @contextlib.contextmanager
-def turn(serial: bool) -> Iterator[None]:
+def turn(serial: bool, quiet: bool = False) -> Iterator[None]:
     """Hold the session's room: alone for a serial test, shared for any other (after the
-    serial phase)."""
+    serial phase); a quiet test holds nothing and waits for nothing."""
     folder = os.environ.get(ENV)
-    if not folder:
+    if not folder or (quiet and not serial):
         yield
         return
     turnstile, room = Path(folder, "turnstile"), Path(folder, "room")

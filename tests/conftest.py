@@ -65,7 +65,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: waiting for a turn is no test's time
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    with alone.turn(alone.is_serial(item)):
+    with alone.turn(alone.is_serial(item), alone.is_quiet(item)):
         return (yield)
 
 
