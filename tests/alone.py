@@ -85,7 +85,7 @@ def order(items: list[pytest.Item], seconds: dict[str, float], workers: int) -> 
     if serial:
         lanes[0].append(serial)
         used[0], load[0], heads[0] = len(serial), cost(serial), 1
-    beside = [i for i in range(1, len(lanes))] or [0]  # lanes that run beside the serial phase
+    beside = list(range(1, len(lanes))) or [0]  # lanes that run beside the serial phase
     for test in sorted(quiet, key=lambda t: cost([t]), reverse=True):
         lane = min(beside, key=lambda i: load[i])
         lanes[lane].insert(heads[lane], [test])
@@ -148,7 +148,7 @@ def turn(serial: bool, quiet: bool = False) -> Iterator[None]:
     """Hold the session's room: alone for a serial test, shared for any other (after the
     serial phase); a quiet test holds nothing and waits for nothing."""
     folder = os.environ.get(ENV)
-    if not folder or (quiet and not serial):
+    if not folder or quiet:
         yield
         return
     turnstile, room = Path(folder, "turnstile"), Path(folder, "room")

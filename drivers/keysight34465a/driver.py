@@ -393,8 +393,8 @@ class Keysight34465A:
         their midpoints called readings missing that the meter never owed."""
         s = self.settings
         assert self.t0 is not None
-        t0_latest = self.t0 + (self.t0_uncertainty_s or 0.0)
-        elapsed = t_abort - abort_half_width_s - t0_latest - s.aperture_s
+        init_half_width_s = self.t0_uncertainty_s or 0.0
+        elapsed = t_abort - abort_half_width_s - (self.t0 + init_half_width_s) - s.aperture_s
         expected = (
             0 if elapsed < 0 else min(s.sample_count, math.floor(elapsed / s.sample_interval_s) + 1)
         )
@@ -405,7 +405,7 @@ class Keysight34465A:
             self._note(
                 f"{self.resource}: expected at least {expected} readings by ABOR, received "
                 f"{self._received} ({missing} missing; INIT known to ± "
-                f"{format_number(t0_latest - self.t0)} s, ABOR to ± "
+                f"{format_number(init_half_width_s)} s, ABOR to ± "
                 f"{format_number(abort_half_width_s)} s)"
             )
 
