@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +21,18 @@ from hilbench.cli.options import db_path as _db_path
 from hilbench.cli.options import existing_store, store_failed, store_named
 
 
-def _open(db: Path | None, create: bool = False):
-    """The queue of ``db`` (the default store without --db); only the commands that add to it
-    (``create``) make a store that is not there yet."""
+@contextmanager
+def _open(db: Path | None, create: bool = False) -> Iterator[Any]:
+    """The queue of ``db`` (the default store without --db), closed after the command; only
+    the commands that add to it (``create``) make a store that is not there yet. A store
+    error while it is opened or used (a damaged page found by a read) is one line, exit 2
+    or 4."""
     from hilbench.daemon.queue_db import QueueDB
     from hilbench.store import StoreError
 
     try:
-        return QueueDB(_db_path(db) if create else existing_store(db))
+        with QueueDB(_db_path(db) if create else existing_store(db)) as queue:
+            yield queue
     except StoreError as exc:
         store_failed(exc)
 

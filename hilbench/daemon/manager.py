@@ -55,17 +55,26 @@ from hilbench.lifeline import call_on_signal, pid_alive
 from hilbench.orchestrator.locks import Held, LockRefused, hold
 from hilbench.orchestrator.session import Outcome
 from hilbench.private_files import open_private
+from hilbench.store.errors import StoreDamaged
 from hilbench.store.paths import logs_dir
 
 log = logging.getLogger(__name__)
 
 DISK_CHECK_S = 30.0
+# What keeps the daemon from its queue without being a bug: the database out of reach or
+# full (DBAPIError), or a damaged page read in the store (said in `status`, retried).
+QUEUE_UNREACHABLE = (DBAPIError, StoreDamaged)
 SCHEDULE_LOOKAHEAD = 3
 HEARTBEAT_S = 2.0  # how often the bench's row in the queue database is refreshed
 
 
 _VERB = {"campaign.finished": "finished", "campaign.failed": "failed",
          "campaign.aborted": "stopped"}
+
+
+def _queue_problem(queue: QueueDB, exc: Exception) -> str:
+    """The one line `status` and the log give for a queue the daemon cannot use."""
+    return f"queue database {queue.describe()}: {getattr(exc, 'orig', None) or exc}"
 
 
 class DaemonError(RuntimeError):
@@ -204,8 +213,8 @@ class Daemon:
             while not self.stopping.is_set():
                 try:
                     self._step()
-                except DBAPIError as exc:  # the queue's database out of reach: wait, retry
-                    self.last_error = f"queue database {self.queue.describe()}: {exc.orig}"
+                except QUEUE_UNREACHABLE as exc:  # the queue's database out of reach: wait
+                    self.last_error = _queue_problem(self.queue, exc)
                     log.warning("%s; retrying", self.last_error)
                     self.stopping.wait(min(5.0, 10 * self.config.daemon.poll_s))
                 self.wake.wait(self.config.daemon.poll_s)
@@ -403,8 +412,8 @@ class Daemon:
         try:
             write()
             return True
-        except DBAPIError as exc:
-            self.last_error = f"queue database {self.queue.describe()}: {exc.orig}"
+        except QUEUE_UNREACHABLE as exc:
+            self.last_error = _queue_problem(self.queue, exc)
             log.warning("%s", self.last_error)
             return False
 

@@ -44,6 +44,7 @@ from sqlalchemy.exc import OperationalError
 
 from hilbench.daemon.db import queue_engine
 from hilbench.store.engine import DbTarget, parse_db
+from hilbench.store.errors import StoreDamaged, store_error
 from hilbench.store.schema import BUSY_TIMEOUT_S, open_store
 from hilbench.store.tables import daemon_benches as _benches
 from hilbench.store.tables import daemon_control as _control
@@ -160,7 +161,13 @@ class QueueDB:
             open_store(self.store, "write").close()
             self._runs_conn = sqlite3.connect(self.store, timeout=BUSY_TIMEOUT_S,
                                               isolation_level=None, check_same_thread=False)
-        return self._runs_conn.execute(sql, args).fetchall()
+        try:
+            return self._runs_conn.execute(sql, args).fetchall()
+        except sqlite3.DatabaseError as exc:  # a damaged page, say: the same line as the queue's
+            found = store_error(self.store, "read the runs", exc)
+            if isinstance(found, StoreDamaged):
+                raise found from None
+            raise
 
     # -- queue ---------------------------------------------------------------------------------
     def add(self, source_path: str, content: str, name: str, *, trials: int | None = None,

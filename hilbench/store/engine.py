@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 from hilbench.safe_paths import safe_name
-from hilbench.store.errors import StoreError, StoreFault
+from hilbench.store.errors import StoreDamaged, StoreError, StoreFault, store_error
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -140,6 +141,19 @@ class DbTarget:
             def _begin(conn: Any) -> None:
                 read = conn.get_execution_options().get("hb_read", False)
                 conn.exec_driver_sql("BEGIN" if read else "BEGIN IMMEDIATE")
+
+            @sqlalchemy.event.listens_for(engine, "handle_error")
+            def _damaged(context: Any) -> None:
+                # A page found damaged mid-read is the file's fault, never the statement's:
+                # every caller gets the one-line StoreDamaged that names the file and the
+                # commands that rescue it (faults such as a full disk stay DBAPIErrors, which
+                # the daemon waits out).
+                error = context.original_exception
+                if not isinstance(error, sqlite3.DatabaseError):
+                    return
+                found = store_error(self.path, "read the store", error)
+                if isinstance(found, StoreDamaged):
+                    raise found from None
 
             return engine
         psycopg = _psycopg(self)

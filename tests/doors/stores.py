@@ -46,3 +46,20 @@ def without_file_privilege(command: list[str]) -> list[str]:
         return command
     caps = "-dac_override,-dac_read_search,-fowner"
     return ["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}", "--", *command]
+
+
+def with_pages_damaged(store: Path, out: Path, tables: tuple[str, ...]) -> Path:
+    """A copy of ``store`` at ``out`` whose ``tables``' root pages are overwritten: the file
+    opens, its schema reads, and a read of those tables meets the damage."""
+    conn = sqlite3.connect(store)
+    try:
+        page = conn.execute("PRAGMA page_size").fetchone()[0]
+        roots = [conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?",
+                              (name,)).fetchone()[0] for name in tables]
+    finally:
+        conn.close()
+    data = bytearray(store.read_bytes())
+    for root in roots:
+        data[(root - 1) * page: root * page] = b"\xff" * page
+    out.write_bytes(bytes(data))
+    return out

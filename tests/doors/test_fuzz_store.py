@@ -18,7 +18,7 @@ from tests.doors.fuzz import (
     mutate_bytes,
     subprocess_check,
 )
-from tests.doors.stores import CAMPAIGN, make_store, with_wal_pending
+from tests.doors.stores import CAMPAIGN, make_store, with_pages_damaged, with_wal_pending
 from tests.subprocesses import hilbench
 
 COMMANDS = {"results": ["results"], "summary": ["summary", CAMPAIGN], "status": ["status"],
@@ -95,6 +95,20 @@ def test_a_truncated_store_is_one_line_as_a_user_runs_it(tmp_path, stores, comma
     path.write_bytes(stores.store[: 3 * PAGE - 7])
     line = subprocess_check([*COMMANDS[command], "--db", path], tmp_path, 2, path)
     assert "the store is damaged" in line
+
+
+@pytest.mark.parametrize("command", [["queue", "list"], ["queue", "history"], ["status"],
+                                     ["status", "--all"]], ids=" ".join)
+def test_a_store_that_opens_but_has_a_damaged_queue_page_is_one_line(tmp_path, command):
+    """Found by the fuzz test above: the file opens and its schema reads, and the damage is met
+    only when the queue's rows are read."""
+    work = tmp_path / "work"
+    work.mkdir()
+    store = make_store(tmp_path / "s.sqlite")
+    path = with_pages_damaged(store, work / "d.sqlite", ("daemon_queue", "daemon_history"))
+    outcome = invoke([*command, "--db", path], work)
+    check(outcome, {2}, path)
+    assert len(outcome.errors) == 1 and "the store is damaged" in outcome.errors[0], outcome
 
 
 def test_a_missing_store_is_one_line_and_a_folder_a_usage_error_naming_it(tmp_path):
