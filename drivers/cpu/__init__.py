@@ -184,7 +184,10 @@ class CpuDriver(ContractDriver):
                     body.seed, stop, t_start)
         finally:
             t_end = now()
-            self._sim_state("idle")
+            # Stamped here, not when the link gets to send it: with the meter's and the
+            # orchestrator's threads in one process (a test), the GIL can hold that back by
+            # milliseconds, which the simulated truth would count as solving.
+            self._sim_state("idle", bench_now())
         run = result.run
         # Contract: the best state travels as the one payload; the orchestrator re-scores it.
         state = np.ascontiguousarray(run.state, dtype=np.uint8)
