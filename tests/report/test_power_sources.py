@@ -23,7 +23,7 @@ from hilbench.sim.power_model import SIMULATED_CPU
 from hilbench.store import Store
 from hilbench.workloads.qubo.contract import QuboRun, Solved
 from hilbench_drivers.cpu import CpuDriver
-from tests.agent_thread import serving
+from tests.agent_thread import serving_apart
 from tests.campaign_toml import agent, campaign, keysight, qubo, write_campaign
 from tests.procedures.test_qubo_timing import TIMEOUT_S, runs_by_seed, spec_agent, spec_campaign
 from tests.subprocesses import hilbench, run_campaign, unit_runs
@@ -101,11 +101,13 @@ def test_an_agents_report_beside_an_instrument_is_shown_with_their_agreement(tmp
     seed 1 is flagged; the summary shows both."""
     db = tmp_path / "both.sqlite"
     with SimulatedMeter(SIMULATED_CPU, noise_std_w=0.05, seed=3) as meter:
-        driver = ReportingDriver({0: 38.0, 1: 60.0}, sim_meter=f"{meter.host}:{meter.port}")
-        runtime = AgentRuntime(driver, "cpu0", bind="tcp://127.0.0.1:*")
-        with serving(runtime):
+        sim = f"{meter.host}:{meter.port}"
+        # The agent in a process of its own: in this one its "idle" reached the meter up to
+        # milliseconds late behind the GIL, after the readings past it were computed.
+        with serving_apart(lambda: AgentRuntime(ReportingDriver({0: 38.0, 1: 60.0}, sim_meter=sim),
+                                                "cpu0", bind="tcp://127.0.0.1:*")) as endpoint:
             path = write_campaign(tmp_path, campaign(
-                agent("cpu0", "cpu", spawn=False, address=runtime.endpoint),
+                agent("cpu0", "cpu", spawn=False, address=endpoint),
                 qubo(nodes=[25], densities=[0.1], seeds=[0, 1], solvers=["sa"],
                      timeouts_s=[RUNTIME_S]),
                 keysight(meter.resource, instrument_id="dmm0",
