@@ -46,7 +46,10 @@ def test_every_power_figure_carries_each_further_instrument_and_its_en(example_r
         assert set(others) == {"dmm-b", "dmm-c"}, name
         for entry in others.values():
             assert entry["value"] > 0 and entry["uncertainty"] > 0 and entry["en"] >= 0, name
-        assert not others["dmm-b"]["flagged"], (name, others["dmm-b"])
+        # E_n > 1 is a 95 % rule (ISO 13528): on a figure whose budget is statistical (dynamic
+        # power: both meters' offsets cancel) an honest pair passes it about 1 run in 20. A
+        # calibrated meter stays far from dmm-c's 3 % (E_n 3-17 here): under 2, a 4 σ event.
+        assert others["dmm-b"]["en"] < 2, (name, others["dmm-b"])
     # the meters all follow the one board (the device link tells each): dmm-b reads the truth
     idle = {e["id"]: e for e in metrics["idle_power_w"]["meta"]["instruments"]["others"]}
     truth = ARDUINO_NANO_33_BLE.state_watts["idle"]
@@ -62,28 +65,40 @@ def test_the_miscalibrated_instrument_is_flagged_by_name(example_run):
         entry = next(e for e in found["others"] if e["id"] == "dmm-c")
         assert entry["flagged"] and entry["en"] > 1, (name, entry)
         assert entry["value"] / metrics[name]["value"] == pytest.approx(1.03, abs=0.01), name
-        assert found["disagree"] == ["dmm-c"], name
+        assert found["disagree"] == [e["id"] for e in found["others"] if e["flagged"]], name
 
 
 def test_the_printed_table_report_and_leaderboard_name_it(example_run, tmp_path):
-    proc, _, db = example_run
+    proc, metrics, db = example_run
     out = proc.stdout
     lines = out.splitlines()
+    # dmm-b is named beside dmm-c only where chance flagged one of its figures (see above)
+    chance = _flagged(metrics, POWER, "dmm-b")
+    listed = r"E_n > 1: (dmm-b, )?dmm-c" if chance else r"E_n > 1: dmm-c"
+    named = re.compile(rf"\({listed}\)")
     table6 = next(x for x in lines if x.startswith("idle power (mW, mean ± s.u.)"))
-    assert "(E_n > 1: dmm-c)" in table6, table6
+    assert named.search(table6), table6
     detail = next(i for i, x in enumerate(lines) if " in detail (" in x)
     for row in ("idle power", "active power", "dynamic power"):
         line = next(x for x in lines[detail:] if x.startswith(row))
-        assert "(E_n > 1: dmm-c)" in line, line
+        assert named.search(line), line
     assert "dmm-c" in out and "DISAGREES with dmm-a: E_n up to" in out
-    assert re.search(r"dmm-b [0-9.]+ ± [0-9.]+ mW agrees with dmm-a: E_n ≤ 0\.\d+", out)
+    if not chance:
+        assert re.search(r"dmm-b [0-9.]+ ± [0-9.]+ mW agrees with dmm-a: E_n ≤ 0\.\d+", out)
     system = ROOT / "examples" / "system.toml"
     pytest.importorskip("matplotlib")  # the report extra
     report = hilbench("report", "asc-arduino-two-instruments", "--db", db, "--system", system,
                       "--out", tmp_path / "r", timeout=120)
     assert report.returncode == 0, report.stderr
-    assert "E_n &gt; 1: dmm-c" in (tmp_path / "r" / "report.html").read_text()
+    page = (tmp_path / "r" / "report.html").read_text().replace("&gt;", ">")
+    assert re.search(listed, page)
     board = hilbench("leaderboard", "asc-arduino-two-instruments", "--db", db, "--system", system)
     assert board.returncode == 0, board.stderr
     row = next(csv.DictReader(io.StringIO(board.stdout)))
-    assert row["asc_instruments_disagree"] == "dmm-c"
+    assert row["asc_instruments_disagree"] == ("dmm-b, dmm-c" if chance else "dmm-c")
+
+
+def _flagged(metrics: dict, names: tuple[str, ...], instrument: str) -> bool:
+    """Whether any of the figures ``names`` flagged ``instrument``."""
+    return any(e["flagged"] for name in names
+               for e in metrics[name]["meta"]["instruments"]["others"] if e["id"] == instrument)
