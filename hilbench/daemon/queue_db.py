@@ -44,7 +44,7 @@ from sqlalchemy.exc import OperationalError
 
 from hilbench.daemon.db import queue_engine
 from hilbench.store.engine import DbTarget, parse_db
-from hilbench.store.errors import StoreDamaged, store_error
+from hilbench.store.errors import if_damaged
 from hilbench.store.schema import BUSY_TIMEOUT_S, open_store
 from hilbench.store.tables import daemon_benches as _benches
 from hilbench.store.tables import daemon_control as _control
@@ -164,8 +164,8 @@ class QueueDB:
         try:
             return self._runs_conn.execute(sql, args).fetchall()
         except sqlite3.DatabaseError as exc:  # a damaged page, say: the same line as the queue's
-            found = store_error(self.store, "read the runs", exc)
-            if isinstance(found, StoreDamaged):
+            found = if_damaged(self.store, "read the runs", exc)
+            if found is not None:
                 raise found from None
             raise
 

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import os
 import re
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 from hilbench.safe_paths import safe_name
-from hilbench.store.errors import StoreDamaged, StoreError, StoreFault, store_error
+from hilbench.store.errors import StoreError, StoreFault, if_damaged
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -148,11 +147,8 @@ class DbTarget:
                 # every caller gets the one-line StoreDamaged that names the file and the
                 # commands that rescue it (faults such as a full disk stay DBAPIErrors, which
                 # the daemon waits out).
-                error = context.original_exception
-                if not isinstance(error, sqlite3.DatabaseError):
-                    return
-                found = store_error(self.path, "read the store", error)
-                if isinstance(found, StoreDamaged):
+                found = if_damaged(self.path, "read the store", context.original_exception)
+                if found is not None:
                     raise found from None
 
             return engine

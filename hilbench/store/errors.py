@@ -89,6 +89,16 @@ def store_error(path: object, what: str, error: sqlite3.Error) -> StoreError:
     return StoreError(f"{path}: could not {what}: {exc}")
 
 
+def if_damaged(path: object, what: str, error: BaseException) -> StoreDamaged | None:
+    """The StoreDamaged for ``error`` when SQLite found the store at ``path`` damaged while
+    doing ``what``, else None: for callers that let other database errors (a full disk, a lost
+    server) go up as they are, since the daemon waits those out."""
+    if not isinstance(error, sqlite3.DatabaseError):
+        return None
+    found = store_error(path, what, error)
+    return found if isinstance(found, StoreDamaged) else None
+
+
 def damaged(path: object, what: str, why: str) -> StoreDamaged:
     """The error for a store SQLite found damaged, with the commands that examine and rescue
     it."""
