@@ -184,9 +184,8 @@ class CpuDriver(ContractDriver):
                     body.seed, stop, t_start)
         finally:
             t_end = now()
-            # Stamped here, not when the link gets to send it: with the meter's and the
-            # orchestrator's threads in one process (a test), the GIL can hold that back by
-            # milliseconds, which the simulated truth would count as solving.
+            # Stamped here, when solving ended, not when the link gets to send it (later,
+            # when the thread waits for the GIL or a lock).
             self._sim_state("idle", bench_now())
         run = result.run
         # Contract: the best state travels as the one payload; the orchestrator re-scores it.

@@ -102,8 +102,9 @@ def test_an_agents_report_beside_an_instrument_is_shown_with_their_agreement(tmp
     db = tmp_path / "both.sqlite"
     with SimulatedMeter(SIMULATED_CPU, noise_std_w=0.05, seed=3) as meter:
         sim = f"{meter.host}:{meter.port}"
-        # The agent in a process of its own: in this one its "idle" reached the meter up to
-        # milliseconds late behind the GIL, after the readings past it were computed.
+        # The agent in a process of its own, so its "idle" does not wait for this process's
+        # GIL on its way to the meter (the test still failed once in CI with it: the meter
+        # computes readings lazily, and a late "idle" misses those computed before it came).
         with serving_apart(lambda: AgentRuntime(ReportingDriver({0: 38.0, 1: 60.0}, sim_meter=sim),
                                                 "cpu0", bind="tcp://127.0.0.1:*")) as endpoint:
             path = write_campaign(tmp_path, campaign(
