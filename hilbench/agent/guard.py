@@ -165,6 +165,23 @@ class MemoryBudget:
             used -= other.receiving + other.sending
         return victims if used + nbytes <= self.ceiling else None
 
+    def why_refused(self, nbytes: int, conn: Connection | None = None) -> str:
+        """The figures behind a refusal, so the one refused can tell a full agent from a greedy
+        peer (and a retry from a lost cause)."""
+        conn = conn or self._loose
+        with self._lock:
+            holders = [c for c in list(self.connections.values()) if c.dropped is None and c.held]
+            if conn not in holders:
+                holders.append(conn)
+            used = self._used() - self.connection_bytes
+            share = self.ceiling // len(holders)
+            return (
+                f"the agent already holds {used} bytes of messages in flight; {nbytes} more "
+                f"would pass its budget of {self.limit} bytes (kept within {self.ceiling}) and "
+                f"this connection's fair share of it ({share} bytes among {len(holders)} "
+                f"connections holding bytes; this one holds {conn.held})"
+            )
+
     def _drop(self, conn: Connection, reason: str) -> None:
         if conn.dropped is not None or conn is self._loose:
             return

@@ -283,9 +283,7 @@ class MessageHandling:
             sock,
             route,
             "over_budget",
-            f"the agent already holds {self.budget.used} bytes of messages in flight; "
-            f"{nbytes} more would pass its budget of {self.budget.limit} bytes and this "
-            "connection's fair share of it: retry later",
+            f"{self.budget.why_refused(nbytes, self._conn)}: retry later",
             msg.id,
         )
         return -1

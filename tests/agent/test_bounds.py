@@ -73,9 +73,21 @@ def test_a_message_past_the_memory_budget_is_refused_and_the_agent_serves_on(sma
             assert time.monotonic() < deadline, "the guard did not count the half-sent frame"
             time.sleep(0.02)
         # Within its share (half of 3/4 of the budget): the peer over its share is dropped to
-        # make room.
+        # make room. The guard's picture of the connections trails ZeroMQ by a look (a closed
+        # connection is forgotten when its event is read), so a refusal is retried, as
+        # `over_budget` says; each names its figures.
         share = np.ones(COUNTED_FROM_BYTES, np.uint8)
-        assert client.request("noop", {}, [share]).arrays[0].nbytes == share.nbytes
+        refusals: list[str] = []
+        deadline = time.monotonic() + 3
+        while True:
+            try:
+                reply = client.request("noop", {}, [share])
+                break
+            except AgentError as exc:
+                refusals.append(str(exc))
+                assert "over_budget" in str(exc) and time.monotonic() < deadline, refusals
+                time.sleep(0.1)
+        assert reply.arrays[0].nbytes == share.nbytes
         hog.settimeout(5)
         assert hog.recv(1 << 16) == b"" or hog.recv(1 << 16) == b""  # the agent ended it
         assert client.request("status").body["dropped_connections"] == 1
