@@ -137,9 +137,10 @@ class DeviceFeed:
                 self._thread.join(timeout=5)
         self._server = None
 
-    def execute(self, line: str) -> None:
-        """One device-link line; anything else is logged and ignored (the link never sends
-        it, and a feed has no error queue to put it in)."""
+    def execute(self, line: str) -> str | None:
+        """One device-link line, and the reply to a ``SIM:SYNC?`` (everything before it on the
+        connection is told); anything else is logged and ignored (the link never sends it, and
+        a feed has no error queue to put it in)."""
         header, _, arg = line.strip().partition(" ")
         args = [a.strip() for a in arg.split(",")] if arg else []
         try:
@@ -151,10 +152,13 @@ class DeviceFeed:
                 self.hold(float(args[0]))
             elif header == "SIM:LIVE":
                 self.live()
+            elif header == "SIM:SYNC?":
+                return "1"
             elif header:
                 log.warning("device feed: ignoring %r", line.strip()[:80])
         except (KeyError, ValueError) as exc:
             log.warning("device feed: bad line %r: %s", line.strip()[:80], exc)
+        return None
 
     def __enter__(self) -> DeviceFeed:
         self.start()
@@ -184,4 +188,7 @@ class _Handler(socketserver.StreamRequestHandler):
         self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with contextlib.suppress(OSError):
             for raw in self.rfile:
-                self.server.feed.execute(raw.decode("ascii", errors="replace"))
+                reply = self.server.feed.execute(raw.decode("ascii", errors="replace"))
+                if reply is not None:
+                    self.wfile.write(reply.encode("ascii") + b"\n")
+                    self.wfile.flush()

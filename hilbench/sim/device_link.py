@@ -17,8 +17,9 @@ that much latency) instead of reading an idle device from a timeline not told ye
   ``SIM:HOLD <start>`` as the first sample begins, so not even that sample is read stale);
 - while holding, nothing until ``MAX_DEFERRED`` changes wait or ``FLUSH_S`` has passed since
   the last write; then the waiting lines and a new ``SIM:HOLD <now>``;
-- :meth:`~SimulatedDeviceLink.state` while holding: the waiting lines, the new state and
-  ``SIM:LIVE``; :meth:`~SimulatedDeviceLink.close`: the waiting lines and ``SIM:LIVE``;
+- :meth:`~SimulatedDeviceLink.state`: the waiting lines, the new state (and ``SIM:LIVE`` while
+  holding), then ``SIM:SYNC?``, whose answer it waits for; :meth:`~SimulatedDeviceLink.close`:
+  the waiting lines and ``SIM:LIVE``;
 - a device that stamps its samples' starts with :meth:`~SimulatedDeviceLink.begin` lets the
   link tell on its own when it falls quiet: ``FLUSH_S`` after the last deferred sample, the
   waiting lines and ``SIM:LIVE`` (during a sample that outlasts ``FLUSH_S``: the waiting lines
@@ -92,12 +93,16 @@ class SimulatedDeviceLink:
         monotonic clock it shares with the meter: stamping on arrival would add the meter's
         own latency to every state change. Deferred changes go first, in the same write, and a
         held meter is released (``SIM:LIVE``): from here on the device reports as it goes.
+        It returns once every meter has acted on the change (``SIM:SYNC?``): whatever the
+        device does next (tell its caller the work is done, so the caller stops the meter)
+        reaches a meter that already knows, as a real device's current changes at once.
         ``marker``: the level (0/1) the device's marker pin took at the same moment, told in
         the same write (``SIM:MARK``)."""
         with self._lock:
             stamp = bench_now() if t is None else t
             marks = [] if marker is None else [(int(marker), stamp)]
-            self._send([*self._deferred, (name, stamp)], live=self._holding, marks=marks)
+            self._send([*self._deferred, (name, stamp)], live=self._holding, marks=marks,
+                       sync=True)
 
     def marker(self, level: int, t: float | None = None) -> None:
         """Report that the device's marker pin went to ``level`` (0 or 1) at ``t`` (default
@@ -164,9 +169,9 @@ class SimulatedDeviceLink:
 
     def _send(self, changes: list[tuple[str, float]], *, hold: bool = False,
               live: bool = False, told: float | None = None,
-              marks: list[tuple[int, float]] | None = None) -> None:
+              marks: list[tuple[int, float]] | None = None, sync: bool = False) -> None:
         """One write (lock held): ``changes`` and ``marks`` (marker levels), then HOLD (at
-        ``told``, default now) or LIVE."""
+        ``told``, default now) or LIVE; with ``sync``, wait until each meter has acted on it."""
         text = "".join(f"SIM:STAT {name},{stamp!r}\n" for name, stamp in changes)
         text += "".join(f"SIM:MARK {level},{stamp!r}\n" for level, stamp in marks or ())
         t = bench_now()  # after every change above was stamped
@@ -179,7 +184,11 @@ class SimulatedDeviceLink:
         self._holding = hold
         self._last_write = t
         self.writes += 1
+        if sync:
+            text += "SIM:SYNC?\n"
         self._write(text)
+        if sync:
+            self._await_sync()
         if hold and self._begins and self._flusher is None and not self._quiet.is_set():
             self._flusher = threading.Thread(target=self._flush_when_quiet, daemon=True,
                                              name=f"sim-link-flusher:{self.address}")
@@ -203,6 +212,18 @@ class SimulatedDeviceLink:
         data = text.encode()
         for sock in self._socks:
             sock.sendall(data)
+
+    def _await_sync(self) -> None:
+        """Each meter's answer to ``SIM:SYNC?``: it handles a connection's lines in order, so
+        everything written before it has been acted on (the socket's timeout bounds the wait)."""
+        for sock in self._socks:
+            reply = b""
+            while not reply.endswith(b"\n"):
+                chunk = sock.recv(64)
+                if not chunk:
+                    raise ConnectionError(f"the simulated meter at {self.address} closed the "
+                                          "link while the device was telling it a change")
+                reply += chunk
 
 
 def relink(previous: SimulatedDeviceLink | None, address: str) -> SimulatedDeviceLink:

@@ -18,7 +18,10 @@ speaks the subset of the 34465A's SCPI that the hilbench driver uses, plus non-s
 - ``SIMulate:LIVE``: the device reports as things happen again;
 - ``SIMulate:LATE?``: how many readings were computed from a timeline told late (0 when the
   simulation was honest);
-- ``SIMulate:TRUTH? <t0>,<t1>``: true mean power in watts over a window on the bench clock.
+- ``SIMulate:TRUTH? <t0>,<t1>``: true mean power in watts over a window on the bench clock;
+- ``SIMulate:SYNChronise?``: ``1`` once every line sent before it on the connection has been
+  acted on (the device link waits for it after each live change, so a device that says it is
+  done has already told the meter).
 
 Faults can be injected to test how the measurement chain copes: SCPI errors, a stalled
 instrument, commands parsed late, dropped connections, and reading-memory overflow (small
@@ -541,6 +544,7 @@ _COMMANDS: dict[str, _Handler_t] = {
     "SIM:HOLD": _M._simulate_hold,
     "SIM:LIVE": _M._simulate_live,
     "SIM:LATE?": _M._simulate_late_query,
+    "SIM:SYNC?": lambda m, args: "1",
     "SIM:TRUTH?": _M._simulate_truth,
 }
 for _fn in ("CURR", "VOLT"):
@@ -586,8 +590,9 @@ class _Handler(socketserver.StreamRequestHandler):
                     return
                 if not raw:
                     return
-                if meter._stalled.is_set():
-                    continue  # a hung instrument neither acts nor answers
+                if meter._stalled.is_set() and not raw.startswith(b"SIM:"):
+                    continue  # a hung instrument neither acts nor answers (the device's own
+                    # lines still arrive: its current does not stop when the meter hangs)
                 reply = meter.execute(raw.decode("ascii", errors="replace"))
                 if reply is not None:
                     try:

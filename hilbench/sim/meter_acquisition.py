@@ -189,6 +189,8 @@ class MeterAcquisition:
         # Up to when (bench clock) a held device has told its state; None: it reports live.
         self._told_until: float | None = None
         self.late_readings = 0  # readings computed from a timeline told late (see the module)
+        self.late_changes = 0  # live changes that arrived after readings over them were computed
+        self._computed_until = -math.inf  # where the last computed reading's aperture ended
 
     # --- the simulated device --------------------------------------------------------------
 
@@ -203,6 +205,12 @@ class MeterAcquisition:
                     "simulated meter: the device told a change to %s at t=%.6f after saying its "
                     "state was told up to t=%.6f (SIM:HOLD): readings before then may miss it",
                     name, stamp, self._told_until)
+            elif stamp < self._computed_until:
+                self.late_changes += 1
+                log.warning(
+                    "simulated meter: the device told a change to %s at t=%.6f after the "
+                    "readings up to t=%.6f were computed: they miss it", name, stamp,
+                    self._computed_until)
             return stamp
 
     def hold(self, told_until: float) -> None:
@@ -311,6 +319,8 @@ class MeterAcquisition:
             self._ques_event |= QUES_MEMORY_OVERFLOW
         self._memory.extend(values.tolist())
         acq.generated = ready
+        assert acq.t_first is not None
+        self._computed_until = acq.t_first + (ready - 1) * acq.interval_s + acq.aperture_s
 
     def _readings(self, acq: Acquisition, index: np.ndarray) -> np.ndarray:
         assert acq.t_first is not None

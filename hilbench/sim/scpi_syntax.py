@@ -28,7 +28,7 @@ NODES = {
         ("IMMEDIATE", "IMM"), ("ABORT", "ABOR"), ("FETCH", "FETC"), ("CONFIGURE", "CONF"),
         ("FUNCTION", "FUNC"), ("SIMULATE", "SIM"), ("TRUTH", "TRUTH"), ("R", "R"),
         ("HOLD", "HOLD"), ("LIVE", "LIVE"), ("LATE", "LATE"), ("SLOPE", "SLOP"),
-        ("MARKER", "MARK"),
+        ("MARKER", "MARK"), ("SYNCHRONISE", "SYNC"),
     ]
 }  # fmt: skip
 NODES.update({short: short for short in list(NODES.values())})

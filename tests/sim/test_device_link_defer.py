@@ -13,12 +13,14 @@ from hilbench.sim.device_link import FLUSH_S, MAX_DEFERRED, SimulatedDeviceLink
 
 
 class LineSink:
-    """A TCP listener that keeps every line it receives."""
+    """A TCP listener that keeps every line it receives, and answers ``SIM:SYNC?`` as a meter
+    does (counted in ``syncs``, not kept)."""
 
     def __init__(self) -> None:
         self._server = socket.create_server(("127.0.0.1", 0))
         self.address = f"127.0.0.1:{self._server.getsockname()[1]}"
         self.data = b""
+        self.syncs = 0
         self.arrived = threading.Condition()
         threading.Thread(target=self._serve, daemon=True).start()
 
@@ -27,6 +29,10 @@ class LineSink:
         while chunk := conn.recv(65536):
             with self.arrived:
                 self.data += chunk
+                while b"SIM:SYNC?\n" in self.data:
+                    self.data = self.data.replace(b"SIM:SYNC?\n", b"", 1)
+                    self.syncs += 1
+                    conn.sendall(b"1\n")
                 self.arrived.notify_all()
 
     def lines(self, count: int, timeout_s: float = 2.0) -> list[str]:
@@ -54,7 +60,7 @@ def test_a_run_of_deferred_samples_holds_the_meter_and_the_next_report_lifts_it(
     link.state("inference", t)
     assert sink.lines(8)[4:] == [f"SIM:STAT inference,{t - 1.0!r}", f"SIM:STAT idle,{t - 0.5!r}",
                                  f"SIM:STAT inference,{t!r}", "SIM:LIVE"]
-    assert link.writes == 2
+    assert link.writes == 2 and sink.syncs == 1  # the live report waited for the meter
     link.close()
     assert len(sink.lines(9, timeout_s=0.2)) == 8  # live: nothing left to tell
 

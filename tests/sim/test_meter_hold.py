@@ -211,3 +211,25 @@ def test_the_keysight_driver_counts_and_times_a_held_window_as_a_live_one(meter)
     assert np.abs(watts - truth).max() < 3e-6 * RANGE_A * SIMULATED_CPU.supply_v / 2 + 1e-4
     print(f"driver stop() took {stopping_s * 1e3:.0f} ms")
     assert meter.late_readings == 0  # the link told past ABOR before the meter's patience ran out
+
+
+def test_a_live_change_is_in_the_meter_before_the_device_says_it_is_done(meter, client):
+    """The device tells its caller it is done only after telling the meter, so a caller that
+    stops the meter at once (ABOR) stops one that already knows, even when the meter's host is
+    slow to read the device's line (here 0.3 s): the readings up to ABOR show the idle device."""
+    link = SimulatedDeviceLink(f"127.0.0.1:{meter.port}")
+    link.state("solving")
+    start_fast_acquisition(client)
+    time.sleep(0.1)
+    meter.parse_late("SIM:STAT", 0.3)
+    done = bench_now()
+    link.state("idle", done)
+    assert bench_now() - done >= 0.3  # it waited for the meter to act on the line
+    time.sleep(0.05)
+    client.write("ABOR")
+    assert client.query("*OPC?") == "1"
+    watts = np.array(block_readings(client.query("R?"))) * SIMULATED_CPU.supply_v
+    idle_tail = watts[-int(0.04 / INTERVAL_S):]
+    assert idle_tail == pytest.approx(SIMULATED_CPU.watts("idle"), abs=3 * RESOLUTION_W)
+    assert meter.late_changes == 0
+    link.close()
