@@ -96,16 +96,17 @@ def rss_bytes() -> int:
         return 0
 
 
-def _peer_address(fd: int) -> str:
+def _ends(fd: int) -> tuple[str, str]:
+    """(this end, the peer) of the connection on ``fd``; ("", "") when it is no socket now."""
     if fd < 0:
-        return ""
+        return "", ""
     with contextlib.suppress(OSError):
         sock = socket.socket(fileno=fd)
         try:
-            return str(sock.getpeername())
+            return str(sock.getsockname()), str(sock.getpeername())
         finally:
             sock.detach()
-    return ""
+    return "", ""
 
 
 def shutdown_fd(fd: int, address: str) -> bool:
@@ -171,9 +172,17 @@ class ConnectionGuard:
         self._monitor.close(linger=0)
 
     def connection(self, fd: int) -> Connection:
-        """The connection a message came in on (made here when no event has named it yet)."""
+        """The connection a message came in on (made here when no event has named it yet).
+
+        A message ZeroMQ queued before its connection closed can be read after the close: its
+        descriptor is then no socket, or another's, and gets a record that is not kept (kept,
+        it would count whatever the descriptor's next owner receives).
+        """
         conn = self.budget.connections.get(fd)
         if conn is None:
+            if fd >= 0 and not _ends(fd)[1]:
+                t = now()
+                return Connection(fd, "", t, t, curve=self.curve)
             conn = self._add(fd)
         return conn
 
@@ -194,7 +203,8 @@ class ConnectionGuard:
     # ------------------------------------------------------------ the thread
     def _add(self, fd: int) -> Connection:
         t = now()
-        conn = Connection(fd, _peer_address(fd), t, t, curve=self.curve)
+        local, peer = _ends(fd)
+        conn = Connection(fd, peer, t, t, curve=self.curve, local=local)
         self.budget.connections[fd] = conn
         return conn
 
@@ -249,6 +259,12 @@ class ConnectionGuard:
 
     def _scan(self) -> None:
         for conn in list(self.budget.connections.values()):
+            if conn.fd >= 0 and _ends(conn.fd) != (conn.local, conn.address):
+                # Closed, its event not read yet, or read before a late message re-made the
+                # record: the number may be another socket's now, whose bytes are not its.
+                if self.budget.connections.get(conn.fd) is conn:
+                    self.budget.connections.pop(conn.fd, None)
+                continue
             received = tcp_bytes_received(conn.fd)
             if received is not None:
                 conn.receiving = max(0, received - conn.delivered - HANDSHAKE_ALLOWANCE)

@@ -63,6 +63,7 @@ class Connection:
     opened: float
     last_active: float
     curve: bool = False
+    local: str = ""  # the agent's end: with ``address``, which connection ``fd`` was
     delivered: int = 0  # bytes of the messages the agent has read from it, with their framing
     receiving: int = 0  # bytes ZeroMQ has received and not yet handed over (last scan)
     admitted: int = 0  # bytes of its requests the agent holds

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
 
 import numpy as np
 import pytest
 import zmq
 
-from hilbench.agent.guard import COUNTED_FROM_BYTES, BadMessageLog, Connection, MemoryBudget
+from hilbench.agent.connections import ConnectionGuard
+from hilbench.agent.guard import (
+    COUNTED_FROM_BYTES,
+    BadMessageLog,
+    Connection,
+    LogLimiter,
+    MemoryBudget,
+)
 from hilbench.agent.runtime import AgentRuntime
 from hilbench.orchestrator.client import AgentClient, AgentLost
 from hilbench.wire import codec
@@ -175,3 +184,45 @@ def test_an_agent_on_inproc_serves_though_its_messages_have_no_descriptor():
         big = np.ones(2 * COUNTED_FROM_BYTES, np.uint8)
         assert client.request("echo", {}, [big]).arrays[0].nbytes == big.nbytes
         assert client.request("status").body["connections"] == 1
+
+
+
+def test_a_record_outlived_by_its_descriptor_is_forgotten_not_charged_another_sockets_bytes():
+    """A message ZeroMQ read before its connection closed can be handed over after the close
+    event: the guard must not keep a record for that descriptor, whose number the process may
+    give to another socket next (an agent's link to its meter, say) whose incoming bytes would
+    then count as held for a peer and shrink every peer's fair share."""
+    ctx = zmq.Context()
+    router = ctx.socket(zmq.ROUTER)
+    guard = ConnectionGuard(ctx, router, MemoryBudget(limit=3 * COUNTED_FROM_BYTES),
+                            LogLimiter())
+    server = socket.create_server(("127.0.0.1", 0))
+    peer = socket.create_connection(server.getsockname())
+    accepted, _ = server.accept()
+    fd = accepted.detach()
+    try:
+        conn = guard.connection(fd)
+        assert guard.budget.connections[fd] is conn and conn.address == str(peer.getsockname())
+        # The number now names another socket, one that receives plenty (dup2 does at once
+        # what a close and the next socket() do in turn).
+        sender = socket.create_connection(server.getsockname())
+        receiver, _ = server.accept()
+        os.dup2(receiver.fileno(), fd)
+        sender.sendall(b"x" * 200_000)
+        time.sleep(0.05)
+        guard._scan()
+        assert fd not in guard.budget.connections and guard.budget.used == 0
+        # Closed for good: a late message's record is not kept.
+        os.close(fd)
+        fd = -1
+        stray = guard.connection(accepted_fd := receiver.fileno() + 1000)
+        assert accepted_fd not in guard.budget.connections and stray.held == 0
+        for s in (peer, sender, receiver):
+            s.close()
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        server.close()
+        guard.stop()
+        router.close(linger=0)
+        ctx.term()
