@@ -20,7 +20,7 @@ import zmq
 from hilbench import __version__
 from hilbench.agent.connections import ConnectionGuard
 from hilbench.agent.dispatch import Dispatcher, capabilities_for_version
-from hilbench.agent.driver import Driver
+from hilbench.agent.driver import Driver, DriverError
 from hilbench.agent.guard import BadMessageLog, Connection, LogLimiter, MemoryBudget
 from hilbench.agent.turns import Job
 from hilbench.clock import now
@@ -162,11 +162,17 @@ class MessageHandling:
             )
             return
         version = max(common)
+        try:
+            body = self._welcome(version)
+        except DriverError as exc:  # no device to describe (unplugged, wrong port): one line
+            where = {"key": exc.key} if exc.key else {}
+            self._send_error(sock, route, exc.code, f"the driver cannot describe its device: "
+                             f"{exc}", msg.id, **where)
+            return
         self._peers[key] = Peer(
             route=route, last_seen=now(), greeted=True, session=session or key.hex(),
             version=version,
         )
-        body = self._welcome(version)
         self._send(sock, route, Message(type=codec.WELCOME, id=msg.id, body=body))
 
     def _handle_request(

@@ -195,3 +195,35 @@ def test_silent_agent_is_declared_lost(agent):
     with pytest.raises(AgentLost, match="test-agent"):
         client.request("run", {"workload": "sleep", "seconds": 5})
     client.close()
+
+
+def test_a_device_the_driver_cannot_reach_at_hello_is_one_line_not_an_incident(caplog):
+    """An agent started for a board that is unplugged answers the handshake with the driver's
+    own words and code, so the operator reads what to plug in, not 'internal error, incident';
+    and it serves on: the next hello, once the board is there, is welcomed."""
+    from hilbench.agent.driver import DriverError
+    from hilbench.agent.runtime import AgentRuntime
+    from tests.agent.conftest import SleepyDriver
+    from tests.agent_thread import serving
+
+    class UnpluggedDriver(SleepyDriver):
+        plugged = False
+
+        def capabilities(self):
+            if not self.plugged:
+                raise DriverError("no board found on USB; plug it in or give --port",
+                                  "device_unreachable", key="port")
+            return super().capabilities()
+
+    driver = UnpluggedDriver()
+    runtime = AgentRuntime(driver, "unplugged", bind="tcp://127.0.0.1:*")
+    with serving(runtime):
+        with pytest.raises(AgentUnreachable) as refused:
+            AgentClient(runtime.endpoint).connect()
+        assert "device_unreachable" in str(refused.value)
+        assert "no board found on USB; plug it in or give --port" in str(refused.value)
+        assert "incident" not in str(refused.value)
+        assert not [r for r in caplog.records if r.levelname == "ERROR"]
+        driver.plugged = True
+        with AgentClient(runtime.endpoint) as client:
+            assert "in_flight_bytes" in client.request("status").body
