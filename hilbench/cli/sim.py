@@ -81,8 +81,10 @@ def sim_meter(
     Its readings follow the state a simulated device reports with `SIM:STAT <state>[,<t>]`;
     a device that tells its changes late says `SIM:HOLD <t>` (told up to t: later readings
     wait) and `SIM:LIVE` when it reports as it goes again; `SIM:LATE?` counts readings computed
-    from a timeline told late (also logged). `SIM:TRUTH? <t0>,<t1>` returns the true mean power
-    of a window. Reach it with pyvisa-py as TCPIP::HOST::PORT::SOCKET.
+    from a timeline told late (also logged). `SIM:SYNC?` answers 1 once the connection's earlier
+    lines are acted on (a device asks it after each change, before it says it is done).
+    `SIM:TRUTH? <t0>,<t1>` returns the true mean power of a window. Reach it with pyvisa-py as
+    TCPIP::HOST::PORT::SOCKET.
     """
     from hilbench.orchestrator.instruments import POWER_MODELS
     from hilbench.sim import SimulatedMeter
