@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hilbench.lifeline import dies_with_parent
+from hilbench.lifeline import start_child
 from hilbench_drivers.arduino.link import BoardError
 
 if TYPE_CHECKING:
@@ -156,16 +156,16 @@ class HostEmulator:
         self.path = ""
 
     def start(self) -> str:
-        self._proc = subprocess.Popen(
+        self._proc = start_child(
             [str(self.program)],
+            # Its own session (a Ctrl-C meant for us reaches it through us, once) and SIGKILL
+            # when we die: a board frozen by pause() (SIGSTOP) reads no stdin and would hold
+            # a SIGTERM pending for ever.
+            death_signal=signal.SIGKILL,
             stdin=subprocess.PIPE,  # closes when we die: a second way to learn of it
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            # Its own session (a Ctrl-C meant for us reaches it through us, once) and SIGKILL
-            # when we die: a board frozen by pause() (SIGSTOP) reads no stdin and would hold
-            # a SIGTERM pending for ever.
-            **dies_with_parent(signal.SIGKILL),
         )
         assert self._proc.stdout is not None
         line = _readline_with_timeout(self._proc.stdout, START_TIMEOUT_S)

@@ -1,5 +1,5 @@
 """The Lava child process: started in a process group of its own that dies with the agent
-(:func:`hilbench.lifeline.dies_with_parent`), watched against deadlines, and killed as a group
+(:func:`hilbench.lifeline.start_child`), watched against deadlines, and killed as a group
 (Lava's own worker processes included) when it overruns or is stopped.
 
 The child (``lava_runner.py``) prints one JSON event per line; this side reads them with a
@@ -26,7 +26,7 @@ from typing import Any
 import psutil
 
 from hilbench.agent.driver import DriverError
-from hilbench.lifeline import dies_with_parent
+from hilbench.lifeline import start_child
 
 RUNNER = Path(__file__).resolve().parent / "lava_runner.py"
 
@@ -137,14 +137,13 @@ def run_child(
     (job_dir / "job.json").write_text(json.dumps(job))
     log_path = job_dir / "runner.log"
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
+        # Its own session and process group (killable as one), and a parent-death signal:
+        # the runner ends its group on it, so a SIGKILLed agent leaves no Lava behind.
+        proc = start_child(
             [python, str(RUNNER), str(job_dir)],
             stdout=subprocess.PIPE,
             stderr=log,
             stdin=subprocess.DEVNULL,
-            # Its own session and process group (killable as one), and a parent-death signal:
-            # the runner ends its group on it, so a SIGKILLed agent leaves no Lava behind.
-            **dies_with_parent(),
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
     marks["spawned"] = time.monotonic()

@@ -29,7 +29,7 @@ import click
 import numpy as np
 import zmq
 
-from hilbench.lifeline import dies_with_parent
+from hilbench.lifeline import start_child
 from hilbench.orchestrator.campaign import AgentSpec
 from hilbench.orchestrator.client import AgentClient
 from hilbench.orchestrator.spawn import spawn_agent
@@ -72,8 +72,8 @@ def _timed(call: Callable[[], object]) -> int:
 
 def _start_echo_server(code: str) -> tuple[subprocess.Popen, str]:
     """A pyzmq echo server in its own process (dies with this one) and its address."""
-    server = subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, **dies_with_parent()
+    server = start_child(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True
     )
     assert server.stdout is not None
     return server, f"tcp://127.0.0.1:{int(server.stdout.readline())}"

@@ -18,7 +18,7 @@ from typing import IO, Any
 from hilbench.daemon.messages import Pause, Report, ReportReader, RunItem, encode
 from hilbench.daemon.progress import CampaignProgress
 from hilbench.daemon.queue_db import Item
-from hilbench.lifeline import dies_with_parent
+from hilbench.lifeline import start_child
 from hilbench.orchestrator.session import SessionOutcome
 
 
@@ -27,8 +27,8 @@ def start_worker(db: Path, log_file: IO[str], queue_url: str | None) -> subproce
     ahead while the bench is idle, it is given an item by a ``RunItem`` command on stdin."""
     cmd = [sys.executable, "-m", "hilbench.daemon.worker", "--db", str(db),
            *(["--queue", queue_url] if queue_url else [])]
-    return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=log_file, text=True, **dies_with_parent())
+    return start_child(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                       stderr=log_file, text=True)
 
 
 class WorkerProcess:

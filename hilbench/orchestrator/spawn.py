@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hilbench.lifeline import dies_with_parent, stop_process_group
+from hilbench.lifeline import start_child, stop_process_group
 from hilbench.orchestrator import tap
 from hilbench.private_files import private_dir
 from hilbench.safe_paths import safe_name
@@ -94,7 +94,7 @@ def spawn_announcing(
     """Run ``PYTHON -m hilbench ARGS --announce`` and wait for its ``READY <address>`` line.
 
     ``python`` is the interpreter to use (default: this one), for a driver whose vendor stack
-    lives in another environment. The process dies with this one (see ``dies_with_parent``).
+    lives in another environment. The process dies with this one (see ``start_child``).
     ``handover`` (a key pair and the public keys it admits) goes down an inherited pipe whose
     descriptor replaces ``{key_fd}`` in ``args``.
     """
@@ -124,14 +124,13 @@ def _spawn(name: str, args: list[str], startup_timeout_s: float, log_dir: Path |
     log_fd, log_path = _open_log(log_dir, name)
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(
+        proc = start_child(
             cmd,
             stdout=subprocess.PIPE,
             stderr=log_fd,
             text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
             pass_fds=pass_fds,
-            **dies_with_parent(),
         )
     except OSError as exc:
         _remove_log(log_path)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from hilbench import clock
-from hilbench.lifeline import dies_with_parent
+from hilbench.lifeline import start_child
 from hilbench.power.socwatch_files import (
     SocWatchError,
     SocWatchTrace,
@@ -115,11 +115,10 @@ class SocWatchRun:
         executable = self.resolve_executable()
         private_dir(self.output_dir, parents=True)
         self.launched_at = clock.now()
-        self._process = subprocess.Popen(
+        self._process = start_child(  # a killed orchestrator leaves no collection running
             [executable, *self.command()[1:]],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            **dies_with_parent(),  # a killed orchestrator leaves no collection running
         )
         return self.launched_at + self.start_delay_s
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 import socket
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -15,19 +17,31 @@ from tests.subprocesses import run_campaign
 
 
 def free_port() -> int:
+    """A port free a moment ago, for the orchestrator to listen on (it binds it at once)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
+@contextmanager
+def silent_port() -> Iterator[int]:
+    """A port nobody answers on while the block runs: bound here and not listening, so no
+    other test's agent (they run in parallel) can take it, and a connection is refused. A port
+    only probed free was taken by another worker's agent in CI, which then answered."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield s.getsockname()[1]
+
+
 def test_handshake_waits_the_whole_timeout_and_says_how_long():
     # Liveness alone would give up after 0.1 s × 3; the handshake timeout is 1 s.
-    client = AgentClient(f"tcp://127.0.0.1:{free_port()}", "silent", heartbeat_s=0.1,
-                         liveness=3, connect_timeout_s=1.0)
-    started = time.monotonic()
-    with pytest.raises(AgentUnreachable) as exc:
-        client.connect()
-    waited = time.monotonic() - started
+    with silent_port() as port:
+        client = AgentClient(f"tcp://127.0.0.1:{port}", "silent", heartbeat_s=0.1,
+                             liveness=3, connect_timeout_s=1.0)
+        started = time.monotonic()
+        with pytest.raises(AgentUnreachable) as exc:
+            client.connect()
+        waited = time.monotonic() - started
     assert waited >= 1.0
     stated = float(re.search(r"within (\d+\.\d) s", str(exc.value)).group(1))
     assert abs(stated - waited) <= 0.15
@@ -35,9 +49,10 @@ def test_handshake_waits_the_whole_timeout_and_says_how_long():
 
 @pytest.mark.slow
 def test_campaign_connect_timeout_is_used_and_stated(tmp_path):
-    far = agent("far", spawn=False, address=f"tcp://127.0.0.1:{free_port()}")
-    path = write_campaign(tmp_path, campaign(far, qubo(agent=None), connect_timeout_s=1.5))
-    proc = run_campaign(path, tmp_path / "t.sqlite", timeout=60)
+    with silent_port() as port:
+        far = agent("far", spawn=False, address=f"tcp://127.0.0.1:{port}")
+        path = write_campaign(tmp_path, campaign(far, qubo(agent=None), connect_timeout_s=1.5))
+        proc = run_campaign(path, tmp_path / "t.sqlite", timeout=60)
     assert proc.returncode == 3
     assert re.search(r"agent far at tcp://127\.0\.0\.1:\d+ did not answer the handshake within "
                      r"1\.[5-9] s", proc.stderr), proc.stderr
