@@ -30,6 +30,7 @@ from hilbench.orchestrator.locks import (
 )
 from tests.campaign_toml import agent, campaign, qubo, write_campaign
 from tests.other_user import NOBODY, as_user, holding_as_user
+from tests.ports import worker_port
 from tests.subprocesses import hilbench
 
 HOST = socket.gethostname()
@@ -66,9 +67,7 @@ def _spawned(tmp_path: Path, name: str) -> Path:
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return worker_port()
 
 
 def _one_line_error(done) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ import pytest
 from hilbench.store import Store
 from hilbench.wire import keys
 from tests.campaign_toml import agent, campaign, qubo, write_campaign
+from tests.ports import worker_port
 from tests.subprocesses import (
     announced_agent,
     hilbench,
@@ -143,9 +143,7 @@ def test_listeners_the_agent_rule_allows_pass_the_check(tmp_path, listen, head):
 
 @pytest.mark.slow
 def test_an_insecure_listener_runs_and_says_so_loudly(tmp_path):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = worker_port()
     path = dial_in_campaign(tmp_path, f"tcp://0.0.0.0:{port}", insecure=True)
     run = start_campaign(path, tmp_path / "r.sqlite")
     dialler = subprocess.Popen(

@@ -301,11 +301,9 @@ def test_example_campaign_is_the_demo_campaign():
 
 @pytest.mark.slow
 def test_agent_that_dials_in_runs_the_campaign(tmp_path):
-    import socket
+    from tests.ports import worker_port
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = worker_port()
     text = small(0.001, agent(spawn=False, connects=True), listen=f"tcp://127.0.0.1:{port}")
     db = tmp_path / "dial.sqlite"
     run = start_campaign(write_campaign(tmp_path, text), db)

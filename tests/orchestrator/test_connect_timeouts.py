@@ -13,14 +13,13 @@ import pytest
 
 from hilbench.orchestrator.client import AgentClient, AgentUnreachable
 from tests.campaign_toml import agent, campaign, qubo, write_campaign
+from tests.ports import worker_port
 from tests.subprocesses import run_campaign
 
 
 def free_port() -> int:
-    """A port free a moment ago, for the orchestrator to listen on (it binds it at once)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port for the orchestrator to listen on, no other worker's (tests/ports.py)."""
+    return worker_port()
 
 
 @contextmanager
