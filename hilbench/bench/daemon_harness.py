@@ -95,25 +95,30 @@ def successes(db: Path | QueueDB) -> int:
 
 
 def accounting(db: Path, expected: dict[int, set[str]]) -> dict[str, Any]:
-    """Per queue item: units expected (from its campaign file), done once, lost, duplicated."""
+    """Per queue item: units expected (from its campaign file), done once, ended unverified
+    (no success, a run whose timing could not be confirmed after its attempts: stored with
+    that status, so not lost), lost (neither), duplicated (more than one success)."""
     with QueueDB(db) as q:
         hist = {h["id"]: h for h in q.history(100000)}
         tally = q.run_tally()
         retried = sum(n for status, n in tally.items() if status != "success")
-        lost = duplicated = done = 0
+        lost = duplicated = done = unverified = 0
         unfinished = []
         for item_id, keys in expected.items():
             row = hist.get(item_id)
             if row is None or row["exit_status"] != "completed":
                 unfinished.append(item_id)
             counts: Counter[str] = Counter()
+            honest: set[str] = set()
             if row is not None and row["campaign_uid"]:
                 counts = Counter(q.success_keys(row["campaign_uid"]))
+                honest = q.unverified_keys(row["campaign_uid"])
             done += sum(min(counts[k], 1) for k in keys)
-            lost += sum(1 for k in keys if counts[k] == 0)
+            unverified += sum(1 for k in keys if counts[k] == 0 and k in honest)
+            lost += sum(1 for k in keys if counts[k] == 0 and k not in honest)
             duplicated += sum(n - 1 for n in counts.values() if n > 1)
-    return {"done": done, "retried": retried, "lost": lost, "duplicated": duplicated,
-            "unfinished_items": unfinished}
+    return {"done": done, "unverified": unverified, "retried": retried, "lost": lost,
+            "duplicated": duplicated, "unfinished_items": unfinished}
 
 
 def unit_keys(path: Path) -> set[str]:

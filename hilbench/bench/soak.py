@@ -52,7 +52,8 @@ def soak(units: int, campaigns: int, fires: int, daemon_kills: int, agent_kills:
          folder: Path | None) -> None:
     """A night of queued and scheduled campaigns with the daemon and agents SIGKILLed.
 
-    Prints units done, retried, lost and duplicated (every unit of every item checked in the
+    Prints units done, ended unverified (their timing not confirmed: stored, not lost),
+    retried, lost and duplicated (every unit of every item checked in the
     store), the daemon's RSS, `status` latency over the control socket, and units per second
     in the first and the last tenth of the units by completion order, over the time the daemon
     had work: each unit costs the time since the one before it, less any time with nothing
@@ -171,7 +172,8 @@ def _soak(units: int, campaigns: int, fires: int, daemon_kills: int, agent_kills
     click.echo(f"campaigns: {campaigns} queued + {len(fired)} from schedule fires "
                f"({coalesced} fires coalesced); wall {wall:.0f} s")
     click.echo(f"kills: daemon {done_kills['daemon']}, agent {done_kills['agent']} (SIGKILL)")
-    click.echo(f"units done {acc['done']}, retried {acc['retried']}, lost {acc['lost']}, "
+    click.echo(f"units done {acc['done']}, ended unverified {acc['unverified']}, retried "
+               f"{acc['retried']}, lost {acc['lost']}, "
                f"duplicated {acc['duplicated']}; items not completed: "
                f"{acc['unfinished_items'] or 'none'}")
     click.echo(f"daemon RSS: {rss_first or float('nan'):.1f} MiB at start (first incarnation), "

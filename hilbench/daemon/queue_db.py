@@ -318,6 +318,13 @@ class QueueDB:
         return {r[0] or "incomplete": r[1] for r in self._runs(
             "SELECT exit_status, COUNT(*) FROM runs GROUP BY exit_status")}
 
+    def unverified_keys(self, campaign_uid: str) -> set[str]:
+        """Units with a run ended ``unverified`` (its timing not confirmed after its attempts):
+        a stored, honest outcome, not a loss."""
+        return {r[0] for r in self._runs(
+            "SELECT unit_key FROM runs WHERE campaign_uid = ? AND exit_status = 'unverified'",
+            (campaign_uid,))}
+
     def success_keys(self, campaign_uid: str) -> list[str]:
         return [r[0] for r in self._runs(
             "SELECT unit_key FROM runs WHERE campaign_uid = ? AND exit_status = 'success'",
