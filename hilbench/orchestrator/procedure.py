@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from hilbench.contracts.registry import ENTRY_POINT_GROUP as WORKLOAD_GROUP
 from hilbench.contracts.registry import workloads
 from hilbench.entry_points import entry_points
+from hilbench.orchestrator.interrupt import raise_if_interrupted
 
 if TYPE_CHECKING:
     from hilbench.contracts.remote import RemoteDevice
@@ -179,6 +180,10 @@ def load_procedure(name: str) -> Procedure:
     try:
         plugin = ep.load()
     except Exception as exc:
+        # A stop signal during the import: Python may wrap its Interrupted in another error
+        # (a RuntimeError from a class's __set_name__, in CI); the signal wins, as it would
+        # have anywhere else in start-up.
+        raise_if_interrupted()
         raise ProcedureError(
             f"procedure {name!r} ({ep.value}) could not be loaded: {type(exc).__name__}: {exc}"
         ) from exc
