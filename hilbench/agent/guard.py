@@ -146,13 +146,17 @@ class MemoryBudget:
             self._drop(victim, "over its fair share of the memory budget")
         return True
 
-    def _over_share(self, conn: Connection, nbytes: int, used: int) -> list[Connection] | None:
-        """Connections to drop so that ``conn`` gets ``nbytes``, or None if not its share."""
+    def _fair_share(self, conn: Connection) -> tuple[list[Connection], int]:
+        """The live connections holding bytes, ``conn`` among them, and each one's share."""
         holders = [c for c in list(self.connections.values()) if c.dropped is None and c.held]
-        used -= sum(c.held for c in list(self.connections.values()) if c.dropped is not None)
         if conn not in holders:
             holders.append(conn)
-        share = self.ceiling // len(holders)
+        return holders, self.ceiling // len(holders)
+
+    def _over_share(self, conn: Connection, nbytes: int, used: int) -> list[Connection] | None:
+        """Connections to drop so that ``conn`` gets ``nbytes``, or None if not its share."""
+        used -= sum(c.held for c in list(self.connections.values()) if c.dropped is not None)
+        holders, share = self._fair_share(conn)
         if conn.held + nbytes > share:
             return None
         victims = []
@@ -171,11 +175,8 @@ class MemoryBudget:
         peer (and a retry from a lost cause)."""
         conn = conn or self._loose
         with self._lock:
-            holders = [c for c in list(self.connections.values()) if c.dropped is None and c.held]
-            if conn not in holders:
-                holders.append(conn)
+            holders, share = self._fair_share(conn)
             used = self._used() - self.connection_bytes
-            share = self.ceiling // len(holders)
             return (
                 f"the agent already holds {used} bytes of messages in flight; {nbytes} more "
                 f"would pass its budget of {self.limit} bytes (kept within {self.ceiling}) and "

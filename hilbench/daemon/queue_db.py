@@ -318,17 +318,19 @@ class QueueDB:
         return {r[0] or "incomplete": r[1] for r in self._runs(
             "SELECT exit_status, COUNT(*) FROM runs GROUP BY exit_status")}
 
+    def _unit_keys(self, campaign_uid: str, status: str) -> list[str]:
+        """The unit key of each of the campaign's runs that ended ``status`` (one per run)."""
+        return [r[0] for r in self._runs(
+            "SELECT unit_key FROM runs WHERE campaign_uid = ? AND exit_status = ?",
+            (campaign_uid, status))]
+
     def unverified_keys(self, campaign_uid: str) -> set[str]:
         """Units with a run ended ``unverified`` (its timing not confirmed after its attempts):
         a stored, honest outcome, not a loss."""
-        return {r[0] for r in self._runs(
-            "SELECT unit_key FROM runs WHERE campaign_uid = ? AND exit_status = 'unverified'",
-            (campaign_uid,))}
+        return set(self._unit_keys(campaign_uid, "unverified"))
 
     def success_keys(self, campaign_uid: str) -> list[str]:
-        return [r[0] for r in self._runs(
-            "SELECT unit_key FROM runs WHERE campaign_uid = ? AND exit_status = 'success'",
-            (campaign_uid,))]
+        return self._unit_keys(campaign_uid, "success")
 
     def success_times(self) -> list[float]:
         """When each successful run ended (UTC seconds), in order."""
