@@ -13,11 +13,6 @@ until all of them have ended (:func:`turn` counts them in ``serial-done``). With
 a serial test waited for whatever ran beside it to end — up to a minute for the suite's
 longest tests — while every other worker stood idle behind the turnstile.
 
-While the serial phase runs, one other worker (the first to ask for the one seat) runs its
-tests at idle priority beside it (tests/idle_priority.py: ``SCHED_IDLE`` and the idle I/O
-class, inherited by every process a test starts, taken back when the phase ends), where the
-system allows going back; the rest wait for the phase to end.
-
 Tests marked ``quiet`` wait nearly all their time (the Xylo chip AFE's real-time playback: 1.7 s
 of CPU in 78 s) and take no lock: collection puts them at the head of the other workers' lanes,
 so they run beside the serial phase, whose tests leave most of the machine idle (40 % of 2 cores,
@@ -39,17 +34,11 @@ from pathlib import Path
 
 import pytest
 
-from tests import idle_priority
-
 ENV = "HILBENCH_TEST_SESSION"
 # A serial test that never counts itself (its worker crashed, xdist rescheduled it behind
 # tests that wait for it) must not hang the session: past this the others go on.
 PHASE_WAIT_S = 900.0
 _serial_total = 0
-_started = time.monotonic()
-_gave_up = False
-_lowered = False  # this worker runs its tests at idle priority beside the serial phase
-_seat: list[int] = []  # the descriptor holding the one seat beside it, once taken
 
 
 def start_session() -> str:
@@ -144,69 +133,26 @@ def _serial_done(folder: str) -> int:
         return 0
 
 
-def _phase_over(folder: str) -> bool:
-    """Every serial test has ended (or the phase ran past PHASE_WAIT_S, said once)."""
-    global _gave_up
-    if _serial_done(folder) >= _serial_total or _gave_up:
-        return True
-    if time.monotonic() - _started > PHASE_WAIT_S:
-        _gave_up = True
-        print(f"tests/alone.py: {_serial_done(folder)} of {_serial_total} serial tests "
-              f"counted after {PHASE_WAIT_S:.0f} s; going on", file=sys.stderr)
-        return True
-    return False
-
-
 def _wait_for_serial_phase(folder: str) -> None:
-    while not _phase_over(folder):
+    deadline = time.monotonic() + PHASE_WAIT_S
+    while _serial_done(folder) < _serial_total:
+        if time.monotonic() > deadline:
+            print(f"tests/alone.py: {_serial_done(folder)} of {_serial_total} serial tests "
+                  f"counted after {PHASE_WAIT_S:.0f} s; going on", file=sys.stderr)
+            return
         time.sleep(0.05)
-
-
-def _take_the_seat(folder: str) -> bool:
-    """The one seat beside the serial phase, for the first worker that asks (held until this
-    process ends; the phase is over long before). One neighbour leaves a core mostly free for
-    the serial tests' wake-ups: with every other worker beside them, both cores were busy and
-    three of five CI runs had a serial test's sleep woken milliseconds late."""
-    fd = os.open(Path(folder, "beside"), os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return False
-    _seat.append(fd)
-    return True
-
-
-def _beside_serial_phase(folder: str) -> bool:
-    """Whether this test runs now, at idle priority, beside the serial phase (this process
-    lowered for the rest of the phase), or waits for the phase to end first."""
-    global _lowered
-    if _lowered:
-        return not _phase_over(folder)
-    if _phase_over(folder) or not idle_priority.available() or not _take_the_seat(folder):
-        return False
-    # The watcher is started first, so it keeps normal priority and is never starved.
-    idle_priority.restore_when(lambda: _phase_over(folder))
-    idle_priority.lower()
-    _lowered = True
-    return True
 
 
 @contextlib.contextmanager
 def turn(serial: bool, quiet: bool = False) -> Iterator[None]:
     """Hold the session's room: alone for a serial test, shared for any other (after the
-    serial phase, or beside it at idle priority); a quiet test holds nothing and waits for
-    nothing."""
-    global _lowered
+    serial phase); a quiet test holds nothing and waits for nothing."""
     folder = os.environ.get(ENV)
     if not folder or quiet:
         yield
         return
     turnstile, room = Path(folder, "turnstile"), Path(folder, "room")
     if serial:
-        if _lowered:  # a serial test this worker took from another's queue
-            idle_priority.restore_tree()
-            _lowered = False
         try:
             with _flock(turnstile, fcntl.LOCK_EX), _flock(room, fcntl.LOCK_EX):
                 yield
@@ -217,8 +163,6 @@ def turn(serial: bool, quiet: bool = False) -> Iterator[None]:
                 os.write(fd, b".")
             finally:
                 os.close(fd)
-    elif _beside_serial_phase(folder):
-        yield
     else:
         _wait_for_serial_phase(folder)
         with _flock(turnstile, fcntl.LOCK_SH):

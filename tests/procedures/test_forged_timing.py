@@ -33,8 +33,7 @@ FORGED = {1: "10× late, actual_s forged", 2: "0.24 s late, times forged",
 
 @pytest.fixture
 def every_core_busy() -> Iterator[int]:
-    """A busy loop on every core while the test runs (the test is serial: only idle-priority
-    work runs beside it, which the loops starve)."""
+    """A busy loop on every core while the test runs (the test is serial: nothing runs beside)."""
     loops = [subprocess.Popen([sys.executable, "-c", "while 1: pass"])
              for _ in range(os.cpu_count() or 1)]
     try:
