@@ -153,6 +153,7 @@ class ConnectionGuard:
         self.accepted = 0
         self._stopping = threading.Event()
         self._monitor_addr = f"inproc://agent-monitor-{os.getpid()}-{next(_serials)}"
+        self._sock = sock
         sock.monitor(self._monitor_addr, _EVENTS)
         self._monitor = ctx.socket(zmq.PAIR)
         self._monitor.rcvhwm = 0  # every event, however many connections come at once
@@ -166,6 +167,13 @@ class ConnectionGuard:
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop watching. The socket's monitor is turned off first, while its events still have
+        a reader: ZeroMQ's I/O thread sends an event to a reader that is gone by blocking,
+        holding the socket's monitor lock, and turning the monitor off then waits on that lock
+        holding the GIL, which hung the whole process (a shutdown in CI, reproduced with a
+        peer leaving between the two)."""
+        with contextlib.suppress(zmq.ZMQError):
+            self._sock.monitor(None, 0)
         self._stopping.set()
         if self._thread is not None:
             self._thread.join(timeout=2)

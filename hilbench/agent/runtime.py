@@ -220,8 +220,7 @@ class AgentRuntime(MessageHandling, SocketTurns):
                 self.driver.close()
             except Exception:  # closing must not hide the reason we stopped
                 log.exception("driver %s failed to close", self.driver.name)
-            self.guard.stop()
-            sock.disable_monitor()
+            self.guard.stop()  # turns the socket's monitor off too
             sock.close(linger=200)
             wake_rx.close(linger=0)
             wake_tx.close(linger=0)

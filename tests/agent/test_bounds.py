@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -226,3 +228,40 @@ def test_a_record_outlived_by_its_descriptor_is_forgotten_not_charged_another_so
         guard.stop()
         router.close(linger=0)
         ctx.term()
+
+
+GUARD_STOPPED_THEN_PEERS_COME = """
+import time, zmq
+from hilbench.agent.connections import ConnectionGuard
+from hilbench.agent.guard import MemoryBudget
+from hilbench.loglimit import LogLimiter
+
+ctx = zmq.Context()
+sock = ctx.socket(zmq.ROUTER)
+sock.linger = 0
+port = sock.bind_to_random_port("tcp://127.0.0.1")
+guard = ConnectionGuard(ctx, sock, MemoryBudget(), LogLimiter())
+guard.start()
+guard.stop()
+for _ in range(5):  # each would be an event for a reader that is gone
+    peer = ctx.socket(zmq.DEALER)
+    peer.linger = 0
+    peer.connect(f"tcp://127.0.0.1:{port}")
+    time.sleep(0.05)
+    peer.close()
+time.sleep(0.1)
+sock.monitor(None, 0)  # what the runtime's shutdown did after stopping the guard
+sock.close()
+ctx.term()
+print("closed")
+"""
+
+
+def test_a_stopped_guard_leaves_no_monitor_that_can_hang_the_process():
+    """Peers that come and go after the guard stopped: ZeroMQ's I/O thread used to block
+    sending their events to the guard's closed reader, holding the socket's monitor lock, and
+    turning the monitor off then hung the whole process with the GIL held (a CI run froze in
+    an agent's shutdown). In a child process, so a hang fails the test instead of the worker."""
+    done = subprocess.run([sys.executable, "-c", GUARD_STOPPED_THEN_PEERS_COME],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0 and done.stdout.strip() == "closed", done.stderr
