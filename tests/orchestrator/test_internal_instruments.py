@@ -22,6 +22,11 @@ def campaign(instrument: dict) -> object:
     }, "internal.toml")
 
 
+# Serial: the poller is a thread in this process. Beside the parallel suite its readings once
+# covered under 95 % of the 0.5 s window (CI-17: no figure; under six busy loops 91-95 %): the
+# coverage rule counts a spacing past 1.5 intervals as lost, though a counter read late loses
+# no energy.
+@pytest.mark.serial
 @pytest.mark.slow
 def test_rapl_instrument_gives_the_power_its_counters_count(tmp_path):
     fake = FakePowercap(tmp_path / "sys")
