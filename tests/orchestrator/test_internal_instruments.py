@@ -32,7 +32,7 @@ def test_rapl_instrument_gives_the_power_its_counters_count(tmp_path):
     fake = FakePowercap(tmp_path / "sys")
     fake.add_zone("intel-rapl:0", "package-0", 0)
     fake.add_zone("intel-rapl:0:2", "dram", 0)
-    with fake.drawing({"intel-rapl:0": 30.0, "intel-rapl:0:2": 3.0}, period_s=0.001):
+    with fake.drawing({"intel-rapl:0": 30.0, "intel-rapl:0:2": 3.0}):
         spec = campaign({"driver": "rapl",
                          "settings": {"root": str(fake.root), "interval_s": 0.02}})
         outcome = CampaignRunner(spec, tmp_path / "r.sqlite").run()

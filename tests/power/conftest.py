@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -72,48 +71,31 @@ class FakePowercap:
         os.replace(scratch, target)
 
     @contextmanager
-    def drawing(self, watts: Mapping[str, float], period_s: float = 0.0005) -> Iterator[None]:
+    def drawing(self, watts: Mapping[str, float]) -> Iterator[None]:
         """While the block runs, each zone's counter counts ``watts[zone]`` on from where it
-        stood (zones nest: give each its own). A thread updates the files as the hardware would,
-        and a read through hilbench's RAPL reader in this process first brings the file it reads
-        up to date, as the kernel reads the counter when the file is read: on a loaded host the
-        thread alone lagged by tens of ms at a window's start and not its end (35.1 W read for a
-        true 33 W over 0.5 s in CI)."""
+        stood (zones nest: give each its own). A read through hilbench's RAPL reader first
+        writes the file it reads up to date, as the kernel reads the counter when the file is
+        read. A thread that wrote every 1 ms instead lagged on a loaded host by tens of ms at a
+        window's start and not its end (35.1 W read for a true 33 W over 0.5 s in CI)."""
         from hilbench.power import rapl
 
         start = {zone: int((self._zones[zone] / "energy_uj").read_text()) for zone in watts}
         paths = {(self._zones[zone] / "energy_uj").resolve(): zone for zone in watts}
         t0 = time.monotonic()
-        done = threading.Event()
-        writing = threading.Lock()
-
-        def update(zone: str) -> None:
-            self.set_energy(zone, start[zone] + int(watts[zone] * (time.monotonic() - t0) * 1e6))
-
-        def count() -> None:
-            while not done.wait(period_s):
-                with writing:
-                    for zone in watts:
-                        update(zone)
-
         real_read = rapl._read_text
 
         def read_now(path: Path) -> str:
             zone = paths.get(Path(path).resolve())
-            if zone is not None and not done.is_set():
-                with writing:
-                    update(zone)
+            if zone is not None:
+                elapsed = time.monotonic() - t0
+                self.set_energy(zone, start[zone] + int(watts[zone] * elapsed * 1e6))
             return real_read(path)
 
-        thread = threading.Thread(target=count, daemon=True)
-        thread.start()
         rapl._read_text = read_now
         try:
             yield
         finally:
             rapl._read_text = real_read
-            done.set()
-            thread.join()
 
     def energy_path(self, zone_id: str) -> Path:
         return self.root / zone_id / "energy_uj"
