@@ -36,7 +36,8 @@ def window_power_again(
             t = IntervalEstimate.from_dict(dict(interval)).restamp(t)
     info = SourceInfo(source, unit,  # type: ignore[arg-type]
                       float(sample_meta.get("time_resolution_s") or 0.0),
-                      supply_voltage_v=sample_meta.get("supply_voltage_v"))
+                      supply_voltage_v=sample_meta.get("supply_voltage_v"),
+                      readings_tile_time=sample_meta.get("readings_tile_time") is True)
     start, end = region[0] - offset_s, region[1] - offset_s
     return phase_power(t, to_watts(info, np.asarray(values)), PhaseWindow("active", start, end),
                        info, aperture_s=analysis.get("aperture_s"),

@@ -194,7 +194,8 @@ class CassetteRecorder:
         entry = self.manifest["instruments"].setdefault(doc.source, {})
         identity = {"unit": doc.unit, **{k: v for k, v in doc.meta.items()
                                          if k in ("instrument", "supply_voltage_v",
-                                                  "time_resolution_s")}}
+                                                  "time_resolution_s",
+                                                  "readings_tile_time")}}
         if entry.get("identity") != identity:
             entry["identity"] = identity
             write_manifest(self.folder, self.manifest)

@@ -263,6 +263,8 @@ class PhaseAcquisition:
                     "supply_voltage_v": info.supply_voltage_v,
                     "time_resolution_s": info.time_resolution_s,
                     "t0_uncertainty_s": self.t0_uncertainty_s,
+                    # a replay's coverage rule must be the run's (hilbench.cassette.figures)
+                    **({"readings_tile_time": True} if info.readings_tile_time else {}),
                 },
             )
         )

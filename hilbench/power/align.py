@@ -73,11 +73,12 @@ def overlap_fractions(t: np.ndarray, aperture_s: float, start: float, end: float
     return np.clip((hi - lo) / aperture_s, 0.0, 1.0)
 
 
-def window_coverage(t: np.ndarray, start: float, end: float) -> float:
+def window_coverage(t: np.ndarray, start: float, end: float, *, tiled: bool = False) -> float:
     """Fraction of ``[start, end]`` that the readings cover: reading i covers
     ``[t_i, t_i + step_i]`` with step_i its spacing to the next reading, at most 1.5 typical
     intervals (jitter is covered, a gap of lost readings is not; the last reading covers one
-    interval)."""
+    interval). ``tiled``: each reading is the mean up to the next one's stamp (an energy
+    counter), so its spacing is what it covers however long it is."""
     t = np.asarray(t, dtype=np.float64)
     if not end > start:
         raise ValueError(f"window end {end} s must be after its start {start} s")
@@ -85,7 +86,7 @@ def window_coverage(t: np.ndarray, start: float, end: float) -> float:
         return 0.0
     step = typical_interval(t) if t.shape[0] >= 2 else 0.0
     spacing = np.append(np.diff(t), step)
-    reach = t + np.minimum(spacing, GAP_FACTOR * step)
+    reach = t + (spacing if tiled else np.minimum(spacing, GAP_FACTOR * step))
     covered = np.clip(np.minimum(reach, end) - np.maximum(t, start), 0.0, None).sum()
     return float(min(1.0, covered / (end - start)))
 

@@ -288,7 +288,7 @@ def phase_power(
         info, resolution=resolution, supply_relative=supply_relative_uncertainty
     )
 
-    coverage = window_coverage(t, window.start, window.end)
+    coverage = window_coverage(t, window.start, window.end, tiled=info.readings_tile_time)
     if coverage < min_coverage:
         raise ValueError(
             f"{window.name} window {window.start:g}..{window.end:g} s: the readings "

@@ -325,7 +325,8 @@ class RaplPowerSource:
 
     def _make_info(self) -> SourceInfo:
         domains = self._counters.domains if self._counters else ()
-        return SourceInfo(name="rapl", unit="W", time_resolution_s=self.interval_s, domains=domains)
+        return SourceInfo(name="rapl", unit="W", time_resolution_s=self.interval_s, domains=domains,
+                          readings_tile_time=True)
 
     @property
     def counters(self) -> RaplCounters:

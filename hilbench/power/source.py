@@ -41,6 +41,10 @@ class SourceInfo:
     # one reading's least significant step, in the source's unit (0: not stated); constant
     # readings still carry half of it, so no figure reads ± 0
     resolution: float = 0.0
+    # True when each reading is the mean from its own stamp to the next reading's stamp (an
+    # energy counter polled, as RAPL): the readings tile time however late a poll came, so a
+    # long spacing loses nothing and is not counted as a gap in a window's coverage.
+    readings_tile_time: bool = False
 
 
 @dataclass

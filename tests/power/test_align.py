@@ -113,3 +113,17 @@ def test_window_coverage_counts_what_the_readings_cover():
     # the reading before the gap covers 1.5 intervals (jitter allowance), then nothing
     assert window_coverage(gap, 0.0, 20.0) == pytest.approx(15.25 / 20)
     assert window_coverage(t, 100.0, 110.0) == 0.0
+
+
+def test_readings_that_tile_time_cover_a_late_poll_but_not_a_late_start():
+    from hilbench.power.align import window_coverage
+
+    # An energy counter polled every 0.1 s whose poller was held up four times for 0.25 s:
+    # each late reading averages over its whole longer span, so nothing went unread.
+    t = np.cumsum(np.r_[0.0, np.full(99, 0.1)])
+    for i in (10, 30, 50, 70):
+        t[i:] += 0.25
+    assert window_coverage(t, 0.0, t[-1]) < 0.95  # as a meter's gaps: readings lost
+    assert window_coverage(t, 0.0, t[-1], tiled=True) == pytest.approx(1.0)
+    # a log that starts late still leaves its start unread
+    assert window_coverage(t, -1.0, t[-1], tiled=True) == pytest.approx(t[-1] / (t[-1] + 1.0))

@@ -187,3 +187,45 @@ def test_unconfigurable_source_raises_power_source_error(tmp_path: Path) -> None
     source = RaplPowerSource(root=tmp_path / "absent")
     with pytest.raises(PowerSourceError, match="absent does not exist"):
         source.configure()
+
+
+def _late_polled_counter(watts: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Readings of a counter drawing ``watts``, polled every 0.1 s by a poller that a busy host
+    holds up by up to 0.4 s one poll in five: each reading is the energy up to the next poll
+    over that span, as RaplPowerSource takes it."""
+    rng = np.random.default_rng(seed)
+    late = np.where(rng.random(60) < 0.2, rng.uniform(0.05, 0.4, 60), 0.0)
+    polls = np.cumsum(0.1 + late)
+    energy = watts * polls
+    return polls[:-1], np.diff(energy) / np.diff(polls)
+
+
+def test_a_rapl_window_polled_late_on_a_busy_host_keeps_its_figure(fake_powercap) -> None:
+    from dataclasses import replace
+
+    from hilbench.power.estimators import PhaseWindow, phase_power
+
+    source = RaplPowerSource(interval_s=0.1, root=fake_powercap.root)
+    source.configure()
+    assert source.info.readings_tile_time  # declared by the source, stored with its samples
+    t, w = _late_polled_counter(25.0, seed=3)
+    window = PhaseWindow("active", float(t[0]), float(t[-1]) + 0.1)
+    estimate = phase_power(t, w, window, source.info)
+    assert estimate.coverage == pytest.approx(1.0)
+    assert estimate.mean_w == pytest.approx(25.0)
+    # The same spacing from a meter would be readings lost, and the window refused.
+    with pytest.raises(ValueError, match="cover"):
+        phase_power(t, w, window, replace(source.info, readings_tile_time=False))
+
+
+def test_a_replay_recomputes_a_late_polled_rapl_window_with_the_runs_rule() -> None:
+    from hilbench.cassette.figures import window_power_again
+
+    t, w = _late_polled_counter(25.0, seed=4)
+    region = (float(t[0]), float(t[-1]) + 0.1)
+    meta = {"instrument": "rapl", "time_resolution_s": 0.1, "readings_tile_time": True}
+    again = window_power_again(t, w, "rapl", "W", meta, region, 0.0, [], {})
+    assert again.coverage == pytest.approx(1.0) and again.mean_w == pytest.approx(25.0)
+    del meta["readings_tile_time"]  # samples stored by a meter: the spacing is lost readings
+    with pytest.raises(ValueError, match="cover"):
+        window_power_again(t, w, "rapl", "W", meta, region, 0.0, [], {})
