@@ -213,12 +213,21 @@ class RecordedSource:
 
 
 def recorded_instrument(spec: InstrumentSpec) -> Instrument:
-    try:
-        driver = instrument_class(spec.driver).from_config(
-            spec.resource or f"recorded:{spec.id}", spec.settings, visa_library="@py")
-    except Exception as exc:  # a driver plugin missing here, or settings it refuses
+    """The instrument driver built from the recorded resource and settings. A meter the campaign
+    simulated was given no resource, so a placeholder stands for it when the driver wants one;
+    a source of this machine (an energy counter) takes none and gets none."""
+    resources = [spec.resource] if spec.resource else [None, f"recorded:{spec.id}"]
+    driver, refusals = None, []
+    for resource in resources:
+        try:
+            driver = instrument_class(spec.driver).from_config(resource, spec.settings,
+                                                               visa_library="@py")
+            break
+        except Exception as exc:  # a driver plugin missing here, or settings it refuses
+            refusals.append(str(exc))
+    if driver is None:
         raise NotReanalysable(f"instrument {spec.id} ({spec.driver}) cannot be rebuilt from "
-                              f"its recorded settings: {exc}") from exc
+                              f"its recorded settings: {refusals[-1]}")
     return Instrument(spec, RecordedSource(driver.info, getattr(driver, "settings", None)))
 
 

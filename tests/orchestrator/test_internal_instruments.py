@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from hilbench.cassette.analysis import compare_recording
+from hilbench.cassette.bundle import export_bundle
 from hilbench.cassette.figures import window_power_again
 from hilbench.orchestrator.campaign import CampaignError, parse_campaign
 from hilbench.orchestrator.runner import CampaignRunner
@@ -55,6 +57,11 @@ def test_rapl_instrument_gives_the_power_its_counters_count(tmp_path):
                                    (result["t_start"], result["t_start"] + timeout), offset, [],
                                    power["meta"]["analysis"])
         assert measured(power) == pytest.approx(again.mean_w, rel=1e-12)
+    # and an audit bundle of the campaign recomputes every figure from what it carries
+    export_bundle(tmp_path / "r.sqlite", outcome.campaign_uid, tmp_path / "bundle")
+    comparison = compare_recording(tmp_path / "bundle" / "data")
+    assert not comparison.differences and not comparison.not_recomputed, comparison.differences
+    assert (run["uid"], "avg_power_w") in comparison.figures
 
 
 def test_socwatch_instrument_without_the_tool_is_a_clear_error(tmp_path):
