@@ -6,12 +6,11 @@ import pytest
 
 from hilbench.cassette.analysis import compare_recording
 from hilbench.cassette.bundle import export_bundle
-from hilbench.cassette.figures import window_power_again
 from hilbench.orchestrator.campaign import CampaignError, parse_campaign
 from hilbench.orchestrator.runner import CampaignRunner
 from hilbench.power.source import InstrumentFault
 from hilbench.store import Store
-from tests.figures import measured
+from tests.figures import measured, power_again
 from tests.power.conftest import FakePowercap
 from tests.subprocesses import unit_runs
 
@@ -40,23 +39,14 @@ def test_rapl_instrument_gives_the_power_its_counters_count(tmp_path):
     assert outcome.completed == 1
     with Store(tmp_path / "r.sqlite") as store:
         run = unit_runs(store)[0]
-        metrics = {m["name"]: m for m in store.metrics(run["uid"])}
-        power = metrics["avg_power_w"]
+        power = next(m for m in store.metrics(run["uid"]) if m["name"] == "avg_power_w")
         assert power["meta"]["source"] == "pkg"
         assert measured(power) == pytest.approx(33.0, rel=0.05), power["meta"]
         assert store.sample_sources(run["uid"])[0]["source"] == "pkg"
         # the figure comes back from the stored samples with the coverage rule they carry
-        solve = next(p for p in store.phases(run["uid"]) if p["name"] == "solve")
-        result = store.events(run["uid"], name="solve_result")[0]["data"]
-        offset = solve["clock_offsets"]["cpu0"]["offset_s"]
-        t, watts = store.samples(run["uid"], "pkg", phase_uid=solve["uid"])
-        batch = next(store.sample_batches(run["uid"], "pkg", phase_uid=solve["uid"]))
-        assert batch["meta"]["readings_tile_time"] is True
-        timeout = metrics["requested_s"]["value"]
-        again = window_power_again(t, watts, "pkg", "W", batch["meta"],
-                                   (result["t_start"], result["t_start"] + timeout), offset, [],
-                                   power["meta"]["analysis"])
-        assert measured(power) == pytest.approx(again.mean_w, rel=1e-12)
+        recomputed = power_again(store, run["uid"], "pkg", "W")
+        assert recomputed.sample_meta["readings_tile_time"] is True
+        assert measured(power) == pytest.approx(recomputed.again.mean_w, rel=1e-12)
     # and an audit bundle of the campaign recomputes every figure from what it carries
     export_bundle(tmp_path / "r.sqlite", outcome.campaign_uid, tmp_path / "bundle")
     comparison = compare_recording(tmp_path / "bundle" / "data")

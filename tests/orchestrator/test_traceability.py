@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from hilbench.cassette.figures import window_power_again
 from hilbench.sim import SimulatedMeter
 from hilbench.sim.power_model import SIMULATED_CPU
 from hilbench.store import Store
 from tests.campaign_toml import write_campaign
-from tests.figures import measured
+from tests.figures import measured, power_again
 from tests.orchestrator.test_instrument_faults import meter_campaign
 from tests.subprocesses import run_campaign, unit_runs
 
@@ -27,29 +26,15 @@ def test_avg_power_is_recomputed_from_stored_samples_and_device_times(tmp_path):
         runs = unit_runs(store)
         assert len(runs) == 2
         for run in runs:
-            metrics = {m["name"]: m for m in store.metrics(run["uid"])}
-            power = metrics["avg_power_w"]
-            solve = next(p for p in store.phases(run["uid"]) if p["name"] == "solve")
-            result = store.events(run["uid"], name="solve_result")[0]["data"]
-            offset = solve["clock_offsets"]["cpu0"]["offset_s"]
+            recomputed = power_again(store, run["uid"], "dmm", "A")
+            metrics, result = recomputed.metrics, recomputed.result
+            power, timeout, start = metrics["avg_power_w"], recomputed.timeout, recomputed.start
             # The window is the fixed runtime from the device's own start, mapped with the
             # stored clock offset: [start, start + timeout].
-            timeout = metrics["requested_s"]["value"]
-            start = result["t_start"] - offset
             assert power["meta"]["window"][0] == pytest.approx(start, abs=1e-9)
             assert power["meta"]["window"][1] - start == pytest.approx(timeout, abs=1e-9)
-            t, amps = store.samples(run["uid"], "dmm", phase_uid=solve["uid"])
-            # Stored stamps are the meter's nominal ones; a stored interval record (the meter's
-            # real interval from its own count) turns them into the stamps the figure used.
-            records = [e["data"] for e in store.events(run["uid"], "instrument_interval")
-                       if e["phase_uid"] == solve["uid"]]
-            batch = next(store.sample_batches(run["uid"], "dmm", phase_uid=solve["uid"]))
-            assert batch["meta"]["supply_voltage_v"] == 12.0
-            again = window_power_again(t, amps, "dmm", "A", batch["meta"],
-                                       (result["t_start"], result["t_start"] + timeout), offset,
-                                       records,
-                                       power["meta"]["analysis"])
-            assert measured(power) == pytest.approx(again.mean_w, rel=1e-12)
+            assert recomputed.sample_meta["supply_voltage_v"] == 12.0
+            assert measured(power) == pytest.approx(recomputed.again.mean_w, rel=1e-12)
             # solving until the device's end, idle after it until the timeout; the solver's own
             # set-up in its call (declared untimed work, outside its timed region) draws the
             # solving power too
