@@ -63,10 +63,20 @@ def typical_interval(t: np.ndarray) -> float:
     return float(np.median(np.diff(t)))
 
 
-def overlap_fractions(t: np.ndarray, aperture_s: float, start: float, end: float) -> np.ndarray:
+Aperture = float | np.ndarray  # one for every reading, or each reading's own (tiled readings)
+
+
+def tile_spans(t: np.ndarray, interval: float) -> np.ndarray:
+    """What each reading of an energy counter spans: up to the next reading's stamp (however
+    late that poll came); the last one, whose next poll is not known, one ``interval``."""
+    return np.append(np.diff(np.asarray(t, dtype=np.float64)), interval)
+
+
+def overlap_fractions(t: np.ndarray, aperture_s: Aperture, start: float, end: float
+                      ) -> np.ndarray:
     """Fraction of each reading's aperture ``[t, t + aperture_s]`` that lies in ``[start, end]``."""
-    if not aperture_s > 0:
-        raise ValueError(f"aperture must be positive, got {aperture_s} s")
+    if not np.all(np.asarray(aperture_s) > 0):
+        raise ValueError(f"aperture must be positive, got {np.min(aperture_s)} s")
     t = np.asarray(t, dtype=np.float64)
     lo = np.maximum(t, start)
     hi = np.minimum(t + aperture_s, end)
@@ -85,7 +95,7 @@ def window_coverage(t: np.ndarray, start: float, end: float, *, tiled: bool = Fa
     if t.shape[0] == 0:
         return 0.0
     step = typical_interval(t) if t.shape[0] >= 2 else 0.0
-    spacing = np.append(np.diff(t), step)
+    spacing = tile_spans(t, step)
     reach = t + (spacing if tiled else np.minimum(spacing, GAP_FACTOR * step))
     covered = np.clip(np.minimum(reach, end) - np.maximum(t, start), 0.0, None).sum()
     return float(min(1.0, covered / (end - start)))
@@ -96,7 +106,9 @@ class WindowSelection:
     """Which samples stand for a window, with what weight, and how boundaries were treated."""
 
     indices: np.ndarray  # into the sample arrays, ascending
-    weights: np.ndarray  # 1.0 inside; the overlap fraction for boundary samples under "weight"
+    # 1.0 inside; the overlap fraction for boundary samples under "weight"; times the reading's
+    # aperture over the typical one where each reading has its own (a long reading weighs more)
+    weights: np.ndarray
     fractions: np.ndarray  # overlap fraction of each selected sample (1.0 when fully inside)
     straddling: int  # samples whose aperture crossed a boundary (weighted in or excluded)
     policy: str
@@ -115,11 +127,13 @@ def select_window(
     start: float,
     end: float,
     *,
-    aperture_s: float,
+    aperture_s: Aperture,
     boundary: BoundaryPolicy = "exclude",
 ) -> WindowSelection:
     """Samples belonging to ``[start, end]``: fully inside ones with weight 1, and the ones
-    crossing a boundary weighted by their overlap (``"weight"``) or left out (``"exclude"``)."""
+    crossing a boundary weighted by their overlap (``"weight"``) or left out (``"exclude"``).
+    With an aperture per reading (an energy counter polled late now and then), each weight is
+    also scaled by its reading's share of time, so the mean is the energy over the time."""
     if boundary not in BOUNDARY_POLICIES:
         raise ValueError(f"boundary policy must be 'weight' or 'exclude', got {boundary!r}")
     if not end > start:
@@ -134,6 +148,9 @@ def select_window(
     indices = np.flatnonzero(keep)
     fractions = np.where(inside[indices], 1.0, frac[indices])
     weights = fractions if boundary == "weight" else np.ones(indices.shape[0])
+    spans = np.asarray(aperture_s, dtype=np.float64)
+    if spans.ndim:
+        weights = weights * spans[indices] / float(np.median(spans))
     return WindowSelection(
         indices=indices,
         weights=weights,

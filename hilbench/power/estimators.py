@@ -30,8 +30,10 @@ from typing import Any
 import numpy as np
 
 from hilbench.power.align import (
+    Aperture,
     BoundaryPolicy,
     select_window,
+    tile_spans,
     typical_interval,
     window_coverage,
 )
@@ -237,7 +239,7 @@ def _window_mean(
     x: np.ndarray,
     start: float,
     end: float,
-    aperture: float,
+    aperture: Aperture,
     boundary: BoundaryPolicy,
 ) -> float | None:
     """Mean of the readings a window would select (None if it selects none)."""
@@ -266,21 +268,27 @@ def phase_power(
     The readings that cover the window are used; a window they cover less than
     ``min_coverage`` of (a log that starts late or stops early) is refused, saying by how much.
 
-    ``aperture_s`` is each reading's integration time (default: the sample interval).
-    ``gapless`` says whether readings tile time without gaps; by default it is true only when
-    an aperture of at least 95 % of the interval was given. ``timing_uncertainty_s`` is the
-    half-width of the timestamps' offset error (default: one sample interval). ``resolution``
-    is the reading's least significant digit in the source's unit.
+    ``aperture_s`` is each reading's integration time (default: the sample interval; for a
+    source whose readings tile time, each reading's span to the next one's stamp).
+    ``gapless`` says whether readings tile time without gaps; by default it is true for such a
+    source, else only when an aperture of at least 95 % of the interval was given.
+    ``timing_uncertainty_s`` is the half-width of the timestamps' offset error (default: one
+    sample interval). ``resolution`` is the reading's least significant digit in the source's
+    unit.
     """
     t, watts = _as_arrays(t, watts)
     if t.shape[0] < 2:
         raise ValueError("need at least two readings to estimate a mean power")
     interval = typical_interval(t)
-    aperture = interval if aperture_s is None else aperture_s
-    if not aperture > 0:
-        raise ValueError(f"aperture must be positive, got {aperture} s")
+    if aperture_s is not None and not aperture_s > 0:
+        raise ValueError(f"aperture must be positive, got {aperture_s} s")
+    tiled = info.readings_tile_time and aperture_s is None
+    # An energy counter's reading spans up to the next poll, a late one too: each weighs by
+    # the time it spans, so the window's mean is its energy over its length.
+    aperture: Aperture = tile_spans(t, interval) if tiled else (
+        interval if aperture_s is None else aperture_s)
     if gapless is None:
-        gapless = aperture_s is not None and aperture_s >= GAPLESS_DUTY * interval
+        gapless = tiled or (aperture_s is not None and aperture_s >= GAPLESS_DUTY * interval)
     timing = interval if timing_uncertainty_s is None else timing_uncertainty_s
     if timing < 0:
         raise ValueError(f"timing uncertainty must be >= 0, got {timing} s")
@@ -347,7 +355,7 @@ def phase_power(
 
 
 def _clock_slopes(t: np.ndarray, watts: np.ndarray, window: PhaseWindow, mean: float,
-                  timing: float, aperture: float, boundary: BoundaryPolicy
+                  timing: float, aperture: Aperture, boundary: BoundaryPolicy
                   ) -> tuple[float, float]:
     """How the window's mean moves per second of timestamp error, each way.
 
@@ -378,10 +386,14 @@ def _clock_slopes(t: np.ndarray, watts: np.ndarray, window: PhaseWindow, mean: f
 
 
 def _largest_change(t: np.ndarray, watts: np.ndarray, window: PhaseWindow, mean: float,
-                    timing: float, aperture: float, boundary: BoundaryPolicy) -> float:
+                    timing: float, aperture: Aperture, boundary: BoundaryPolicy) -> float:
     """The mean's largest change over shifts within ± ``timing`` (readings near the window)."""
-    lo, hi = np.searchsorted(t, [window.start - timing - aperture, window.end + timing])
-    near_t, near_w = t[max(0, lo - 1):hi + 1], watts[max(0, lo - 1):hi + 1]
+    lo, hi = np.searchsorted(t, [window.start - timing - float(np.max(aperture)),
+                                 window.end + timing])
+    near = slice(max(0, lo - 1), hi + 1)
+    near_t, near_w = t[near], watts[near]
+    if np.ndim(aperture):
+        aperture = np.asarray(aperture)[near]
     widest = 0.0
     for j in range(1, SHIFT_STEPS + 1):
         for sign in (-1.0, 1.0):
@@ -395,7 +407,7 @@ def _largest_change(t: np.ndarray, watts: np.ndarray, window: PhaseWindow, mean:
 
 
 def _worst_shift_per_s(
-    t: np.ndarray, watts: np.ndarray, window: PhaseWindow, timing: float, aperture: float
+    t: np.ndarray, watts: np.ndarray, window: PhaseWindow, timing: float, aperture: Aperture
 ) -> float:
     """Bound (W/s of shift) when no shifted window can be evaluated: the mean can move at most
     by the range of the readings within reach of the shifted window."""
@@ -421,7 +433,7 @@ def _boundary_mixing(
 
 
 def _unobserved_edges(t: np.ndarray, watts: np.ndarray, indices: np.ndarray,
-                      window: PhaseWindow, aperture: float) -> float:
+                      window: PhaseWindow, aperture: Aperture) -> float:
     """Bound on the mean's error from the window's edges that no kept reading covers.
 
     Between the window's start and the first kept reading, and between the last kept
@@ -436,7 +448,8 @@ def _unobserved_edges(t: np.ndarray, watts: np.ndarray, indices: np.ndarray,
     first, last = int(indices[0]), int(indices[-1])
     spread = float(watts[indices].max() - watts[indices].min())
     gap_start = max(0.0, float(t[first]) - window.start)
-    gap_end = max(0.0, window.end - (float(t[last]) + aperture))
+    last_span = float(np.asarray(aperture)[last]) if np.ndim(aperture) else float(aperture)
+    gap_end = max(0.0, window.end - (float(t[last]) + last_span))
     step_start = abs(float(watts[first] - watts[first - 1])) if first > 0 else spread
     step_end = abs(float(watts[last] - watts[last + 1])) if last + 1 < t.shape[0] else spread
     return (gap_start * step_start + gap_end * step_end) / (window.end - window.start)

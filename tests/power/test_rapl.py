@@ -218,6 +218,36 @@ def test_a_rapl_window_polled_late_on_a_busy_host_keeps_its_figure(fake_powercap
         phase_power(t, w, window, replace(source.info, readings_tile_time=False))
 
 
+def test_a_late_reading_weighs_by_the_time_it_spans_so_the_figure_is_energy_over_time(
+        fake_powercap) -> None:
+    """A power rising from 10 to 40 W while the work makes the host late for two polls in five
+    (second half only): a late reading spans more of the window, and more of its energy. The
+    figure is the window's energy over its length; the plain mean of the readings is 2 W low,
+    far outside the stated uncertainty, and a replay recomputes the same figure."""
+    from hilbench.cassette.figures import window_power_again
+    from hilbench.power.estimators import PhaseWindow, phase_power
+
+    source = RaplPowerSource(interval_s=0.1, root=fake_powercap.root)
+    source.configure()
+    rng = np.random.default_rng(0)
+    n = 80
+    late = np.where((np.arange(n) >= n // 2) & (rng.random(n) < 0.4),
+                    rng.uniform(0.05, 0.4, n), 0.0)
+    polls = np.cumsum(0.1 + late)
+    energy = 10.0 * polls + 15.0 * polls**2 / polls[-1]  # P(t) = 10 W + 30 W * t / T
+    t, w = polls[:-1], np.diff(energy) / np.diff(polls)  # each reading: to the next poll
+    window = PhaseWindow("active", float(t[0]), float(t[-1]))
+    truth = (energy[-2] - energy[0]) / (t[-1] - t[0])
+
+    estimate = phase_power(t, w, window, source.info, timing_uncertainty_s=1e-3)
+    assert estimate.mean_w == pytest.approx(truth, rel=1e-9)
+    assert abs(float(np.mean(w[:-1])) - truth) > 1.5 > 5 * estimate.uncertainty95
+    meta = {"instrument": "rapl", "time_resolution_s": 0.1, "readings_tile_time": True}
+    again = window_power_again(t, w, "rapl", "W", meta, (window.start, window.end), 0.0, [],
+                               {"timing_uncertainty_s": 1e-3})
+    assert again.mean_w == estimate.mean_w
+
+
 def test_a_replay_recomputes_a_late_polled_rapl_window_with_the_runs_rule() -> None:
     from hilbench.cassette.figures import window_power_again
 
