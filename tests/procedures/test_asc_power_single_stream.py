@@ -72,6 +72,7 @@ def test_stage_power_in_single_stream_windows_matches_the_simulated_truth(tmp_pa
         assert all(b >= a for a, b in zip(samples["t_end"], samples["t_start"][1:],
                                           strict=False))
     idle = metrics["idle_power_w"]
+    assert idle["value"] is not None, idle["meta"].get("reason")  # why not: stored with it
     assert abs(idle["value"] - SIMULATED_CPU.watts("idle")) <= idle["uncertainty"]
     for stage in STAGES:
         active = metrics[f"active_power_w.{stage}"]
