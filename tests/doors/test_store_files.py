@@ -94,7 +94,6 @@ def test_a_store_that_cannot_be_used_is_one_line_naming_it(store, tmp_path, comm
     assert not (tmp_path / "state").exists()  # no crash log: said where it was read
 
 
-@pytest.mark.quiet  # waits out SQLite's busy timeout: 0.17 s of CPU in 10 s (CI)
 def test_a_store_locked_by_another_process_is_one_line(store, tmp_path):
     path = tmp_path / "s.sqlite"
     shutil.copyfile(store, path)

@@ -46,7 +46,6 @@ def _resources() -> Any:
     return SimpleNamespace(spec=spec, model=tiny_network_parts(), test=split())
 
 
-@pytest.mark.quiet  # real-time playback: 0.3 s of CPU in 11 s (CI)
 def test_preprocessing_is_measured_on_the_chip_with_power_from_the_afe_rails(chip_agent):
     client, calls = chip_agent
     caps = client.info["capabilities"]
