@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import queue
 import shutil
 import signal
 import socket
@@ -37,13 +36,7 @@ from hilbench.daemon.control import ControlServer
 from hilbench.daemon.filing import FILING, history_message, outcome_of_end
 from hilbench.daemon.localtime import local_when
 from hilbench.daemon.messages import (
-    CampaignStarted,
-    Ended,
-    Health,
     Pause,
-    UnitEnded,
-    UnitStarted,
-    health_dict,
 )
 from hilbench.daemon.notify import Notifier
 from hilbench.daemon.push import Pusher
@@ -251,7 +244,7 @@ class Daemon:
                           signal.Signals(self._stop_signal).name)
                 w.proc.kill()
                 w.proc.wait()
-            self._drain(w)
+            w.finished()  # every report it wrote is taken
         self._close_spare()
         if self.pusher is not None:
             self.pusher.stop()
@@ -342,7 +335,8 @@ class Daemon:
                                  f"campaign {item.campaign_uid[:8]} had ended ({status}) when "
                                  "the daemon restarted")
                 return
-        self.worker = WorkerProcess(item, self._take_spare() or self._new_worker(), self.wake.set)
+        self.worker = WorkerProcess(item, self._take_spare() or self._new_worker(), self.wake.set,
+                                    self._lock)
         self._publish_info(self.worker.proc.pid)
         log.info("queue item %d (%s) started: worker pid %d", item.id, item.name,
                  self.worker.proc.pid)
@@ -385,7 +379,6 @@ class Daemon:
             spare.wait()
 
     def _supervise(self, w: WorkerProcess) -> None:
-        self._drain(w)
         mode = self._mode()
         if mode == "pause" and not w.pause_sent:
             w.command(Pause())
@@ -400,7 +393,6 @@ class Daemon:
         code = w.finished()
         if code is None:
             return
-        self._drain(w)
         self.worker = None
         self._worker_pid = None
         self._file_end(w, code)
@@ -428,24 +420,6 @@ class Daemon:
         self._set_state("waiting", f"item {w.item.id}: {FILING[ended.outcome].says}"
                                    f"{history_message(ended)} (its end is not in the queue yet: "
                                    f"{self.last_error})")
-
-    def _drain(self, w: WorkerProcess) -> None:
-        while True:
-            try:
-                report = w.reports.get_nowait()
-            except queue.Empty:
-                return
-            with self._lock:
-                if isinstance(report, CampaignStarted):
-                    w.progress.on_campaign(report)
-                elif isinstance(report, UnitStarted):
-                    w.progress.on_unit_start(report)
-                elif isinstance(report, UnitEnded):
-                    w.progress.on_unit(report)
-                elif isinstance(report, Health):
-                    w.progress.health = health_dict(report)
-                elif isinstance(report, Ended):
-                    w.end = report.session
 
     # -- a worker's end ------------------------------------------------------------------------
     def _after(self, w: WorkerProcess, code: int) -> None:

@@ -1,21 +1,34 @@
 """The daemon's side of a worker process: starting one, and reading its typed reports.
 
 The worker (:mod:`hilbench.daemon.worker`) writes one message per line
-(:mod:`hilbench.daemon.messages`); a thread here decodes each as it comes, so the daemon's
-loop takes reports and the worker's end from a queue without waiting on the pipe.
+(:mod:`hilbench.daemon.messages`); a thread here decodes each as it comes and applies it to the
+item's progress at once, under the daemon's lock. So `hilbench status` is as current as the
+worker's last line, whatever the daemon's loop is waiting on (a queue database busy with the
+worker's own writes held its reports back for seconds before).
 """
 
 from __future__ import annotations
 
 import contextlib
-import queue
 import subprocess
 import sys
 import threading
 from pathlib import Path
 from typing import IO, Any
 
-from hilbench.daemon.messages import Pause, Report, ReportReader, RunItem, encode
+from hilbench.daemon.messages import (
+    CampaignStarted,
+    Ended,
+    Health,
+    Pause,
+    Report,
+    ReportReader,
+    RunItem,
+    UnitEnded,
+    UnitStarted,
+    encode,
+    health_dict,
+)
 from hilbench.daemon.progress import CampaignProgress
 from hilbench.daemon.queue_db import Item
 from hilbench.lifeline import start_child
@@ -32,16 +45,18 @@ def start_worker(db: Path, log_file: IO[str], queue_url: str | None) -> subproce
 
 
 class WorkerProcess:
-    """A running worker process and the reports it sends; ``ended`` is called when its
-    output closes (it exited), so the loop takes its end at once, not at the next poll."""
+    """A running worker process and what its reports say (``progress``, ``end``), kept under
+    ``lock`` (the daemon's status lock); ``ended`` is called when its output closes (it
+    exited), so the loop takes its end at once, not at the next poll."""
 
-    def __init__(self, item: Item, proc: subprocess.Popen, ended: Any = None) -> None:
+    def __init__(self, item: Item, proc: subprocess.Popen, ended: Any = None,
+                 lock: threading.Lock | None = None) -> None:
         self.item = item
         self.progress = CampaignProgress(item.id, item.name)
         self.pause_sent = False
         self.term_sent = False
         self.end: SessionOutcome | None = None
-        self.reports: queue.Queue[Report] = queue.Queue()
+        self.lock = lock or threading.Lock()
         self.proc = proc
         self.decoder = ReportReader(proc.pid)  # counts the lines that are not reports
         self._ended = ended
@@ -54,9 +69,22 @@ class WorkerProcess:
         for line in self.proc.stdout:
             report = self.decoder.decode(line)
             if report is not None:
-                self.reports.put(report)
+                with self.lock:
+                    self._take(report)
         if self._ended is not None:
             self._ended()
+
+    def _take(self, report: Report) -> None:
+        if isinstance(report, CampaignStarted):
+            self.progress.on_campaign(report)
+        elif isinstance(report, UnitStarted):
+            self.progress.on_unit_start(report)
+        elif isinstance(report, UnitEnded):
+            self.progress.on_unit(report)
+        elif isinstance(report, Health):
+            self.progress.health = health_dict(report)
+        elif isinstance(report, Ended):
+            self.end = report.session
 
     def command(self, message: RunItem | Pause) -> None:
         with contextlib.suppress(BrokenPipeError, OSError, ValueError):

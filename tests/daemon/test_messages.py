@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 
 from hilbench.daemon.messages import (
@@ -71,8 +72,38 @@ def test_a_worker_writing_garbage_is_read_to_its_end_by_the_daemon():
     while w.finished() is None:
         assert time.monotonic() < deadline
         time.sleep(0.05)
-    got = []
-    while not w.reports.empty():
-        got.append(w.reports.get())
-    assert got == [GOOD[0], GOOD[2]]
+    assert (w.progress.campaign_uid, w.progress.total, w.progress.done) == ("c1", 3, 1)
+    assert w.end == GOOD[2].session
     assert w.decoder.rejected == 5
+
+
+def test_a_report_counts_in_the_status_the_moment_it_is_read(tmp_path):
+    """`hilbench status` shows what the worker last said even while the daemon's loop is held
+    up (by a busy queue database, say): the reader thread applies each report under the
+    status lock, with no turn of the loop in between. Here no loop runs at all."""
+    go = tmp_path / "go"
+    lines = [encode(GOOD[0]), encode(GOOD[1])]
+    script = ("import sys, time, pathlib\nfor line in sys.argv[2:]:\n    print(line, flush=True)\n"
+              "while not pathlib.Path(sys.argv[1]).exists():\n    time.sleep(0.01)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script, str(go), *lines],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    item = Item(id=1, priority=0, position=1.0, state="running", name="n", source_path="p",
+                content="", content_hash="h", trials=None, record=None, schedule_id=None,
+                added_at=time.time(), started_at=None, campaign_uid=None, attempts=0,
+                not_before=0.0, message="")
+    lock = threading.Lock()
+    w = WorkerProcess(item, proc, lock=lock)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            with lock:
+                done = w.progress.to_dict()["done"]
+            if done == 2:
+                break
+            assert time.monotonic() < deadline, f"done stayed {done} while the worker ran"
+            time.sleep(0.02)
+        assert proc.poll() is None  # the worker still runs: nothing waited for its end
+        assert w.progress.last_unit["run_uid"] == "r"
+    finally:
+        go.touch()
+        proc.wait(30)
