@@ -40,6 +40,10 @@ BAD = [
     "[" * 100,
     "x" * (MAX_LINE + 1),
 ]
+RUNNING = Item(id=1, priority=0, position=1.0, state="running", name="n", source_path="p",
+               content="", content_hash="h", trials=None, record=None, schedule_id=None,
+               added_at=0.0, started_at=None, campaign_uid=None, attempts=0, not_before=0.0,
+               message="")
 
 
 def test_reports_decode_to_what_was_sent_and_bad_lines_are_counted():
@@ -63,11 +67,7 @@ def test_a_worker_writing_garbage_is_read_to_its_end_by_the_daemon():
     script = "import sys\nfor line in sys.argv[1:]:\n    print(line, flush=True)\n"
     proc = subprocess.Popen([sys.executable, "-c", script, *lines], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
-    item = Item(id=1, priority=0, position=1.0, state="running", name="n", source_path="p",
-                content="", content_hash="h", trials=None, record=None, schedule_id=None,
-                added_at=time.time(), started_at=None, campaign_uid=None, attempts=0,
-                not_before=0.0, message="")
-    w = WorkerProcess(item, proc)
+    w = WorkerProcess(RUNNING, proc)
     deadline = time.monotonic() + 30
     while w.finished() is None:
         assert time.monotonic() < deadline
@@ -87,12 +87,8 @@ def test_a_report_counts_in_the_status_the_moment_it_is_read(tmp_path):
               "while not pathlib.Path(sys.argv[1]).exists():\n    time.sleep(0.01)\n")
     proc = subprocess.Popen([sys.executable, "-c", script, str(go), *lines],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    item = Item(id=1, priority=0, position=1.0, state="running", name="n", source_path="p",
-                content="", content_hash="h", trials=None, record=None, schedule_id=None,
-                added_at=time.time(), started_at=None, campaign_uid=None, attempts=0,
-                not_before=0.0, message="")
     lock = threading.Lock()
-    w = WorkerProcess(item, proc, lock=lock)
+    w = WorkerProcess(RUNNING, proc, lock=lock)
     try:
         deadline = time.monotonic() + 30
         while True:
