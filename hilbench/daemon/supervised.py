@@ -3,8 +3,8 @@
 The worker (:mod:`hilbench.daemon.worker`) writes one message per line
 (:mod:`hilbench.daemon.messages`); a thread here decodes each as it comes and applies it to the
 item's progress at once, under the daemon's lock. So `hilbench status` is as current as the
-worker's last line, whatever the daemon's loop is waiting on (a queue database busy with the
-worker's own writes held its reports back for seconds before).
+worker's last line, whatever the daemon's loop is waiting on (before, the loop took reports
+from a queue in its own turn, after its queue-database calls).
 """
 
 from __future__ import annotations
