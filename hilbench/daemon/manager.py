@@ -35,9 +35,7 @@ from hilbench.daemon.config import DaemonConfig
 from hilbench.daemon.control import ControlServer
 from hilbench.daemon.filing import FILING, history_message, outcome_of_end
 from hilbench.daemon.localtime import local_when
-from hilbench.daemon.messages import (
-    Pause,
-)
+from hilbench.daemon.messages import Pause
 from hilbench.daemon.notify import Notifier
 from hilbench.daemon.push import Pusher
 from hilbench.daemon.queue_db import Item, QueueDB

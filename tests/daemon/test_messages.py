@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 from hilbench.daemon.messages import (
     MAX_LINE,
@@ -46,6 +47,16 @@ RUNNING = Item(id=1, priority=0, position=1.0, state="running", name="n", source
                message="")
 
 
+def _worker_printing(lines: list[str], until: Path | None = None) -> subprocess.Popen:
+    """A process in a worker's place on the daemon's pipe: prints ``lines``, then exits (or,
+    with ``until``, once that file exists)."""
+    script = ("import sys, time, pathlib\nfor line in sys.argv[2:]:\n    print(line, flush=True)\n"
+              "while sys.argv[1] and not pathlib.Path(sys.argv[1]).exists():\n"
+              "    time.sleep(0.01)\n")
+    return subprocess.Popen([sys.executable, "-c", script, str(until or ""), *lines],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+
 def test_reports_decode_to_what_was_sent_and_bad_lines_are_counted():
     reader = ReportReader(pid=1)
     assert [reader.decode(encode(m) + "\n") for m in GOOD] == GOOD
@@ -63,10 +74,7 @@ def test_commands_round_trip_and_anything_else_is_ignored():
 def test_a_worker_writing_garbage_is_read_to_its_end_by_the_daemon():
     """A real process on the daemon's pipe: the garbage is counted, the reports and the end
     get through, the reader thread survives."""
-    lines = [*BAD[:5], encode(GOOD[0]), encode(GOOD[2])]
-    script = "import sys\nfor line in sys.argv[1:]:\n    print(line, flush=True)\n"
-    proc = subprocess.Popen([sys.executable, "-c", script, *lines], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    proc = _worker_printing([*BAD[:5], encode(GOOD[0]), encode(GOOD[2])])
     w = WorkerProcess(RUNNING, proc)
     deadline = time.monotonic() + 30
     while w.finished() is None:
@@ -82,11 +90,7 @@ def test_a_report_counts_in_the_status_the_moment_it_is_read(tmp_path):
     up (by a busy queue database, say): the reader thread applies each report under the
     status lock, with no turn of the loop in between. Here no loop runs at all."""
     go = tmp_path / "go"
-    lines = [encode(GOOD[0]), encode(GOOD[1])]
-    script = ("import sys, time, pathlib\nfor line in sys.argv[2:]:\n    print(line, flush=True)\n"
-              "while not pathlib.Path(sys.argv[1]).exists():\n    time.sleep(0.01)\n")
-    proc = subprocess.Popen([sys.executable, "-c", script, str(go), *lines],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = _worker_printing([encode(GOOD[0]), encode(GOOD[1])], until=go)
     lock = threading.Lock()
     w = WorkerProcess(RUNNING, proc, lock=lock)
     try:
