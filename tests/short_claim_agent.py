@@ -3,10 +3,15 @@ single-stream sample occupies at least 12 ms of its request's window, but claims
 pre-processing and 0.1 ms of inference in a region of 0.2 ms (consistent with its stages, placed
 where the sample began)::
 
-    python tests/short_claim_agent.py [--version 2]
+    python tests/short_claim_agent.py [--version 2] [--slow-echoes]
 
 prints ``ENDPOINT tcp://…`` once bound. ``--version 2`` serves protocol 2 only, so an
 orchestrator runs single stream with one request per sample instead of sample lists.
+``--slow-echoes`` also delays each echo (``noop``) the orchestrator measures the link with by
+``SLOW_ECHO_S``, which widened the link's bound past what this liar hides, so that it passed
+every check, before the echoes were held to the orchestrator's own reference. (A thread that
+spins Python and so holds the GIL does the same without touching the protocol: each echo then
+waited about 5 ms, and the liar passed in 4 of 6 runs.)
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ except ImportError:  # run as a script: the repository root is not on the path
 # time: a liar is caught when it hides more than the host's noise, so this one hides plenty.
 OCCUPIED_S = 12e-3
 CLAIMED_STAGE_S = 1e-4
+SLOW_ECHO_S = 25e-3  # past what a sample hides (12 ms), so its typical check passes it too
 
 
 class ShortClaimDriver(CpuWrapper):
@@ -53,14 +59,22 @@ class ShortClaimDriver(CpuWrapper):
         return DriverResult(body, reply.arrays)
 
 
+class SlowEchoes(AgentRuntime):
+    def _run_device_command(self, job: Any) -> Any:
+        if job.msg.cmd == "noop":
+            time.sleep(SLOW_ECHO_S)
+        return super()._run_device_command(job)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", type=int, default=None)
+    parser.add_argument("--slow-echoes", action="store_true")
     args = parser.parse_args()
     if args.version is not None:
         codec.SUPPORTED_VERSIONS = (args.version,)
-    runtime = AgentRuntime(ShortClaimDriver("/nonexistent-powercap"), "short",
-                           bind="tcp://127.0.0.1:*")
+    runtime = (SlowEchoes if args.slow_echoes else AgentRuntime)(
+        ShortClaimDriver("/nonexistent-powercap"), "short", bind="tcp://127.0.0.1:*")
     thread = threading.Thread(target=runtime.serve, daemon=True)
     thread.start()
     runtime.wait_ready()

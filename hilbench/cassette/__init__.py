@@ -35,7 +35,9 @@ Channels (times ``t``, ``t0``, ``t1`` in seconds on the orchestrator's clock,
   Values longer than 4096 characters are ``{"text_sha256"}`` / ``{"bytes_sha256"}``, bytes
   ``{"bytes": HEX}``, arrays ``{"array": ref}``;
 - ``spawned.jsonl``: ``{"kind": "spawned", "name", "address"}`` per helper process started
-  (agents with ``spawn = true``, the simulated meter);
+  (agents with ``spawn = true``, the simulated meter), and ``{"kind": "reference", "link"}``
+  per bound of the orchestrator's own reference echoes, in the order measured (they are taken
+  on a thread the clock does not record: :mod:`hilbench.orchestrator.reference_link`);
 - ``clock.f8``: every reading of :func:`hilbench.clock.now` on the orchestrator's thread while
   recording, raw little-endian float64 in order (a replay returns them in the same order: its
   virtual clock).

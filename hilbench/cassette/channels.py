@@ -14,7 +14,7 @@ import contextlib
 import json
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -158,6 +158,13 @@ class ChannelRecorder:
 
     def spawned(self, name: str, address: str) -> None:
         self._spawned.write({"kind": "spawned", "name": name, "address": address})
+
+    def reference_bound(self, measure: Callable[[], Any]) -> Any:
+        """The orchestrator's reference echoes are measured live and stored, in order, beside
+        the helpers started (hilbench.orchestrator.reference_link)."""
+        bound = measure()
+        self._spawned.write({"kind": "reference", "link": bound.to_dict()})
+        return bound
 
     def open_resource(self, resource: str, kwargs: dict[str, Any], opened: Any) -> Any:
         inst = opened()

@@ -43,6 +43,7 @@ from hilbench.cassette.standins import (
 )
 from hilbench.confined_read import confined
 from hilbench.orchestrator import tap
+from hilbench.wire.link_probe import LinkBound
 
 
 @dataclasses.dataclass
@@ -156,6 +157,10 @@ class ReplayTap:
                              if line.get("kind") == "spawned"
                              and isinstance(line.get("name"), str)
                              and isinstance(line.get("address"), str))
+        # The reference responder's bounds, in the order measured (none: recorded before it).
+        self.references = deque(line["link"] for _, line in jsonl(files, f"{CHANNELS}/{SPAWNED}")
+                                if line.get("kind") == "reference"
+                                and isinstance(line.get("link"), dict))
         # A cassette recorded before link probes (protocol 4) holds no echoes: its replay runs
         # without them, its timing checked by the rule then in force (timing_check.py).
         self.link_probes = any(line.get("cmd") == "noop" for _, lines in self.agents
@@ -200,6 +205,17 @@ class ReplayTap:
 
     def spawned(self, name: str, address: str) -> None:
         return None
+
+    def reference_bound(self, measure: Any) -> LinkBound | None:
+        """The recorded bound of the orchestrator's reference echoes, next in order; None for
+        a cassette recorded before the reference (its checks then ran without one)."""
+        if not self.references:
+            return None
+        try:
+            return LinkBound.from_dict(self.references.popleft())
+        except (KeyError, TypeError, ValueError) as exc:
+            raise self.failures.fail(f"{CHANNELS}/{SPAWNED}: a reference bound cannot be read "
+                                     f"({type(exc).__name__}: {exc})") from None
 
     def agent_socket(self, link: str, address: str, sock: Any) -> ReplaySocket:
         held = self.stand_ins.get(address)

@@ -72,6 +72,16 @@ class RemoteDevice:
         measure = getattr(self.link, "link_bound", None)
         return None if measure is None else measure(echo)
 
+    @property
+    def probes_link(self) -> bool:
+        """Whether :meth:`link_bound` echoes a wire (False: a driver in this process)."""
+        return bool(getattr(self.link, "probes_link", False))
+
+    @property
+    def link_budget_s(self) -> float:
+        """The network's share of a round trip the bench operator declared for this link."""
+        return float(getattr(self.link, "link_budget_s", 0.0))
+
     def link_burst(self, echo: Echo) -> float:
         """The slowest of a few echoes now (0 without a wire)."""
         burst = getattr(self.link, "link_burst", None)

@@ -73,6 +73,7 @@ class AgentSpec:
     connects: bool = False  # the agent dials in (`hilbench agent --connect`) to [campaign] listen
     python: str | None = None  # interpreter for a spawned agent (absolute); None: this one
     key: str | None = None  # the agent's public key file (CurveZMQ); None: plaintext
+    link_budget_ms: float = 0.0  # the network's share of a round trip, declared (reference_link)
 
 
 @dataclass(frozen=True)
@@ -190,6 +191,13 @@ class AgentTable(_Strict):
         None,
         description="the agent's public key file (NAME.key), relative to the campaign file's "
         "folder; needs [campaign] key",
+    )
+    link_budget_ms: float = Field(
+        0.0, ge=0, le=1000,
+        description="the network's share of a round trip to an agent on another host (ms), "
+        "declared by the bench operator: the agent's echoes may take up to 5 × those of the "
+        "orchestrator's own reference responder on loopback plus this before the reference's "
+        "figures bound its timed requests instead of the agent's own",
     )
 
 
@@ -427,7 +435,8 @@ def _agent(table: AgentTable, where: str, head: CampaignHead, base_dir: Path) ->
     options = {k: str(v) for k, v in table.options.items()}
     key = _agent_key(table, where, head, base_dir)
     return AgentSpec(
-        table.id, table.driver, table.address, table.spawn, options, table.connects, python, key
+        table.id, table.driver, table.address, table.spawn, options, table.connects, python, key,
+        table.link_budget_ms,
     )
 
 

@@ -66,6 +66,10 @@ class Reply:
 class AgentClient:
     """One connected agent. Not thread-safe: use it from one thread."""
 
+    # The network's share of a round trip the bench operator declared for this agent
+    # ([[agents]] link_budget_ms): its echoes are held to the reference's plus this.
+    link_budget_s: float = 0.0
+
     def __init__(
         self,
         address: str,
@@ -77,6 +81,7 @@ class AgentClient:
         key: keys.KeyPair | None = None,
         agent_key: bytes | None = None,
         context: zmq.Context | None = None,
+        tapped: bool = True,
     ) -> None:
         if (key is None) != (agent_key is None):
             raise ValueError("CurveZMQ needs both the orchestrator's key pair and the agent's key")
@@ -101,6 +106,9 @@ class AgentClient:
         self._log_limit = LogLimiter(logger=log)  # an agent cannot flood our log either
         self._echoes = EchoPool()  # this link's newest echo round trips (link_bound)
         self._pads: dict[int, np.ndarray] = {}
+        # False: a link no cassette records (the orchestrator's reference responder, whose
+        # bounds a recording stores itself: hilbench.orchestrator.reference_link)
+        self._tapped = tapped
 
     @property
     def last_heard(self) -> float:
@@ -111,7 +119,7 @@ class AgentClient:
     def connect(self) -> dict[str, Any]:
         """Open the link and check the handshake; returns the agent's welcome info."""
         self._sock = self._open_socket()
-        recording = tap.active()
+        recording = tap.active() if self._tapped else None
         if recording is not None:  # a cassette records (or a replay feeds) this link
             self._sock = recording.agent_socket(self.name, self.address, self._sock)
         self._last_heard = now()
@@ -248,6 +256,12 @@ class AgentClient:
         assert best is not None
         rtt, offset = best
         return ClockOffset(offset, max(rtt, 0.0) / 2, rtt, probes)
+
+    @property
+    def probes_link(self) -> bool:
+        """Whether :meth:`link_bound` echoes this link (not in the replay of a cassette
+        recorded before link probes)."""
+        return _probes_recorded()
 
     def link_bound(self, echo: Echo) -> LinkBound | None:
         """What this link costs a request shaped like ``echo``, measured (see

@@ -15,6 +15,7 @@ from hilbench.clock import now
 from hilbench.documents import Document, DocumentStream, PhaseStart, PhaseStop, new_uid
 from hilbench.orchestrator.instruments import Instrument, PhaseAcquisition
 from hilbench.orchestrator.interrupt import raise_if_interrupted
+from hilbench.orchestrator.reference_link import reference
 from hilbench.power.align import IntervalEstimate
 from hilbench.power.markers import MarkerEdges
 from hilbench.power.source import SampleBatch
@@ -64,6 +65,20 @@ class Phase:
         return t_agent - self.offsets[agent].offset_s
 
 
+def _link_bounds(clients: Sequence[Clocked], echo: Echo) -> list[LinkBound | None]:
+    """Each agent's link bound for requests shaped like ``echo``, held to the echoes of the
+    orchestrator's own reference responder, which no agent can slow (:mod:`.reference_link`).
+    The reference is echoed first, and only when some link is: an agent's echoes stay the
+    last thing before its phase, as its request will find it (a pause of the link between
+    them, while the reference was echoed, left an honest agent's 0.2 s QUBO replies 0.16 ms
+    past their bound, run after run)."""
+    ref = (reference().bound(echo) if any(getattr(c, "probes_link", False) for c in clients)
+           else None)
+    links = [c.link_bound(echo) for c in clients]
+    return [None if link is None else link.against(ref, getattr(c, "link_budget_s", 0.0))
+            for c, link in zip(clients, links, strict=True)]
+
+
 class RunContext:
     """Hands procedures what they need to emit one run's documents."""
 
@@ -93,8 +108,8 @@ class RunContext:
         raise_if_interrupted()
         offsets = {c.name: c.clock_offset() for c in clients}
         if echo is not None:
-            for c in clients:
-                offsets[c.name] = dataclasses.replace(offsets[c.name], link=c.link_bound(echo))
+            for c, link in zip(clients, _link_bounds(clients, echo), strict=True):
+                offsets[c.name] = dataclasses.replace(offsets[c.name], link=link)
         phase = Phase(new_uid(), name, offsets)
         self.emit(
             PhaseStart(

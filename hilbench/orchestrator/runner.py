@@ -44,6 +44,7 @@ from hilbench.orchestrator.listener import AgentListener
 from hilbench.orchestrator.locks import BenchBusy, Held, LockRefused, bench_lock, hold
 from hilbench.orchestrator.phases import RunContext
 from hilbench.orchestrator.procedure import Unit, expand_all
+from hilbench.orchestrator.reference_link import close_reference
 from hilbench.orchestrator.resume import ResumePlan, plan_resume
 from hilbench.orchestrator.spawn import SpawnedProcess, spawn_agent
 from hilbench.orchestrator.timing_check import TimingUnverified
@@ -179,6 +180,7 @@ class CampaignRunner:
             if spec.connects:
                 assert self.listener is not None
                 link = self.listener.wait_for(spec.id, timeout_s=self.campaign.listen_timeout_s)
+                link.link_budget_s = spec.link_budget_ms / 1e3
                 self.clients[spec.id] = link
                 continue
             address = spec.address
@@ -195,6 +197,7 @@ class CampaignRunner:
                 connect_timeout_s=self.campaign.connect_timeout_s,
                 **link_keys,
             )
+            client.link_budget_s = spec.link_budget_ms / 1e3
             client.connect()
             self.clients[spec.id] = client
             log.info("agent %s connected: %s", spec.id, client.info.get("agent_id"))
@@ -251,6 +254,7 @@ class CampaignRunner:
         if self.listener is not None:
             self.listener.close()
         self.instruments.close()
+        close_reference()
 
     # ------------------------------------------------------------------- run
     def run(self) -> CampaignOutcome:

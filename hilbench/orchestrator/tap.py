@@ -1,4 +1,4 @@
-"""The hooks the orchestrator offers a recording or a replay: the three doors the orchestrator's
+"""The hooks the orchestrator offers a recording or a replay: the doors the orchestrator's
 process talks through, each with one hook that a tap (a cassette's recorder or replay,
 :mod:`hilbench.cassette.channels`) watches or stands in for. The orchestrator offers the hook;
 the cassette layer above installs a tap into it, so the orchestrator never imports the cassette.
@@ -9,7 +9,10 @@ the cassette layer above installs a tap into it, so the orchestrator never impor
 - a helper process (:meth:`Tap.spawn` / :meth:`Tap.spawned`, called by
   :func:`hilbench.orchestrator.spawn.spawn_announcing`): spawned agents and simulated meters;
 - VISA resources, which the tap itself hooks in pyvisa while installed (any instrument driver
-  that opens one through a ``pyvisa.ResourceManager``).
+  that opens one through a ``pyvisa.ResourceManager``);
+- the orchestrator's reference responder (:meth:`Tap.reference_bound`, called by
+  :mod:`hilbench.orchestrator.reference_link`): its echoes run on a thread the clock does not
+  record, so a recording stores each bound and a replay hands them back.
 
 Nothing here names a driver or an instrument. Without an installed tap every hook is one
 ``None`` check.
@@ -18,7 +21,7 @@ Nothing here names a driver or an instrument. Without an installed tap every hoo
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 
@@ -28,6 +31,8 @@ class Tap(Protocol):
     def spawn(self, name: str, args: list[str], handover: Any) -> Any | None: ...
 
     def spawned(self, name: str, address: str) -> None: ...
+
+    def reference_bound(self, measure: Callable[[], Any]) -> Any: ...
 
 
 _active: Tap | None = None

@@ -5,7 +5,9 @@ An agent reports what it timed on its own clock: a QUBO reply its region (``t_st
 window its region. The orchestrator cannot see the device's timers, but it knows when it sent
 the request and when the reply arrived (``sent``, ``received``, its clock), and before each
 timed phase it measures what this link adds to such a request: echoes of the request's size
-through the agent's worker path (:mod:`hilbench.wire.link_probe`).
+through the agent's worker path (:mod:`hilbench.wire.link_probe`), held to the echoes of a
+reference responder the orchestrator runs itself, which the agent cannot slow
+(:mod:`hilbench.orchestrator.reference_link`).
 
 The rule, with ``outside = (received − sent) − claimed`` (claimed: ``actual_s``; an ASC
 request's stage times added up; a power window's region)::

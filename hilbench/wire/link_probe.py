@@ -44,10 +44,16 @@ rounded up to one of ``IDLE_STEPS_S``; past the last one the wake-up costs no mo
 after 10, 30 and 100 ms idle had 99th percentiles of 3.4, 3.6 and 4.2 ms), and each idle step
 keeps its own pool. A long step's fresh echoes are fewer (``FRESH_IDLE_ECHOES``): they cost
 their idle time each.
+
+The agent serves these echoes, so it could slow them and widen its own bound. Each phase's
+bound is therefore held to the echoes of the orchestrator's own reference responder, taken
+beside them with the same shape (:meth:`LinkBound.against`,
+:mod:`hilbench.orchestrator.reference_link`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import deque
 from collections.abc import Callable
@@ -73,6 +79,13 @@ COLD_STEP_S = 5e-3
 # An exponential tail through the median (p = 0.5) and the BODY_QUANTILE reaches the 99th at
 # median + (q_body − median) × ln(0.5 / 0.01) / ln(0.5 / (1 − BODY_QUANTILE)).
 _TAIL_99_OVER_BODY = math.log(0.5 / 0.01) / math.log(0.5 / (1.0 - BODY_QUANTILE))
+# How many times the median echo of the orchestrator's own reference responder an agent's median
+# echo may take before its echoes stop setting its bound (LinkBound.against). Measured on the
+# 2-core test VM, pools of 24 echoes of an honest agent process and of the reference taken one
+# after the other, 60 pairs each: the agent's median was 0.69-1.94 × the reference's (median
+# 1.37) on an idle host, 0.36-2.55 × (median 1.31) under a busy loop per core; an agent with a
+# thread that holds the GIL took 5.2 ms against 0.10-0.23 ms, 23-52 ×.
+REFERENCE_FACTOR = 5.0
 
 
 def idle_step(work_s: float) -> float:
@@ -124,6 +137,40 @@ class LinkBound:
     # The pool's BODY_QUANTILE; None for a bound recorded before the body was read (then the
     # pool's own 99th percentile is the quantile, the rule then in force).
     body_s: float | None = None
+    source: str = "agent"  # whose echoes: the agent's, or the orchestrator's "reference"
+    # The orchestrator's reference responder's echoes of the same shape beside this pool, and
+    # the network's share of a round trip the bench operator declared for the agent (None:
+    # a phase recorded before the reference; against()).
+    reference: LinkBound | None = None
+    budget_s: float = 0.0
+    # Set when the agent's own echoes were slower than the reference explains: those echoes,
+    # kept for the record, while this bound's figures are the reference's, scaled (against()).
+    own: LinkBound | None = None
+
+    def against(self, reference: LinkBound | None, budget_s: float = 0.0) -> LinkBound:
+        """This agent's bound held to the reference's echoes: itself (carrying the reference)
+        while its median echo is at most REFERENCE_FACTOR × the reference's plus ``budget_s``;
+        else the reference's figures, each plus the slack that limit gives the median
+        ((REFERENCE_FACTOR − 1) × the reference's median + ``budget_s``), which the agent
+        cannot slow, carrying its own echoes as :attr:`own`. An agent cannot widen its bound
+        by slowing its echoes: past that limit it only loses its own figures. The tail is the
+        reference's, not a multiple of it: the host's noise, as the reference met it."""
+        if reference is None:
+            return self
+        limit = REFERENCE_FACTOR * reference.median_s + budget_s
+        if self.median_s <= limit:
+            return dataclasses.replace(self, reference=reference, budget_s=budget_s)
+        slack = limit - reference.median_s
+
+        def scaled(value: float) -> float:
+            return value + slack
+
+        return dataclasses.replace(
+            reference, payload_bytes=self.payload_bytes, median_s=scaled(reference.median_s),
+            q99_s=scaled(reference.q99_s), max_s=scaled(reference.max_s),
+            min_s=scaled(reference.min_s),
+            body_s=None if reference.body_s is None else scaled(reference.body_s),
+            source="agent", reference=reference, budget_s=budget_s, own=self)
 
     @property
     def tail_q99_s(self) -> float:
@@ -171,18 +218,41 @@ class LinkBound:
             data.update(body_s=self.body_s, body_quantile=BODY_QUANTILE,
                         tail_q99_s=self.tail_q99_s, single_bound_s=self.single_bound_s,
                         tail="exponential through the median and the body quantile")
+        if self.source != "agent":
+            data["source"] = self.source
+        if self.reference is not None:
+            data.update(reference=self.reference.to_dict(), budget_s=self.budget_s,
+                        reference_factor=REFERENCE_FACTOR)
+        if self.own is not None:
+            data.update(held_to_reference=self.held_reason(), own=self.own.to_dict())
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LinkBound:
         body = data.get("body_s")  # None: recorded before the pool's body was read
+        reference, own = data.get("reference"), data.get("own")
         return cls(int(data["payload_bytes"]), int(data["echoes"]), int(data.get("fresh", 0)),
                    float(data["median_s"]), float(data["quantile_s"]), float(data["max_s"]),
                    float(data.get("min_s", 0.0)), float(data.get("quantile", QUANTILE)),
-                   float(data.get("idle_s", 0.0)), None if body is None else float(body))
+                   float(data.get("idle_s", 0.0)), None if body is None else float(body),
+                   str(data.get("source", "agent")),
+                   None if reference is None else cls.from_dict(reference),
+                   float(data.get("budget_s", 0.0)), None if own is None else cls.from_dict(own))
+
+    def held_reason(self) -> str:
+        """Why this bound is the reference's (empty when it is the agent's own echoes')."""
+        if self.own is None or self.reference is None:
+            return ""
+        budget = f" + the declared budget {self.budget_s * 1e3:.3f} ms" if self.budget_s else ""
+        return (f"the agent's echoes took {self.own.median_s * 1e3:.3f} ms (median), more than "
+                f"{REFERENCE_FACTOR:g} × the {self.reference.median_s * 1e3:.3f} ms of the "
+                f"orchestrator's reference responder{budget}: held to the reference's echoes "
+                f"+ {REFERENCE_FACTOR - 1:g} × its median{budget}, not the agent's")
 
     def describe(self) -> str:
         """One line: the bound and how it was measured."""
+        if self.own is not None:
+            return f"{self.bound_s * 1e3:.3f} ms: {self.held_reason()}"
         return (f"{self.bound_s * 1e3:.3f} ms = {self.quantile * 100:g}th percentile "
                 f"{self.q99_s * 1e3:.3f} ms + spread {self.spread_s * 1e3:.3f} ms + fastest "
                 f"{self.min_s * 1e3:.3f} ms of {self.echoes} echoes ({self.fresh} before this "

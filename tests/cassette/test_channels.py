@@ -73,8 +73,16 @@ def test_clock_readings_and_helpers_are_recorded(recorded):
     documents = list(Cassette(folder).documents())
     starts = [d["t"] for d in documents if d["kind"] == "phase_start"]
     assert set(starts) <= set(readings.tolist())  # each stamp is one of the readings
-    spawned = _lines(folder / CHANNELS / "spawned.jsonl")[1:]
+    lines = _lines(folder / CHANNELS / "spawned.jsonl")[1:]
+    spawned = [s for s in lines if s["kind"] == "spawned"]
     assert [s["name"] for s in spawned] == ["agent cpu0 (driver cpu)"]
+    # the orchestrator's reference echoes: measured on a thread the clock does not record, so
+    # each bound is stored for the replay, one per timed phase, in order
+    references = [s["link"] for s in lines if s["kind"] == "reference"]
+    timed = [d for d in documents if d["kind"] == "phase_start"
+             and any(o.get("link") for o in d["clock_offsets"].values())]
+    assert references and len(references) == len(timed)
+    assert all(r["source"] == "reference" and r["echoes"] >= 24 for r in references)
 
 
 @pytest.mark.slow
