@@ -11,6 +11,7 @@ from hilbench.cli.lazy import BENCHMARKS_GROUP, LazyGroup
 # points.
 BENCHMARKS: dict[str, str] = {
     "dispatch": "hilbench.bench.dispatch:dispatch",
+    "reference": "hilbench.bench.reference_ratio:reference_ratio",
     "power-accuracy": "hilbench.bench.power_accuracy_command:power_accuracy",
     "stage-attribution": "hilbench.bench.stage_attribution:stage_attribution",
     "store-stream": "hilbench.bench.store_stream:store_stream",

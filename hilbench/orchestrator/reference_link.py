@@ -15,7 +15,6 @@ the reference has none: its replay is checked by the rule then in force (no refe
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import threading
@@ -23,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
 from hilbench.orchestrator import tap
+from hilbench.wire import codec
 from hilbench.wire.link import AgentError
 from hilbench.wire.link_probe import Echo, EchoPool, LinkBound
 
@@ -50,6 +50,7 @@ class ReferenceLink:
         self._thread: threading.Thread | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._echoes = EchoPool()
+        self._versions: tuple[int, ...] = ()  # the protocol versions it was started with
 
     def bound(self, echo: Echo) -> LinkBound | None:
         """The reference's bound for requests shaped like ``echo`` (a replay: the recorded
@@ -60,25 +61,40 @@ class ReferenceLink:
         return self._measure(echo)
 
     def _measure(self, echo: Echo) -> LinkBound:
+        """Echoes of ``echo``'s shape on the reference's own thread (the cassette clock does not
+        record it); started the first time, and again when this process's protocol versions
+        changed since (a test that speaks an older version) or it stopped answering."""
         with self._lock:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(1, thread_name_prefix="hilbench-reference")
                 self._executor.submit(self._start).result()
             executor = self._executor
-        bound = executor.submit(self._echoes.measure, echo, self._client._echo).result()
+        if self._versions != codec.SUPPORTED_VERSIONS:  # the process speaks otherwise now
+            executor.submit(self._restart).result()
+        try:
+            bound = executor.submit(self._echoes.measure, echo, self._client._echo).result()
+        except (AgentError, ConnectionError, TimeoutError):
+            # It stopped answering: a fresh one, once; its earlier echoes stay in the pool.
+            executor.submit(self._restart).result()
+            bound = executor.submit(self._echoes.measure, echo, self._client._echo).result()
         return dataclasses.replace(bound, source="reference")
+
+    def _restart(self) -> None:
+        self._runtime.request_shutdown()  # its thread ends at its next heartbeat
+        self._client.close()
+        self._start()
 
     def _start(self) -> None:
         from hilbench.agent.runtime import AgentRuntime
         from hilbench.orchestrator.client import AgentClient
 
-        self._runtime = AgentRuntime(_NoDevice(), "reference", bind="tcp://127.0.0.1:*",
-                                     heartbeat_s=5.0)
+        self._runtime = AgentRuntime(_NoDevice(), "reference", bind="tcp://127.0.0.1:*")
         self._thread = threading.Thread(target=self._runtime.serve, daemon=True,
                                         name="hilbench-reference-agent")
         self._thread.start()
         if not self._runtime.wait_ready(10.0):
             raise RuntimeError("the orchestrator's reference responder did not start in 10 s")
+        self._versions = codec.SUPPORTED_VERSIONS
         self._client = AgentClient(self._runtime.endpoint, "reference", tapped=False)
         self._client.connect()
 
@@ -87,18 +103,11 @@ class ReferenceLink:
             executor, self._executor = self._executor, None
         if executor is None:
             return
-        executor.submit(self._stop).result()
+        executor.submit(self._client.close).result()
         executor.shutdown()
+        self._runtime.request_shutdown()
         if self._thread is not None:
             self._thread.join(5.0)
-
-    def _stop(self) -> None:
-        """Ask the runtime to stop over its socket (it would see a flag only at its next
-        heartbeat, seconds away), then close the client."""
-        self._runtime.request_shutdown()
-        with contextlib.suppress(AgentError, ConnectionError, TimeoutError, OSError):
-            self._client.request("shutdown", timeout_s=2)
-        self._client.close()
 
 
 _shared: ReferenceLink | None = None
@@ -115,7 +124,8 @@ os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def reference() -> ReferenceLink:
-    """This process's reference responder, started at its first bound."""
+    """This process's reference responder, started at its first bound (one serves every
+    campaign the process runs; its thread ends with the process)."""
     global _shared
     with _shared_lock:
         if _shared is None:
@@ -123,11 +133,3 @@ def reference() -> ReferenceLink:
         return _shared
 
 
-def close_reference() -> None:
-    """Stop the reference responder, if one runs (a campaign's end: the next one starts its
-    own, in step with how this process speaks then)."""
-    global _shared
-    with _shared_lock:
-        link, _shared = _shared, None
-    if link is not None:
-        link.close()

@@ -44,7 +44,6 @@ from hilbench.orchestrator.listener import AgentListener
 from hilbench.orchestrator.locks import BenchBusy, Held, LockRefused, bench_lock, hold
 from hilbench.orchestrator.phases import RunContext
 from hilbench.orchestrator.procedure import Unit, expand_all
-from hilbench.orchestrator.reference_link import close_reference
 from hilbench.orchestrator.resume import ResumePlan, plan_resume
 from hilbench.orchestrator.spawn import SpawnedProcess, spawn_agent
 from hilbench.orchestrator.timing_check import TimingUnverified
@@ -254,7 +253,6 @@ class CampaignRunner:
         if self.listener is not None:
             self.listener.close()
         self.instruments.close()
-        close_reference()
 
     # ------------------------------------------------------------------- run
     def run(self) -> CampaignOutcome:

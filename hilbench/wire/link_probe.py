@@ -84,7 +84,7 @@ _TAIL_99_OVER_BODY = math.log(0.5 / 0.01) / math.log(0.5 / (1.0 - BODY_QUANTILE)
 # 2-core test VM, pools of 24 echoes of an honest agent process and of the reference taken one
 # after the other, 60 pairs each: the agent's median was 0.69-1.94 × the reference's (median
 # 1.37) on an idle host, 0.36-2.55 × (median 1.31) under a busy loop per core; an agent with a
-# thread that holds the GIL took 5.2 ms against 0.10-0.23 ms, 23-52 ×.
+# thread that holds the GIL took 5.2 ms against 0.10-0.23 ms, 23-52 ×. `hilbench bench reference`.
 REFERENCE_FACTOR = 5.0
 
 
