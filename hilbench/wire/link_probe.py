@@ -144,7 +144,7 @@ class LinkBound:
     reference: LinkBound | None = None
     budget_s: float = 0.0
     # Set when the agent's own echoes were slower than the reference explains: those echoes,
-    # kept for the record, while this bound's figures are the reference's, scaled (against()).
+    # kept for the record, while this bound's figures are the reference's plus a slack (against()).
     own: LinkBound | None = None
 
     def against(self, reference: LinkBound | None, budget_s: float = 0.0) -> LinkBound:
