@@ -4,8 +4,9 @@ reference responder's, the figure :data:`hilbench.wire.link_probe.REFERENCE_FACT
 An agent process (spawned on loopback, as a campaign's ``spawn = true`` agent) and the reference
 responder (:mod:`hilbench.orchestrator.reference_link`) are echoed one after the other, pool by
 pool, with the shapes timed phases use (1 KiB back to back, 4 KiB after 1 ms and after 20 ms
-idle), as :func:`hilbench.orchestrator.phases` does before each phase. Each pool pair gives the
-ratio of the two medians; a ratio past the factor would hold an honest agent to the reference.
+idle), through the very call a phase makes (:func:`hilbench.orchestrator.phases.link_bounds`:
+the pools are kept and topped up as a campaign's are). Each pair gives the ratio of the two
+medians; a ratio past the factor holds an honest agent to the reference.
 Run it on the bench host, idle and under the load the bench will see.
 """
 
@@ -18,27 +19,25 @@ import numpy as np
 
 from hilbench.orchestrator.campaign import AgentSpec
 from hilbench.orchestrator.client import AgentClient
-from hilbench.orchestrator.reference_link import ReferenceLink
+from hilbench.orchestrator.phases import link_bounds
 from hilbench.orchestrator.spawn import spawn_agent
-from hilbench.wire.link_probe import MIN_ECHOES, REFERENCE_FACTOR, Echo, EchoPool
+from hilbench.wire.link_probe import MIN_ECHOES, REFERENCE_FACTOR, Echo
 
 SHAPES = (Echo(1024), Echo(4096, work_s=1e-3), Echo(4096, work_s=20e-3))
 
 
 def measure(pairs: int) -> list[tuple[float, float]]:
-    """``pairs`` (agent median, reference median) in seconds, shapes taken in turn."""
+    """``pairs`` (agent median, reference median) in seconds, shapes taken in turn, each
+    through the phases' own path (:func:`hilbench.orchestrator.phases.link_bounds`)."""
     agent = spawn_agent(AgentSpec(id="bench", driver="cpu", spawn=True))
-    reference = ReferenceLink()
     out: list[tuple[float, float]] = []
     try:
         with AgentClient(agent.address, "bench", **agent.client_keys()) as client:
             for i in range(pairs):
-                shape = SHAPES[i % len(SHAPES)]
-                ref = reference.bound(shape)
-                own = EchoPool().measure(shape, client._echo, fresh=MIN_ECHOES)
-                out.append((own.median_s, ref.median_s if ref is not None else float("nan")))
+                (link,) = link_bounds([client], SHAPES[i % len(SHAPES)])
+                assert link is not None and link.reference is not None
+                out.append(((link.own or link).median_s, link.reference.median_s))
     finally:
-        reference.close()
         agent.stop()
     return out
 
@@ -55,7 +54,7 @@ def reference_ratio(pairs: int) -> None:
     """
     medians = np.asarray(measure(pairs))
     ratios = medians[:, 0] / medians[:, 1]
-    click.echo(f"{pairs} pool pairs of {MIN_ECHOES} echoes, loopback; load average "
+    click.echo(f"{pairs} pool pairs of {MIN_ECHOES} echoes or more, loopback; load average "
                f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     click.echo(f"agent median echo     {np.median(medians[:, 0]) * 1e3:.3f} ms (median of pools)")
     click.echo(f"reference median echo {np.median(medians[:, 1]) * 1e3:.3f} ms (median of pools)")

@@ -153,12 +153,13 @@ class ReplayTap:
             if kind in CHANNEL_LINES:
                 _check_lines(lines, CHANNEL_LINES[kind], files.label(name))
                 (self.agents if kind == "agent" else self.visa).append((header, lines[1:]))
-        self.spawned = deque(line for _, line in jsonl(files, f"{CHANNELS}/{SPAWNED}")
+        helpers = [line for _, line in jsonl(files, f"{CHANNELS}/{SPAWNED}")]
+        self.spawned = deque(line for line in helpers
                              if line.get("kind") == "spawned"
                              and isinstance(line.get("name"), str)
                              and isinstance(line.get("address"), str))
         # The reference responder's bounds, in the order measured (none: recorded before it).
-        self.references = deque(line["link"] for _, line in jsonl(files, f"{CHANNELS}/{SPAWNED}")
+        self.references = deque(line["link"] for line in helpers
                                 if line.get("kind") == "reference"
                                 and isinstance(line.get("link"), dict))
         # A cassette recorded before link probes (protocol 4) holds no echoes: its replay runs

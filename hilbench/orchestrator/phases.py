@@ -65,7 +65,7 @@ class Phase:
         return t_agent - self.offsets[agent].offset_s
 
 
-def _link_bounds(clients: Sequence[Clocked], echo: Echo) -> list[LinkBound | None]:
+def link_bounds(clients: Sequence[Clocked], echo: Echo) -> list[LinkBound | None]:
     """Each agent's link bound for requests shaped like ``echo``, held to the echoes of the
     orchestrator's own reference responder, which no agent can slow (:mod:`.reference_link`).
     The reference is echoed first, and only when some link is: an agent's echoes stay the
@@ -108,7 +108,7 @@ class RunContext:
         raise_if_interrupted()
         offsets = {c.name: c.clock_offset() for c in clients}
         if echo is not None:
-            for c, link in zip(clients, _link_bounds(clients, echo), strict=True):
+            for c, link in zip(clients, link_bounds(clients, echo), strict=True):
                 offsets[c.name] = dataclasses.replace(offsets[c.name], link=link)
         phase = Phase(new_uid(), name, offsets)
         self.emit(

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 from hilbench.orchestrator import tap
 from hilbench.wire import codec
 from hilbench.wire.link import AgentError
-from hilbench.wire.link_probe import Echo, EchoPool, LinkBound
+from hilbench.wire.link_probe import Echo, LinkBound
 
 
 class _NoDevice:
@@ -49,7 +49,6 @@ class ReferenceLink:
         self._client: Any = None
         self._thread: threading.Thread | None = None
         self._executor: ThreadPoolExecutor | None = None
-        self._echoes = EchoPool()
         self._versions: tuple[int, ...] = ()  # the protocol versions it was started with
 
     def bound(self, echo: Echo) -> LinkBound | None:
@@ -72,12 +71,18 @@ class ReferenceLink:
         if self._versions != codec.SUPPORTED_VERSIONS:  # the process speaks otherwise now
             executor.submit(self._restart).result()
         try:
-            bound = executor.submit(self._echoes.measure, echo, self._client._echo).result()
-        except (AgentError, ConnectionError, TimeoutError):
-            # It stopped answering: a fresh one, once; its earlier echoes stay in the pool.
+            bound = executor.submit(self._echo, echo).result()
+        except (AgentError, ConnectionError, TimeoutError):  # it stopped answering: once more
             executor.submit(self._restart).result()
-            bound = executor.submit(self._echoes.measure, echo, self._client._echo).result()
+            bound = executor.submit(self._echo, echo).result()
         return dataclasses.replace(bound, source="reference")
+
+    def _echo(self, echo: Echo) -> LinkBound:
+        """The client's own pool of echoes, as for any agent (:meth:`AgentClient.link_bound`);
+        never None: the reference is echoed only where echoes are recorded."""
+        bound = self._client.link_bound(echo)
+        assert bound is not None
+        return bound
 
     def _restart(self) -> None:
         self._runtime.request_shutdown()  # its thread ends at its next heartbeat
@@ -131,5 +136,3 @@ def reference() -> ReferenceLink:
         if _shared is None:
             _shared = ReferenceLink()
         return _shared
-
-

@@ -179,7 +179,6 @@ class CampaignRunner:
             if spec.connects:
                 assert self.listener is not None
                 link = self.listener.wait_for(spec.id, timeout_s=self.campaign.listen_timeout_s)
-                link.link_budget_s = spec.link_budget_ms / 1e3
                 self.clients[spec.id] = link
                 continue
             address = spec.address
@@ -196,11 +195,11 @@ class CampaignRunner:
                 connect_timeout_s=self.campaign.connect_timeout_s,
                 **link_keys,
             )
-            client.link_budget_s = spec.link_budget_ms / 1e3
             client.connect()
             self.clients[spec.id] = client
             log.info("agent %s connected: %s", spec.id, client.info.get("agent_id"))
         for spec in self.campaign.agents:
+            self.clients[spec.id].link_budget_s = spec.link_budget_ms / 1e3
             self._link_simulated_meter(spec.id)
         self.devices = {name: RemoteDevice(link) for name, link in self.clients.items()}
 
