@@ -251,6 +251,20 @@ class AgentRuntime(MessageHandling, SocketTurns):
             f"agent {self.agent_id}: driver {self.driver.name}, {where} {self.endpoint}, {security}"
         )
 
+    def tell_when_ready(self, announce: bool, banner: bool = True) -> None:
+        """Once serving, print ``READY <endpoint>`` (when ``announce``) and the banner to stdout,
+        from a thread of its own: a parent reading line by line stops at READY
+        (:mod:`hilbench.orchestrator.spawn`)."""
+
+        def tell() -> None:
+            if self.wait_ready(30):
+                lines = ([f"READY {self.endpoint}"] if announce else []) + (
+                    [self.banner()] if banner else [])
+                if lines:
+                    print("\n".join(lines), flush=True)
+
+        threading.Thread(target=tell, daemon=True, name="tell-ready").start()
+
     def request_shutdown(self) -> None:
         self._shutdown.set()
 

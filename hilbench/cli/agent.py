@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import sys
 from typing import Any
 
 import click
@@ -134,8 +133,6 @@ def agent(
     --insecure. It prints its endpoint, driver and key fingerprint at start, keeps serving after
     bad messages and stops on a `shutdown` command, SIGTERM or Ctrl-C.
     """
-    import threading
-
     import zmq
 
     from hilbench.agent.runtime import AgentRuntime, InsecureAddress
@@ -166,15 +163,7 @@ def agent(
         raise SystemExit(EXIT_USAGE) from None
     call_on_signal(runtime.request_shutdown)  # SIGTERM: a stop, or the parent-death signal
 
-    def _tell_ready() -> None:
-        if runtime.wait_ready(30):
-            # READY first: a parent reading line by line stops at it (see orchestrator/spawn.py).
-            if announce:
-                click.echo(f"READY {runtime.endpoint}")
-            click.echo(runtime.banner())
-            sys.stdout.flush()
-
-    threading.Thread(target=_tell_ready, daemon=True).start()
+    runtime.tell_when_ready(announce)
     try:
         runtime.serve()
     except KeyboardInterrupt:

@@ -4,115 +4,123 @@ An agent's echoes (:mod:`hilbench.wire.link_probe`) set the bound its timed requ
 to, and the agent serves them: one that slows its own echoes (a thread that holds the GIL made
 every echo wait about 5 ms: a 12 ms short claim then passed as on time in 4 of 6 runs) widens
 its own bound. So before each timed phase the orchestrator also echoes, with the same shape and
-idle step, an agent runtime of its own: the same worker path, in a thread of this process,
-serving no device, on loopback. :meth:`LinkBound.against` holds the agent's echoes to it.
+idle step, an agent runtime of its own: the same worker path, serving no device, in a process
+of its own on loopback (:mod:`.reference_agent`), keyed so that no other local process reaches
+it. :meth:`LinkBound.against` holds the agent's echoes to it.
 
-Its round trips are taken on a thread of their own, so a cassette's clock (which records the
+A process, not a thread of the orchestrator's: a thread shared the orchestrator's clock hook (a
+replay's frozen clock set its receive timeouts), its protocol settings and its GIL, and a fault
+of its socket would abort the orchestrator. One serves every campaign of the process; it is
+started at the first bound, from a thread that lives as long as the process (a child's
+parent-death signal follows the thread that started it), started again when it stops answering,
+and ends with the process (:mod:`hilbench.lifeline`).
+
+Its round trips are taken on that thread, so a cassette's clock (which records the
 orchestrator's thread) does not see them; a recording stores each bound instead, and its replay
-hands the stored bounds back in order (:meth:`Tap.reference_bound`). A cassette recorded before
-the reference has none: its replay is checked by the rule then in force (no reference).
+hands the stored bounds back in order (:meth:`Tap.reference_bound`), starting no responder. A
+cassette recorded before the reference has none: its replay is checked by the rule then in force
+(no reference).
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import dataclasses
+import logging
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, ClassVar
+from typing import Any
 
-from hilbench.orchestrator import tap
+from hilbench.orchestrator import reference_agent, spawn, tap
 from hilbench.wire import codec
 from hilbench.wire.link import AgentError
 from hilbench.wire.link_probe import Echo, LinkBound
 
-
-class _NoDevice:
-    """A driver that declares no workload: the reference answers echoes (``noop``) only."""
-
-    name: ClassVar[str] = "reference"
-
-    def capabilities(self) -> dict[str, Any]:
-        return {}
-
-    def close(self) -> None:
-        pass
+log = logging.getLogger(__name__)
 
 
 class ReferenceLink:
-    """An agent runtime serving no device on loopback, and a client echoing it, started at
-    the first bound asked for and kept until :meth:`close`."""
+    """A responder process serving no device, and a client echoing it, started at the first
+    bound asked for and kept until :meth:`close` or the process's end."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._runtime: Any = None
-        self._client: Any = None
-        self._thread: threading.Thread | None = None
         self._executor: ThreadPoolExecutor | None = None
-        self._versions: tuple[int, ...] = ()  # the protocol versions it was started with
+        self._process: spawn.SpawnedProcess | None = None
+        self._client: Any = None
+        self._versions: tuple[int, ...] = ()  # the protocol versions its client started with
 
     def bound(self, echo: Echo) -> LinkBound | None:
         """The reference's bound for requests shaped like ``echo`` (a replay: the recorded
         one; None for a cassette recorded before the reference)."""
         recording = tap.active()
         if recording is not None:
-            return recording.reference_bound(lambda: self._measure(echo))
-        return self._measure(echo)
+            return recording.reference_bound(lambda: self._on_own_thread(self._measure, echo))
+        return self._on_own_thread(self._measure, echo)
 
-    def _measure(self, echo: Echo) -> LinkBound:
-        """Echoes of ``echo``'s shape on the reference's own thread (the cassette clock does not
-        record it); started the first time, and again when this process's protocol versions
-        changed since (a test that speaks an older version) or it stopped answering."""
+    def _on_own_thread(self, call: Any, *args: Any) -> Any:
         with self._lock:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(1, thread_name_prefix="hilbench-reference")
-                self._executor.submit(self._start).result()
             executor = self._executor
-        if self._versions != codec.SUPPORTED_VERSIONS:  # the process speaks otherwise now
-            executor.submit(self._restart).result()
+        return executor.submit(call, *args).result()
+
+    def _measure(self, echo: Echo) -> LinkBound:
+        """The client's own pool of echoes, as for any agent (:meth:`AgentClient.link_bound`);
+        a new client when this process's protocol versions changed since (a test that speaks
+        an older version), a new responder once when it stopped answering."""
+        if self._client is None or self._versions != codec.SUPPORTED_VERSIONS:
+            self._connect()
         try:
-            bound = executor.submit(self._echo, echo).result()
-        except (AgentError, ConnectionError, TimeoutError):  # it stopped answering: once more
-            executor.submit(self._restart).result()
-            bound = executor.submit(self._echo, echo).result()
+            bound = self._client.link_bound(echo)
+        except (AgentError, ConnectionError, TimeoutError) as exc:
+            log.warning("the reference responder stopped answering (%s): starting it again",
+                        exc)
+            self._stop()
+            self._connect()
+            bound = self._client.link_bound(echo)
+        assert bound is not None  # the reference is echoed only where echoes are recorded
         return dataclasses.replace(bound, source="reference")
 
-    def _echo(self, echo: Echo) -> LinkBound:
-        """The client's own pool of echoes, as for any agent (:meth:`AgentClient.link_bound`);
-        never None: the reference is echoed only where echoes are recorded."""
-        bound = self._client.link_bound(echo)
-        assert bound is not None
-        return bound
-
-    def _restart(self) -> None:
-        self._runtime.request_shutdown()  # its thread ends at its next heartbeat
-        self._client.close()
-        self._start()
-
-    def _start(self) -> None:
-        from hilbench.agent.runtime import AgentRuntime
+    def _connect(self) -> None:
         from hilbench.orchestrator.client import AgentClient
 
-        self._runtime = AgentRuntime(_NoDevice(), "reference", bind="tcp://127.0.0.1:*")
-        self._thread = threading.Thread(target=self._runtime.serve, daemon=True,
-                                        name="hilbench-reference-agent")
-        self._thread.start()
-        if not self._runtime.wait_ready(10.0):
-            raise RuntimeError("the orchestrator's reference responder did not start in 10 s")
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._process is None or self._process.process.poll() is not None:
+            self._process = spawn.spawn_own("reference responder", reference_agent.MODULE)
+            atexit.register(_forget_log, self._process)
         self._versions = codec.SUPPORTED_VERSIONS
-        self._client = AgentClient(self._runtime.endpoint, "reference", tapped=False)
+        self._client = AgentClient(self._process.address, "reference", tapped=False,
+                                   **self._process.client_keys())
         self._client.connect()
 
+    def _stop(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._process is not None:
+            self._process.stop(timeout_s=2.0)
+            self._process = None
+
     def close(self) -> None:
+        """Stop the responder and its client (a test's; a campaign's process keeps it)."""
         with self._lock:
             executor, self._executor = self._executor, None
-        if executor is None:
-            return
-        executor.submit(self._client.close).result()
-        executor.shutdown()
-        self._runtime.request_shutdown()
-        if self._thread is not None:
-            self._thread.join(5.0)
+        if executor is not None:
+            executor.submit(self._stop).result()
+            executor.shutdown()
+
+
+def _forget_log(process: spawn.SpawnedProcess) -> None:
+    """At this process's exit the responder gets its parent-death signal (not waited for
+    here): its log (stderr) goes when it holds nothing, and stays otherwise."""
+    with contextlib.suppress(OSError):
+        if process.log_path.stat().st_size == 0:
+            process.log_path.unlink()
 
 
 _shared: ReferenceLink | None = None
@@ -130,7 +138,7 @@ os.register_at_fork(after_in_child=_forget_in_child)
 
 def reference() -> ReferenceLink:
     """This process's reference responder, started at its first bound (one serves every
-    campaign the process runs; its thread ends with the process)."""
+    campaign the process runs, and ends with it)."""
     global _shared
     with _shared_lock:
         if _shared is None:

@@ -103,10 +103,30 @@ def spawn_announcing(
         stand_in = recording.spawn(name, args, handover)  # a replay's stand-in, or None
         if stand_in is not None:
             return stand_in  # type: ignore[no-any-return]
-    spawned = _spawn(name, args, startup_timeout_s, log_dir, python, handover)
+    spawned = _spawn(name, ["-m", "hilbench", *args], startup_timeout_s, log_dir, python,
+                     handover)
     if recording is not None:
         recording.spawned(name, spawned.address)
     return spawned
+
+
+def spawn_own(name: str, module: str, startup_timeout_s: float = 30.0) -> SpawnedProcess:
+    """Run ``python -m MODULE --key-fd N --announce``, a helper the orchestrator runs for itself
+    (its reference responder), and wait for its ``READY``: never a cassette's, so never tapped,
+    and keyed like a spawned agent, so no other local process reaches it."""
+    handover, client_key = _ephemeral_keys(name)
+    spawned = _spawn(name, ["-m", module, "--key-fd", "{key_fd}"], startup_timeout_s, None, None,
+                     handover)
+    spawned.client_key, spawned.agent_key = client_key, handover[0].public
+    return spawned
+
+
+def _ephemeral_keys(name: str) -> tuple[tuple[keys.KeyPair, list[bytes]], keys.KeyPair]:
+    """A fresh pair for the process ``name`` and one for this orchestrator, the only key the
+    process admits: (the handover to send it, the orchestrator's pair)."""
+    agent_key = keys.ephemeral_pair(name)
+    client_key = keys.ephemeral_pair("orchestrator (ephemeral)")
+    return (agent_key, [client_key.public]), client_key
 
 
 def _spawn(name: str, args: list[str], startup_timeout_s: float, log_dir: Path | None,
@@ -118,7 +138,7 @@ def _spawn(name: str, args: list[str], startup_timeout_s: float, log_dir: Path |
         keys.write_handover(write_fd, *handover)  # a few hundred bytes: the pipe holds them
         args = [a.replace("{key_fd}", str(read_fd)) for a in args]
         pass_fds = (read_fd,)
-    cmd = [python or sys.executable, "-m", "hilbench", *args, "--announce"]
+    cmd = [python or sys.executable, *args, "--announce"]
     log.info("starting %s: %s", name, " ".join(cmd))
     # stderr goes to a file, never an unread pipe that could fill and stall the process.
     log_fd, log_path = _open_log(log_dir, name)
@@ -182,9 +202,7 @@ def spawn_agent(
         args += ["-o", f"{key}={value}"]
     handover = client_key = None
     if keyed:
-        agent_key = keys.ephemeral_pair(f"spawned agent {spec.id}")
-        client_key = keys.ephemeral_pair("orchestrator (ephemeral)")
-        handover = (agent_key, [client_key.public])
+        handover, client_key = _ephemeral_keys(f"spawned agent {spec.id}")
         args += ["--key-fd", "{key_fd}"]
     spawned = spawn_announcing(
         f"agent {spec.id} (driver {spec.driver})",

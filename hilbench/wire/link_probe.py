@@ -81,10 +81,11 @@ COLD_STEP_S = 5e-3
 _TAIL_99_OVER_BODY = math.log(0.5 / 0.01) / math.log(0.5 / (1.0 - BODY_QUANTILE))
 # How many times the median echo of the orchestrator's own reference responder an agent's median
 # echo may take before its echoes stop setting its bound (LinkBound.against). Measured on the
-# 2-core test VM, pools of 24 echoes of an honest agent process and of the reference taken one
-# after the other, 60 pairs each: the agent's median was 0.69-1.94 × the reference's (median
-# 1.37) on an idle host, 0.36-2.55 × (median 1.31) under a busy loop per core; an agent with a
-# thread that holds the GIL took 5.2 ms against 0.10-0.23 ms, 23-52 ×. `hilbench bench reference`.
+# 2-core test VM with `hilbench bench reference`: pools of 24 echoes of an honest agent process
+# and of the reference's process, taken one after the other: the agent's median was 0.70-1.20 ×
+# the reference's (median 1.03, 60 pairs) on an idle host, 0.73-1.54 × (median 1.15, 30 pairs)
+# under a busy loop per core. (With the reference a thread of the orchestrator, it was
+# 0.36-2.55 ×, and an agent with a thread that holds the GIL took 23-52 ×.)
 REFERENCE_FACTOR = 5.0
 
 

@@ -4,11 +4,18 @@ so end to end is tests/procedures/test_asc_forged_stages.py's "slow echoes"."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from hilbench.orchestrator.campaign import CampaignError, parse_campaign
+from hilbench.orchestrator.client import AgentClient
 from hilbench.orchestrator.reference_link import ReferenceLink
+from hilbench.wire.link import AgentError
 from hilbench.wire.link_probe import REFERENCE_FACTOR, Echo, LinkBound
+from tests import orphans
 
 REFERENCE = LinkBound.of([1e-4] * 20 + [3e-4] * 3 + [2e-3], 1024, 24)
 
@@ -60,6 +67,39 @@ def test_the_reference_responder_answers_real_echoes():
         assert 0 < bound.min_s <= bound.median_s <= bound.q99_s
     finally:
         link.close()
+
+
+def test_the_reference_is_a_process_of_its_own_that_only_its_orchestrator_reaches():
+    link = ReferenceLink()
+    try:
+        link.bound(Echo(1024))
+        process = link._process
+        assert process is not None and process.process.pid != os.getpid()
+        stranger = AgentClient(process.address, "stranger", connect_timeout_s=1.0)
+        with pytest.raises((AgentError, TimeoutError, ConnectionError)):  # no key: no answer
+            stranger.connect()
+        stranger.close()
+    finally:
+        link.close()
+    assert orphans.alive_after([process.process.pid], 5.0) == []
+
+
+def test_the_reference_ends_with_its_orchestrator_even_a_killed_one(tmp_path):
+    script = ("from hilbench.orchestrator.reference_link import reference\n"
+              "from hilbench.wire.link_probe import Echo\n"
+              "import time\n"
+              "reference().bound(Echo(1024))\n"
+              "print(reference()._process.process.pid, flush=True)\n"
+              "time.sleep(60)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        assert orphans.alive([child]) == [child]
+    finally:
+        parent.kill()
+        parent.wait(10)
+    assert orphans.alive_after([child], 5.0) == []
 
 
 def test_the_budget_is_read_from_the_campaign_and_checked():

@@ -1,0 +1,52 @@
+"""The reference responder's process (:mod:`hilbench.orchestrator.reference_link`): an agent
+runtime that serves no device, on loopback, keyed with the pair its orchestrator hands down.
+
+A process of its own, as a local agent is: it shares no clock hook, protocol setting, socket or
+GIL with the orchestrator, so what the orchestrator does between phases cannot slow it, and a
+fault of its own cannot take the orchestrator down. Started only by :func:`spawn.spawn_own`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any, ClassVar
+
+MODULE = __name__
+
+
+class NoDevice:
+    """A driver that declares no workload: the reference answers echoes (``noop``) only."""
+
+    name: ClassVar[str] = "reference"
+
+    def capabilities(self) -> dict[str, Any]:
+        return {}
+
+    def close(self) -> None:
+        pass
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve until SIGTERM (the orchestrator's stop, or its death: :mod:`hilbench.lifeline`)."""
+    parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__)
+    parser.add_argument("--key-fd", type=int, required=True,
+                        help="descriptor holding the key pair and the one key it admits")
+    parser.add_argument("--announce", action="store_true", help="print READY <endpoint>")
+    args = parser.parse_args(argv)
+
+    from hilbench.agent.runtime import AgentRuntime
+    from hilbench.lifeline import call_on_signal
+    from hilbench.wire import keys
+
+    pair, authorized = keys.read_handover(args.key_fd)
+    runtime = AgentRuntime(NoDevice(), "reference", bind="tcp://127.0.0.1:*", key=pair,
+                           authorized=authorized)
+    # Nothing to finish or lose (no device, no state): it ends at once, not at its next beat.
+    call_on_signal(lambda: os._exit(0))
+    runtime.tell_when_ready(args.announce, banner=False)  # stdout is a pipe no one reads after
+    runtime.serve()
+
+
+if __name__ == "__main__":
+    main()
