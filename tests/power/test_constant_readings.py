@@ -50,3 +50,13 @@ def test_a_source_stating_nothing_gives_no_uncertainty_rather_than_zero():
     value, uncertainty, meta = never_zero(idle.mean_w, idle.uncertainty95, {})
     assert value == idle.mean_w and uncertainty is None
     assert meta["uncertainty_note"].startswith("uncertainty not stated")
+
+
+def test_a_spread_of_a_few_ulps_is_rounding_and_states_nothing_either():
+    """A mean of constant readings can come out a few ulps off each reading (CI once stated
+    ± 6.6e-19 W on a 1 mW rail); that is float64's rounding, not a measured spread."""
+    value = 0.35e-3
+    _, uncertainty, meta = never_zero(value, 3 * np.spacing(value), {})
+    assert uncertainty is None and meta["uncertainty_note"].startswith("uncertainty not stated")
+    measured = 1e-9 * value  # a part per billion is a spread a meter can state
+    assert never_zero(value, measured, {})[1] == measured

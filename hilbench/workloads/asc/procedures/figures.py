@@ -263,6 +263,8 @@ def stage_power_figures(
 
 
 ACTIVE_BELOW_IDLE = "active_below_idle"
+# A spread this many ulps of the value or less is float64's rounding, not a measured spread.
+ROUNDING_ULPS = 64
 
 
 def active_below_idle(dynamic_w: float, uncertainty_w: float) -> dict[str, Any] | None:
@@ -281,8 +283,10 @@ def active_below_idle(dynamic_w: float, uncertainty_w: float) -> dict[str, Any] 
 def never_zero(value: float | None, uncertainty: float | None, meta: dict[str, Any]
                ) -> tuple[float | None, float | None, dict[str, Any]]:
     """A measured figure whose uncertainty came out exactly 0 (constant readings, and a source
-    that states neither accuracy nor resolution) has an uncertainty not stated, never ± 0."""
-    if value is None or uncertainty is None or uncertainty > 0:
+    that states neither accuracy nor resolution) has an uncertainty not stated, never ± 0.
+    Exactly 0 up to float64's rounding of the value: a mean of constant readings can leave a
+    spread of a few ulps (6.6e-19 W on a 1 mW rail), which is no measured spread."""
+    if value is None or uncertainty is None or uncertainty > ROUNDING_ULPS * math.ulp(value):
         return value, uncertainty, meta
     return value, None, {**meta, "uncertainty_note": (
         f"{NOT_STATED}: the readings were constant and the source states no accuracy or "
