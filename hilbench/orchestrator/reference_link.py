@@ -24,8 +24,6 @@ cassette recorded before the reference has none: its replay is checked by the ru
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import dataclasses
 import logging
 import os
@@ -92,7 +90,6 @@ class ReferenceLink:
             self._client = None
         if self._process is None or self._process.process.poll() is not None:
             self._process = spawn.spawn_own("reference responder", reference_agent.MODULE)
-            atexit.register(_forget_log, self._process)
         self._versions = codec.SUPPORTED_VERSIONS
         self._client = AgentClient(self._process.address, "reference", tapped=False,
                                    **self._process.client_keys())
@@ -113,14 +110,6 @@ class ReferenceLink:
         if executor is not None:
             executor.submit(self._stop).result()
             executor.shutdown()
-
-
-def _forget_log(process: spawn.SpawnedProcess) -> None:
-    """At this process's exit the responder gets its parent-death signal (not waited for
-    here): its log (stderr) goes when it holds nothing, and stays otherwise."""
-    with contextlib.suppress(OSError):
-        if process.log_path.stat().st_size == 0:
-            process.log_path.unlink()
 
 
 _shared: ReferenceLink | None = None

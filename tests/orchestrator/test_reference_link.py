@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -84,22 +85,25 @@ def test_the_reference_is_a_process_of_its_own_that_only_its_orchestrator_reache
     assert orphans.alive_after([process.process.pid], 5.0) == []
 
 
-def test_the_reference_ends_with_its_orchestrator_even_a_killed_one(tmp_path):
+def test_the_reference_ends_with_its_orchestrator_even_a_killed_one():
     script = ("from hilbench.orchestrator.reference_link import reference\n"
               "from hilbench.wire.link_probe import Echo\n"
               "import time\n"
               "reference().bound(Echo(1024))\n"
-              "print(reference()._process.process.pid, flush=True)\n"
+              "print(reference()._process.process.pid, reference()._process.log_path, "
+              "flush=True)\n"
               "time.sleep(60)\n")
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
         assert parent.stdout is not None
-        child = int(parent.stdout.readline())
-        assert orphans.alive([child]) == [child]
+        pid, log = parent.stdout.readline().split()
+        child = int(pid)
+        assert orphans.alive([child]) == [child] and Path(log).exists()
     finally:
         parent.kill()
         parent.wait(10)
     assert orphans.alive_after([child], 5.0) == []
+    assert not Path(log).exists()  # it held nothing: gone, as after a clean stop
 
 
 def test_the_budget_is_read_from_the_campaign_and_checked():
