@@ -150,16 +150,19 @@ class LinkBound:
 
     def against(self, reference: LinkBound | None, budget_s: float = 0.0) -> LinkBound:
         """This agent's bound held to the reference's echoes: itself (carrying the reference)
-        while its median echo is at most REFERENCE_FACTOR × the reference's plus ``budget_s``;
-        else the reference's figures, each plus the slack that limit gives the median
-        ((REFERENCE_FACTOR − 1) × the reference's median + ``budget_s``), which the agent
-        cannot slow, carrying its own echoes as :attr:`own`. An agent cannot widen its bound
-        by slowing its echoes: past that limit it only loses its own figures. The tail is the
-        reference's, not a multiple of it: the host's noise, as the reference met it."""
+        while its median echo and its body (BODY_QUANTILE) are each at most REFERENCE_FACTOR ×
+        the reference's plus ``budget_s``; else the reference's figures, each plus the slack
+        that limit gives the median ((REFERENCE_FACTOR − 1) × the reference's median +
+        ``budget_s``), which the agent cannot slow, carrying its own echoes as :attr:`own`. An
+        agent cannot widen its bound by slowing its echoes: past that limit it only loses its
+        own figures. The body is compared too because the typical checks read it
+        (:attr:`tail_q99_s`): slowing a quarter of the echoes lifts it and not the median.
+        The tail is the reference's, not a multiple of it: the host's noise, as the reference
+        met it."""
         if reference is None:
             return self
         limit = REFERENCE_FACTOR * reference.median_s + budget_s
-        if self.median_s <= limit:
+        if self._past(reference, budget_s) is None:
             return dataclasses.replace(self, reference=reference, budget_s=budget_s)
         slack = limit - reference.median_s
 
@@ -240,15 +243,30 @@ class LinkBound:
                    None if reference is None else cls.from_dict(reference),
                    float(data.get("budget_s", 0.0)), None if own is None else cls.from_dict(own))
 
+    def _past(self, reference: LinkBound, budget_s: float) -> tuple[str, float, float] | None:
+        """The first of this pool's median and body past REFERENCE_FACTOR × the reference's
+        same figure + ``budget_s``, as (its name, this pool's, the reference's); None when
+        both are within (a pool recorded before bodies were read compares its median only)."""
+        figures = [("median", self.median_s, reference.median_s)]
+        if self.body_s is not None and reference.body_s is not None:
+            figures.append((f"{BODY_QUANTILE * 100:g}th percentile", self.body_s,
+                            reference.body_s))
+        for name, own, ref in figures:
+            if own > REFERENCE_FACTOR * ref + budget_s:
+                return name, own, ref
+        return None
+
     def held_reason(self) -> str:
         """Why this bound is the reference's (empty when it is the agent's own echoes')."""
         if self.own is None or self.reference is None:
             return ""
+        name, own, ref = self.own._past(self.reference, self.budget_s) or (
+            "median", self.own.median_s, self.reference.median_s)
         budget = f" + the declared budget {self.budget_s * 1e3:.3f} ms" if self.budget_s else ""
-        return (f"the agent's echoes took {self.own.median_s * 1e3:.3f} ms (median), more than "
-                f"{REFERENCE_FACTOR:g} × the {self.reference.median_s * 1e3:.3f} ms of the "
-                f"orchestrator's reference responder{budget}: held to the reference's echoes "
-                f"+ {REFERENCE_FACTOR - 1:g} × its median{budget}, not the agent's")
+        return (f"the agent's echoes took {own * 1e3:.3f} ms ({name}), more than "
+                f"{REFERENCE_FACTOR:g} × the {ref * 1e3:.3f} ms of the orchestrator's reference "
+                f"responder{budget}: held to the reference's echoes + {REFERENCE_FACTOR - 1:g} "
+                f"× its median{budget}, not the agent's")
 
     def describe(self) -> str:
         """One line: the bound and how it was measured."""

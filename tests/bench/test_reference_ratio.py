@@ -19,9 +19,10 @@ def test_an_honest_agent_stays_within_the_factor_and_the_headline_says_so():
     assert result.exit_code == 0, result.output
     lines = result.output.strip().splitlines()
     assert lines[0].startswith("3 pool pairs of 24 echoes or more")
-    ratios = re.search(r"ratio min ([\d.]+)  median ([\d.]+)  p90 ([\d.]+)  max ([\d.]+)",
-                       result.output)
-    assert ratios is not None
-    low, _, _, high = (float(x) for x in ratios.groups())
-    assert 0 < low <= high < REFERENCE_FACTOR  # an honest agent keeps its own echoes
+    ratios = re.findall(r"(median|75th   ) ratio min ([\d.]+)  median ([\d.]+)  p90 ([\d.]+)  "
+                        r"max ([\d.]+)", result.output)
+    assert [r[0] for r in ratios] == ["median", "75th   "]
+    for _, *figures in ratios:
+        low, _, _, high = (float(x) for x in figures)
+        assert 0 < low <= high < REFERENCE_FACTOR  # an honest agent keeps its own echoes
     assert lines[-1].endswith("0 of 3 pools would hold this honest agent to the reference")

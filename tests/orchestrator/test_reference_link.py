@@ -70,6 +70,19 @@ def test_the_reference_responder_answers_real_echoes():
         link.close()
 
 
+def test_a_quarter_or_more_of_the_echoes_slowed_holds_it_by_their_75th_percentile():
+    """The typical checks read the pool's body: a third of the echoes slowed leaves the median
+    and lifts the 75th percentile, so that is compared too, and named."""
+    some = LinkBound.of([1e-4] * 16 + [25e-3] * 8, 1024, 24)
+    assert some.median_s <= REFERENCE_FACTOR * REFERENCE.median_s  # the median says nothing
+    held = some.against(REFERENCE)
+    assert held.own == some and held.tail_q99_s < some.tail_q99_s
+    assert "(75th percentile)" in held.held_reason() and "25.000 ms" in held.held_reason()
+    assert LinkBound.from_dict(held.to_dict()).held_reason() == held.held_reason()
+    few = LinkBound.of([1e-4] * 22 + [25e-3] * 2, 1024, 24)  # its body and median untouched
+    assert few.against(REFERENCE).own is None and few.tail_q99_s < 1e-3
+
+
 def test_the_reference_is_a_process_of_its_own_that_only_its_orchestrator_reaches():
     link = ReferenceLink()
     try:
