@@ -48,15 +48,27 @@ def dies_with_parent(death_signal: signal.Signals = DEATH_SIGNAL) -> dict[str, A
     with children of its own ends its group on that signal (see ``drivers/loihi``).
     """
     parent = os.getpid()
-    prctl = _PRCTL
+    return {"start_new_session": True,
+            "preexec_fn": lambda: follow_parent(parent, death_signal)}
 
-    def _in_child() -> None:
-        if prctl is not None:
-            prctl(PR_SET_PDEATHSIG, int(death_signal), 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os.kill(os.getpid(), death_signal)
 
-    return {"start_new_session": True, "preexec_fn": _in_child}
+def follow_parent(parent: int, death_signal: signal.Signals = DEATH_SIGNAL) -> None:
+    """In a child: ask Linux for ``death_signal`` when the thread that started it ends, and send
+    it now if the parent (process ``parent``) has ended already, before the request took
+    effect. Run before exec (:func:`dies_with_parent`), or by the child itself first thing
+    (:func:`start_following_child`)."""
+    if _PRCTL is not None:
+        _PRCTL(PR_SET_PDEATHSIG, int(death_signal), 0, 0, 0)
+    if os.getppid() != parent:
+        os.kill(os.getpid(), death_signal)
+
+
+def start_following_child(args: Any, **popen_kwargs: Any) -> subprocess.Popen:
+    """``subprocess.Popen`` for a child that calls :func:`follow_parent` itself (given this
+    process's pid): no ``preexec_fn``, so no Python code, at-fork hooks or their locks, runs
+    around the fork. For a child started from a thread other than the main one, which holds
+    no stop signal (:func:`start_child`) and must not stall this process's stop."""
+    return subprocess.Popen(args, start_new_session=True, **popen_kwargs)
 
 
 HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)

@@ -44,11 +44,17 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__)
     parser.add_argument("--key-fd", type=int, required=True,
                         help="descriptor holding the key pair and the one key it admits")
+    parser.add_argument("--parent", type=int, required=True,
+                        help="the orchestrator's pid: this process ends with it")
     parser.add_argument("--announce", action="store_true", help="print READY <endpoint>")
     args = parser.parse_args(argv)
 
+    from hilbench.lifeline import call_on_signal, follow_parent
+
+    call_on_signal(_end)
+    follow_parent(args.parent)  # started without preexec_fn (spawn.spawn_own)
+
     from hilbench.agent.runtime import AgentRuntime
-    from hilbench.lifeline import call_on_signal
     from hilbench.wire import keys
 
     pair, authorized = keys.read_handover(args.key_fd)
@@ -57,7 +63,6 @@ def main(argv: list[str] | None = None) -> None:
     # 3 s and greeted again with a warning in the log.
     runtime = AgentRuntime(NoDevice(), "reference", bind="tcp://127.0.0.1:*", key=pair,
                            authorized=authorized, liveness=SILENCE_KEPT_BEATS)
-    call_on_signal(_end)
     runtime.tell_when_ready(args.announce, banner=False)  # stdout is a pipe no one reads after
     runtime.serve()
 

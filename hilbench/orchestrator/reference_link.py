@@ -11,9 +11,10 @@ it. :meth:`LinkBound.against` holds the agent's echoes to it.
 A process, not a thread of the orchestrator's: a thread shared the orchestrator's clock hook (a
 replay's frozen clock set its receive timeouts), its protocol settings and its GIL, and a fault
 of its socket would abort the orchestrator. One serves every campaign of the process; it is
-started at the first bound, from a thread that lives as long as the process (a child's
-parent-death signal follows the thread that started it), started again when it stops answering,
-and ends with the process (:mod:`hilbench.lifeline`).
+started at the first bound, from a daemon thread that lives as long as the process (a child's
+parent-death signal follows the thread that started it, and the process's exit never waits for
+a daemon), started again when it stops answering, and ends with the process
+(:mod:`hilbench.lifeline`).
 
 Its round trips are taken on that thread, so a cassette's clock (which records the
 orchestrator's thread) does not see them; a recording stores each bound instead, and its replay
@@ -27,8 +28,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 from hilbench.orchestrator import reference_agent, spawn, tap
@@ -45,7 +47,7 @@ class ReferenceLink:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._executor: ThreadPoolExecutor | None = None
+        self._thread: _OwnThread | None = None
         self._process: spawn.SpawnedProcess | None = None
         self._client: Any = None
         self._versions: tuple[int, ...] = ()  # the protocol versions its client started with
@@ -60,10 +62,10 @@ class ReferenceLink:
 
     def _on_own_thread(self, call: Any, *args: Any) -> Any:
         with self._lock:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(1, thread_name_prefix="hilbench-reference")
-            executor = self._executor
-        return executor.submit(call, *args).result()
+            if self._thread is None:
+                self._thread = _OwnThread()
+            thread = self._thread
+        return thread.run(call, *args)
 
     def _measure(self, echo: Echo) -> LinkBound:
         """The client's own pool of echoes, as for any agent (:meth:`AgentClient.link_bound`);
@@ -106,10 +108,38 @@ class ReferenceLink:
     def close(self) -> None:
         """Stop the responder and its client (a test's; a campaign's process keeps it)."""
         with self._lock:
-            executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.submit(self._stop).result()
-            executor.shutdown()
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.run(self._stop)
+            thread.end()
+
+
+class _OwnThread:
+    """The one thread the reference's calls run on, in turn. It lives as long as the process
+    (the responder's parent-death signal follows the thread that started it) and is a daemon:
+    the process's exit never waits for a call a stop signal cut short in the main thread (a
+    thread pool's worker is joined at exit)."""
+
+    def __init__(self) -> None:
+        self._calls: queue.SimpleQueue[tuple[Future[Any], Any, tuple[Any, ...]] | None] = (
+            queue.SimpleQueue())
+        threading.Thread(target=self._serve, daemon=True, name="hilbench-reference").start()
+
+    def run(self, call: Any, *args: Any) -> Any:
+        future: Future[Any] = Future()
+        self._calls.put((future, call, args))
+        return future.result()
+
+    def end(self) -> None:
+        self._calls.put(None)
+
+    def _serve(self) -> None:
+        while (item := self._calls.get()) is not None:
+            future, call, args = item
+            try:
+                future.set_result(call(*args))
+            except BaseException as exc:  # handed to the caller, which re-raises it
+                future.set_exception(exc)
 
 
 _shared: ReferenceLink | None = None

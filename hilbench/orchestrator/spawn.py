@@ -17,11 +17,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hilbench.lifeline import start_child, stop_process_group
+from hilbench.lifeline import start_child, start_following_child, stop_process_group
 from hilbench.orchestrator import tap
 from hilbench.private_files import private_dir
 from hilbench.safe_paths import safe_name
@@ -113,10 +114,12 @@ def spawn_announcing(
 def spawn_own(name: str, module: str, startup_timeout_s: float = 30.0) -> SpawnedProcess:
     """Run ``python -m MODULE --key-fd N --announce``, a helper the orchestrator runs for itself
     (its reference responder), and wait for its ``READY``: never a cassette's, so never tapped,
-    and keyed like a spawned agent, so no other local process reaches it."""
+    and keyed like a spawned agent, so no other local process reaches it. It asks for its
+    parent-death signal itself (:func:`hilbench.lifeline.start_following_child`): it is
+    started from a thread of its own."""
     handover, client_key = _ephemeral_keys(name)
-    spawned = _spawn(name, ["-m", module, "--key-fd", "{key_fd}"], startup_timeout_s, None, None,
-                     handover)
+    spawned = _spawn(name, ["-m", module, "--key-fd", "{key_fd}", "--parent", str(os.getpid())],
+                     startup_timeout_s, None, None, handover, start=start_following_child)
     spawned.client_key, spawned.agent_key = client_key, handover[0].public
     return spawned
 
@@ -130,8 +133,8 @@ def _ephemeral_keys(name: str) -> tuple[tuple[keys.KeyPair, list[bytes]], keys.K
 
 
 def _spawn(name: str, args: list[str], startup_timeout_s: float, log_dir: Path | None,
-           python: str | None, handover: tuple[keys.KeyPair, list[bytes]] | None
-           ) -> SpawnedProcess:
+           python: str | None, handover: tuple[keys.KeyPair, list[bytes]] | None,
+           start: Callable[..., subprocess.Popen] = start_child) -> SpawnedProcess:
     pass_fds: tuple[int, ...] = ()
     if handover is not None:
         read_fd, write_fd = os.pipe()
@@ -144,7 +147,7 @@ def _spawn(name: str, args: list[str], startup_timeout_s: float, log_dir: Path |
     log_fd, log_path = _open_log(log_dir, name)
     started = time.monotonic()
     try:
-        proc = start_child(
+        proc = start(
             cmd,
             stdout=subprocess.PIPE,
             stderr=log_fd,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -117,6 +118,26 @@ def test_the_reference_ends_with_its_orchestrator_even_a_killed_one():
         parent.wait(10)
     assert orphans.alive_after([child], 5.0) == []
     assert not Path(log).exists()  # it held nothing: gone, as after a clean stop
+
+
+def test_a_stop_signal_during_a_reference_call_never_holds_the_exit():
+    """The reference's calls run on a daemon thread: Ctrl-C while one is under way (here a call
+    stuck for a minute) ends the process at once; a thread pool's worker held it to the end of
+    the call (CI saw `hilbench run` outlive a SIGINT by 60 s)."""
+    script = ("import os, signal, threading, time\n"
+              "from hilbench.orchestrator.reference_link import ReferenceLink\n"
+              "from hilbench.wire.link_probe import Echo\n"
+              "ReferenceLink._measure = lambda self, echo: time.sleep(60)\n"
+              "threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()\n"
+              "try:\n"
+              "    ReferenceLink().bound(Echo(1024))\n"
+              "except KeyboardInterrupt:\n"
+              "    print('interrupted', flush=True)\n")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=50)
+    assert done.stdout == "interrupted\n", done.stderr
+    assert time.monotonic() - started < 10
 
 
 def test_the_budget_is_read_from_the_campaign_and_checked():
