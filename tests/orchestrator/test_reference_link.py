@@ -128,6 +128,8 @@ def test_a_stop_signal_during_a_reference_call_never_holds_the_exit():
               "from hilbench.orchestrator.reference_link import ReferenceLink\n"
               "from hilbench.wire.link_probe import Echo\n"
               "ReferenceLink._measure = lambda self, echo: time.sleep(60)\n"
+              # an xdist worker ignores SIGINT, and its children inherit that
+              "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
               "threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()\n"
               "try:\n"
               "    ReferenceLink().bound(Echo(1024))\n"
