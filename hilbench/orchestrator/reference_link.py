@@ -55,10 +55,11 @@ class ReferenceLink:
     def bound(self, echo: Echo) -> LinkBound | None:
         """The reference's bound for requests shaped like ``echo`` (a replay: the recorded
         one; None for a cassette recorded before the reference)."""
+        def measure() -> LinkBound:
+            return self._on_own_thread(self._measure, echo)  # type: ignore[no-any-return]
+
         recording = tap.active()
-        if recording is not None:
-            return recording.reference_bound(lambda: self._on_own_thread(self._measure, echo))
-        return self._on_own_thread(self._measure, echo)
+        return measure() if recording is None else recording.reference_bound(measure)
 
     def _on_own_thread(self, call: Any, *args: Any) -> Any:
         with self._lock:

@@ -112,10 +112,10 @@ def spawn_announcing(
 
 
 def spawn_own(name: str, module: str, startup_timeout_s: float = 30.0) -> SpawnedProcess:
-    """Run ``python -m MODULE --key-fd N --announce``, a helper the orchestrator runs for itself
-    (its reference responder), and wait for its ``READY``: never a cassette's, so never tapped,
-    and keyed like a spawned agent, so no other local process reaches it. It asks for its
-    parent-death signal itself (:func:`hilbench.lifeline.start_following_child`): it is
+    """Run ``python -m MODULE --key-fd N --parent PID --announce``, a helper the orchestrator
+    runs for itself (its reference responder), and wait for its ``READY``: never a cassette's,
+    so never tapped, and keyed like a spawned agent, so no other local process reaches it. It
+    asks for its parent-death signal itself (:func:`hilbench.lifeline.start_following_child`): it is
     started from a thread of its own."""
     handover, client_key = _ephemeral_keys(name)
     spawned = _spawn(name, ["-m", module, "--key-fd", "{key_fd}", "--parent", str(os.getpid())],

@@ -82,10 +82,11 @@ _TAIL_99_OVER_BODY = math.log(0.5 / 0.01) / math.log(0.5 / (1.0 - BODY_QUANTILE)
 # How many times the median echo of the orchestrator's own reference responder an agent's median
 # echo may take before its echoes stop setting its bound (LinkBound.against). Measured on the
 # 2-core test VM with `hilbench bench reference`: pools of 24 echoes of an honest agent process
-# and of the reference's process, taken one after the other: the agent's median was 0.70-1.20 ×
-# the reference's (median 1.03, 60 pairs) on an idle host, 0.73-1.54 × (median 1.15, 30 pairs)
-# under a busy loop per core. (With the reference a thread of the orchestrator, it was
-# 0.36-2.55 ×, and an agent with a thread that holds the GIL took 23-52 ×.)
+# and of the reference's process, taken one after the other: the agent's median was 0.70-1.70 ×
+# the reference's (medians 1.03, two runs of 60 pairs) on an idle host, 0.70-1.54 × (30 pairs,
+# two runs) under a busy loop per core; its 75th percentile 0.64-2.05 × idle, 0.65-1.20 × busy.
+# (With the reference a thread of the orchestrator, it was 0.36-2.55 ×, and an agent with a
+# thread that holds the GIL took 23-52 ×.)
 REFERENCE_FACTOR = 5.0
 
 
@@ -161,10 +162,9 @@ class LinkBound:
         met it."""
         if reference is None:
             return self
-        limit = REFERENCE_FACTOR * reference.median_s + budget_s
         if self._past(reference, budget_s) is None:
             return dataclasses.replace(self, reference=reference, budget_s=budget_s)
-        slack = limit - reference.median_s
+        slack = (REFERENCE_FACTOR - 1) * reference.median_s + budget_s
 
         def scaled(value: float) -> float:
             return value + slack
