@@ -18,7 +18,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 from hilbench.agent.driver import DriverError, DriverResult
-from hilbench.contracts.base import ContractError, Reply, decode, gather_extras, to_wire
+from hilbench.contracts.base import (
+    ContractError,
+    Reply,
+    decode,
+    gather_extras,
+    prepare,
+    to_wire,
+)
 from hilbench.contracts.capabilities import (
     Capabilities,
     ConfigureReply,
@@ -75,6 +82,10 @@ class Dispatcher:
         """Decoded once: what the handshake sends and what requests are checked against."""
         if self._caps is None:
             self._caps = decode_capabilities(self.driver.capabilities())
+            prepare(contract for name, plugin in workloads().items()
+                    if self._caps.workload(name) is not None
+                    for contract in (plugin.load, plugin.run, *plugin.replies,
+                                     *plugin.replies.values()))
         return self._caps
 
     def call(self, cmd: str, body: dict[str, Any], arrays: list[np.ndarray],

@@ -131,6 +131,18 @@ def decode(type_: type[T], body: Any, code: str = "bad_arguments", what: str = "
         raise ContractError(code, key, reason, what) from None
 
 
+def prepare(contracts: typing.Iterable[Any]) -> None:
+    """Build msgspec's conversion of each contract (a Struct or a tagged union of them) now.
+
+    msgspec builds it at a type's first use: an agent's first ``run`` paid 0.3 ms decoding its
+    body and 0.7 ms checking its reply, outside the driver's timed region and inside the
+    orchestrator's window, so every campaign's first run of an honest agent came out unverified
+    (6 of 6 on an idle machine)."""
+    for contract in contracts:
+        msgspec.msgpack.Decoder(contract)
+        _members_by_tag(contract)
+
+
 def to_wire(value: msgspec.Struct) -> dict[str, Any]:
     """A Struct as the plain map that goes on the wire (every field, None included)."""
     return msgspec.to_builtins(value)
