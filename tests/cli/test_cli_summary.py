@@ -144,8 +144,8 @@ def test_the_demos_summary_fits_80_columns_in_a_terminal_and_in_a_file(tmp_path)
     """The demo's campaign file (`hilbench demo` runs it through the same `run` path) with two of
     its five seeds and without its 1 s timeout: every column of its table, every size, solver
     and width of cell, each cell a mean over seeds, in about a seventh of the demo's time (the
-    whole demo runs in README's first command). The 1 s rows print as the 0.1 s rows do (their
-    timeout is one character, not three) and took 30 s of the 47 this test took with them."""
+    whole demo runs in README's first command). The 1 s rows print as the others do (0.001 sets
+    the timeout column's width) and took 30 s of the 47 this test took with them."""
     demo_file = files("hilbench.campaigns").joinpath("demo.toml").read_text()
     toml, n = re.subn(r"^seeds = \[0, 1, 2, 3, 4\]", "seeds = [0, 1]", demo_file, flags=re.M)
     assert n == 1  # the demo still runs the paper's five seeds
