@@ -47,6 +47,9 @@ class _Peer:
     inbox: deque[list[Any]] = field(default_factory=lambda: deque(maxlen=INBOX_LIMIT))
     heartbeats: int = 0
     link: AgentLink | None = None
+    # When its last link was closed: what was heard before may be an incarnation that is gone
+    # (an agent that shut down says so in its last heartbeat), so a new link waits for news.
+    detached_at: float = float("-inf")
 
 
 class RoutedSocket:
@@ -262,7 +265,8 @@ class AgentListener:
             peer = self._peers.get(identity)
             if peer is not None and peer.link is not None and not peer.link.closed:
                 return peer.link
-            if peer is not None and self._recently_heard(peer):
+            if (peer is not None and peer.last_heard > peer.detached_at
+                    and self._recently_heard(peer)):
                 break
             remaining = deadline - now()
             if remaining <= 0:
@@ -305,6 +309,7 @@ class AgentListener:
         if peer.link is not None and peer.link.transport is sock:
             peer.link = None
             peer.inbox.clear()
+            peer.detached_at = now()
 
     def _pump(self, want: _Peer | None, timeout_s: float | None) -> bool:
         """File incoming messages by identity until ``want`` has one queued or time runs out.

@@ -156,6 +156,27 @@ def test_an_agent_that_shuts_down_is_lost_and_can_reconnect(listener, start_agen
     assert again.request("status", timeout_s=5).body["agent_id"] == "dev-a"
 
 
+def test_an_agent_that_shut_down_is_waited_for_until_its_next_incarnation_speaks(
+        listener, start_agent):
+    """Its last heartbeat (naming who shut it down) is recent, but it is gone: a handshake sent
+    then reaches no one. The listener waits until the agent is heard again (CI-54: a restarted
+    agent not yet connected when the hello went, and the handshake failed after 5 s)."""
+    _, thread = start_agent("dev-a")
+    link = listener.wait_for("dev-a", timeout_s=5)
+    link.request("shutdown", timeout_s=5)
+    thread.join(5)
+    with pytest.raises(AgentLost, match="shut down"):
+        link.request("status", timeout_s=10)
+    link.close()
+    later = threading.Timer(0.3, start_agent, ["dev-a"])  # connects after the wait began
+    later.start()
+    try:
+        again = listener.wait_for("dev-a", timeout_s=5)
+        assert again.request("status", timeout_s=5).body["agent_id"] == "dev-a"
+    finally:
+        later.join(5)
+
+
 def test_an_agent_alive_but_late_times_out_and_is_not_called_lost(listener, start_agent):
     start_agent("dev-a")
     link = listener.wait_for("dev-a", timeout_s=5)
