@@ -11,7 +11,9 @@ batch in the narrowest of ``<i1``/``<i2``/``<f8`` raw stamps) and ``S.index`` (o
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -19,6 +21,7 @@ from typing import IO
 import numpy as np
 
 from hilbench.confined_read import ConfinedFolder, confined
+from hilbench.filehash import sha256_file
 from hilbench.private_files import open_private
 from hilbench.store.sample_blobs import (
     RAW,
@@ -38,19 +41,24 @@ HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 
 @dataclass
 class StreamWriter:
-    """Appends batches of one stream; each write is flushed (a killed recording keeps it)."""
+    """Appends batches of one stream; each write is flushed (a killed recording keeps it).
+
+    An append and the close exclude each other (samples come from the acquisition, the close
+    with the phase's end), and the close hashes and counts the files as they are: a stream
+    once sealed in the middle of an append, after its values were written and hashed and
+    before its stamps were, and its recorded sha256 was not its file's (a README test run,
+    2026-12-01)."""
 
     folder: Path
     name: str
     samples: int = 0
     _files: dict[str, IO[bytes]] = field(default_factory=dict)
-    _hashes: dict[str, hashlib._Hash] = field(default_factory=dict)  # type: ignore[name-defined]
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         for suffix in SUFFIXES:
             self._files[suffix] = open_private(self.folder / f"{self.name}.{suffix}", "x",
                                                binary=True)
-            self._hashes[suffix] = hashlib.sha256()
 
     def append(self, t: np.ndarray, values: np.ndarray) -> None:
         if len(t) != len(values):
@@ -59,19 +67,34 @@ class StreamWriter:
             return
         code, stamps = encode_stamps(t)
         row = np.array([(len(t), t[0], t[-1], code)], dtype=INDEX_DTYPE)
-        for suffix, data in (("values", np.ascontiguousarray(values, "<f8").tobytes()),
-                             ("stamps", stamps), ("index", row.tobytes())):
-            if data:
-                self._files[suffix].write(data)
-                self._files[suffix].flush()
-                self._hashes[suffix].update(data)
-        self.samples += len(t)
+        with self._lock:
+            for suffix, data in (("values", np.ascontiguousarray(values, "<f8").tobytes()),
+                                 ("stamps", stamps), ("index", row.tobytes())):
+                if data:
+                    self._files[suffix].write(data)
+                    self._files[suffix].flush()
+            self.samples += len(t)
 
     def close(self) -> dict[str, str]:
-        """Close the files; their sha256 by suffix."""
-        for fh in self._files.values():
-            fh.close()
-        return {suffix: h.hexdigest() for suffix, h in self._hashes.items()}
+        """Close the files and seal what the index holds whole; the sha256 of each file by
+        suffix. An append a stop signal cut short leaves values or stamps its index row does not
+        count (or a row it did not count): the files are cut back to the index's whole batches,
+        and the samples are theirs."""
+        with self._lock:
+            for fh in self._files.values():
+                fh.close()
+            path = {suffix: self.folder / f"{self.name}.{suffix}" for suffix in SUFFIXES}
+            index = path["index"].read_bytes()
+            whole = len(index) - len(index) % INDEX_DTYPE.itemsize
+            rows = np.frombuffer(index[:whole], dtype=INDEX_DTYPE)
+            sizes = {"index": whole, "values": 8 * int(rows["n"].sum()),
+                     "stamps": sum(stamp_bytes(int(code), int(n))
+                                   for n, code in zip(rows["n"], rows["code"], strict=True))}
+            for suffix, size in sizes.items():
+                if path[suffix].stat().st_size > size:
+                    os.truncate(path[suffix], size)
+            self.samples = int(rows["n"].sum())
+            return {suffix: sha256_file(path[suffix]) for suffix in SUFFIXES}
 
 
 def read_stream(folder: Path | ConfinedFolder, name: str,

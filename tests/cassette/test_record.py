@@ -99,6 +99,45 @@ def test_irregular_stamps_are_kept_exactly(tmp_path):
     assert np.array_equal(t, np.concatenate(batches))
 
 
+class _StopSignalInFlush:
+    """A file whose next flush raises, as a stop signal's handler does (``Interrupted``)."""
+
+    def __init__(self, fh) -> None:
+        self.fh = fh
+        self.armed = True
+
+    def write(self, data: bytes) -> int:
+        return self.fh.write(data)
+
+    def flush(self) -> None:
+        self.fh.flush()
+        if self.armed:
+            self.armed = False
+            raise KeyboardInterrupt
+
+    def close(self) -> None:
+        self.fh.close()
+
+
+def test_an_append_cut_short_still_seals_with_the_files_own_hashes_and_count(tmp_path):
+    """A stop signal inside an append (after the values and the stamps were written, before
+    the index): the seal cuts the files back to the index's whole batches and records their own
+    sha256 and count, so the cassette checks clean and reads back (a README test run once
+    recorded a stamps hash of nothing for a file of 22 bytes)."""
+    writer = StreamWriter(tmp_path, "cut")
+    first, second = _meter_batches(2000, batch=1000)
+    writer.append(*first)
+    writer._files["stamps"] = _StopSignalInFlush(writer._files["stamps"])
+    with pytest.raises(KeyboardInterrupt):
+        writer.append(*second)
+    hashes = writer.close()
+    assert hashes == {s: hashlib.sha256((tmp_path / f"cut.{s}").read_bytes()).hexdigest()
+                      for s in ("values", "stamps", "index")}
+    assert writer.samples == 1000  # the second batch's index row was never written
+    t, _ = read_stream(tmp_path, "cut", writer.samples)
+    assert np.array_equal(t, first[0])
+
+
 def test_a_recording_cut_short_keeps_the_whole_batches_before_the_cut(tmp_path):
     writer = StreamWriter(tmp_path, "cut")
     batches = list(_meter_batches(3000, batch=1000))
