@@ -84,17 +84,21 @@ class StreamWriter:
             for fh in self._files.values():
                 fh.close()
             path = {suffix: self.folder / f"{self.name}.{suffix}" for suffix in SUFFIXES}
-            index = path["index"].read_bytes()
-            whole = len(index) - len(index) % INDEX_DTYPE.itemsize
-            rows = np.frombuffer(index[:whole], dtype=INDEX_DTYPE)
-            sizes = {"index": whole, "values": 8 * int(rows["n"].sum()),
-                     "stamps": sum(stamp_bytes(int(code), int(n))
-                                   for n, code in zip(rows["n"], rows["code"], strict=True))}
+            rows = _whole_rows(path["index"].read_bytes())
+            self.samples = sum(n for n, *_ in rows)
+            sizes = {"index": len(rows) * INDEX_DTYPE.itemsize, "values": 8 * self.samples,
+                     "stamps": sum(stamp_bytes(code, n) for n, _, _, code in rows)}
             for suffix, size in sizes.items():
                 if path[suffix].stat().st_size > size:
                     os.truncate(path[suffix], size)
-            self.samples = int(rows["n"].sum())
             return {suffix: sha256_file(path[suffix]) for suffix in SUFFIXES}
+
+
+def _whole_rows(index: bytes) -> list[tuple[int, float, float, int]]:
+    """The index's rows written whole, as (n, t_first, t_last, code): a file cut short by a
+    kill ends in part of a row."""
+    item = INDEX_DTYPE.itemsize
+    return np.frombuffer(index[: len(index) - len(index) % item], dtype=INDEX_DTYPE).tolist()
 
 
 def read_stream(folder: Path | ConfinedFolder, name: str,
@@ -110,8 +114,7 @@ def read_stream(folder: Path | ConfinedFolder, name: str,
     item = INDEX_DTYPE.itemsize
     data = files.read(f"{name}.index",
                       max_bytes=None if samples is None else item * max(samples, 1))
-    index = np.frombuffer(data[: len(data) - len(data) % item], dtype=INDEX_DTYPE)
-    rows = index.tolist()
+    rows = _whole_rows(data)
     for row, (n, _, _, code) in enumerate(rows, start=1):
         if n < 1 or code not in (ZERO, RAW, *_RESIDUAL):
             raise ValueError(f"{files.label(name + '.index')}: batch {row} holds {n} "
