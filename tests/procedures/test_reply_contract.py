@@ -13,7 +13,6 @@ from hilbench.orchestrator.campaign import parse_campaign
 from hilbench.orchestrator.runner import CampaignRunner
 from hilbench.store import Store
 from tests.spec_agent import SpecAgent
-from tests.subprocesses import unit_runs
 
 
 def campaign(address: str):
@@ -36,23 +35,40 @@ FAULTS = [
 ]
 
 
+def last_runs(db) -> dict[int, dict]:
+    """Each seed's last run, its final word (an unverified attempt's included)."""
+    with Store(db) as store:
+        return {r["params"]["seed"]: r for r in store.runs()}  # in the order they ran
+
+
+def answered(run: dict) -> bool:
+    """Its reply kept the contract: a success, or (on a loaded host) a reply whose timing alone
+    could not be verified in any attempt. What an honest reply's timing gets under load is the
+    serial timing tests' subject; here an instant answer (a claim of ~0.05 ms) is allowed
+    ~0.5 ms of the link's tail, and CI-61 saw three attempts in a row held 3-8 ms by four
+    workers on two cores."""
+    return run["status"] == "success" or (
+        run["status"] == "unverified" and "timing_unverified" in run["reason"])
+
+
 @pytest.mark.parametrize("fault", FAULTS)
 def test_a_reply_breaking_the_contract_fails_only_its_run_and_resume_works(tmp_path, fault):
     db = tmp_path / "spec.sqlite"
     with SpecAgent(fault) as agent:
         outcome = CampaignRunner(campaign(agent.address), db).run()
         port = agent.port
-    assert (outcome.completed, outcome.failed) == (2, 1)  # `hilbench run` exits 1
-    with Store(db) as store:
-        runs = {r["params"]["seed"]: r for r in unit_runs(store)}
-    assert runs[0]["status"] == runs[2]["status"] == "success"
+    assert outcome.failed == 1  # `hilbench run` exits 1
+    runs = last_runs(db)
+    assert answered(runs[0]) and answered(runs[2])
     assert runs[1]["status"] == "fail"
     assert "bad_reply" in runs[1]["reason"] and f"'{fault[1]}'" in runs[1]["reason"]
     # the agent fixed, at the same address: the same campaign resumes, running only the
     # failed unit
     with SpecAgent(None, port=port) as agent:
         again = CampaignRunner(campaign(agent.address), db).run()
-    assert (again.skipped, again.completed, again.failed) == (2, 1, 0)
+    assert (again.skipped, again.failed) == (2, 0)
+    rerun = last_runs(db)[1]
+    assert rerun["uid"] != runs[1]["uid"] and answered(rerun)
 
 
 def test_the_spec_agent_is_written_from_the_spec_alone():
