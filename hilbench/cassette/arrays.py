@@ -51,14 +51,16 @@ class StreamWriter:
 
     folder: Path
     name: str
-    samples: int = 0
+    samples: int = 0  # what the close sealed: the index's whole batches
     _files: dict[str, IO[bytes]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         for suffix in SUFFIXES:
-            self._files[suffix] = open_private(self.folder / f"{self.name}.{suffix}", "x",
-                                               binary=True)
+            self._files[suffix] = open_private(self._path(suffix), "x", binary=True)
+
+    def _path(self, suffix: str) -> Path:
+        return self.folder / f"{self.name}.{suffix}"
 
     def append(self, t: np.ndarray, values: np.ndarray) -> None:
         if len(t) != len(values):
@@ -73,7 +75,6 @@ class StreamWriter:
                 if data:
                     self._files[suffix].write(data)
                     self._files[suffix].flush()
-            self.samples += len(t)
 
     def close(self) -> dict[str, str]:
         """Close the files and seal what the index holds whole; the sha256 of each file by
@@ -83,15 +84,14 @@ class StreamWriter:
         with self._lock:
             for fh in self._files.values():
                 fh.close()
-            path = {suffix: self.folder / f"{self.name}.{suffix}" for suffix in SUFFIXES}
-            rows = _whole_rows(path["index"].read_bytes())
+            rows = _whole_rows(self._path("index").read_bytes())
             self.samples = sum(n for n, *_ in rows)
             sizes = {"index": len(rows) * INDEX_DTYPE.itemsize, "values": 8 * self.samples,
                      "stamps": sum(stamp_bytes(code, n) for n, _, _, code in rows)}
             for suffix, size in sizes.items():
-                if path[suffix].stat().st_size > size:
-                    os.truncate(path[suffix], size)
-            return {suffix: sha256_file(path[suffix]) for suffix in SUFFIXES}
+                if self._path(suffix).stat().st_size > size:
+                    os.truncate(self._path(suffix), size)
+            return {suffix: sha256_file(self._path(suffix)) for suffix in SUFFIXES}
 
 
 def _whole_rows(index: bytes) -> list[tuple[int, float, float, int]]:
