@@ -25,7 +25,7 @@ def test_an_honest_agents_first_run_is_verified_at_its_first_attempt(tmp_path):
         done = run_campaign(path, db)
         assert done.returncode == 0, done.stderr
         with Store(db) as store:
-            runs = sorted(store.runs(), key=lambda r: r["wall_time"])
-        firsts.append(f"{runs[0]['status']} {runs[0]['reason']}".strip())
+            first = store.runs()[0]  # in the order they ran
+        firsts.append(f"{first['status']} {first['reason']}".strip())
     # A loaded moment may still delay one honest reply past its bound, as for any run.
     assert sum(first == "success" for first in firsts) >= 2, firsts

@@ -45,8 +45,8 @@ def answered(run: dict) -> bool:
     """Its reply kept the contract: a success, or (on a loaded host) a reply whose timing alone
     could not be verified in any attempt. What an honest reply's timing gets under load is the
     serial timing tests' subject; here an instant answer (a claim of ~0.05 ms) is allowed
-    ~0.5 ms of the link's tail, and CI-61 saw three attempts in a row held 3-8 ms by four
-    workers on two cores."""
+    ~0.5 ms of the link's tail, and stop 55's CI run saw three attempts in a row held 3-8 ms by
+    four workers on two cores."""
     return run["status"] == "success" or (
         run["status"] == "unverified" and "timing_unverified" in run["reason"])
 
