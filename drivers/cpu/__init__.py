@@ -51,6 +51,16 @@ from hilbench_drivers.cpu.asc import AscDevice
 from hilbench_drivers.cpu.asc_nir import nir_support
 from hilbench_drivers.cpu.qubo_solvers import LoadedQubo
 
+# A run linked to the simulated meter tells it "solving" before its timed region and "idle"
+# after, each waiting for the meter's SIM:SYNC? answer (hilbench.sim.device_link): two loopback
+# round trips outside the region that the link's echoes do not hold. Measured 2026-12-01 on the
+# 2-core test machine: 0.12-0.17 ms and 0.28-0.34 ms idle; undeclared, they made 6 of 16
+# attempts unverified on an idle machine and all 10 of a CI run's. Each reply reports what
+# they took (untimed_s), up to this declared maximum; any excess counts against the link.
+METER_TELL_MAX_S = 0.002
+METER_TELL_REASON = ("telling a linked simulated meter the device's state before and after the "
+                     "timed region, each waiting for the meter's acknowledgement")
+
 
 class RaplWindow:
     """Energy used between ``open`` and ``close``, or the reason it was not measured."""
@@ -139,6 +149,7 @@ class CpuDriver(ContractDriver):
                 "timeout_range_s": [qubo_solvers.MIN_TIMEOUT_S, qubo_solvers.MAX_TIMEOUT_S],
                 # Known limits: the host's memory (Tabu holds a dense float64 n x n matrix).
                 "limits": self.declared_limits()["qubo"],
+                "untimed": {"max_s": METER_TELL_MAX_S, "reason": METER_TELL_REASON},
             },
             "asc": self._asc.capabilities(),
             "nir": nir_support(),
@@ -172,8 +183,10 @@ class CpuDriver(ContractDriver):
         if self._loaded is None:
             raise DriverError("no workload loaded: send load first", "not_loaded")
         window = RaplWindow(self._rapl, self._rapl_reason)
+        told = now()
         self._sim_state("solving")
         t_start = now()
+        told = t_start - told
         try:
             if isinstance(body, FixedTimeout):
                 result = qubo_solvers.solve_fixed_timeout(
@@ -187,6 +200,7 @@ class CpuDriver(ContractDriver):
             # Stamped here, when solving ended, not when the link gets to send it (later,
             # when the thread waits for the GIL or a lock).
             self._sim_state("idle", bench_now())
+            told += now() - t_end
         run = result.run
         # Contract: the best state travels as the one payload; the orchestrator re-scores it.
         state = np.ascontiguousarray(run.state, dtype=np.uint8)
@@ -209,6 +223,7 @@ class CpuDriver(ContractDriver):
             power=window.close(),
             solver_params=run.solver_params,
             detail=run.detail,  # what else the solver said (reads, …)
+            untimed_s=min(told, METER_TELL_MAX_S) if self._sim is not None else None,
         )
         return Solved(reply, state)
 
