@@ -193,8 +193,10 @@ def request(
                 raise ControlError("with --key, give the daemon's public key (--daemon-key)")
             keys.make_client(sock, keys.load_pair(key), daemon_key)
         sock.connect(address)
-        sock.send(json.dumps({"command": command}).encode())
         try:
+            # A refused CurveZMQ handshake drops the connection's pipe, so the send itself may
+            # wait out the timeout: the same "no answer" as a silent receive.
+            sock.send(json.dumps({"command": command}).encode())
             reply = json.loads(sock.recv())
         except zmq.Again:
             raise ControlError(
