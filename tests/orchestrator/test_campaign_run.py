@@ -21,7 +21,14 @@ from hilbench.orchestrator.runner import CampaignRunner
 from hilbench.power.rapl import probe_rapl
 from hilbench.store import Store
 from tests.agent_thread import serving
-from tests.campaign_toml import agent, campaign, keysight, qubo, write_campaign
+from tests.campaign_toml import (
+    TEST_TIMING_ATTEMPTS,
+    agent,
+    campaign,
+    keysight,
+    qubo,
+    write_campaign,
+)
 from tests.figures import measured
 from tests.subprocesses import hilbench, hilbench_command, start_campaign, unit_runs, wait_for_run
 
@@ -329,6 +336,7 @@ def test_agent_that_dials_in_runs_the_campaign(tmp_path):
 
 def test_time_to_solution_campaign_reports_latency_per_gap(tmp_path):
     campaign = parse_campaign({
+        "campaign": {"timing_attempts": TEST_TIMING_ATTEMPTS},
         "agents": [{"id": "cpu0", "driver": "cpu", "spawn": True}],
         "qubo": [{"scenario": "time_to_solution", "nodes": [25], "densities": [0.1],
                   "seeds": [0], "solvers": ["tabu"], "gaps": [0.1, 0.01], "max_time_s": 20}],

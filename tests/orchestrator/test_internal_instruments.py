@@ -10,6 +10,7 @@ from hilbench.orchestrator.campaign import CampaignError, parse_campaign
 from hilbench.orchestrator.runner import CampaignRunner
 from hilbench.power.source import InstrumentFault
 from hilbench.store import Store
+from tests.campaign_toml import TEST_TIMING_ATTEMPTS
 from tests.figures import measured, power_again
 from tests.power.conftest import FakePowercap
 from tests.subprocesses import unit_runs
@@ -17,6 +18,7 @@ from tests.subprocesses import unit_runs
 
 def campaign(instrument: dict) -> object:
     return parse_campaign({
+        "campaign": {"timing_attempts": TEST_TIMING_ATTEMPTS},
         "agents": [{"id": "cpu0", "driver": "cpu", "spawn": True}],
         "qubo": [{"nodes": [10], "densities": [0.1], "seeds": [0], "solvers": ["tabu"],
                   "timeouts_s": [0.5]}],

@@ -18,6 +18,7 @@ from hilbench.orchestrator.reference_link import ReferenceLink
 from hilbench.wire.link import AgentError
 from hilbench.wire.link_probe import REFERENCE_FACTOR, Echo, LinkBound
 from tests import orphans
+from tests.campaign_toml import TEST_TIMING_ATTEMPTS
 
 REFERENCE = LinkBound.of([1e-4] * 20 + [3e-4] * 3 + [2e-3], 1024, 24)
 
@@ -159,6 +160,7 @@ def test_a_campaign_run_stores_the_reference_and_the_declared_budget_with_each_t
     from tests.orchestrator.test_campaign_run import unit_runs
 
     campaign = parse_campaign({
+        "campaign": {"timing_attempts": TEST_TIMING_ATTEMPTS},
         "agents": [{"id": "cpu0", "driver": "cpu", "spawn": True, "link_budget_ms": 2}],
         "qubo": [{"scenario": "fixed_timeout", "nodes": [10], "densities": [0.1],
                   "seeds": [0], "solvers": ["tabu"], "timeouts_s": [0.001]}],

@@ -12,6 +12,7 @@ from hilbench.store import Store
 from hilbench.testing.driver_conformance import check_driver
 from hilbench.workloads.qubo.contract import QuboRun, Solved
 from tests.agent_thread import serving
+from tests.campaign_toml import TEST_TIMING_ATTEMPTS
 from tests.drivers.greedy.driver import GreedyDriver
 from tests.subprocesses import unit_runs
 
@@ -40,6 +41,7 @@ def test_the_greedy_driver_runs_a_campaign(tmp_path):
     runtime = AgentRuntime(GreedyDriver(), "greedy0", bind="tcp://127.0.0.1:*")
     with serving(runtime):
         campaign = parse_campaign({
+            "campaign": {"timing_attempts": TEST_TIMING_ATTEMPTS},  # an instant answer
             "agents": [{"id": "greedy0", "driver": "greedy", "address": runtime.endpoint}],
             "qubo": [{"agent": "greedy0", "nodes": [10, 25], "densities": [0.1],
                       "seeds": [0], "solvers": ["greedy"], "timeouts_s": [0.01]}],
