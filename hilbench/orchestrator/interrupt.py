@@ -6,6 +6,7 @@ SIGTERM, as shells report them)."""
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -32,6 +33,47 @@ class Interrupted(BaseException):
 _received: list[int] = []  # the stop signal of the current ``signals_interrupt`` block
 _taken = [False]  # its Interrupted was caught and made the block's outcome (interrupt_taken)
 _deferring = [0]  # depth of ``deferred_interrupts`` blocks in the main thread
+# A stop signal that landed where Python ignores an exception is sent again shortly:
+# "armed" while its timer runs, "sent" until a handler takes it.
+_resend: list[str | None] = [None]
+RESEND_AFTER_S = 0.01
+
+
+def _ignores_exceptions(frame: object) -> bool:
+    """Whether an exception raised in ``frame`` would be printed as "Exception ignored" with a
+    traceback and dropped: importlib's own code (its module-lock weakref callback, in the
+    frame a CI run's SIGINT landed in during start-up) or a ``__del__``."""
+    code = getattr(frame, "f_code", None)
+    return code is not None and (code.co_filename.startswith("<frozen importlib")
+                                 or code.co_name == "__del__")
+
+
+def _send_again(signum: int) -> None:
+    if _resend[0] == "armed":
+        _resend[0] = "sent"
+        os.kill(os.getpid(), signum)
+
+
+def _raise_from_handler(signum: int, frame: object) -> None:
+    """Raise ``Interrupted`` in the frame the signal landed in, or, where that exception would
+    be ignored, have the signal sent again in ``RESEND_AFTER_S`` to land elsewhere (a thread:
+    a signal sent from the handler itself would be taken in the same frame)."""
+    if not _ignores_exceptions(frame):
+        _resend[0] = None
+        raise Interrupted(signum)
+    if _resend[0] is None:
+        _resend[0] = "armed"
+        timer = threading.Timer(RESEND_AFTER_S, _send_again, (signum,))
+        timer.daemon = True
+        timer.start()
+
+
+def _is_resent() -> bool:
+    """This signal is one ``_raise_from_handler`` sent again (then it is the first one)."""
+    if _resend[0] == "sent":
+        _resend[0] = None
+        return True
+    return False
 
 
 def raise_if_interrupted() -> None:
@@ -40,6 +82,7 @@ def raise_if_interrupted() -> None:
     handler raised, so the orchestrator also checks here, at every phase start, every wait
     and between units. While the first exception unwinds, none of these places is reached."""
     if _received:
+        _resend[0] = None  # raised here: a signal still to be sent again is not needed
         raise Interrupted(_received[0])
 
 
@@ -50,14 +93,16 @@ def signals_interrupt() -> Iterator[None]:
     ignored, so the clean-up itself is not cut short. A signal taken during start-up
     (``interrupt_from_now``) whose exception was lost stays pending and is raised here."""
 
-    def _handler(signum: int, _frame: object) -> None:
-        if _received:
+    def _handler(signum: int, frame: object) -> None:
+        resent = _is_resent()
+        if _received and not resent:
             log.warning("%s received while stopping; still stopping", signal.Signals(signum).name)
             return
-        _received.append(signum)
+        if not _received:
+            _received.append(signum)
         if _deferring[0]:
             return  # the next checkpoint raises it
-        raise Interrupted(signum)
+        _raise_from_handler(_received[0], frame)
 
     previous = {sig: signal.signal(sig, _handler) for sig in STOP_SIGNALS}
     _taken[0] = False
@@ -71,6 +116,7 @@ def signals_interrupt() -> Iterator[None]:
             signal.signal(sig, handler)
         _received.clear()
         _taken[0] = False
+        _resend[0] = None
 
 
 def interrupt_taken() -> None:
@@ -89,12 +135,13 @@ def interrupt_from_now() -> None:
     if threading.current_thread() is not threading.main_thread():
         return
 
-    def _handler(signum: int, _frame: object) -> None:
+    def _handler(signum: int, frame: object) -> None:
         # Kept for ``raise_if_interrupted``: the handler's exception can be lost (pyzmq drops
         # it in a blocking call); CI saw a SIGINT during start-up end in exit 0 that way.
+        _is_resent()
         if not _received:
             _received.append(signum)
-        raise Interrupted(signum)
+        _raise_from_handler(_received[0], frame)
 
     for sig in STOP_SIGNALS:
         signal.signal(sig, _handler)

@@ -2,6 +2,8 @@
 
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -53,3 +55,65 @@ def test_a_signal_made_the_outcome_is_not_raised_again_at_the_end_of_the_block()
     # the next block starts afresh: a signal whose exception is lost is raised at its end
     with pytest.raises(Interrupted), signals_interrupt(), deferred_interrupts():
         os.kill(os.getpid(), signal.SIGINT)
+
+
+LANDS_WHERE_IGNORED = """
+import os, signal, sys, time, weakref
+from hilbench.orchestrator.interrupt import Interrupted, interrupt_from_now, signals_interrupt
+
+class Lock:
+    pass
+
+class Held:
+    def __del__(self):  # Python prints and drops an exception raised here
+        os.kill(os.getpid(), signal.SIGINT)
+        end = time.monotonic() + 0.05
+        while time.monotonic() < end:
+            pass
+
+def hold_in_importlib():  # importlib's module-lock weakref callback, as CI's signal found it
+    code = ("def cb(ref):\\n    os.kill(os.getpid(), signal.SIGINT)\\n"
+            "    end = time.monotonic() + 0.05\\n    while time.monotonic() < end: pass\\n")
+    names = {"os": os, "signal": signal, "time": time}
+    exec(compile(code, "<frozen importlib._bootstrap>", "exec"), names)
+    lock = Lock()
+    ref = weakref.ref(lock, names["cb"])
+    del lock
+    return ref
+
+def land(where):
+    if where == "__del__":
+        held = Held()
+        del held
+    else:
+        hold_in_importlib()
+    time.sleep(2)
+
+where, phase = sys.argv[1], sys.argv[2]
+try:
+    if phase == "start-up":
+        interrupt_from_now()
+        land(where)
+    else:
+        with signals_interrupt():
+            land(where)
+except Interrupted as exc:
+    print("stopped", exc.exit_code)
+else:
+    print("not stopped")
+"""
+
+
+@pytest.mark.parametrize("phase", ["start-up", "campaign"])
+@pytest.mark.parametrize("where", ["__del__", "importlib"])
+def test_a_signal_landing_where_python_ignores_exceptions_still_stops_without_a_traceback(
+        tmp_path, where, phase):
+    """A SIGINT that a CI run delivered inside importlib's module-lock callback during start-up
+    was raised there, printed as "Exception ignored" with a traceback, and dropped. It is sent
+    again a moment later and stops the program where it then is, with nothing printed."""
+    script = tmp_path / "child.py"
+    script.write_text(LANDS_WHERE_IGNORED)
+    done = subprocess.run([sys.executable, str(script), where, phase], capture_output=True,
+                          text=True, timeout=30)
+    assert done.stdout.strip() == "stopped 130", done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and "ignored" not in done.stderr, done.stderr
