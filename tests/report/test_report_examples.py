@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from hilbench.store import Store
+from tests.campaign_toml import patient
 from tests.report.page_check import TableCell, open_page, parse, printed_matches
 from tests.subprocesses import hilbench_here, run_campaign
 
@@ -23,7 +24,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def _shortened(name: str, tmp: Path, edits: list[tuple[str, str]]) -> Path:
-    text = (EXAMPLES / f"{name}.toml").read_text()
+    text = patient((EXAMPLES / f"{name}.toml").read_text())
     for pattern, replacement in edits:
         text, n = re.subn(pattern, replacement, text, flags=re.M)
         assert n, f"examples/{name}.toml no longer has {pattern!r}"

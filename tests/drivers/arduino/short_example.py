@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from hilbench.workloads.asc.procedures.run import ensure_fixture
+from tests.campaign_toml import patient
 from tests.subprocesses import run_campaign
 
 
@@ -25,7 +26,7 @@ def run_short_example(example: Path, host_program: Path,
     cache = tmp_path_factory.mktemp("xdg-cache")
     ensure_fixture(cache / "hilbench" / "asc-fixture-0", seed=0)
     short, windows = re.subn(r"^(idle_s|active_s) = [0-9.]+", rf"\1 = {window_s!r}",
-                             example.read_text(), flags=re.M)
+                             patient(example.read_text()), flags=re.M)
     short = re.sub(r"^limit = \d+", "limit = 2", short, flags=re.M)
     assert windows == 2 and "limit = 2" in short, "the example changed shape"
     tmp = tmp_path_factory.mktemp(example.stem)

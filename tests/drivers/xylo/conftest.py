@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from tests import side_envs
+from tests.campaign_toml import patient
 
 REPO = side_envs.REPO
 HAS_ROCKPOOL = importlib.util.find_spec("rockpool") is not None
@@ -51,7 +52,7 @@ def asc_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def shortened_example(name: str, xylo_python: Path, tables: int) -> str:
     """``examples/<name>`` made quick for a test: 1 s power windows, one test clip, the Xylo
     agent on ``xylo_python``; ``tables``: how many ``[[asc]]`` tables it shortens (checked)."""
-    text = (REPO / "examples" / name).read_text()
+    text = patient((REPO / "examples" / name).read_text())
     short = re.sub(r"^(idle_s|active_s) = [0-9.]+", r"\1 = 1.0", text, flags=re.M)
     short = re.sub(r"^limit = \d+", "limit = 1", short, flags=re.M)
     short = short.replace('python = "../.venv-xylo/bin/python"', f'python = "{xylo_python}"')
