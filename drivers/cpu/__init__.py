@@ -53,15 +53,14 @@ from hilbench_drivers.cpu.qubo_solvers import LoadedQubo
 
 # A run linked to the simulated meter tells it "solving" before its timed region and "idle"
 # after, each waiting for the meter's SIM:SYNC? answer (hilbench.sim.device_link): two loopback
-# round trips outside the region that the link's echoes do not hold. Measured 2026-12-01 on the
-# 2-core test machine: 0.12-0.17 ms and 0.28-0.34 ms idle; undeclared, they made 6 of 16
-# attempts unverified on an idle machine and all 10 of a CI run's. Each reply reports what
-# they took (untimed_s), up to this declared maximum; any excess counts against the link.
-# The maximum bounds what an agent may claim, not what a loaded host takes: on the real
-# campaign path (1 kHz simulated meter, 10 ms runs), both tells of a run took median 0.15 ms,
-# at most 0.28 ms in 40 runs idle; under four busy loops on the two cores median 0.23 ms, 90th
-# percentile 3.4 ms, at most 8.0 ms in 303 runs, and 3 of those attempts were unverified and
-# tried again (the link's echoes are slowed too), every unit completed (2026-12-01).
+# round trips outside the region that the link's echoes do not hold (undeclared, they made 6 of
+# 16 attempts unverified on an idle machine and all 10 of a CI run's). Each reply reports what
+# they took (untimed_s), up to this declared maximum; any excess counts against the link. The
+# maximum bounds what an agent may claim, not what a loaded host takes: on the real campaign
+# path (1 kHz simulated meter, 10 ms runs) both tells of a run took median 0.15 ms, at most
+# 0.28 ms in 40 runs idle; under four busy loops on the two cores median 0.23 ms, 90th
+# percentile 3.4 ms, at most 8.0 ms in 303 runs, where 3 attempts were unverified and tried
+# again (the link's echoes are slowed too) and every unit completed (2026-12-01).
 METER_TELL_MAX_S = 0.002
 METER_TELL_REASON = ("telling a linked simulated meter the device's state before and after the "
                      "timed region, each waiting for the meter's acknowledgement")
@@ -188,10 +187,10 @@ class CpuDriver(ContractDriver):
         if self._loaded is None:
             raise DriverError("no workload loaded: send load first", "not_loaded")
         window = RaplWindow(self._rapl, self._rapl_reason)
-        told = now()
+        before = now()
         self._sim_state("solving")
         t_start = now()
-        told = t_start - told
+        told = t_start - before  # the acknowledged state changes, outside the timed region
         try:
             if isinstance(body, FixedTimeout):
                 result = qubo_solvers.solve_fixed_timeout(
