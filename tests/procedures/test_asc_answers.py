@@ -1,6 +1,4 @@
 """An ASC answer counts only for the sample it was asked for and only if it names one of the
-
-pytestmark = pytest.mark.serial  # asserts honest runs verified on time: alone (tests/alone.py)
 task's classes: an answer for another sample (scored against the wrong label otherwise) and a
 class outside the task's four fail the run as ``bad_reply`` naming the key, on both paths —
 sample lists run by the agent (protocol version 3) and one request per sample (version 2)."""
@@ -16,6 +14,8 @@ from hilbench.agent.driver import DriverResult
 from hilbench.store import Store
 from hilbench.wire import codec
 from tests.cpu_wrapper import CpuWrapper, run_asc_unit
+
+pytestmark = pytest.mark.serial  # asserts honest runs verified on time: alone (tests/alone.py)
 
 LIAR_SAMPLE = 3
 
