@@ -19,14 +19,6 @@ so they run beside the serial phase, whose tests leave most of the machine idle 
 sampled in CI). Quiet means a few per cent of a core: the 60 s push cut-off (19 s of CPU in
 71 s) and the 60 s replay session (14 s in 76 s) beside the serial phase let three of its liars
 and power checks fail in one run.
-
-Where this process may use Linux's idle scheduling class (tests/background.py), the other
-workers do not wait for the serial phase: they run their tests in that class beside it, on the
-time the serial test leaves. A test marked ``busy_host`` loads every core itself, which would
-starve them, and one marked ``exclusive`` holds bounds that the background still disturbs
-(README's test command, 2026-12-01: the single-stream power test needed up to 10 attempts
-beside it, and the hostile agent tests' 200 MB frames took 12 s instead of 2). Both run first
-in the serial phase, and no test runs in the background until they have ended.
 """
 
 from __future__ import annotations
@@ -42,14 +34,11 @@ from pathlib import Path
 
 import pytest
 
-from tests import background
-
 ENV = "HILBENCH_TEST_SESSION"
 # A serial test that never counts itself (its worker crashed, xdist rescheduled it behind
 # tests that wait for it) must not hang the session: past this the others go on.
 PHASE_WAIT_S = 900.0
 _serial_total = 0
-_exclusive_total = 0
 
 
 def start_session() -> str:
@@ -61,13 +50,6 @@ def start_session() -> str:
 
 def is_serial(item: pytest.Item) -> bool:
     return item.get_closest_marker("serial") is not None
-
-
-def is_exclusive(item: pytest.Item) -> bool:
-    """Not even a background test may run beside it: it loads every core itself, or its
-    bounds are too tight for what the background adds (the kernel's own work, caches)."""
-    return is_serial(item) and any(item.get_closest_marker(name) is not None
-                                   for name in ("busy_host", "exclusive"))
 
 
 def is_quiet(item: pytest.Item) -> bool:
@@ -83,7 +65,6 @@ def order(items: list[pytest.Item], seconds: dict[str, float], workers: int) -> 
     any stealing, so the lanes are cut to those counts: without it, the longest files all fell
     into the first worker's slice, behind the serial phase, and ended last."""
     serial = [item for item in items if is_serial(item)]
-    serial.sort(key=lambda t: not is_exclusive(t))  # before any test in the background
     quiet = [item for item in items if is_quiet(item)]
     rest = [item for item in items if not is_serial(item) and not is_quiet(item)]
     files: dict[str, list[pytest.Item]] = {}
@@ -131,9 +112,8 @@ def order(items: list[pytest.Item], seconds: dict[str, float], workers: int) -> 
 def count_serial(items: list[pytest.Item]) -> None:
     """The serial phase's size, from this process's final selection (every worker collects the
     same items)."""
-    global _serial_total, _exclusive_total
+    global _serial_total
     _serial_total = sum(1 for item in items if is_serial(item))
-    _exclusive_total = sum(1 for item in items if is_exclusive(item))
 
 
 @contextlib.contextmanager
@@ -146,74 +126,46 @@ def _flock(path: Path, mode: int) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
-def _count(folder: str, name: str) -> int:
+def _serial_done(folder: str) -> int:
     try:
-        return Path(folder, name).stat().st_size
+        return Path(folder, "serial-done").stat().st_size
     except FileNotFoundError:
         return 0
 
 
-def _mark(folder: str, name: str) -> None:
-    fd = os.open(Path(folder, name), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    try:
-        os.write(fd, b".")
-    finally:
-        os.close(fd)
-
-
-def _serial_phase_over(folder: str) -> bool:
-    return _count(folder, "serial-done") >= _serial_total
-
-
-def _wait_for(folder: str, name: str, total: int) -> None:
-    """Until ``total`` tests have counted themselves in ``name``."""
+def _wait_for_serial_phase(folder: str) -> None:
     deadline = time.monotonic() + PHASE_WAIT_S
-    while _count(folder, name) < total:
+    while _serial_done(folder) < _serial_total:
         if time.monotonic() > deadline:
-            print(f"tests/alone.py: {_count(folder, name)} of {total} tests counted in {name} "
-                  f"after {PHASE_WAIT_S:.0f} s; going on", file=sys.stderr)
+            print(f"tests/alone.py: {_serial_done(folder)} of {_serial_total} serial tests "
+                  f"counted after {PHASE_WAIT_S:.0f} s; going on", file=sys.stderr)
             return
         time.sleep(0.05)
 
 
 @contextlib.contextmanager
-def turn(serial: bool, quiet: bool = False, exclusive: bool = False) -> Iterator[None]:
-    """Hold the session's room: alone for a serial test (alone even from the background for an
-    exclusive one), shared for any other, which runs in the background while the serial phase
-    lasts where it may (tests/background.py) and after it otherwise; a quiet test holds
-    nothing and waits for nothing."""
+def turn(serial: bool, quiet: bool = False) -> Iterator[None]:
+    """Hold the session's room: alone for a serial test, shared for any other (after the
+    serial phase); a quiet test holds nothing and waits for nothing."""
     folder = os.environ.get(ENV)
     if not folder or quiet:
         yield
         return
-    turnstile, room, aside = (Path(folder, name) for name in ("turnstile", "room", "aside"))
+    turnstile, room = Path(folder, "turnstile"), Path(folder, "room")
     if serial:
         try:
-            with contextlib.ExitStack() as held:
-                held.enter_context(_flock(turnstile, fcntl.LOCK_EX))
-                held.enter_context(_flock(room, fcntl.LOCK_EX))
-                if exclusive:
-                    held.enter_context(_flock(aside, fcntl.LOCK_EX))
+            with _flock(turnstile, fcntl.LOCK_EX), _flock(room, fcntl.LOCK_EX):
                 yield
         finally:
-            _mark(folder, "serial-done")
-            if exclusive:
-                _mark(folder, "exclusive-done")
-            if _serial_phase_over(folder) and background.available():
-                background.raise_session(ENV, folder)
-        return
-    with contextlib.ExitStack() as held:
-        if background.available() and not _serial_phase_over(folder):
-            _wait_for(folder, "exclusive-done", _exclusive_total)
-            held.enter_context(_flock(aside, fcntl.LOCK_SH))
-            if not _serial_phase_over(folder):
-                held.enter_context(background.lowered(ENV, folder,
-                                                      lambda: _serial_phase_over(folder)))
-                yield
-                return
-            held.close()
-        _wait_for(folder, "serial-done", _serial_total)
+            fd = os.open(Path(folder, "serial-done"), os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+                         0o600)
+            try:
+                os.write(fd, b".")
+            finally:
+                os.close(fd)
+    else:
+        _wait_for_serial_phase(folder)
         with _flock(turnstile, fcntl.LOCK_SH):
             pass
-        held.enter_context(_flock(room, fcntl.LOCK_SH))
-        yield
+        with _flock(room, fcntl.LOCK_SH):
+            yield

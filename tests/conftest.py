@@ -8,8 +8,7 @@ The suite runs in parallel (pytest-xdist, ``-n`` in pyproject's addopts). Each w
 has its own bench-lock folder (``HILBENCH_LOCK_DIR``), so campaigns on different workers never
 refuse each other; ports come from the OS (port 0). Tests marked ``serial`` measure time or
 power against a bound and run alone: they take a session-wide lock exclusively, every other test
-takes it shared (:func:`tests.alone.turn`), or runs beside them in the idle scheduling class
-where the system lets it (tests/background.py).
+takes it shared (:func:`tests.alone.turn`).
 """
 
 from __future__ import annotations
@@ -66,7 +65,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: waiting for a turn is no test's time
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    with alone.turn(alone.is_serial(item), alone.is_quiet(item), alone.is_exclusive(item)):
+    with alone.turn(alone.is_serial(item), alone.is_quiet(item)):
         return (yield)
 
 

@@ -165,7 +165,6 @@ def _half_sent(endpoint: str, connections: int, announced: int, sent: int) -> No
 
 
 @pytest.mark.serial  # its answers are held to 1 s: beside a third worker they took 1.02 s
-@pytest.mark.exclusive  # beside background tests its frames took 12 s instead of 2
 def test_half_sent_200_mb_frames_on_16_connections():
     with agent_process() as (proc, endpoint), rss_rises(proc) as rises:
         _attack(endpoint, _half_sent, 16, 200_000_000, 100_000_000)
@@ -195,7 +194,6 @@ def _whole_messages(endpoint: str, connections: int, size: int) -> None:
 
 
 @pytest.mark.serial  # held to 1 s like the test above: beside two workers it took 1.40 s (CI)
-@pytest.mark.exclusive  # like the test above
 def test_20_connections_of_50_mb_messages():
     with agent_process() as (proc, endpoint), rss_rises(proc) as rises:
         _attack(endpoint, _whole_messages, 20, 50_000_000)

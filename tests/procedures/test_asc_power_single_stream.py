@@ -36,9 +36,6 @@ def test_streams_are_refused_with_the_single_stream_method_saying_why():
 
 
 @pytest.mark.serial
-# exclusive: its per-sample claims of 3-9 ms leave a few ms for the link; beside background
-# tests it needed up to 10 attempts (and beside two idle-class busy loops all 10 failed)
-@pytest.mark.exclusive
 @pytest.mark.slow
 def test_stage_power_in_single_stream_windows_matches_the_simulated_truth(tmp_path, asc_cache):
     model = fixed_model().save(tmp_path / "model.npz")

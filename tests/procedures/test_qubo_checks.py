@@ -28,9 +28,7 @@ from tests.cpu_wrapper import CpuWrapper
 from tests.figures import measured
 from tests.subprocesses import unit_runs
 
-# serial: asserts honest runs verified on time, alone (tests/alone.py)
-# exclusive: an overrun's margin, like tests/procedures/test_qubo_timing.py
-pytestmark = [pytest.mark.serial, pytest.mark.exclusive]
+pytestmark = pytest.mark.serial  # asserts honest runs verified on time: alone (tests/alone.py)
 
 
 class TamperingDriver(CpuWrapper):
