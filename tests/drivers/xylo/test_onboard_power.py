@@ -134,7 +134,8 @@ def test_active_below_idle_is_flagged_and_gives_no_dynamic_figure(hdk_agent, mon
     metrics = _power_metrics(hdk_agent)
     active = metrics["active_power_w.inference"]
     assert active.value < metrics["idle_power_w"].value
-    assert active.meta["physics"] == "active_below_idle"
+    # CI-79 (a loaded run) had active below idle but no flag: the message shows the estimate
+    assert active.meta.get("physics") == "active_below_idle", (active.value, active.meta)
     for name in ("dynamic_power_w.inference", "energy_per_inference_j.inference"):
         m = metrics[name]
         assert m.value is None and m.uncertainty is None, name
