@@ -384,13 +384,18 @@ class CampaignRunner:
             simulated=bool(simulation),
             simulation=simulation,
         )
-        # A signal between the start document and the ``try`` below, or during a stop
-        # document, would leave the run without a status: it waits for the next checkpoint.
-        with deferred_interrupts():
-            stream.emit(start)
-            outcome.started += 1
-        ctx = RunContext(stream, run_uid)
+        # A signal during the start document or a stop document would leave the run half
+        # written: it waits for the next checkpoint. The start is inside the ``try``: a signal
+        # taken as the deferral ends (its handler runs in contextlib's exit, before any line
+        # after the ``with``) is then this run's abort, not a run left without a status (a
+        # Ctrl-C of the demo left one "incomplete").
+        started = False
         try:
+            with deferred_interrupts():
+                stream.emit(start)
+                started = True
+                outcome.started += 1
+            ctx = RunContext(stream, run_uid)
             raise_if_interrupted()
             unit.run(ctx, device, instruments)
         except AgentLost as exc:
@@ -431,6 +436,8 @@ class CampaignRunner:
             log.error("run %s (%s) failed: %s", run_uid[:8], unit.key, exc)
             return run_uid, "fail"
         except BaseException as exc:
+            if not started:  # no start document: no run to close
+                raise
             reason = str(exc) if isinstance(exc, Interrupted) else f"{type(exc).__name__}: {exc}"
             if is_storage_fault(exc):  # the store may refuse the stop document too
                 with contextlib.suppress(StoreError, OSError):

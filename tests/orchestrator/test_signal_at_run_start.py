@@ -1,0 +1,47 @@
+"""A stop signal taken as a run's start document is written never leaves that run without a
+status: the run is closed "abort" like one stopped later (README's exit-code table)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from hilbench.orchestrator import runner as runner_module
+from hilbench.orchestrator.campaign import load_campaign
+from hilbench.orchestrator.interrupt import Interrupted
+from hilbench.orchestrator.runner import CampaignRunner
+from hilbench.store import Store
+from tests.campaign_toml import agent, campaign, qubo, write_campaign
+
+
+@pytest.mark.slow
+def test_a_signal_as_the_start_deferral_ends_closes_the_run_abort(tmp_path, monkeypatch):
+    real = runner_module.deferred_interrupts
+    taken: list[bool] = []
+
+    @contextmanager
+    def deferral_ending_in_a_signal() -> Iterator[None]:
+        # The handler of a signal that arrived inside runs as the deferral ends, in
+        # contextlib's exit, before any line after the ``with``. Once, at the first run's
+        # start; the campaign's own deferrals are left alone.
+        with real():
+            yield
+        # this generator, contextlib's __exit__, then the block's own frame
+        if sys._getframe(2).f_code.co_name == "_attempt" and not taken:
+            taken.append(True)
+            raise Interrupted(signal.SIGINT)
+
+    monkeypatch.setattr(runner_module, "deferred_interrupts", deferral_ending_in_a_signal)
+    path = write_campaign(tmp_path, campaign(agent(), qubo(seeds=[0, 1]), name="start-signal"))
+    db = tmp_path / "s.sqlite"
+    with pytest.raises(Interrupted):
+        CampaignRunner(load_campaign(path), db).run()
+    with Store(db) as store:
+        runs = store.runs()
+        assert [r["status"] for r in runs] == ["abort"], runs  # closed, not "incomplete"
+        assert "interrupted by SIGINT" in runs[0]["reason"]
+        assert [c["status"] for c in store.campaigns()] == ["abort"]
