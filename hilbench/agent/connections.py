@@ -109,6 +109,12 @@ def _ends(fd: int) -> tuple[str, str]:
     return "", ""
 
 
+def _same(conn: Connection, local: str, peer: str) -> bool:
+    """Is ``conn`` the connection with these ends? Only a named peer (TCP) tells connections
+    apart: every Unix-socket peer of one address looks alike."""
+    return bool(peer) and (conn.local, conn.address) == (local, peer)
+
+
 def shutdown_fd(fd: int, address: str) -> bool:
     """End the connection on ``fd`` if it is still the one to ``address``; ZeroMQ then closes it.
 
@@ -179,19 +185,31 @@ class ConnectionGuard:
             self._thread.join(timeout=2)
         self._monitor.close(linger=0)
 
-    def connection(self, fd: int) -> Connection:
-        """The connection a message came in on (made here when no event has named it yet).
+    def connection(self, fd: int, route: bytes = b"") -> Connection:
+        """The connection a message from ``route`` (its routing id) came in on.
 
-        A message ZeroMQ queued before its connection closed can be read after the close: its
-        descriptor is then no socket, or another's, and gets a record that is not kept (kept,
-        it would count whatever the descriptor's next owner receives).
+        The record of ``fd`` serves while it names the same peer; a first message, or one under
+        another routing id, is checked against the descriptor's ends (once per connection): the
+        record may be an earlier connection's, whose close the guard has not read yet, and a
+        message charged to it would be missing from the new connection's record.
         """
         conn = self.budget.connections.get(fd)
-        if conn is None:
-            if fd >= 0 and not _ends(fd)[1]:
-                t = now()
-                return Connection(fd, "", t, t, curve=self.curve)
-            conn = self._add(fd)
+        if conn is not None and (conn.route == route or not conn.address):
+            return conn  # the same peer, or one no ends tell apart (inproc, Unix sockets)
+        return self._claim(fd, route)
+
+    def _claim(self, fd: int, route: bytes) -> Connection:
+        """The record of the connection now on ``fd``, made here if no event has named it yet.
+
+        A message ZeroMQ queued before its connection closed can be read after the close: its
+        descriptor is then no socket and it gets a record that is not kept (kept, it would count
+        whatever the descriptor's next owner receives).
+        """
+        if fd >= 0 and not _ends(fd)[1]:
+            t = now()
+            return Connection(fd, "", t, t, curve=self.curve)
+        conn = self._add(fd)
+        conn.route = route
         return conn
 
     def drop(self, conn: Connection, reason: str) -> None:
@@ -210,11 +228,36 @@ class ConnectionGuard:
 
     # ------------------------------------------------------------ the thread
     def _add(self, fd: int) -> Connection:
+        """The record of the connection on ``fd``: the one kept already if it is that same
+        connection, else a new one.
+
+        Under load the guard reads a connection's event after the agent has read its first
+        messages and made its record. A new record would know none of the bytes delivered: the
+        guard would count them as still held by ZeroMQ for as long as the connection stays (a
+        loaded CI run kept 2 MB counted for a client that held nothing).
+        """
         t = now()
         local, peer = _ends(fd)
-        conn = Connection(fd, peer, t, t, curve=self.curve, local=local)
-        self.budget.connections[fd] = conn
-        return conn
+        fresh = Connection(fd, peer, t, t, curve=self.curve, local=local)
+        if fd >= 0 and not local:  # closed before its event was read: nothing to keep
+            return fresh
+        kept = self.budget.connections.setdefault(fd, fresh)  # one step: the agent may add too
+        if kept is not fresh and not _same(kept, local, peer):
+            self.budget.connections[fd] = kept = fresh  # an earlier connection's, now closed
+        return kept
+
+    def _forget(self, fd: int) -> None:
+        """Forget the record of ``fd`` for an event saying its connection is gone, unless the
+        number names that record's connection still: the event was then an earlier
+        connection's, read late, or ZeroMQ closes this one in a moment (the next scan sees it).
+        """
+        conn = self.budget.connections.get(fd)
+        if conn is not None and not _same(conn, *_ends(fd)):
+            self._pop(conn)
+
+    def _pop(self, conn: Connection) -> None:
+        if self.budget.connections.get(conn.fd) is conn:  # not a newer record for the number
+            self.budget.connections.pop(conn.fd, None)
 
     def _run(self) -> None:
         last_scan = 0.0
@@ -243,14 +286,17 @@ class ConnectionGuard:
                 event = parse_monitor_message(self._monitor.recv_multipart())
             except (zmq.ZMQError, ValueError):
                 return
-            kind, fd = int(event["event"]), int(event["value"])
-            if kind & _GONE:
-                self.budget.connections.pop(fd, None)
-            elif kind in (_ACCEPTED, _CONNECTED):
-                self._add(fd)
-                if kind == _ACCEPTED:
-                    self.accepted += 1
-                    self._keep_below_limit(fd)
+            self._on_event(int(event["event"]), int(event["value"]))
+
+    def _on_event(self, kind: int, fd: int) -> None:
+        """A connection on ``fd`` accepted, made or gone (the event may be read late)."""
+        if kind & _GONE:
+            self._forget(fd)
+        elif kind in (_ACCEPTED, _CONNECTED):
+            self._add(fd)
+            if kind == _ACCEPTED:
+                self.accepted += 1
+                self._keep_below_limit(fd)
 
     def _keep_below_limit(self, newest: int) -> None:
         live = [c for c in list(self.budget.connections.values()) if c.dropped is None]
@@ -270,8 +316,7 @@ class ConnectionGuard:
             if conn.fd >= 0 and _ends(conn.fd) != (conn.local, conn.address):
                 # Closed, its event not read yet, or read before a late message re-made the
                 # record: the number may be another socket's now, whose bytes are not its.
-                if self.budget.connections.get(conn.fd) is conn:
-                    self.budget.connections.pop(conn.fd, None)
+                self._pop(conn)
                 continue
             received = tcp_bytes_received(conn.fd)
             if received is not None:

@@ -64,6 +64,7 @@ class Connection:
     last_active: float
     curve: bool = False
     local: str = ""  # the agent's end: with ``address``, which connection ``fd`` was
+    route: bytes | None = None  # the routing id of the messages read from it
     delivered: int = 0  # bytes of the messages the agent has read from it, with their framing
     receiving: int = 0  # bytes ZeroMQ has received and not yet handed over (last scan)
     admitted: int = 0  # bytes of its requests the agent holds

@@ -329,7 +329,8 @@ class AgentRuntime(MessageHandling, SocketTurns):
             self._handle(sock, [], frames)
             return
         frames = sock.recv_message(flags, routed=True)  # the peer's routing id comes first
-        conn = self._conn = guard.connection(_source_fd(frames[1]) if self._by_fd else -1)
+        fd = _source_fd(frames[1]) if self._by_fd else -1
+        conn = self._conn = guard.connection(fd, frames[0])
         conn.delivered_message(frames[1:], now())
         route = [frames[0]]
         if len(frames) > 2 and not len(frames[1]):

@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -22,6 +23,7 @@ from hilbench.agent.guard import (
     MemoryBudget,
 )
 from hilbench.agent.runtime import AgentRuntime
+from hilbench.clock import now
 from hilbench.orchestrator.client import AgentClient, AgentLost
 from hilbench.wire import codec
 from hilbench.wire.link import AgentError
@@ -225,6 +227,76 @@ def test_a_record_outlived_by_its_descriptor_is_forgotten_not_charged_another_so
         if fd >= 0:
             os.close(fd)
         server.close()
+        guard.stop()
+        router.close(linger=0)
+        ctx.term()
+
+
+@pytest.mark.timeout(30)
+def test_what_a_client_sent_before_the_guard_read_its_connection_is_not_counted_again(
+    small_budget_agent, monkeypatch
+):
+    """Under load the guard reads a connection's event after the agent has read its first
+    messages and made its record. The guard made a new record then, which knew none of the bytes
+    delivered: they counted as held by ZeroMQ for as long as the client stayed (a loaded CI run:
+    2 MB in flight for a client that held nothing, the budget test failing at its last line)."""
+    gate = threading.Event()
+    read_events = ConnectionGuard._events
+
+    def late_events(guard: ConnectionGuard) -> None:
+        gate.wait(10)  # the guard thread starved while the client talks
+        read_events(guard)
+
+    monkeypatch.setattr(ConnectionGuard, "_events", late_events)
+    try:
+        with AgentClient(small_budget_agent.endpoint) as client:
+            fits = np.ones(COUNTED_FROM_BYTES + 1, np.uint8)
+            assert client.request("echo", {}, [fits]).arrays[0].nbytes == fits.nbytes
+            gate.set()
+            deadline = time.monotonic() + 2
+            while client.request("status").body["in_flight_bytes"] and time.monotonic() < deadline:
+                time.sleep(0.05)  # the guard looks again; zmq lets go of the echo's frames
+            assert client.request("status").body["in_flight_bytes"] == 0
+    finally:
+        gate.set()
+
+
+def test_a_connection_keeps_its_record_whatever_late_events_say_about_its_descriptor():
+    """Events read late, once the number names a newer connection: the earlier one's record
+    must not take the newer one's messages, nor may its accept or close events replace or forget
+    the newer one's record (a new record would count the bytes already delivered as held)."""
+    ctx = zmq.Context()
+    router = ctx.socket(zmq.ROUTER)
+    guard = ConnectionGuard(ctx, router, MemoryBudget(limit=3 * COUNTED_FROM_BYTES),
+                            LogLimiter())
+    server = socket.create_server(("127.0.0.1", 0))
+    sockets = [server]
+    try:
+        earlier_peer = socket.create_connection(server.getsockname())
+        accepted, _ = server.accept()
+        sockets += [earlier_peer, accepted]
+        fd = accepted.fileno()
+        earlier = guard.connection(fd, b"earlier")
+        # The earlier connection closes and the number goes to the next one, unread by the guard.
+        peer = socket.create_connection(server.getsockname())
+        newer, _ = server.accept()
+        sockets += [peer, newer]
+        os.dup2(newer.fileno(), fd)
+        frame = b"x" * 200_000
+        peer.sendall(frame + bytes(9))  # a message and its long-frame header
+        time.sleep(0.05)
+        conn = guard.connection(fd, b"newer")
+        assert conn is not earlier and conn.address == str(peer.getsockname())
+        conn.delivered_message([frame], now())
+        guard._on_event(int(zmq.EVENT_ACCEPTED), fd)  # the earlier connection's, read late
+        guard._on_event(int(zmq.EVENT_DISCONNECTED), fd)
+        guard._on_event(int(zmq.EVENT_ACCEPTED), fd)  # the newer one's
+        guard._scan()
+        assert guard.budget.connections[fd] is conn and guard.budget.used == 0
+        assert guard.connection(fd, b"newer") is conn
+    finally:
+        for s in sockets:
+            s.close()
         guard.stop()
         router.close(linger=0)
         ctx.term()
