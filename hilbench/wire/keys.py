@@ -19,7 +19,6 @@ from pathlib import Path
 
 import zmq
 import zmq.auth
-from zmq.auth.thread import ThreadAuthenticator
 
 from hilbench.loglimit import LogLimiter
 from hilbench.private_files import private_dir
@@ -159,6 +158,10 @@ class Gatekeeper:
         self.allowed = dict(allowed)
         self.refused = 0
         self.limiter = limiter or LogLimiter(logger=log)
+        # Imported here: zmq.auth.thread pulls in asyncio and ssl (~25 ms), which every process
+        # that reads keys would pay for, and only an agent or orchestrator with keys needs it.
+        from zmq.auth.thread import ThreadAuthenticator
+
         self._auth = ThreadAuthenticator(context, log=logging.getLogger(__name__ + ".zap"))
         self._auth.start()
         self._auth.configure_curve_callback(domain="*", credentials_provider=self)

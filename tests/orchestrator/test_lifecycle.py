@@ -119,11 +119,14 @@ class Descendants:
         self._thread.join()
 
     def alive(self) -> list[str]:
+        """The processes seen that still run, each with its status and command line. One whose
+        command line reads empty has released its memory: it is exiting (a loaded run listed
+        '428 ' 2 s after SIGTERM), past running any code of ours."""
         living = []
         for p in self.seen.values():
             try:
-                if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
-                    living.append(f"{p.pid} {' '.join(p.cmdline())}")
+                if p.is_running() and p.status() != psutil.STATUS_ZOMBIE and p.cmdline():
+                    living.append(f"{p.pid} {p.status()} {' '.join(p.cmdline())}")
             except (psutil.NoSuchProcess, psutil.ZombieProcess):
                 pass
         return living
