@@ -10,6 +10,8 @@ exits, so it never outlives its parent.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import logging
 import os
@@ -17,7 +19,7 @@ import shutil
 import signal
 import subprocess
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -82,6 +84,21 @@ def build_host(
     return build_dir / BINARY_NAME
 
 
+@contextlib.contextmanager
+def _one_builder(folder: Path) -> Iterator[None]:
+    """Hold ``folder``'s build lock: one process at a time configures and builds there. Two
+    campaigns (or two test workers) flashing the same model at once configured one CMake build
+    directory together and both failed ("CMAKE_C_COMPILER not set"); the second now waits and
+    finds the program built."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / ".build.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
 def configured_source(build_dir: Path) -> Path | None:
     """The source directory a CMake build directory was configured from (None: not configured)."""
     cache = build_dir / "CMakeCache.txt"
@@ -111,14 +128,14 @@ def host_build_for_model(model: QuantisedModel) -> Path:
 
     fingerprint = model_fingerprint(model)
     directory = model_build_dir(fingerprint)
-    directory.mkdir(parents=True, exist_ok=True)
-    header = directory / "model_data.h"
-    text = render_header(model, f"a campaign's model {fingerprint}")
-    if not header.is_file() or header.read_text("utf-8") != text:
-        header.write_text(text, "utf-8")
-    if not (directory / "build" / BINARY_NAME).is_file():
-        log.warning("building the firmware's host build for model %s (once)", fingerprint)
-    return build_host(directory / "build", extra=[f"-DHB_MODEL_HEADER={header}"])
+    with _one_builder(directory):
+        header = directory / "model_data.h"
+        text = render_header(model, f"a campaign's model {fingerprint}")
+        if not header.is_file() or header.read_text("utf-8") != text:
+            header.write_text(text, "utf-8")
+        if not (directory / "build" / BINARY_NAME).is_file():
+            log.warning("building the firmware's host build for model %s (once)", fingerprint)
+        return build_host(directory / "build", extra=[f"-DHB_MODEL_HEADER={header}"])
 
 
 def host_build(build: bool = True) -> Path:
@@ -126,7 +143,8 @@ def host_build(build: bool = True) -> Path:
     found = find_host_build()
     if found is not None:
         if not os.environ.get(ENV_BINARY) and shutil.which("cmake"):
-            return build_host()  # incremental: rebuilt only if the sources changed
+            with _one_builder(DEFAULT_BUILD_DIR.parent):
+                return build_host()  # incremental: rebuilt only if the sources changed
         return found
     if os.environ.get(ENV_BINARY):
         raise BoardError(f"{ENV_BINARY}={os.environ[ENV_BINARY]} is not a file", "no_firmware")
@@ -137,7 +155,8 @@ def host_build(build: bool = True) -> Path:
             "no_firmware",
         )
     log.warning("building the firmware's host build in %s (once)", DEFAULT_BUILD_DIR)
-    return build_host()
+    with _one_builder(DEFAULT_BUILD_DIR.parent):
+        return build_host()
 
 
 class HostEmulator:

@@ -195,3 +195,32 @@ def test_a_model_build_configured_from_another_checkout_is_reconfigured(
     here = emulator.model_build_dir("x")
     monkeypatch.setattr(emulator, "FIRMWARE_DIR", Path("/elsewhere/checkout/firmware"))
     assert emulator.model_build_dir("x") != here
+
+
+@pytest.mark.timeout(60)
+def test_two_flashing_one_model_at_once_build_it_one_after_the_other(tmp_path, monkeypatch):
+    """Two campaigns (or test workers) flashing the same model at once share its cache folder:
+    they configured one CMake build directory together and both failed (CI-86, "CMAKE_C_COMPILER
+    not set"). The folder's build lock makes the second wait for the first."""
+    from hilbench_drivers.arduino import emulator
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    inside, overlaps = [0], []
+
+    def slow_build(build_dir: Path, quiet: bool = True, extra: list[str] | None = None) -> Path:
+        inside[0] += 1
+        overlaps.append(inside[0])
+        time.sleep(0.3)
+        inside[0] -= 1
+        return build_dir / emulator.BINARY_NAME
+
+    monkeypatch.setattr(emulator, "build_host", slow_build)
+    found: list[Path] = []
+    threads = [threading.Thread(target=lambda: found.append(emulator.host_build_for_model(MODEL)))
+               for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len(found) == 2 and found[0] == found[1]
+    assert overlaps == [1, 1], "two builds ran in one folder at once"
