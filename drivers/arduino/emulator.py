@@ -90,6 +90,9 @@ def _one_builder(folder: Path) -> Iterator[None]:
     campaigns (or two test workers) flashing the same model at once configured one CMake build
     directory together and both failed ("CMAKE_C_COMPILER not set"); the second now waits and
     finds the program built."""
+    if folder == DEFAULT_BUILD_DIR.parent and not FIRMWARE_DIR.is_dir():
+        yield  # no source tree (an installed wheel): build_host says so; make no folder for it
+        return
     folder.mkdir(parents=True, exist_ok=True)
     fd = os.open(folder / ".build.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
