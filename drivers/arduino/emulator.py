@@ -90,9 +90,6 @@ def _one_builder(folder: Path) -> Iterator[None]:
     campaigns (or two test workers) flashing the same model at once configured one CMake build
     directory together and both failed ("CMAKE_C_COMPILER not set"); the second now waits and
     finds the program built."""
-    if folder == DEFAULT_BUILD_DIR.parent and not FIRMWARE_DIR.is_dir():
-        yield  # no source tree (an installed wheel): build_host says so; make no folder for it
-        return
     folder.mkdir(parents=True, exist_ok=True)
     fd = os.open(folder / ".build.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -100,6 +97,14 @@ def _one_builder(folder: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing releases the lock
+
+
+def _default_build_lock() -> contextlib.AbstractContextManager[None]:
+    """The default build folder's lock; none where there is no source tree (an installed wheel:
+    build_host says why it cannot build, and no folder is made for it)."""
+    if FIRMWARE_DIR.is_dir():
+        return _one_builder(DEFAULT_BUILD_DIR.parent)
+    return contextlib.nullcontext()
 
 
 def configured_source(build_dir: Path) -> Path | None:
@@ -146,7 +151,7 @@ def host_build(build: bool = True) -> Path:
     found = find_host_build()
     if found is not None:
         if not os.environ.get(ENV_BINARY) and shutil.which("cmake"):
-            with _one_builder(DEFAULT_BUILD_DIR.parent):
+            with _default_build_lock():
                 return build_host()  # incremental: rebuilt only if the sources changed
         return found
     if os.environ.get(ENV_BINARY):
@@ -158,7 +163,7 @@ def host_build(build: bool = True) -> Path:
             "no_firmware",
         )
     log.warning("building the firmware's host build in %s (once)", DEFAULT_BUILD_DIR)
-    with _one_builder(DEFAULT_BUILD_DIR.parent):
+    with _default_build_lock():
         return build_host()
 
 

@@ -216,10 +216,11 @@ class ConnectionGuard:
         descriptor is then no socket and it gets a record that is not kept (kept, it would count
         whatever the descriptor's next owner receives).
         """
-        if fd >= 0 and not _ends(fd)[1]:
+        ends = _ends(fd)
+        if fd >= 0 and not ends[1]:
             t = now()
             return Connection(fd, "", t, t, curve=self.curve)
-        conn = self._add(fd)
+        conn = self._add(fd, ends)
         conn.route = route
         return conn
 
@@ -238,17 +239,18 @@ class ConnectionGuard:
             )
 
     # ------------------------------------------------------------ the thread
-    def _add(self, fd: int) -> Connection:
+    def _add(self, fd: int, ends: tuple[str, str] | None = None) -> Connection:
         """The record of the connection on ``fd``: the one kept already if it is that same
         connection, else a new one.
 
         Under load the guard reads a connection's event after the agent has read its first
         messages and made its record. A new record would know none of the bytes delivered: the
         guard would count them as still held by ZeroMQ for as long as the connection stays (a
-        loaded CI run kept 2 MB counted for a client that held nothing).
+        loaded CI run kept 2 MB counted for a client that held nothing). ``ends``: the
+        descriptor's, when the caller has just read them.
         """
         t = now()
-        local, peer = _ends(fd)
+        local, peer = _ends(fd) if ends is None else ends
         fresh = Connection(fd, peer, t, t, curve=self.curve, local=local)
         if fd >= 0 and not local:  # closed before its event was read: nothing to keep
             return fresh
