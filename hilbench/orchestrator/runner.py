@@ -129,6 +129,11 @@ def stop_reason(exc: BaseException, outcome: CampaignOutcome) -> str:
     return text
 
 
+def _close_unbroken(writer: StoreWriter) -> None:
+    with deferred_interrupts():  # a signal now waits: the store's last writes are not cut
+        writer.close()
+
+
 class CampaignRunner:
     """Runs one campaign against its agents, feeding documents to the store and any consumers."""
 
@@ -278,8 +283,17 @@ class CampaignRunner:
             outcome.skipped = len(self.units)
             outcome.finished_before = True
             return outcome
-        with deferred_interrupts():  # a store file created but not yet a store: never
-            writer = StoreWriter(self.store_path)
+        with contextlib.ExitStack() as closing:
+            with deferred_interrupts():  # a store file created but not yet a store: never
+                writer = StoreWriter(self.store_path)
+                # closed however the rest ends, also by a signal taken as this deferral ends
+                # (its handler runs in contextlib's exit, before the ``try`` below)
+                closing.callback(_close_unbroken, writer)
+            return self._run_in_store(writer, config, plan, outcome)
+
+    def _run_in_store(self, writer: StoreWriter, config: dict[str, Any], plan: ResumePlan,
+                      outcome: CampaignOutcome) -> CampaignOutcome:
+        campaign_uid = plan.campaign_uid
         try:
             writer.begin_campaign(campaign_uid, self.campaign.name, config)
             raise_if_interrupted()  # one that waited while the store was being created
@@ -312,7 +326,6 @@ class CampaignRunner:
             # Stopping what was started is not cut short by a signal (it waits until the end).
             with deferred_interrupts():
                 self.stop_agents()
-                writer.close()
 
     def _run_units(self, stream: DocumentStream, plan: Any, outcome: CampaignOutcome) -> None:
         """Open the instruments, start the agents and run each unit the plan has not done."""

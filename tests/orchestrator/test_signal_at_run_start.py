@@ -45,3 +45,35 @@ def test_a_signal_as_the_start_deferral_ends_closes_the_run_abort(tmp_path, monk
         assert [r["status"] for r in runs] == ["abort"], runs  # closed, not "incomplete"
         assert "interrupted by SIGINT" in runs[0]["reason"]
         assert [c["status"] for c in store.campaigns()] == ["abort"]
+
+
+def test_a_signal_as_the_store_deferral_ends_still_closes_the_store(tmp_path, monkeypatch):
+    """The campaign's first deferral (the store being created): a signal taken as it ends
+    stops the campaign before it began, and the store's writer is closed, not left open until
+    the process exits."""
+    real = runner_module.deferred_interrupts
+    taken: list[bool] = []
+    closed: list[bool] = []
+
+    @contextmanager
+    def deferral_ending_in_a_signal() -> Iterator[None]:
+        with real():
+            yield
+        if sys._getframe(2).f_code.co_name == "_run_locked" and not taken:
+            taken.append(True)
+            raise Interrupted(signal.SIGTERM)
+
+    class RecordingWriter(runner_module.StoreWriter):
+        def close(self) -> None:
+            closed.append(True)
+            super().close()
+
+    monkeypatch.setattr(runner_module, "deferred_interrupts", deferral_ending_in_a_signal)
+    monkeypatch.setattr(runner_module, "StoreWriter", RecordingWriter)
+    path = write_campaign(tmp_path, campaign(agent(), qubo(seeds=[0]), name="store-signal"))
+    db = tmp_path / "s.sqlite"
+    with pytest.raises(Interrupted):
+        CampaignRunner(load_campaign(path), db).run()
+    assert taken and closed == [True]
+    with Store(db) as store:
+        assert store.campaigns() == [] and store.runs() == []  # nothing began: nothing half
