@@ -11,6 +11,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,19 @@ def _ignores_exceptions(frame: object) -> bool:
                                  or code.co_name == "__del__")
 
 
+def _where_it_surfaces(frame: Any) -> Any:
+    """The frame an exception raised in ``frame`` ends up in: ``frame`` itself, or, when a stop
+    signal's handler is running further up (the resend of a loaded host's timer can land while
+    the handler still waits for its timer thread to start), the frame that outer handler
+    interrupted, through which the exception would pass."""
+    surfaces = frame
+    while frame is not None:
+        if frame.f_code.co_name == "_handler" and frame.f_code.co_filename == __file__:
+            surfaces = frame.f_back
+        frame = frame.f_back
+    return surfaces
+
+
 def _send_again(signum: int) -> None:
     if _resend[0] == "armed":
         _resend[0] = "sent"
@@ -58,7 +72,7 @@ def _raise_from_handler(signum: int, frame: object) -> None:
     """Raise ``Interrupted`` in the frame the signal landed in, or, where that exception would
     be ignored, have the signal sent again in ``RESEND_AFTER_S`` to land elsewhere (a thread:
     a signal sent from the handler itself would be taken in the same frame)."""
-    if not _ignores_exceptions(frame):
+    if not _ignores_exceptions(_where_it_surfaces(frame)):
         _resend[0] = None
         raise Interrupted(signum)
     if _resend[0] is None:
