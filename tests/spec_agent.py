@@ -23,6 +23,11 @@ echoes it to measure the link before a timed phase.
 
 ``power_w`` (``--power-w W``) replaces every internal power claim with ``W`` watts.
 
+``pong_skew_s`` (``--pong-skew S``) forges each clock probe's answer: its ``t3`` (sent) is put
+``S`` seconds before its ``t2`` (received), so the orchestrator, taking the agent's own
+processing time off the round trip it saw, would count a round trip ``S`` longer and widen
+the clock offset's uncertainty, which every timing check allows, by half of it.
+
 ``fault`` breaks the reply contract for the seeds in ``faulty_seeds`` (or, with
 ``faulty_above_nodes``, for every graph larger than that): ``("omit", field)`` leaves the field
 out, ``("type", field, value)`` sends ``value`` in its place.
@@ -70,12 +75,14 @@ class SpecAgent:
     def __init__(self, fault: tuple | None = None, faulty_seeds: tuple[int, ...] = (1,),
                  port: int | None = None, faulty_above_nodes: int | None = None,
                  rules: dict[int, tuple[str, float]] | None = None,
-                 bind: str = "tcp://127.0.0.1:0", power_w: float | None = None) -> None:
+                 bind: str = "tcp://127.0.0.1:0", power_w: float | None = None,
+                 pong_skew_s: float = 0.0) -> None:
         self.fault = fault
         self.faulty_seeds = faulty_seeds
         self.faulty_above_nodes = faulty_above_nodes
         self.rules = rules or {}
         self.power_w = power_w
+        self.pong_skew_s = pong_skew_s
         self.matrix = np.zeros((0, 0), dtype=np.int8)
         self._ctx = zmq.Context()
         self._sock = self._ctx.socket(zmq.ROUTER)
@@ -140,8 +147,8 @@ class SpecAgent:
                 "hilbench_version": "none", "host": socket.gethostname(), "pid": os.getpid(),
                 "heartbeat_s": HEARTBEAT_S, "liveness": 6, "key_fingerprint": None})
         elif kind == "ping":
-            self._send(peer, "pong", cid, {"t1": body["t1"], "t2": arrived,
-                                           "t3": time.monotonic()})
+            sent = arrived - self.pong_skew_s if self.pong_skew_s else time.monotonic()
+            self._send(peer, "pong", cid, {"t1": body["t1"], "t2": arrived, "t3": sent})
         elif kind == "request" and msg["cmd"] == "load":
             desc = msg["payloads"][0]
             self.matrix = np.frombuffer(payloads[0], dtype=desc["dtype"]).reshape(desc["shape"])
@@ -211,12 +218,15 @@ def main() -> None:
     parser.add_argument("--bind", default="tcp://127.0.0.1:0")
     parser.add_argument("--seed-rule", action="append", default=[], metavar="SEED:MODE:FACTOR")
     parser.add_argument("--power-w", type=float, default=None, metavar="W")
+    parser.add_argument("--pong-skew", type=float, default=0.0, metavar="S",
+                        help="forge each pong's t3 S seconds before its t2")
     args = parser.parse_args()
     rules = {}
     for text in args.seed_rule:
         seed, mode, factor = text.split(":")
         rules[int(seed)] = (mode, float(factor))
-    agent = SpecAgent(rules=rules, bind=args.bind, power_w=args.power_w)
+    agent = SpecAgent(rules=rules, bind=args.bind, power_w=args.power_w,
+                      pong_skew_s=args.pong_skew)
     print("ENDPOINT", agent.address, flush=True)
     try:
         agent.serve()

@@ -24,7 +24,7 @@ from hilbench.loglimit import LogLimiter
 from hilbench.orchestrator import tap
 from hilbench.wire import codec, keys
 from hilbench.wire.codec import Message, ProtocolError
-from hilbench.wire.link import AgentError, ClockOffset
+from hilbench.wire.link import AgentError, ClockOffset, probe_round_trip
 from hilbench.wire.link_probe import Echo, EchoPool, LinkBound
 from hilbench.wire.message_socket import NOBLOCK, MessageSocket
 
@@ -249,8 +249,11 @@ class AgentClient:
             t2, t3 = pong.body.get("t2"), pong.body.get("t3")
             if type(t2) is not float or type(t3) is not float:
                 raise AgentError(self.name, "bad_reply", "pong needs float seconds t2 and t3")
-            rtt = (t4 - t1) - (t3 - t2)
-            offset = ((t2 - t1) + (t3 - t4)) / 2
+            try:
+                rtt, offset = probe_round_trip(t1, t2, t3, t4)
+            except ValueError as exc:  # the agent's word against the orchestrator's window
+                raise AgentError(self.name, "timing_inconsistent", f"clock probe: {exc}",
+                                 {"t1": t1, "t2": t2, "t3": t3, "t4": t4}) from None
             if best is None or rtt < best[0]:
                 best = (rtt, offset)
         assert best is not None

@@ -4,6 +4,7 @@ offset between the agent's clock and the orchestrator's."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,3 +50,26 @@ class ClockOffset:
         return cls(float(data["offset_s"]), float(data["uncertainty_s"]), float(data["rtt_s"]),
                    int(data.get("probes", 0)),
                    LinkBound.from_dict(link) if isinstance(link, dict) else None)
+
+
+# Both ends read float seconds of a monotonic clock: a pong's own times may pass the
+# orchestrator's window by this much (the rounding of two clocks' reads).
+PONG_EDGE_S = 1e-6
+
+
+def probe_round_trip(t1: float, t2: float, t3: float, t4: float) -> tuple[float, float]:
+    """One clock probe, NTP-style: the round trip without the agent's stated hold (t3 − t2)
+    and the offset. The hold is the agent's word and the orchestrator saw only t4 − t1: a hold
+    below zero (a pong sent before its ping arrived) or longer than the whole round trip cannot
+    be, and would move the offset's uncertainty, which every timing check allows, where the
+    agent chose (a hold of −S widens it by S / 2). Raises ValueError naming the figures."""
+    if not all(math.isfinite(t) for t in (t1, t2, t3, t4)):
+        raise ValueError(f"the pong's times are not finite (t2 {t2!r}, t3 {t3!r})")
+    observed, held = t4 - t1, t3 - t2
+    if held < -PONG_EDGE_S:
+        raise ValueError(f"the pong says it was sent {-held:.6f} s before its ping arrived "
+                         f"(t3 {t3!r} < t2 {t2!r})")
+    if held > observed + PONG_EDGE_S:
+        raise ValueError(f"the pong says the agent held the ping {held:.6f} s, longer than the "
+                         f"{observed:.6f} s the orchestrator waited for it")
+    return observed - held, ((t2 - t1) + (t3 - t4)) / 2
