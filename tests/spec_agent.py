@@ -28,6 +28,10 @@ echoes it to measure the link before a timed phase.
 processing time off the round trip it saw, would count a round trip ``S`` longer and widen
 the clock offset's uncertainty, which every timing check allows, by half of it.
 
+``echo_delay_s`` (``--echo-delay S``) holds each ``noop`` echo ``S`` seconds before answering
+it: the echoes the orchestrator measures the link with, and takes again after a late reply to
+see how loaded the link is, come back that much slower than the link is.
+
 ``fault`` breaks the reply contract for the seeds in ``faulty_seeds`` (or, with
 ``faulty_above_nodes``, for every graph larger than that): ``("omit", field)`` leaves the field
 out, ``("type", field, value)`` sends ``value`` in its place.
@@ -76,13 +80,14 @@ class SpecAgent:
                  port: int | None = None, faulty_above_nodes: int | None = None,
                  rules: dict[int, tuple[str, float]] | None = None,
                  bind: str = "tcp://127.0.0.1:0", power_w: float | None = None,
-                 pong_skew_s: float = 0.0) -> None:
+                 pong_skew_s: float = 0.0, echo_delay_s: float = 0.0) -> None:
         self.fault = fault
         self.faulty_seeds = faulty_seeds
         self.faulty_above_nodes = faulty_above_nodes
         self.rules = rules or {}
         self.power_w = power_w
         self.pong_skew_s = pong_skew_s
+        self.echo_delay_s = echo_delay_s
         self.matrix = np.zeros((0, 0), dtype=np.int8)
         self._ctx = zmq.Context()
         self._sock = self._ctx.socket(zmq.ROUTER)
@@ -158,6 +163,8 @@ class SpecAgent:
             self._send(peer, "reply", cid, reply, [state.tobytes()],
                        [{"dtype": "|u1", "shape": [len(state)]}])
         elif kind == "request" and msg["cmd"] == "noop":  # the same body and payloads back
+            if self.echo_delay_s:
+                time.sleep(self.echo_delay_s)
             self._send(peer, "reply", cid, body, payloads, msg["payloads"])
         elif kind == "request" and msg["cmd"] == "shutdown":
             self._send(peer, "reply", cid, {"shutdown": True})
@@ -220,13 +227,15 @@ def main() -> None:
     parser.add_argument("--power-w", type=float, default=None, metavar="W")
     parser.add_argument("--pong-skew", type=float, default=0.0, metavar="S",
                         help="forge each pong's t3 S seconds before its t2")
+    parser.add_argument("--echo-delay", type=float, default=0.0, metavar="S",
+                        help="hold each noop echo S seconds before answering it")
     args = parser.parse_args()
     rules = {}
     for text in args.seed_rule:
         seed, mode, factor = text.split(":")
         rules[int(seed)] = (mode, float(factor))
     agent = SpecAgent(rules=rules, bind=args.bind, power_w=args.power_w,
-                      pong_skew_s=args.pong_skew)
+                      pong_skew_s=args.pong_skew, echo_delay_s=args.echo_delay)
     print("ENDPOINT", agent.address, flush=True)
     try:
         agent.serve()

@@ -166,6 +166,12 @@ class ChannelRecorder:
         self._spawned.write({"kind": "reference", "link": bound.to_dict()})
         return bound
 
+    def reference_burst(self, measure: Callable[[], float]) -> float:
+        """A burst of the reference's echoes, measured live and stored in order too."""
+        slowest = measure()
+        self._spawned.write({"kind": "reference_burst", "slowest_s": slowest})
+        return slowest
+
     def open_resource(self, resource: str, kwargs: dict[str, Any], opened: Any) -> Any:
         inst = opened()
         channel = self._channel(safe_name(f"visa-{resource}"),

@@ -162,6 +162,11 @@ class ReplayTap:
         self.references = deque(line["link"] for line in helpers
                                 if line.get("kind") == "reference"
                                 and isinstance(line.get("link"), dict))
+        # Its bursts after late replies, in order (none: recorded before they were taken).
+        self.reference_bursts = deque(float(line["slowest_s"]) for line in helpers
+                                      if line.get("kind") == "reference_burst"
+                                      and type(line.get("slowest_s")) is float
+                                      and math.isfinite(line["slowest_s"]))
         # A cassette recorded before link probes (protocol 4) holds no echoes: its replay runs
         # without them, its timing checked by the rule then in force (timing_check.py).
         self.link_probes = any(line.get("cmd") == "noop" for _, lines in self.agents
@@ -217,6 +222,11 @@ class ReplayTap:
         except (KeyError, TypeError, ValueError) as exc:
             raise self.failures.fail(f"{CHANNELS}/{SPAWNED}: a reference bound cannot be read "
                                      f"({type(exc).__name__}: {exc})") from None
+
+    def reference_burst(self, measure: Any) -> float | None:
+        """The recorded burst of the reference's echoes, next in order; None for a cassette
+        recorded before they were taken (its checks then ran without one)."""
+        return self.reference_bursts.popleft() if self.reference_bursts else None
 
     def agent_socket(self, link: str, address: str, sock: Any) -> ReplaySocket:
         held = self.stand_ins.get(address)

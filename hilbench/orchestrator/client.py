@@ -25,7 +25,7 @@ from hilbench.orchestrator import tap
 from hilbench.wire import codec, keys
 from hilbench.wire.codec import Message, ProtocolError
 from hilbench.wire.link import AgentError, ClockOffset, probe_round_trip
-from hilbench.wire.link_probe import Echo, EchoPool, LinkBound
+from hilbench.wire.link_probe import Echo, EchoPool, LinkBound, held_burst
 from hilbench.wire.message_socket import NOBLOCK, MessageSocket
 
 log = logging.getLogger(__name__)
@@ -275,9 +275,18 @@ class AgentClient:
         return self._echoes.measure(echo, self._echo)
 
     def link_burst(self, echo: Echo) -> float:
-        """The slowest of a few echoes now: the link's load right after a late reply."""
+        """The slowest of a few echoes now: the link's load right after a late reply, held to
+        a burst of the orchestrator's reference responder taken after it (:func:`held_burst`:
+        the agent serves these echoes, as it serves those of its bound)."""
         if not _probes_recorded():
             return 0.0
+        from hilbench.orchestrator.reference_link import reference
+
+        own = self.echo_burst(echo)
+        return held_burst(own, reference().burst(echo), self.link_budget_s)
+
+    def echo_burst(self, echo: Echo) -> float:
+        """The slowest of a few echoes of this link now, as they came."""
         return self._echoes.burst(echo, self._echo)
 
     def _echo(self, shape: Echo) -> float:

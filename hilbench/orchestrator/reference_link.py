@@ -18,9 +18,10 @@ a daemon), started again when it stops answering, and ends with the process
 
 Its round trips are taken on that thread, so a cassette's clock (which records the
 orchestrator's thread) does not see them; a recording stores each bound instead, and its replay
-hands the stored bounds back in order (:meth:`Tap.reference_bound`), starting no responder. A
-cassette recorded before the reference has none: its replay is checked by the rule then in force
-(no reference).
+hands the stored bounds back in order (:meth:`Tap.reference_bound`), starting no responder; so
+with the bursts taken beside an agent's after a late reply (:meth:`Tap.reference_burst`). A
+cassette recorded before the reference (or its bursts) has none: its replay is checked by the
+rule then in force.
 """
 
 from __future__ import annotations
@@ -61,6 +62,16 @@ class ReferenceLink:
         recording = tap.active()
         return measure() if recording is None else recording.reference_bound(measure)
 
+    def burst(self, echo: Echo) -> float | None:
+        """The slowest of a burst of the reference's echoes shaped like ``echo`` now, beside an
+        agent's after a late reply (a replay: the recorded one; None for a cassette recorded
+        before the reference's bursts)."""
+        def measure() -> float:
+            return self._on_own_thread(self._measure_burst, echo)  # type: ignore[no-any-return]
+
+        recording = tap.active()
+        return measure() if recording is None else recording.reference_burst(measure)
+
     def _on_own_thread(self, call: Any, *args: Any) -> Any:
         with self._lock:
             if self._thread is None:
@@ -69,21 +80,29 @@ class ReferenceLink:
         return thread.run(call, *args)
 
     def _measure(self, echo: Echo) -> LinkBound:
-        """The client's own pool of echoes, as for any agent (:meth:`AgentClient.link_bound`);
-        a new client when this process's protocol versions changed since (a test that speaks
-        an older version), a new responder once when it stopped answering."""
+        """The client's own pool of echoes, as for any agent (:meth:`AgentClient.link_bound`)."""
+        bound = self._answered(lambda client: client.link_bound(echo))
+        assert bound is not None  # the reference is echoed only where echoes are recorded
+        return dataclasses.replace(bound, source="reference")
+
+    def _measure_burst(self, echo: Echo) -> float:
+        """A burst of the client's echoes, as after an agent's late reply."""
+        return float(self._answered(lambda client: client.echo_burst(echo)))
+
+    def _answered(self, ask: Any) -> Any:
+        """``ask(client)`` of the responder; a new client when this process's protocol
+        versions changed since (a test that speaks an older version), a new responder once
+        when it stopped answering."""
         if self._client is None or self._versions != codec.SUPPORTED_VERSIONS:
             self._connect()
         try:
-            bound = self._client.link_bound(echo)
+            return ask(self._client)
         except (AgentError, ConnectionError, TimeoutError) as exc:
             log.warning("the reference responder stopped answering (%s): starting it again",
                         exc)
             self._stop()
             self._connect()
-            bound = self._client.link_bound(echo)
-        assert bound is not None  # the reference is echoed only where echoes are recorded
-        return dataclasses.replace(bound, source="reference")
+            return ask(self._client)
 
     def _connect(self) -> None:
         from hilbench.orchestrator.client import AgentClient

@@ -11,8 +11,9 @@ the cassette layer above installs a tap into it, so the orchestrator never impor
 - VISA resources, which the tap itself hooks in pyvisa while installed (any instrument driver
   that opens one through a ``pyvisa.ResourceManager``);
 - the orchestrator's reference responder (:meth:`Tap.reference_bound`, called by
-  :mod:`hilbench.orchestrator.reference_link`): its echoes run on a thread the clock does not
-  record, so a recording stores each bound and a replay hands them back.
+  :mod:`hilbench.orchestrator.reference_link`; :meth:`Tap.reference_burst` likewise): its
+  echoes run on a thread the clock does not record, so a recording stores each bound and
+  burst and a replay hands them back.
 
 Nothing here names a driver or an instrument. Without an installed tap every hook is one
 ``None`` check.
@@ -33,6 +34,8 @@ class Tap(Protocol):
     def spawned(self, name: str, address: str) -> None: ...
 
     def reference_bound(self, measure: Callable[[], Any]) -> Any: ...
+
+    def reference_burst(self, measure: Callable[[], float]) -> float | None: ...
 
 
 _active: Tap | None = None

@@ -283,6 +283,19 @@ class LinkBound:
         return f" each after {self.idle_s * 1e3:g} ms idle" if self.idle_s else ""
 
 
+def held_burst(own_s: float, reference_s: float | None, budget_s: float = 0.0) -> float:
+    """The slowest of an agent's burst of echoes (the link's load right after a late reply,
+    which sets how late a reply may be before it is inconsistent rather than unverified),
+    held like its bound (:meth:`LinkBound.against`) to a burst of the orchestrator's reference
+    responder taken beside it: at most REFERENCE_FACTOR × the reference's slowest +
+    ``budget_s``. An agent that slowed its echoes to 1 s once widened that limit to 10 s, and
+    a reply 5 s past its bound was only tried again. ``reference_s`` None: the replay of a
+    cassette recorded before the reference's bursts, checked by the rule then in force."""
+    if reference_s is None:
+        return own_s
+    return min(own_s, REFERENCE_FACTOR * reference_s + budget_s)
+
+
 class EchoPool:
     """The newest echo round trips of one link, one pool per payload size and idle step."""
 

@@ -1,0 +1,53 @@
+"""An agent that slows its echoes no longer decides how late a reply may be before it is
+inconsistent (a failed run) rather than unverified (tried again): after a late reply the
+orchestrator takes a burst of the agent's echoes to see how loaded the link is, and a limit of
+10 × the slowest of them; the agent serves those echoes, so its burst is held to one of the
+orchestrator's reference responder taken beside it (link_probe.held_burst), as its bound is.
+
+The spec agent (tests/spec_agent.py) holds each echo 150 ms and replies 1.2 s past its 10 ms
+timeout claiming the timeout: 1.2 s is past the 1 s floor of that limit, and the agent's own
+burst lifted the limit to 1.5 s, so the run was only unverified. The reference's burst is
+recorded in the cassette beside its bounds, and the replay hands it back: the same verdict."""
+
+from __future__ import annotations
+
+import pytest
+
+from hilbench.cassette.channels import CHANNELS, SPAWNED
+from hilbench.cassette.replay import replay_cassette
+from hilbench.store import Store
+from hilbench.wire.link_probe import REFERENCE_FACTOR, held_burst
+from tests.campaign_toml import agent, campaign, qubo, write_campaign
+from tests.procedures.test_qubo_timing import SPEC_AGENT
+from tests.subprocesses import run_campaign, script_agent
+
+
+def test_a_burst_counts_up_to_the_factor_times_the_references_plus_the_budget():
+    assert held_burst(0.150, 0.0005) == pytest.approx(REFERENCE_FACTOR * 0.0005)
+    assert held_burst(0.150, 0.0005, budget_s=0.010) == pytest.approx(0.0125)
+    assert held_burst(0.001, 0.0005) == 0.001  # within: the agent's own
+    assert held_burst(0.150, None) == 0.150  # a replay recorded before reference bursts
+
+
+@pytest.mark.slow
+def test_slowed_echoes_do_not_turn_a_reply_far_past_its_bound_into_a_retry(tmp_path):
+    db, folder = tmp_path / "burst.sqlite", tmp_path / "cassette"
+    with script_agent(SPEC_AGENT, "--seed-rule", "1:lag:1.2", "--echo-delay", "0.15"
+                      ) as endpoint:
+        path = write_campaign(tmp_path, campaign(
+            agent("spec", "spec", spawn=False, address=endpoint),
+            qubo("spec", nodes=[25], densities=[0.1], seeds=[1], solvers=["sa"],
+                 timeouts_s=[0.01]),
+            name="burst", timing_attempts=1))
+        done = run_campaign(path, db, "--record", str(folder))
+    assert "Traceback" not in done.stderr, done.stderr
+    with Store(db) as store:
+        runs = store.runs()
+    assert [r["status"] for r in runs] == ["fail"], [(r["status"], r["reason"]) for r in runs]
+    reason = runs[0]["reason"]
+    assert "timing_inconsistent" in reason and "more than a loaded host explains" in reason, \
+        reason
+    helpers = (folder / CHANNELS / SPAWNED).read_text()
+    assert '"kind": "reference_burst"' in helpers, helpers
+    outcome = replay_cassette(folder)  # the stand-in's late reply, and the recorded burst
+    assert outcome.runs == 1 and outcome.differences == [], outcome.differences
