@@ -69,6 +69,9 @@ class AgentClient:
     # The network's share of a round trip the bench operator declared for this agent
     # ([[agents]] link_budget_ms): its echoes are held to the reference's plus this.
     link_budget_s: float = 0.0
+    # A burst of the orchestrator's reference responder beside this link's after a late reply
+    # (the runner hands it :meth:`ReferenceLink.burst`); None: the agent's own burst counts.
+    reference_burst: Callable[[Echo], float | None] | None = None
 
     def __init__(
         self,
@@ -276,14 +279,14 @@ class AgentClient:
 
     def link_burst(self, echo: Echo) -> float:
         """The slowest of a few echoes now: the link's load right after a late reply, held to
-        a burst of the orchestrator's reference responder taken after it (:func:`held_burst`:
-        the agent serves these echoes, as it serves those of its bound)."""
+        a burst of the orchestrator's reference responder taken after it where the runner
+        gave one (:func:`held_burst`: the agent serves these echoes, as it serves those of its
+        bound)."""
         if not _probes_recorded():
             return 0.0
-        from hilbench.orchestrator.reference_link import reference
-
         own = self.echo_burst(echo)
-        return held_burst(own, reference().burst(echo), self.link_budget_s)
+        reference = None if self.reference_burst is None else self.reference_burst(echo)
+        return held_burst(own, reference, self.link_budget_s)
 
     def echo_burst(self, echo: Echo) -> float:
         """The slowest of a few echoes of this link now, as they came."""

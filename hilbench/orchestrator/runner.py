@@ -44,6 +44,7 @@ from hilbench.orchestrator.listener import AgentListener
 from hilbench.orchestrator.locks import BenchBusy, Held, LockRefused, bench_lock, hold
 from hilbench.orchestrator.phases import RunContext
 from hilbench.orchestrator.procedure import Unit, expand_all
+from hilbench.orchestrator.reference_link import reference
 from hilbench.orchestrator.resume import ResumePlan, plan_resume
 from hilbench.orchestrator.spawn import SpawnedProcess, spawn_agent
 from hilbench.orchestrator.timing_check import TimingUnverified
@@ -203,8 +204,9 @@ class CampaignRunner:
             client.connect()
             self.clients[spec.id] = client
             log.info("agent %s connected: %s", spec.id, client.info.get("agent_id"))
-        for spec in self.campaign.agents:
+        for spec in self.campaign.agents:  # R13a: what its echoes are held to
             self.clients[spec.id].link_budget_s = spec.link_budget_ms / 1e3
+            self.clients[spec.id].reference_burst = reference().burst
             self._link_simulated_meter(spec.id)
         self.devices = {name: RemoteDevice(link) for name, link in self.clients.items()}
 
