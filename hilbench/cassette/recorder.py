@@ -21,6 +21,7 @@ from hilbench.cassette.manifest import (
     write_manifest,
 )
 from hilbench.documents import Document, PhaseStart, RunStart, Samples
+from hilbench.orchestrator.interrupt import deferred_interrupts
 from hilbench.orchestrator.recorder import JsonlRecorder
 from hilbench.private_files import open_private, private_dir
 from hilbench.safe_paths import inside, safe_name
@@ -121,6 +122,15 @@ class CassetteRecorder:
             "recording of the bench's traffic cannot span that; replay with --analysis-only")
 
     def __call__(self, doc: Document) -> None:
+        """Record one document whole: a stop signal that arrives meanwhile waits for the
+        orchestrator's next checkpoint. Raised inside, it cut a phase's end in two (CI-97: the
+        daemon's SIGKILL sent its worker a SIGTERM while the stream of the phase just stopped
+        was being hashed; the stream was taken off the open ones and never sealed, so the
+        cassette held a stream without its hashes)."""
+        with deferred_interrupts():
+            self._record(doc)
+
+    def _record(self, doc: Document) -> None:
         if isinstance(doc, Samples):
             self.samples(doc)
             return
@@ -206,8 +216,9 @@ class CassetteRecorder:
         document is removed (see :meth:`_discard`), as `hilbench run --record` wants."""
         try:
             self._tapping.close()
-            for key in list(self._streams):
-                self._seal(key)
+            with deferred_interrupts():  # each stream sealed whole, as in __call__
+                for key in list(self._streams):
+                    self._seal(key)
             self._samples.close()
         except OSError as exc:
             log.error("cassette %s could not be written: %s", self.folder, exc)
