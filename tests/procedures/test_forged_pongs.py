@@ -9,20 +9,15 @@ from __future__ import annotations
 import pytest
 
 from hilbench.store import Store
-from tests.campaign_toml import agent, campaign, qubo, write_campaign
-from tests.procedures.test_qubo_timing import SPEC_AGENT
-from tests.subprocesses import run_campaign, script_agent
+from tests.procedures.test_qubo_timing import spec_agent, spec_campaign
+from tests.subprocesses import run_campaign
 
 
 @pytest.mark.slow
 def test_a_pong_sent_before_its_ping_arrived_fails_the_run_by_name(tmp_path):
     db = tmp_path / "pong.sqlite"
-    with script_agent(SPEC_AGENT, "--seed-rule", "1:lag:0.24", "--pong-skew", "1.0") as endpoint:
-        path = write_campaign(tmp_path, campaign(
-            agent("spec", "spec", spawn=False, address=endpoint),
-            qubo("spec", nodes=[25], densities=[0.1], seeds=[1], solvers=["sa"],
-                 timeouts_s=[0.01]),
-            name="pong", timing_attempts=1))
+    with spec_agent("1:lag:0.24", pong_skew_s=1.0) as endpoint:
+        path = spec_campaign(tmp_path, endpoint, [1], "pong", timeout_s=0.01, timing_attempts=1)
         done = run_campaign(path, db)
     assert "Traceback" not in done.stderr, done.stderr
     with Store(db) as store:

@@ -24,21 +24,28 @@ SPEC_AGENT = Path(__file__).resolve().parents[1] / "spec_agent.py"
 TIMEOUT_S = 0.1
 
 
-def spec_agent(*rules: str, power_w: float | None = None) -> AbstractContextManager[str]:
+def spec_agent(*rules: str, power_w: float | None = None, pong_skew_s: float = 0.0,
+               echo_delay_s: float = 0.0) -> AbstractContextManager[str]:
     """The spec-only agent in its own process, with SEED:MODE:FACTOR ``rules`` (and every
-    power claim ``power_w`` watts); its endpoint."""
+    power claim ``power_w`` watts; each pong's t3 ``pong_skew_s`` before its t2; each echo held
+    ``echo_delay_s``); its endpoint."""
     args = [a for rule in rules for a in ("--seed-rule", rule)]
     if power_w is not None:
         args += ["--power-w", str(power_w)]
+    if pong_skew_s:
+        args += ["--pong-skew", str(pong_skew_s)]
+    if echo_delay_s:
+        args += ["--echo-delay", str(echo_delay_s)]
     return script_agent(SPEC_AGENT, *args)
 
 
-def spec_campaign(tmp_path: Path, endpoint: str, seeds: list[int], name: str) -> Path:
+def spec_campaign(tmp_path: Path, endpoint: str, seeds: list[int], name: str,
+                  timeout_s: float = TIMEOUT_S, timing_attempts: int = 3) -> Path:
     return write_campaign(tmp_path, campaign(
         agent("spec", "spec", spawn=False, address=endpoint),
         qubo("spec", nodes=[25], densities=[0.1], seeds=seeds, solvers=["sa"],
-             timeouts_s=[TIMEOUT_S]),
-        name=name, timing_attempts=3,
+             timeouts_s=[timeout_s]),
+        name=name, timing_attempts=timing_attempts,
     ))
 
 

@@ -19,9 +19,8 @@ from hilbench.cassette.channels import CHANNELS, SPAWNED
 from hilbench.cassette.replay import replay_cassette
 from hilbench.store import Store
 from hilbench.wire.link_probe import REFERENCE_FACTOR, held_burst
-from tests.campaign_toml import agent, campaign, qubo, write_campaign
-from tests.procedures.test_qubo_timing import SPEC_AGENT
-from tests.subprocesses import run_campaign, script_agent
+from tests.procedures.test_qubo_timing import spec_agent, spec_campaign
+from tests.subprocesses import run_campaign
 
 
 def test_a_burst_counts_up_to_the_factor_times_the_references_plus_the_budget():
@@ -34,13 +33,8 @@ def test_a_burst_counts_up_to_the_factor_times_the_references_plus_the_budget():
 @pytest.mark.slow
 def test_slowed_echoes_do_not_turn_a_reply_far_past_its_bound_into_a_retry(tmp_path):
     db, folder = tmp_path / "burst.sqlite", tmp_path / "cassette"
-    with script_agent(SPEC_AGENT, "--seed-rule", "1:lag:2.5", "--echo-delay", "0.3"
-                      ) as endpoint:
-        path = write_campaign(tmp_path, campaign(
-            agent("spec", "spec", spawn=False, address=endpoint),
-            qubo("spec", nodes=[25], densities=[0.1], seeds=[1], solvers=["sa"],
-                 timeouts_s=[0.01]),
-            name="burst", timing_attempts=1))
+    with spec_agent("1:lag:2.5", echo_delay_s=0.3) as endpoint:
+        path = spec_campaign(tmp_path, endpoint, [1], "burst", timeout_s=0.01, timing_attempts=1)
         done = run_campaign(path, db, "--record", str(folder))
     assert "Traceback" not in done.stderr, done.stderr
     with Store(db) as store:
