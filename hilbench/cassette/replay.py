@@ -163,10 +163,8 @@ class ReplayTap:
                                 if line.get("kind") == "reference"
                                 and isinstance(line.get("link"), dict))
         # Its bursts after late replies, in order (none: recorded before they were taken).
-        self.reference_bursts = deque(float(line["slowest_s"]) for line in helpers
-                                      if line.get("kind") == "reference_burst"
-                                      and type(line.get("slowest_s")) is float
-                                      and math.isfinite(line["slowest_s"]))
+        self.reference_bursts = deque(line.get("slowest_s") for line in helpers
+                                      if line.get("kind") == "reference_burst")
         # A cassette recorded before link probes (protocol 4) holds no echoes: its replay runs
         # without them, its timing checked by the rule then in force (timing_check.py).
         self.link_probes = any(line.get("cmd") == "noop" for _, lines in self.agents
@@ -226,7 +224,13 @@ class ReplayTap:
     def reference_burst(self, measure: Any) -> float | None:
         """The recorded burst of the reference's echoes, next in order; None for a cassette
         recorded before they were taken (its checks then ran without one)."""
-        return self.reference_bursts.popleft() if self.reference_bursts else None
+        if not self.reference_bursts:
+            return None
+        slowest = self.reference_bursts.popleft()
+        if type(slowest) is not float or not math.isfinite(slowest) or slowest < 0:
+            raise self.failures.fail(f"{CHANNELS}/{SPAWNED}: a reference burst cannot be read "
+                                     f"(slowest_s {slowest!r:.40})")
+        return slowest
 
     def agent_socket(self, link: str, address: str, sock: Any) -> ReplaySocket:
         held = self.stand_ins.get(address)

@@ -13,6 +13,9 @@ the same verdict."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from hilbench.cassette.channels import CHANNELS, SPAWNED
@@ -47,3 +50,12 @@ def test_slowed_echoes_do_not_turn_a_reply_far_past_its_bound_into_a_retry(tmp_p
     assert '"kind": "reference_burst"' in helpers, helpers
     outcome = replay_cassette(folder)  # the stand-in's late reply, and the recorded burst
     assert outcome.runs == 1 and outcome.differences == [], outcome.differences
+    # a burst edited in the cassette is said by name, as a bound is, not dropped
+    spawned = folder / CHANNELS / SPAWNED
+    spawned.write_text(helpers.replace('"kind": "reference_burst", "slowest_s": ',
+                                       '"kind": "reference_burst", "slowest_s": -'))
+    replayed = subprocess.run([sys.executable, "-m", "hilbench", "replay", str(folder)],
+                              capture_output=True, text=True, timeout=120)
+    assert replayed.returncode != 0 and "Traceback" not in replayed.stderr, replayed.stderr
+    assert "a reference burst cannot be read" in replayed.stdout + replayed.stderr, (
+        replayed.stdout + replayed.stderr)
