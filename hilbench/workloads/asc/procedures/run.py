@@ -45,20 +45,31 @@ def ensure_fixture(root: Path, seed: int = 0) -> Path:
     """The synthetic data set at ``root``, generated there first if the directory is empty.
 
     Generation goes to a sibling directory that is renamed into place, so an interrupted run
-    never leaves half a data set that a later run would take as complete.
+    never leaves half a data set that a later run would take as complete. Two processes that
+    start on a fresh machine at once (two campaigns, a test suite's workers) both generate; the
+    first rename wins and the other keeps that copy: the same seed makes the same files.
     """
     from hilbench.workloads.asc import make_fixture
 
-    if root.is_dir() and any(root.iterdir()):
+    if _filled(root):
         return root
     root.parent.mkdir(parents=True, exist_ok=True)
     partial = root.with_name(f"{root.name}.partial-{os.getpid()}")
     shutil.rmtree(partial, ignore_errors=True)
     make_fixture(partial, seed=seed)
-    if root.is_dir():
-        root.rmdir()  # empty, checked above
-    os.replace(partial, root)
+    try:
+        if root.is_dir():
+            root.rmdir()  # empty, checked above (not empty: another process renamed first)
+        os.replace(partial, root)
+    except OSError:
+        if not _filled(root):
+            raise
+        shutil.rmtree(partial, ignore_errors=True)
     return root
+
+
+def _filled(folder: Path) -> bool:
+    return folder.is_dir() and any(folder.iterdir())
 
 
 def model_cache_path(spec: AscSpec, data_root: Path) -> Path:
