@@ -10,8 +10,10 @@ import pytest
 from tests.subprocesses import hilbench
 
 
+# Not serial: it holds no time, rate or power to a bound (its figures are printed, not held),
+# and a unit a loaded host leaves unverified is counted, not lost. Alone it kept the suite's
+# other workers idle for 18-23 s.
 @pytest.mark.timeout(900)  # the soak, given 600 s
-@pytest.mark.serial
 @pytest.mark.slow
 def test_short_soak_loses_and_duplicates_nothing(tmp_path):
     out = hilbench("bench", "soak", "--units", "120", "--campaigns", "2", "--fires", "0",

@@ -19,7 +19,8 @@ from tests.subprocesses import hilbench, hilbench_here
 UNITS = 48
 
 
-@pytest.mark.serial  # asserts honest runs verified on time: alone (tests/alone.py)
+# Not serial: a unit a loaded host leaves unverified after its attempts is allowed below (at
+# most 4 of 48); what it holds is the cassette, whole through the SIGKILL.
 @pytest.mark.slow
 def test_the_daemon_records_a_cassette_that_survives_a_sigkill(tmp_path, daemon_at):
     db, folder = tmp_path / "d.sqlite", tmp_path / "cassette"
