@@ -13,9 +13,6 @@ the same verdict."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from hilbench.cassette.channels import CHANNELS, SPAWNED
@@ -23,7 +20,7 @@ from hilbench.cassette.replay import replay_cassette
 from hilbench.store import Store
 from hilbench.wire.link_probe import REFERENCE_FACTOR, held_burst
 from tests.procedures.test_qubo_timing import spec_agent, spec_campaign
-from tests.subprocesses import run_campaign
+from tests.subprocesses import hilbench, run_campaign
 
 
 def test_a_burst_counts_up_to_the_factor_times_the_references_plus_the_budget():
@@ -54,8 +51,7 @@ def test_slowed_echoes_do_not_turn_a_reply_far_past_its_bound_into_a_retry(tmp_p
     spawned = folder / CHANNELS / SPAWNED
     spawned.write_text(helpers.replace('"kind": "reference_burst", "slowest_s": ',
                                        '"kind": "reference_burst", "slowest_s": -'))
-    replayed = subprocess.run([sys.executable, "-m", "hilbench", "replay", str(folder)],
-                              capture_output=True, text=True, timeout=120)
+    replayed = hilbench("replay", folder, timeout=120)
     assert replayed.returncode != 0 and "Traceback" not in replayed.stderr, replayed.stderr
     assert "a reference burst cannot be read" in replayed.stdout + replayed.stderr, (
         replayed.stdout + replayed.stderr)
