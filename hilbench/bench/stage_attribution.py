@@ -52,13 +52,18 @@ class PipelineReadings:
 def pipeline_readings(rng: np.random.Generator, readings: int, *, vary_w: float = 0.0,
                       interval: float = INTERVAL, aperture: float = APERTURE,
                       noise: float = 0.05, shift: float | None = None, jitter: bool = True,
-                      drift_ppm: float = 0.0, t0: float = 5000.0) -> PipelineReadings:
+                      drift_ppm: float = 0.0, t0: float = 5000.0,
+                      stall: tuple[int, float] | None = None) -> PipelineReadings:
     """``readings`` meter readings over a synthetic pipeline (see the module); each interval's
     power is drawn around POWERS with standard deviation ``vary_w``; the meter's timebase
-    runs ``drift_ppm`` fast (its stamps fall behind the true time by that rate)."""
+    runs ``drift_ppm`` fast (its stamps fall behind the true time by that rate). ``stall``
+    (sample index, seconds): that sample's pre-processing lasts that much longer, as when the
+    OS takes the CPU from the device's process in the middle of it."""
     samples = int(readings * interval / 500e-6) + 50
     sd = (4e-6, 7e-6, 5e-6) if jitter else (0.0, 0.0, 0.0)
     pre = rng.normal(209e-6, sd[0], samples)
+    if stall is not None:
+        pre[stall[0]] += stall[1]
     inf = rng.normal(317e-6, sd[1], samples)
     gap = rng.normal(40e-6, sd[2], samples).clip(5e-6)
     gap[79::80] += 0.5e-3

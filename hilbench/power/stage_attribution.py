@@ -86,6 +86,8 @@ MIN_PER_BATCH = 100  # readings per block; each block refits the shift and the p
 MIN_ALIAS_CONTRAST = 25.0
 SHIFT_TOLERANCE_S = 1e-9
 SEARCH_FACTOR = 2.0  # shifts are searched to this multiple of max_shift_s, see below
+# The shift line needs this many blocks that fix their own alignment (a line and a scatter).
+MIN_ALIGNED_BLOCKS = 3
 CHUNK = 2_000_000  # (alignments x readings) evaluated at once: bounds memory to ~100 MB
 
 
@@ -117,13 +119,21 @@ class StageAttribution:
     # Batch means of the blocks' powers: the error as an estimate of the stage's power over
     # samples like these (adds the device's own sample-to-sample variation).
     spread_std_error_w: dict[str, float] = field(default_factory=dict)
+    # Blocks that fixed their own alignment (the shift line runs through these); a block that
+    # saw no stage change (the device sat in one stage throughout it) follows the line.
+    aligned_blocks: int | None = None
+
+    @property
+    def shift_blocks(self) -> int:
+        """How many blocks' alignments the shift and its error rest on."""
+        return self.batches if self.aligned_blocks is None else self.aligned_blocks
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "method": "regression on stage occupancy, alignment fitted",
             "shift_s": self.shift_s,
             "shift_std_error_s": self.shift_std_error_s,
-            "shift_dof": self.batches - 2,
+            "shift_dof": self.shift_blocks - 2,
             "shift_reference_s": self.shift_reference_s,
             "drift_ppm": self.drift * 1e6,
             "drift_std_error_ppm": self.drift_std_error * 1e6,
@@ -132,6 +142,7 @@ class StageAttribution:
             "condition": self.condition,
             "inflation": dict(self.inflation),
             "batches": self.batches,
+            "aligned_blocks": self.shift_blocks,
             "alias_contrast": None if math.isinf(self.alias_contrast) else self.alias_contrast,
             "spread_std_error_w": dict(self.spread_std_error_w),
             "estimates": {k: e.to_dict() for k, e in self.estimates.items()},
@@ -286,25 +297,87 @@ def _check_in_range(block_shift: np.ndarray, block_best: np.ndarray, grid_size: 
             f"max_shift_s allows (widen it) or the schedule is not the one that ran")
 
 
-def _shift_and_drift(block_shift: np.ndarray, centred: np.ndarray, scale: float
-                     ) -> tuple[float, float, float, float]:
-    """The line through the blocks' own alignments (``centred``: block centres less their
-    mean): shift, drift and their standard errors from the blocks' scatter about it. A block
-    further than ``scale`` from the line means the readings do not follow the schedule."""
-    batches = block_shift.size
-    design = np.column_stack((np.ones(batches), centred))
-    (shift, drift), *_ = np.linalg.lstsq(design, block_shift, rcond=None)
-    off = block_shift - design @ (shift, drift)
-    spread = float(np.sqrt((off**2).sum() / (batches - 2))) if batches > 2 else 0.0
-    odd = int(np.argmax(np.abs(off)))
-    if abs(off[odd]) > scale:
+def _aligning_blocks(rss: np.ndarray, near: np.ndarray, sizes: np.ndarray, params: int,
+                     yty: np.ndarray) -> np.ndarray:
+    """Which blocks fix their own alignment: some shift inside the searched basin fits the
+    block worse than its best by :data:`MIN_ALIAS_CONTRAST` residual variances. A block lying
+    inside one stage interval (a device the OS stalled, a sample that ran long) sees no stage
+    change, so every shift fits it alike and its best shift is arbitrary, not a sign of
+    drift. ``yty``: each block's sum of squares, for a floor above rounding on exact data."""
+    r = rss[near]
+    best = r.min(axis=0)
+    rise = r.max(axis=0) - best
+    var = best / np.maximum(sizes - params, 1)
+    return (rise > MIN_ALIAS_CONTRAST * var) & (rise > 1e-9 * yty)
+
+
+def _shift_and_drift(block_shift: np.ndarray, centred: np.ndarray, scale: float,
+                     aligned: np.ndarray) -> tuple[float, float, float, float]:
+    """The line through the ``aligned`` blocks' own alignments (``centred``: block centres
+    less their mean): shift, drift and their standard errors from those blocks' scatter about
+    it. A block further than ``scale`` from the line means the readings do not follow the
+    schedule."""
+    index = np.flatnonzero(aligned)
+    used, shifts = index.size, block_shift[index]
+    design = np.column_stack((np.ones(used), centred[index]))
+    (shift, drift), *_ = np.linalg.lstsq(design, shifts, rcond=None)
+    off = shifts - design @ (shift, drift)
+    spread = float(np.sqrt((off**2).sum() / (used - 2))) if used > 2 else 0.0
+    worst = int(np.argmax(np.abs(off)))
+    odd = int(index[worst])
+    if abs(off[worst]) > scale:
         raise AttributionError(
-            f"block {odd} of {batches} aligns at {block_shift[odd] * 1e3:+.3f} ms, "
-            f"{off[odd] * 1e6:+.0f} µs from the line through the others (shift "
+            f"block {odd} of {block_shift.size} aligns at {block_shift[odd] * 1e3:+.3f} ms, "
+            f"{off[worst] * 1e6:+.0f} µs from the line through the others (shift "
             f"{shift * 1e3:+.3f} ms, drift {drift * 1e6:+.1f} ppm): the readings do not "
             f"follow the schedule throughout the window")
-    return (float(shift), float(drift), spread / math.sqrt(batches),
-            spread / math.sqrt(float((centred ** 2).sum())))
+    return (float(shift), float(drift), spread / math.sqrt(used),
+            spread / math.sqrt(float((centred[index] ** 2).sum())))
+
+
+@dataclass(frozen=True)
+class _Aligned:
+    """Each block's alignment and the line through those that fixed their own."""
+
+    aligning: np.ndarray  # the blocks that fixed their own shift
+    block_shift: np.ndarray  # each block's; the others' on the line
+    ref: float  # the aligning blocks' mean centre, about which the drift is fitted
+    shift: float = 0.0
+    drift: float = 0.0
+    shift_se: float = 0.0
+    drift_se: float = 0.0
+
+
+def _align_blocks(blocks: _Blocks, rss: np.ndarray, grid: np.ndarray, near: np.ndarray,
+                  scale: float, params: int, schedule: StageSchedule,
+                  limits: tuple[float, float]) -> _Aligned:
+    """Each block's own alignment inside the basin ``near`` of the window's, and the line
+    (shift, drift) through the blocks that fix theirs; ``limits``: max_shift_s and the range
+    searched. One grid point (no shift searched): every block at 0."""
+    batches = blocks.batches
+    centre = np.add.reduceat(blocks.x, blocks.cuts) / blocks.sizes
+    if grid.size == 1:
+        return _Aligned(np.ones(batches, dtype=bool), np.zeros(batches), float(centre.mean()))
+    aligning = _aligning_blocks(rss, near, blocks.sizes, params, blocks.yty)
+    if aligning.sum() < MIN_ALIGNED_BLOCKS:
+        raise AttributionError(
+            f"only {int(aligning.sum())} of {batches} blocks of readings see a stage change "
+            f"(the device stayed in one stage for {_duration(_longest_interval(schedule))} "
+            f"at most): the others cannot fix the alignment; lengthen the window")
+    ref = float(centre[aligning].mean())
+    h = float(grid[1] - grid[0])
+    block_best = np.argmin(np.where(near[:, None], rss, np.inf), axis=0)
+    own = _golden(lambda d: blocks.at(d)[1][0], grid[block_best] - h, grid[block_best] + h)
+    shift, drift, shift_se, drift_se = _shift_and_drift(own, centre - ref, scale, aligning)
+    _check_in_range(own[aligning], block_best[aligning], grid.size, limits[0] + h, *limits)
+    return _Aligned(aligning, np.where(aligning, own, shift + drift * (centre - ref)), ref,
+                    shift, drift, shift_se, drift_se)
+
+
+def _longest_interval(schedule: StageSchedule) -> float:
+    """The longest single stage interval of ``schedule``, in seconds."""
+    return max((float((schedule.ends[s] - schedule.starts[s]).max(initial=0.0))
+                for s in schedule.stages), default=0.0)
 
 
 def _jitter_corrected(schedule: StageSchedule, origin: float, u: np.ndarray, a: float,
@@ -420,15 +493,10 @@ def attribute_stage_power(
     starts = schedule.starts[stages[0]]
     cycle = float(np.median(np.diff(starts))) if starts.size > 1 else scale
     near = np.abs(grid - grid[best]) <= max(cycle / 2, scale + h)
-    block_best = np.argmin(np.where(near[:, None], rss, np.inf), axis=0)
-    centre = np.add.reduceat(x, blocks.cuts) / blocks.sizes
-    ref = float(centre.mean())
-    block_shift, shift, drift, shift_se, drift_se = np.zeros(batches), 0.0, 0.0, 0.0, 0.0
-    if half:
-        block_shift = _golden(lambda d: blocks.at(d)[1][0], grid[block_best] - h,
-                              grid[block_best] + h)
-        shift, drift, shift_se, drift_se = _shift_and_drift(block_shift, centre - ref, scale)
-        _check_in_range(block_shift, block_best, grid.size, max_shift_s + h, max_shift_s, search)
+    al = _align_blocks(blocks, rss, grid, near, scale, len(names), schedule,
+                       (max_shift_s, search))
+    shift, drift, shift_se, drift_se, ref = al.shift, al.drift, al.shift_se, al.drift_se, al.ref
+    block_shift = al.block_shift
     block_power = blocks.at(block_shift)[0][0] + y0
     if not np.isfinite(block_power).all():
         raise AttributionError(f"a batch of {n // batches} readings cannot separate the stages "
@@ -437,6 +505,7 @@ def attribute_stage_power(
     def aligned(d0: float, rate: float) -> np.ndarray:
         return fractions(occ, x + d0 + rate * (x - ref), a, other)
 
+    used = int(al.aligning.sum())
     f = aligned(shift, drift)
     power = np.linalg.solve(f @ f.T, f @ (y - y0)) + y0
     residual = y - power @ f
@@ -447,7 +516,7 @@ def attribute_stage_power(
     var_shift = _alignment_variance(aligned, y, (shift, shift_se), (drift, drift_se))
     se = np.sqrt(var_fixed + var_shift)
     with np.errstate(invalid="ignore", divide="ignore"):  # Welch-Satterthwaite
-        dof = np.where(var_shift > 0, se**4 / (var_shift**2 / max(1, batches - 2)
+        dof = np.where(var_shift > 0, se**4 / (var_shift**2 / max(1, used - 2)
                                               + var_fixed**2 / (n - len(names))), n - len(names))
     infl = inflation(f)
     edge = _edge_effect(schedule, start, x + shift + drift * (x - ref), a, other, y - y0,
@@ -458,7 +527,7 @@ def attribute_stage_power(
     coverage = window_coverage(t, start, end)
     method = (f"regression on stage occupancy, shift fitted; error of the window's own mean "
               f"from the per-interval and reading variances in the residuals, plus the "
-              f"shift's (batch means of {batches} blocks): the timing error is in this "
+              f"shift's (batch means of {used} blocks): the timing error is in this "
               f"statistical part, so the clock component is 0"
               + (f"; corrected for the bias of the stamps' {jitter * 1e6:.3g} µs jitter"
                  if jitter > 0 else ""))
@@ -480,5 +549,5 @@ def attribute_stage_power(
         drift=float(drift), drift_std_error=drift_se, shift_reference_s=start + ref,
         max_shift_s=max_shift_s, n_readings=n, condition=float(infl[:len(stages)].max()),
         inflation=dict(zip(names, map(float, infl), strict=True)), batches=batches,
-        alias_contrast=contrast,
+        alias_contrast=contrast, aligned_blocks=used,
         spread_std_error_w=dict(zip(names, map(float, spread), strict=True)))

@@ -158,6 +158,7 @@ def test_the_power_run_reports_every_figure_with_its_method(example_run):
     for stage, time_name in (("preprocessing", "preprocess_time_s"),
                              ("inference", "inference_time_s")):
         dynamic = m[f"dynamic_power_w.{stage}"]
+        assert dynamic["value"] is not None, dynamic["meta"].get("reason")
         assert dynamic["value"] > 0 and dynamic["uncertainty"] > 0
         idle, active = m["idle_power_w"]["value"], m[f"active_power_w.{stage}"]["value"]
         assert dynamic["value"] == pytest.approx(active - idle)
