@@ -153,6 +153,7 @@ def test_the_budget_is_read_from_the_campaign_and_checked():
         parse_campaign({**base, "agents": [{**agent, "link_budget_ms": -1}]}, "bad.toml")
 
 
+@pytest.mark.serial  # holds an honest agent's echoes within the reference's factor: alone
 def test_a_campaign_run_stores_the_reference_and_the_declared_budget_with_each_timed_phase(
         tmp_path):
     from hilbench.orchestrator.runner import CampaignRunner
