@@ -121,19 +121,14 @@ class StageAttribution:
     spread_std_error_w: dict[str, float] = field(default_factory=dict)
     # Blocks that fixed their own alignment (the shift line runs through these); a block that
     # saw no stage change (the device sat in one stage throughout it) follows the line.
-    aligned_blocks: int | None = None
-
-    @property
-    def shift_blocks(self) -> int:
-        """How many blocks' alignments the shift and its error rest on."""
-        return self.batches if self.aligned_blocks is None else self.aligned_blocks
+    aligned_blocks: int = BATCHES
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "method": "regression on stage occupancy, alignment fitted",
             "shift_s": self.shift_s,
             "shift_std_error_s": self.shift_std_error_s,
-            "shift_dof": self.shift_blocks - 2,
+            "shift_dof": self.aligned_blocks - 2,
             "shift_reference_s": self.shift_reference_s,
             "drift_ppm": self.drift * 1e6,
             "drift_std_error_ppm": self.drift_std_error * 1e6,
@@ -142,7 +137,7 @@ class StageAttribution:
             "condition": self.condition,
             "inflation": dict(self.inflation),
             "batches": self.batches,
-            "aligned_blocks": self.shift_blocks,
+            "aligned_blocks": self.aligned_blocks,
             "alias_contrast": None if math.isinf(self.alias_contrast) else self.alias_contrast,
             "spread_std_error_w": dict(self.spread_std_error_w),
             "estimates": {k: e.to_dict() for k, e in self.estimates.items()},
@@ -339,7 +334,7 @@ def _shift_and_drift(block_shift: np.ndarray, centred: np.ndarray, scale: float,
 class _Aligned:
     """Each block's alignment and the line through those that fixed their own."""
 
-    aligning: np.ndarray  # the blocks that fixed their own shift
+    used: int  # the blocks that fixed their own shift
     block_shift: np.ndarray  # each block's; the others' on the line
     ref: float  # the aligning blocks' mean centre, about which the drift is fitted
     shift: float = 0.0
@@ -357,27 +352,23 @@ def _align_blocks(blocks: _Blocks, rss: np.ndarray, grid: np.ndarray, near: np.n
     batches = blocks.batches
     centre = np.add.reduceat(blocks.x, blocks.cuts) / blocks.sizes
     if grid.size == 1:
-        return _Aligned(np.ones(batches, dtype=bool), np.zeros(batches), float(centre.mean()))
+        return _Aligned(batches, np.zeros(batches), float(centre.mean()))
     aligning = _aligning_blocks(rss, near, blocks.sizes, params, blocks.yty)
-    if aligning.sum() < MIN_ALIGNED_BLOCKS:
+    used = int(aligning.sum())
+    if used < MIN_ALIGNED_BLOCKS:
+        starts, ends, _ = schedule.merged()
         raise AttributionError(
-            f"only {int(aligning.sum())} of {batches} blocks of readings see a stage change "
-            f"(the device stayed in one stage for {_duration(_longest_interval(schedule))} "
-            f"at most): the others cannot fix the alignment; lengthen the window")
+            f"only {used} of {batches} blocks of readings see a stage change (the device "
+            f"stayed in one stage for {_duration(float((ends - starts).max()))} at most): "
+            f"the others cannot fix the alignment; lengthen the window")
     ref = float(centre[aligning].mean())
     h = float(grid[1] - grid[0])
     block_best = np.argmin(np.where(near[:, None], rss, np.inf), axis=0)
     own = _golden(lambda d: blocks.at(d)[1][0], grid[block_best] - h, grid[block_best] + h)
     shift, drift, shift_se, drift_se = _shift_and_drift(own, centre - ref, scale, aligning)
     _check_in_range(own[aligning], block_best[aligning], grid.size, limits[0] + h, *limits)
-    return _Aligned(aligning, np.where(aligning, own, shift + drift * (centre - ref)), ref,
+    return _Aligned(used, np.where(aligning, own, shift + drift * (centre - ref)), ref,
                     shift, drift, shift_se, drift_se)
-
-
-def _longest_interval(schedule: StageSchedule) -> float:
-    """The longest single stage interval of ``schedule``, in seconds."""
-    return max((float((schedule.ends[s] - schedule.starts[s]).max(initial=0.0))
-                for s in schedule.stages), default=0.0)
 
 
 def _jitter_corrected(schedule: StageSchedule, origin: float, u: np.ndarray, a: float,
@@ -505,7 +496,7 @@ def attribute_stage_power(
     def aligned(d0: float, rate: float) -> np.ndarray:
         return fractions(occ, x + d0 + rate * (x - ref), a, other)
 
-    used = int(al.aligning.sum())
+    used = al.used
     f = aligned(shift, drift)
     power = np.linalg.solve(f @ f.T, f @ (y - y0)) + y0
     residual = y - power @ f

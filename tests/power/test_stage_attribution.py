@@ -33,7 +33,7 @@ def alignment_covered(result, bench) -> tuple[bool, bool]:
     """Shift (at the result's reference time) and drift, each within its 95 % interval."""
     from scipy import stats  # here: importing scipy.stats costs every collecting process ~1.3 s
 
-    q = stats.t.ppf(0.975, result.shift_blocks - 2)
+    q = stats.t.ppf(0.975, result.aligned_blocks - 2)
     true_shift = bench.shift_at(result.shift_reference_s)
     return (abs(result.shift_s - true_shift) <= q * result.shift_std_error_s,
             abs(result.drift - bench.drift) <= q * result.drift_std_error)
@@ -125,9 +125,9 @@ def test_a_device_stalled_inside_one_stage_for_several_blocks_still_gives_its_fi
     the other blocks instead of bending it, and every figure still holds the truth."""
     bench = pipeline_readings(np.random.default_rng(7), 3000, stall=(400, 0.12))
     result = attribute(bench)
-    assert 15 <= result.shift_blocks <= 17  # 120 ms: four of the 0.6 s window's 30 ms blocks
-    assert result.to_dict()["aligned_blocks"] == result.shift_blocks
-    assert result.to_dict()["shift_dof"] == result.shift_blocks - 2
+    assert 15 <= result.aligned_blocks <= 17  # 120 ms: four of the 0.6 s window's 30 ms blocks
+    assert result.to_dict()["aligned_blocks"] == result.aligned_blocks
+    assert result.to_dict()["shift_dof"] == result.aligned_blocks - 2
     assert all(alignment_covered(result, bench))
     for name, estimate in result.estimates.items():
         assert abs(estimate.mean_w - bench.truth[name]) <= estimate.uncertainty95, name
