@@ -7,6 +7,7 @@ repetitions = 1
 # connect_timeout_s = 5         handshake with each agent
 # listen_timeout_s = 120        wait for agents that dial in (connects = true)
 # timing_attempts = 3           runs of a unit while its timing cannot be verified
+# timing_retry_wait_s = 1       wait before the second of them, doubled for each further one
 
 [[agents]]
 id = "cpu0"
@@ -90,6 +91,7 @@ class Campaign:
     source: str = ""
     insecure: bool = False  # a keyless listener on an address other hosts reach, on purpose
     timing_attempts: int = 3  # runs of a unit while its timing cannot be verified
+    timing_retry_wait_s: float = 1.0  # before the second such run, doubled for each further
 
     def listener_is_insecure(self) -> bool:
         """True when agents dial in over plaintext on an address other hosts can reach."""
@@ -115,6 +117,7 @@ class Campaign:
             "connect_timeout_s": self.connect_timeout_s,
             "listen_timeout_s": self.listen_timeout_s,
             "timing_attempts": self.timing_attempts,
+            "timing_retry_wait_s": self.timing_retry_wait_s,
         }
 
     def config_hash(self) -> str:
@@ -122,7 +125,8 @@ class Campaign:
         Waiting times and attempts are left out: raising a timeout or trying an unverified run
         once more must not start the campaign afresh."""
         config = self.config_dict()
-        for key in ("connect_timeout_s", "listen_timeout_s", "timing_attempts"):
+        for key in ("connect_timeout_s", "listen_timeout_s", "timing_attempts",
+                    "timing_retry_wait_s"):
             config.pop(key)
         for agent in config["agents"]:
             agent.pop("key", None)  # new keys for the same agents: the same campaign
@@ -162,6 +166,12 @@ class CampaignHead(_Strict):
         description="how many times a unit is run while its timing cannot be verified (a reply "
         "outside the link's measured bound, as on a loaded host): each such run is stored as "
         "'unverified', counted and never averaged; the unit is tried again up to this many runs",
+    )
+    timing_retry_wait_s: float = Field(
+        1.0, ge=0, le=60,
+        description="seconds to wait before running a unit again whose timing could not be "
+        "verified, doubled for each further attempt up to 30 s, so that the attempts outlast a "
+        "spell of load on the host; 0: no wait",
     )
     insecure: bool = Field(
         False,
@@ -383,6 +393,7 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>") -> Campaign
         source=source,
         insecure=head.insecure,
         timing_attempts=head.timing_attempts,
+        timing_retry_wait_s=head.timing_retry_wait_s,
     )
 
 

@@ -46,6 +46,7 @@ from hilbench.orchestrator.phases import RunContext
 from hilbench.orchestrator.procedure import Unit, expand_all
 from hilbench.orchestrator.reference_link import reference
 from hilbench.orchestrator.resume import ResumePlan, plan_resume
+from hilbench.orchestrator.retry_wait import retry_wait_s, wait_out
 from hilbench.orchestrator.spawn import SpawnedProcess, spawn_agent
 from hilbench.orchestrator.timing_check import TimingUnverified
 from hilbench.power.source import InstrumentFault
@@ -362,12 +363,21 @@ class CampaignRunner:
         attempts = self.campaign.timing_attempts
         run_uids = []
         for attempt in range(1, attempts + 1):
+            self._wait_before(unit, attempt, attempts)
             run_uid, status = self._attempt(stream, campaign_uid, unit, params, outcome,
                                             (attempt, attempts))
             run_uids.append(run_uid)
             if status != "unverified":
                 break
         return run_uids
+
+    def _wait_before(self, unit: Unit, attempt: int, attempts: int) -> None:
+        """Before a further attempt, let a spell of load on the host pass (:mod:`.retry_wait`)."""
+        wait = retry_wait_s(self.campaign.timing_retry_wait_s, attempt - 1)
+        if wait > 0:
+            log.warning("%s: trying again in %g s (attempt %d of %d), when the host may be "
+                        "less busy", unit.key, wait, attempt, attempts)
+            wait_out(wait)
 
     def _attempt(
         self,

@@ -40,12 +40,16 @@ def spec_agent(*rules: str, power_w: float | None = None, pong_skew_s: float = 0
 
 
 def spec_campaign(tmp_path: Path, endpoint: str, seeds: list[int], name: str,
-                  timeout_s: float = TIMEOUT_S, timing_attempts: int = 3) -> Path:
+                  timeout_s: float = TIMEOUT_S, timing_attempts: int = 3,
+                  timing_retry_wait_s: float = 0.0) -> Path:
+    """A QUBO sweep of ``seeds`` on the spec agent at ``endpoint``; no wait between attempts
+    unless asked (its liars' verdicts are the subject, not the pacing)."""
     return write_campaign(tmp_path, campaign(
         agent("spec", "spec", spawn=False, address=endpoint),
         qubo("spec", nodes=[25], densities=[0.1], seeds=seeds, solvers=["sa"],
              timeouts_s=[timeout_s]),
         name=name, timing_attempts=timing_attempts,
+        timing_retry_wait_s=timing_retry_wait_s,
     ))
 
 

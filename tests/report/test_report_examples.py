@@ -61,7 +61,24 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for campaign in campaigns:
         proc = run_campaign(campaign, db, extra_env=env)
         assert proc.returncode == 0, proc.stderr[-3000:]
+    for name in ("asc-cpu", "asc-arduino"):  # the pages below print each of these figures
+        assert _unmeasured(db, name) == {}, f"{name}: units or figures without a value"
     return db
+
+
+def _unmeasured(db: Path, campaign: str) -> dict[str, str]:
+    """The campaign's units that ended without a successful run, and the power and energy
+    figures its runs stored without a value, each with its stored reason."""
+    with Store(db) as store:
+        uid, _ = store.resolve_campaign(campaign)
+        runs = store.runs(uid)
+        ended = {r["unit_key"]: r for r in runs}  # in run order: each unit's last attempt
+        missing = {key: f"{r['status']}: {r['reason']}" for key, r in ended.items()
+                   if r["status"] != "success"}
+        return missing | {m["name"]: str((m.get("meta") or {}).get("reason"))
+                          for run in runs for m in store.metrics(run["uid"])
+                          if m["value"] is None
+                          and m["name"].startswith(("dynamic_power", "energy"))}
 
 
 def _report(*args: str | Path) -> None:
