@@ -44,7 +44,9 @@ def campaign_data(name: str, units: int, timeout_s: float = 0.001, *,
     """A campaign (as its TOML file reads) of about ``units`` units of ``timeout_s`` on a
     spawned CPU agent, read every millisecond by the simulated Keysight meter (``meter``)."""
     tables, repetitions = bench_fixture().tables(AGENT["id"], units, timeout_s, sizes, instances)
-    head: dict[str, Any] = {"name": name}
+    # A bench times what runs cost; a wait for a busy host to settle before a unit's third
+    # attempt is not part of that (the units it leaves unverified are counted apart).
+    head: dict[str, Any] = {"name": name, "timing_retry_wait_s": 0}
     if repetitions > 1:
         head["repetitions"] = repetitions
     data: dict[str, Any] = {"campaign": head, "agents": [dict(AGENT)], **tables}

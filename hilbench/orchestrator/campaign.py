@@ -7,7 +7,7 @@ repetitions = 1
 # connect_timeout_s = 5         handshake with each agent
 # listen_timeout_s = 120        wait for agents that dial in (connects = true)
 # timing_attempts = 3           runs of a unit while its timing cannot be verified
-# timing_retry_wait_s = 1       wait before the third of them, doubled for each further one
+# timing_retry_wait_s = 0.5     wait before the third of them, doubled for each further one
 
 [[agents]]
 id = "cpu0"
@@ -91,7 +91,7 @@ class Campaign:
     source: str = ""
     insecure: bool = False  # a keyless listener on an address other hosts reach, on purpose
     timing_attempts: int = 3  # runs of a unit while its timing cannot be verified
-    timing_retry_wait_s: float = 1.0  # before the third such run, doubled for each further
+    timing_retry_wait_s: float = 0.5  # before the third such run, doubled for each further
 
     def listener_is_insecure(self) -> bool:
         """True when agents dial in over plaintext on an address other hosts can reach."""
@@ -168,7 +168,7 @@ class CampaignHead(_Strict):
         "'unverified', counted and never averaged; the unit is tried again up to this many runs",
     )
     timing_retry_wait_s: float = Field(
-        1.0, ge=0, le=60,
+        0.5, ge=0, le=60,
         description="seconds to wait before running a unit again whose timing could not be "
         "verified twice in a row (the second attempt follows at once), doubled for each further "
         "attempt up to 30 s, so that the attempts outlast a spell of load on the host; 0: no "

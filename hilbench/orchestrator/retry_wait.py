@@ -18,7 +18,7 @@ from __future__ import annotations
 from hilbench.clock import sleep
 from hilbench.orchestrator.interrupt import raise_if_interrupted
 
-MAX_WAIT_S = 30.0  # the longest single wait: a default campaign (3 attempts) waits 0 + 1 s
+MAX_WAIT_S = 30.0  # the longest single wait: a default campaign (3 attempts) waits 0 + 0.5 s
 SLICE_S = 0.25  # a stop signal is answered within this while waiting
 
 
