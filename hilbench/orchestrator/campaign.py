@@ -77,6 +77,12 @@ class AgentSpec:
     link_budget_ms: float = 0.0  # the network's share of a round trip, declared (reference_link)
 
 
+# Waiting times and attempts: left out of the configuration hash and of a resume's comparison
+# (:mod:`.resume`), so that raising a timeout or trying an unverified run once more does not
+# start the campaign afresh.
+PACING_KEYS = ("connect_timeout_s", "listen_timeout_s", "timing_attempts", "timing_retry_wait_s")
+
+
 @dataclass(frozen=True)
 class Campaign:
     name: str
@@ -125,8 +131,7 @@ class Campaign:
         Waiting times and attempts are left out: raising a timeout or trying an unverified run
         once more must not start the campaign afresh."""
         config = self.config_dict()
-        for key in ("connect_timeout_s", "listen_timeout_s", "timing_attempts",
-                    "timing_retry_wait_s"):
+        for key in PACING_KEYS:
             config.pop(key)
         for agent in config["agents"]:
             agent.pop("key", None)  # new keys for the same agents: the same campaign

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hilbench.documents import new_uid
+from hilbench.orchestrator.campaign import PACING_KEYS
 from hilbench.store import Store
 
 Action = Literal["new", "resume", "finished"]
 
 # Left out of the comparison, as they are of the configuration hash: waiting times and keys.
-_NOT_COMPARED = {"connect_timeout_s", "listen_timeout_s", "timing_attempts",
-                 "timing_retry_wait_s", "config_hash"}
+_NOT_COMPARED = {*PACING_KEYS, "config_hash"}
 
 
 @dataclass(frozen=True)
