@@ -240,8 +240,10 @@ class SimulatedJs220Driver:
             self._publish_due(only=data_topic, end_id=now_id)
             del self._state.next_id[data_topic]
 
-    def _now_id(self, lag_s: float = 0.0) -> int:
-        told = min(bench_now() - lag_s, self.feed.told_until()) - self.gpi_latency_s
+    def _now_id(self, until: float | None = None) -> int:
+        """The counter's value at ``until`` (default now) or where the feed's news ends."""
+        told = min(bench_now() if until is None else until,
+                   self.feed.told_until()) - self.gpi_latency_s
         return max(0, int((told - self._state.origin) * self.counter_rate))
 
     def _decimate(self, data_topic: str) -> int:
@@ -251,12 +253,21 @@ class SimulatedJs220Driver:
         return SAMPLING_FREQUENCY // fs
 
     def _run_pump(self) -> None:
+        """Each pass publishes the samples whose news was due by the pass before it
+        (:data:`NEWS_LAG_S` before that pass woke), not by now: when this process stalls (a
+        busy host), the pump and the thread reading the device's news resume together in no
+        set order, and news sent during the stall may still sit unread in the socket. A pass
+        that follows a stall publishes nothing new, and the next one, a period later, finds
+        the news read (an orchestrator stopped 0.25 s in every 1.5 s put a marker edge off
+        its line in 2 of 3 single-stream windows before)."""
+        woke = bench_now()
         while not self._stop.is_set():
             period = 1.0 / float(self._retained.get(f"{self.prefix}/h/fp", 20))
             self._stop.wait(max(period, 1e-3))
+            due, woke = woke - self.news_lag_s, bench_now()
             with self._lock:
                 if self._state.opened:
-                    self._publish_due()
+                    self._publish_due(end_id=self._now_id(due))
 
     def _halt_pump(self) -> None:
         self._stop.set()
@@ -264,11 +275,9 @@ class SimulatedJs220Driver:
         if pump is not None and pump is not threading.current_thread():
             pump.join(timeout=5)
 
-    def _publish_due(self, only: str | None = None, end_id: int | None = None) -> None:
-        """Publish every enabled stream's samples up to the counter's present value (lock
+    def _publish_due(self, end_id: int, only: str | None = None) -> None:
+        """Publish every enabled stream's samples up to counter value ``end_id`` (lock
         held: stream messages go out in order, and a stopped stream is flushed first)."""
-        if end_id is None:
-            end_id = self._now_id(self.news_lag_s)
         for data_topic, start_id in list(self._state.next_id.items()):
             if only is not None and data_topic != only:
                 continue

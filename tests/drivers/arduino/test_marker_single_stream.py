@@ -48,6 +48,9 @@ def example_run(host_program: Path, tmp_path_factory: pytest.TempPathFactory):
         assert run["status"] == "success" and run["simulated"]
         metrics = {m["name"]: m for m in store.metrics(run["uid"])}
         windows = store.events(run["uid"], "pipeline_window")
+    unmeasured = {name: (m.get("meta") or {}).get("reason") for name, m in metrics.items()
+                  if m["value"] is None and "power" in name}
+    assert not unmeasured, f"power figures without a value: {unmeasured}"
     return proc, metrics, windows, db
 
 
