@@ -4,6 +4,7 @@ every reading's aperture), the estimates and the fitted meter shift hold their s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -138,6 +139,23 @@ def test_a_device_stalled_for_nearly_the_whole_window_is_refused_saying_why():
     with pytest.raises(AttributionError, match=r"only [0-2] of 20 blocks of readings see a "
                                                r"stage change .*580 ms.*lengthen the window"):
         attribute(bench)
+
+
+def test_a_block_of_readings_off_the_line_through_the_others_is_refused_naming_it():
+    """Readings 1 500-1 649 (block 10 of 20) taken 300 µs later than the meter's stamps say,
+    as when the instrument placed one stretch of its stream wrongly: that block aligns apart
+    from the line the others follow, and no figure comes from readings that do not follow the
+    schedule throughout. The same window unspliced gives its figures."""
+    def bench(shift: float):
+        return pipeline_readings(np.random.default_rng(7), 3000, shift=shift)
+
+    honest, late = bench(0.1e-3), bench(0.4e-3)
+    assert attribute(honest).aligned_blocks == 20
+    spliced = honest.watts.copy()
+    spliced[1500:1650] = late.watts[1500:1650]
+    with pytest.raises(AttributionError, match=r"block 10 of 20 aligns at \+0\.3\d\d ms, "
+                                               r"\+2\d\d µs from the line through the others"):
+        attribute(dataclasses.replace(honest, watts=spliced))
 
 
 def test_a_shift_beyond_the_range_is_refused_not_fitted_at_its_edge():
