@@ -42,11 +42,12 @@ GPI_INDICES = (0, 1, 2, 3, 7)  # 7 is the trigger input
 TIME64_SCALE = 1 << 30  # pyjoulescope_driver.time64: 2**30 per second since 2018-01-01 UTC
 TIME64_EPOCH = 1514764800.0
 SIMULATED_SERIAL = "SIM0001"
-# The stream trails the bench clock by this much: a device's state and marker lines reach the
-# feed over a pipe and TCP some time after the moment they stamp (the emulated Arduino's: its
-# stderr, a reader thread, the link), and a sample computed before its news arrived would show
-# the old level — an edge missed or late beyond its stated uncertainty (in single stream, 2 of
-# 340 samples' regions went missing at 50 kS/s). A real JS220's USB stream trails it too.
+# The stream trails the bench clock by this much, and one pump period more (_run_pump): a
+# device's state and marker lines reach the feed over a pipe and TCP some time after the moment
+# they stamp (the emulated Arduino's: its stderr, a reader thread, the link), and a sample
+# computed before its news arrived would show the old level — an edge missed or late beyond its
+# stated uncertainty (in single stream, 2 of 340 samples' regions went missing at 50 kS/s). A
+# real JS220's USB stream trails it too.
 NEWS_LAG_S = 0.1
 
 
@@ -258,8 +259,9 @@ class SimulatedJs220Driver:
         busy host), the pump and the thread reading the device's news resume together in no
         set order, and news sent during the stall may still sit unread in the socket. A pass
         that follows a stall publishes nothing new, and the next one, a period later, finds
-        the news read (an orchestrator stopped 0.25 s in every 1.5 s put a marker edge off
-        its line in 2 of 3 single-stream windows before)."""
+        the news read (with the orchestrator stopped 0.25 s at random every 0.2-1.5 s, a marker
+        edge off its line refused the single-stream window in 4 of 9 runs before, 0 of 11
+        after)."""
         woke = bench_now()
         while not self._stop.is_set():
             period = 1.0 / float(self._retained.get(f"{self.prefix}/h/fp", 20))
