@@ -14,7 +14,8 @@ that much latency) instead of reading an idle device from a timeline not told ye
 
 - the first deferred changes while live: their ``SIM:STAT`` lines, then ``SIM:HOLD <now>``
   (or, for a device that stamps its samples' starts with :meth:`~SimulatedDeviceLink.begin`,
-  ``SIM:HOLD <start>`` as the first sample begins, so not even that sample is read stale);
+  ``SIM:HOLD <now>`` just before the first sample's start is stamped, so not even that sample
+  is read stale);
 - while holding, nothing until ``MAX_DEFERRED`` changes wait or ``FLUSH_S`` has passed since
   the last write; then the waiting lines and a new ``SIM:HOLD <now>``;
 - :meth:`~SimulatedDeviceLink.state`: the waiting lines, the new state (and ``SIM:LIVE`` while
@@ -119,15 +120,18 @@ class SimulatedDeviceLink:
     def begin(self) -> float:
         """Now on the bench clock, as the stamp of a sample's first change (told later with
         :meth:`defer`). Taken under the link's lock, so no HOLD passes it before the sample's
-        changes are told; a live meter is held at it first (the one write of a run's start),
-        and the link may lift the hold on its own once the device falls quiet."""
+        changes are told. A live meter is held first (the one write of a run's start), and
+        the stamp is read after that write: the meter either computed its readings before the
+        HOLD was on its socket (so before the sample began) or finds the HOLD there and waits
+        for it (:meth:`hilbench.sim.meter.SimulatedMeter.news_pending`). The link may lift the
+        hold on its own once the device falls quiet."""
         with self._lock:
-            t = bench_now()
             self._begins = True
+            if not self._holding:
+                self._send(self._deferred, hold=True)
+            t = bench_now()
             if self._busy_since is None:
                 self._busy_since = t
-            if not self._holding:
-                self._send(self._deferred, hold=True, told=t)
             return t
 
     def defer(self, changes: list[tuple[str, float]]) -> None:

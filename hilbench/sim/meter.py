@@ -43,6 +43,7 @@ from collections.abc import Callable
 # The meter shares the bench's physical clock with the devices it measures (never offset).
 from hilbench.clock import bench_now as now
 from hilbench.sim.instrument_facts import meter_facts
+from hilbench.sim.line_inbox import LineInbox
 from hilbench.sim.meter_acquisition import (
     QUES_MEMORY_OVERFLOW,
     MeterAcquisition,
@@ -113,6 +114,8 @@ class SimulatedMeter(MeterAcquisition):
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._connections: set[socket.socket] = set()
+        self._links: set[LineInbox] = set()  # connections that have told a device's state
+        self._local = threading.local()  # the serving thread's own connection (its inbox)
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -191,6 +194,12 @@ class SimulatedMeter(MeterAcquisition):
             with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
             conn.close()
+
+    def _news_pending(self) -> bool:
+        """Whether a device link other than the asking connection has a line not yet acted
+        on (see :mod:`hilbench.sim.line_inbox`)."""
+        own = getattr(self._local, "inbox", None)
+        return any(link.pending() for link in self._links if link is not own)
 
     # --- SCPI ------------------------------------------------------------------------------
 
@@ -572,34 +581,40 @@ class _Server(socketserver.ThreadingTCPServer):
         super().__init__(address, handler)
 
 
-class _Handler(socketserver.StreamRequestHandler):
-    """One client connection: newline-terminated SCPI lines in, newline-terminated replies out."""
+class _Handler(socketserver.BaseRequestHandler):
+    """One client connection: newline-terminated SCPI lines in, newline-terminated replies out.
+
+    A connection that tells a device's state (``SIM:STAT``, ``SIM:HOLD``, …) is one of the
+    meter's device links: while a line of it is unread, a live device's readings wait
+    (:meth:`SimulatedMeter._news_pending`)."""
 
     server: _Server
 
     def handle(self) -> None:
         meter = self.server.meter
         self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        inbox = LineInbox(self.request)
+        meter._local.inbox = inbox  # its own lines never hold its own requests
         with meter._lock:
             meter._connections.add(self.request)
         try:
-            while not meter._stopping.is_set():
+            while (raw := inbox.next_line(meter._stopping.is_set)) is not None:
                 try:
-                    raw = self.rfile.readline()
-                except OSError:
-                    return
-                if not raw:
-                    return
-                if meter._stalled.is_set() and not raw.startswith(b"SIM:"):
-                    continue  # a hung instrument neither acts nor answers (the device's own
-                    # lines still arrive: its current does not stop when the meter hangs)
-                reply = meter.execute(raw.decode("ascii", errors="replace"))
+                    if raw[:4].upper() == b"SIM:" and inbox not in meter._links:
+                        with meter._lock:
+                            meter._links.add(inbox)
+                    if meter._stalled.is_set() and not raw.startswith(b"SIM:"):
+                        continue  # a hung instrument neither acts nor answers (the device's
+                        # own lines still arrive: its current does not stop when the meter hangs)
+                    reply = meter.execute(raw.decode("ascii", errors="replace"))
+                finally:
+                    inbox.done()
                 if reply is not None:
                     try:
-                        self.wfile.write(reply.encode("ascii") + b"\n")
-                        self.wfile.flush()
+                        self.request.sendall(reply.encode("ascii") + b"\n")
                     except OSError:
                         return
         finally:
             with meter._lock:
                 meter._connections.discard(self.request)
+                meter._links.discard(inbox)

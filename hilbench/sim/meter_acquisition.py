@@ -13,7 +13,9 @@ Readings are computed lazily, from the timeline as the device has told it so far
 reports late (:meth:`hilbench.sim.device_link.SimulatedDeviceLink.defer`: single-stream samples
 are told in batches) *holds* the meter: it says up to which time its state is told
 (:meth:`MeterAcquisition.hold`), and only readings whose aperture ends by then are computed, as
-if the instrument had that much latency. Once an acquisition has ended (``ABOR`` or its last
+if the instrument had that much latency. A live device whose line is still unread holds the meter
+too (:meth:`MeterAcquisition._news_pending`): the line may be a ``HOLD`` at a moment the meter
+would otherwise compute past. Once an acquisition has ended (``ABOR`` or its last
 reading due), the first request for readings waits up to :data:`HOLD_PATIENCE_S` for the device
 to tell past the end; what it still has not told is then computed as it stands, and counted in
 :attr:`MeterAcquisition.late_readings` with a warning in the log, so a simulated figure that
@@ -261,13 +263,31 @@ class MeterAcquisition:
 
     # --- acquisition and readings ------------------------------------------------------------
 
+    def _news_pending(self) -> bool:
+        """Whether a line the device sent is still unread (the TCP server knows; in-process
+        callers tell their changes directly, so nothing is ever pending here)."""
+        return False
+
+    def _untold(self, end: float) -> bool:
+        """Whether the device may still tell a change before ``end``: held short of it, or
+        live with a line still unread."""
+        if self._told_until is None:
+            return self._news_pending()
+        return self._told_until < end
+
     def _advance(self, t: float) -> None:
         """Move every reading whose integration has ended by ``t`` into reading memory, as far
-        as the device has told its state (:meth:`hold`)."""
+        as the device has told its state (:meth:`hold`). A live device with a line still
+        unread may be holding the meter in it: nothing is computed until it is read."""
         acq = self._acq
         if acq is None:
             return
-        told = t if self._told_until is None else min(t, self._told_until)
+        if self._told_until is None:
+            if self._news_pending():
+                return
+            told = t
+        else:
+            told = min(t, self._told_until)
         self._materialise(acq, acq.ready_count(told))
 
     def _catch_up(self) -> None:
@@ -284,8 +304,7 @@ class MeterAcquisition:
             return
         end = acq.end_time()
         deadline = t + HOLD_PATIENCE_S
-        while (self._told_until is not None and self._told_until < end
-               and now() < deadline and not self._stopping.is_set()):
+        while self._untold(end) and now() < deadline and not self._stopping.is_set():
             self._lock.release()
             try:
                 time.sleep(0.002)
@@ -300,9 +319,10 @@ class MeterAcquisition:
             self._materialise(acq, due)
             self.late_readings += untold
             log.warning(
-                "simulated meter: %d readings up to t=%.6f computed from a device timeline told "
-                "only up to t=%s (held; the device told nothing further within %.1f s): they "
-                "show what the meter knew, not what the device did", untold, end, told,
+                "simulated meter: %d readings up to t=%.6f computed from a device timeline %s "
+                "(the device told nothing further within %.1f s): they show what the meter "
+                "knew, not what the device did", untold, end,
+                "with a line still unread" if told is None else f"told only up to t={told}",
                 HOLD_PATIENCE_S)
 
     def _materialise(self, acq: Acquisition, ready: int) -> None:
