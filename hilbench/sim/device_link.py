@@ -123,7 +123,7 @@ class SimulatedDeviceLink:
         changes are told. A live meter is held first (the one write of a run's start), and
         the stamp is read after that write: the meter either computed its readings before the
         HOLD was on its socket (so before the sample began) or finds the HOLD there and waits
-        for it (:meth:`hilbench.sim.meter.SimulatedMeter.news_pending`). The link may lift the
+        for it (:meth:`hilbench.sim.meter.SimulatedMeter._news_pending`). The link may lift the
         hold on its own once the device falls quiet."""
         with self._lock:
             self._begins = True

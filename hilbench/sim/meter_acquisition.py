@@ -282,12 +282,9 @@ class MeterAcquisition:
         acq = self._acq
         if acq is None:
             return
-        if self._told_until is None:
-            if self._news_pending():
-                return
-            told = t
-        else:
-            told = min(t, self._told_until)
+        if self._told_until is None and self._news_pending():
+            return
+        told = t if self._told_until is None else min(t, self._told_until)
         self._materialise(acq, acq.ready_count(told))
 
     def _catch_up(self) -> None:
